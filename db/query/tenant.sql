@@ -1,0 +1,27 @@
+-- name: TenantGetBySlug :one
+SELECT * FROM tenants WHERE slug = $1;
+
+-- name: TenantGetByID :one
+SELECT * FROM tenants WHERE id = $1;
+
+-- name: TenantList :many
+SELECT * FROM tenants ORDER BY slug;
+
+-- name: TenantUpsert :one
+INSERT INTO tenants (slug, name, time_zone) VALUES ($1, $2, $3)
+ON CONFLICT (slug) DO UPDATE SET name = EXCLUDED.name
+RETURNING *;
+
+-- name: MembershipGet :one
+SELECT * FROM memberships WHERE tenant_id = $1 AND user_id = $2;
+
+-- name: MembershipUpsert :one
+INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, $3)
+ON CONFLICT (tenant_id, user_id) DO UPDATE SET role = EXCLUDED.role
+RETURNING *;
+
+-- name: MembershipListByUser :many
+SELECT t.id AS tenant_id, t.slug, t.name, m.role
+FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+WHERE m.user_id = $1
+ORDER BY t.slug;

@@ -1,0 +1,136 @@
+// Package database opens Jejak's connection pools, applies migrations and
+// runs functions inside tenant-scoped transactions.
+package database
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/jejakhq/jejak/db/schema"
+)
+
+// Roles the pools run as (created by db/schema/00001_roles.sql).
+const (
+	// AppRole serves tenant-facing requests: row-level security pins every
+	// read and write to the tenant set by InTenantTx.
+	AppRole = "jejak_app"
+	// SystemRole is the explicit cross-tenant path for the worker pool and
+	// staff pages. Code holding only an AppRole pool cannot reach it.
+	SystemRole = "jejak_system"
+)
+
+// Open connects the tenant-facing pool: its connections run as jejak_app, so
+// row-level security applies even when the URL names a superuser. The URL's
+// user must be jejak_app itself or a member of it (a superuser is).
+func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	return open(ctx, url, AppRole, maxConns)
+}
+
+// OpenSystem connects the cross-tenant pool used by the job engine and the
+// staff pages; its connections run as jejak_system.
+func OpenSystem(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	return open(ctx, url, SystemRole, maxConns)
+}
+
+func open(ctx context.Context, url, role string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "SET ROLE "+role); err != nil {
+			return fmt.Errorf("set role %s: %w", role, err)
+		}
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	return pool, nil
+}
+
+// Migrate applies every pending migration from db/schema. It connects with
+// the URL's own user (it must be able to create roles the first time), and
+// each migration switches to jejak_owner for the objects it creates.
+func Migrate(ctx context.Context, url string) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("parse database url: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	return MigrateDB(ctx, db)
+}
+
+// MigrateDB applies pending migrations on an open *sql.DB.
+func MigrateDB(ctx context.Context, db *sql.DB) error {
+	// Serialise concurrent starts of several replicas.
+	if _, err := db.ExecContext(ctx, "SELECT pg_advisory_lock(727274)"); err != nil {
+		return fmt.Errorf("lock migrations: %w", err)
+	}
+	defer db.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(727274)") //nolint:errcheck
+	p, err := goose.NewProvider(goose.DialectPostgres, db, schema.FS)
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	return nil
+}
+
+// Beginner is what the transaction helpers need: a pool or a connection.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// InTx runs fn in a transaction that commits when fn returns nil.
+func InTx(ctx context.Context, db Beginner, fn func(pgx.Tx) error) (err error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if err = tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// InTenantTx runs fn in a transaction scoped to one tenant: app.tenant_id is
+// set with is_local=true so it vanishes at commit and never leaks to the next
+// user of a pooled connection. Row-level security policies read it.
+func InTenantTx(ctx context.Context, db Beginner, tenantID int64, fn func(pgx.Tx) error) error {
+	if tenantID <= 0 {
+		return errors.New("tenant transaction: tenant id must be positive")
+	}
+	return InTx(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true)", strconv.FormatInt(tenantID, 10)); err != nil {
+			return fmt.Errorf("set tenant: %w", err)
+		}
+		return fn(tx)
+	})
+}

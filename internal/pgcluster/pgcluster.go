@@ -1,0 +1,231 @@
+// Package pgcluster runs Jejak's embedded default database: a private
+// PostgreSQL cluster under a directory of its own, built from the PostgreSQL
+// binaries installed on the machine. It listens on 127.0.0.1 at a free port
+// (never a Unix socket, whose path length depends on the checkout's folder),
+// so it never clashes with a server already on 5432.
+package pgcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrNoBinaries says that no PostgreSQL server binaries were found.
+var ErrNoBinaries = errors.New("PostgreSQL server binaries (initdb, pg_ctl) not found: install them, e.g. `apt-get install postgresql`, or set JEJAK_PG_BIN, or set DATABASE_URL to use an existing server")
+
+// Cluster is a running embedded PostgreSQL cluster.
+type Cluster struct {
+	Dir    string // data directory
+	BinDir string
+	Port   int
+	// Database is the database Jejak uses inside the cluster.
+	Database string
+	// started is true when this process started the server (and so stops it).
+	started bool
+}
+
+// URL is the connection string of the cluster's Jejak database.
+func (c *Cluster) URL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, c.Database)
+}
+
+// Start initialises the cluster in dir on first use, starts it unless it is
+// already running (then it is reused), and creates the named database. A
+// lock file beside dir serialises concurrent callers, such as the test
+// binaries of several packages.
+func Start(ctx context.Context, dir, database string) (*Cluster, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := findBinDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, fmt.Errorf("create cluster parent: %w", err)
+	}
+	unlock, err := lockFile(dir + ".lock")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	c := &Cluster{Dir: dir, BinDir: bin, Database: database}
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		if err := c.initdb(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if port, ok := c.runningPort(ctx); ok {
+		c.Port = port
+	} else {
+		if err := c.start(ctx); err != nil {
+			return nil, err
+		}
+		c.started = true
+	}
+	if err := c.ensureDatabase(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Stop shuts the server down (fast mode: sessions are ended, data is safe)
+// if this process started it.
+func (c *Cluster) Stop(ctx context.Context) error {
+	if !c.started {
+		return nil
+	}
+	return c.run(ctx, filepath.Join(c.BinDir, "pg_ctl"), "stop", "-D", c.Dir, "-m", "fast", "-w")
+}
+
+func (c *Cluster) initdb(ctx context.Context) error {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	if err := c.chownForPostgres(c.Dir); err != nil {
+		return err
+	}
+	// Trust auth is safe here: the server only listens on 127.0.0.1 and
+	// exists for local development and tests.
+	return c.run(ctx, filepath.Join(c.BinDir, "initdb"), "-D", c.Dir, "--username=postgres",
+		"--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-instructions")
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	c.Port = port
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200", port)
+	return c.run(ctx, filepath.Join(c.BinDir, "pg_ctl"), "start", "-D", c.Dir, "-w", "-t", "60",
+		"-l", filepath.Join(c.Dir, "server.log"), "-o", opts)
+}
+
+// runningPort reports the port of a server already running on the data dir.
+func (c *Cluster) runningPort(ctx context.Context) (int, bool) {
+	if err := c.run(ctx, filepath.Join(c.BinDir, "pg_ctl"), "status", "-D", c.Dir); err != nil {
+		return 0, false
+	}
+	b, err := os.ReadFile(filepath.Join(c.Dir, "postmaster.pid"))
+	if err != nil {
+		return 0, false
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 4 {
+		return 0, false
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(lines[3]))
+	return port, err == nil
+}
+
+func (c *Cluster) ensureDatabase(ctx context.Context) error {
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.Port)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("connect to embedded cluster: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", c.Database).Scan(&exists); err != nil {
+		return fmt.Errorf("look up database: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{c.Database}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", c.Database, err)
+	}
+	return nil
+}
+
+// run executes a PostgreSQL binary, as the postgres OS user when we are root
+// (initdb and postgres refuse to run as root).
+func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
+	var cmd *exec.Cmd
+	if os.Geteuid() == 0 {
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, name, args...)
+	}
+	// The server must outlive a Ctrl-C aimed at us: we stop it ourselves.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", filepath.Base(name), args[0], err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func (c *Cluster) chownForPostgres(dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return fmt.Errorf("running as root needs a 'postgres' OS user to own the cluster: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return fmt.Errorf("chown data dir: %w", err)
+	}
+	return nil
+}
+
+// findBinDir picks the newest /usr/lib/postgresql/N/bin, or JEJAK_PG_BIN, or
+// the directory of initdb on PATH.
+func findBinDir() (string, error) {
+	if d := os.Getenv("JEJAK_PG_BIN"); d != "" {
+		return d, nil
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(matches, func(i, j int) bool { return pgMajor(matches[i]) > pgMajor(matches[j]) })
+	if len(matches) > 0 {
+		return filepath.Dir(matches[0]), nil
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", ErrNoBinaries
+}
+
+func pgMajor(path string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(path))))
+	return n
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}

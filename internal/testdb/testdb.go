@@ -1,0 +1,155 @@
+// Package testdb gives each test its own migrated PostgreSQL database.
+//
+// Migrations run once into a template database named by a hash of
+// db/schema; each test gets a clone in milliseconds (pgtestdb). The server is
+// JEJAK_TEST_DATABASE_URL when set, else the machine's PostgreSQL on
+// 127.0.0.1:5432 when it answers, else an embedded cluster in the system's
+// temporary folder, started on first use and shared by all test binaries.
+// A failing test's database is kept and its URL logged.
+package testdb
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver pgtestdb uses
+	"github.com/peterldowns/pgtestdb"
+
+	"github.com/jejakhq/jejak/db/schema"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/pgcluster"
+)
+
+// DB is one test's database.
+type DB struct {
+	// App is a pool running as jejak_app, exactly like the application's.
+	App *pgxpool.Pool
+	// System is a pool running as jejak_system, the cross-tenant path.
+	System *pgxpool.Pool
+	// Admin is a superuser pool for set-up and inspection that must not be
+	// limited by row-level security or privileges.
+	Admin *pgxpool.Pool
+	// URL connects as the superuser test role.
+	URL string
+}
+
+// New creates a fresh migrated database for t and closes it when t ends.
+func New(t testing.TB) *DB {
+	t.Helper()
+	base := server(t)
+	conf := pgtestdb.Custom(t, base, migrator{})
+	ctx := context.Background()
+	app, err := database.Open(ctx, conf.URL(), 16)
+	if err != nil {
+		t.Fatalf("testdb: open app pool: %v", err)
+	}
+	system, err := database.OpenSystem(ctx, conf.URL(), 16)
+	if err != nil {
+		t.Fatalf("testdb: open system pool: %v", err)
+	}
+	admin, err := pgxpool.New(ctx, conf.URL())
+	if err != nil {
+		t.Fatalf("testdb: open admin pool: %v", err)
+	}
+	t.Cleanup(func() { app.Close(); system.Close(); admin.Close() })
+	return &DB{App: app, System: system, Admin: admin, URL: conf.URL()}
+}
+
+var (
+	serverOnce sync.Once
+	serverConf pgtestdb.Config
+	serverErr  error
+)
+
+func server(t testing.TB) pgtestdb.Config {
+	serverOnce.Do(func() { serverConf, serverErr = findServer() })
+	if serverErr != nil {
+		t.Fatalf("testdb: no PostgreSQL for tests: %v", serverErr)
+	}
+	return serverConf
+}
+
+func findServer() (pgtestdb.Config, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	raw := os.Getenv("JEJAK_TEST_DATABASE_URL")
+	if raw == "" {
+		raw = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+		if !reachable(ctx, raw) {
+			c, err := pgcluster.Start(ctx, filepath.Join(os.TempDir(), "jejak-test-pg", "data"), "postgres")
+			if err != nil {
+				return pgtestdb.Config{}, fmt.Errorf("start embedded cluster: %w", err)
+			}
+			raw = c.URL()
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return pgtestdb.Config{}, fmt.Errorf("parse %q: %w", raw, err)
+	}
+	pw, _ := u.User.Password()
+	opts := u.RawQuery
+	if opts == "" {
+		opts = "sslmode=disable"
+	}
+	return pgtestdb.Config{
+		DriverName: "pgx",
+		Host:       u.Hostname(),
+		Port:       u.Port(),
+		User:       u.User.Username(),
+		Password:   pw,
+		Database:   u.Path[1:],
+		Options:    opts,
+		// Migrations create roles and switch to jejak_owner, as the
+		// production migration user (a superuser) does.
+		TestRole:                  &pgtestdb.Role{Username: "jejak_test", Password: "jejak_test", Capabilities: "SUPERUSER"},
+		ForceTerminateConnections: true,
+	}, nil
+}
+
+func reachable(ctx context.Context, raw string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, raw)
+	if err != nil {
+		return false
+	}
+	c.Close(ctx)
+	return true
+}
+
+// migrator applies db/schema with the application's own migration code.
+type migrator struct{}
+
+func (migrator) Hash() (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(schema.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(schema.FS, path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:16], err
+}
+
+func (migrator) Migrate(ctx context.Context, db *sql.DB, _ pgtestdb.Config) error {
+	return database.MigrateDB(ctx, db)
+}
