@@ -1,0 +1,79 @@
+// Command web is Jejak: the dashboard and the worker pool in one binary.
+//
+//	web [serve]           dashboard + workers (default)
+//	web migrate           apply database migrations
+//	web seed              write the demo data
+//	web audit verify      check audit hash chains
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/jejakhq/jejak/internal/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "web:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	cfg, err := app.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("web "+cmd, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (DATABASE_URL); empty = embedded cluster")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "embedded cluster directory (JEJAK_DATA_DIR)")
+	switch cmd {
+	case "serve":
+		fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (JEJAK_ADDR)")
+		fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker goroutines, 0 = web only (JEJAK_WORKERS)")
+		fs.BoolVar(&cfg.WorkersOnly, "workers-only", cfg.WorkersOnly, "run workers without the HTTP server")
+		fs.BoolVar(&cfg.Demo, "demo", cfg.Demo, "seed demo data and generate demo activity (JEJAK_DEMO)")
+	case "migrate", "seed":
+	default:
+		return fmt.Errorf("unknown command %q (want serve, migrate, seed or audit verify)", cmd)
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if cfg.Workers < 0 {
+		return fmt.Errorf("-workers must be ≥ 0")
+	}
+	log := newLogger(cfg.LogLevel)
+	switch cmd {
+	case "migrate":
+		return app.Migrate(ctx, cfg, log)
+	case "seed":
+		return app.Seed(ctx, cfg, log, out)
+	default:
+		return app.Serve(ctx, cfg, log, out)
+	}
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}

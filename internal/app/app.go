@@ -1,0 +1,173 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/demo"
+	"github.com/jejakhq/jejak/internal/pgcluster"
+	"github.com/jejakhq/jejak/internal/tenant"
+	"github.com/jejakhq/jejak/internal/user"
+	"github.com/jejakhq/jejak/internal/web"
+)
+
+// Env is an opened, migrated database with Jejak's two pools.
+type Env struct {
+	URL     string
+	App     *pgxpool.Pool // tenant-facing (jejak_app)
+	System  *pgxpool.Pool // cross-tenant (jejak_system)
+	cluster *pgcluster.Cluster
+	log     *slog.Logger
+}
+
+// Open starts the embedded cluster when cfg has no DatabaseURL, applies
+// migrations and opens the pools.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Env, error) {
+	env := &Env{URL: cfg.DatabaseURL, log: log}
+	if env.URL == "" {
+		dir := filepath.Join(cfg.DataDir, "pg")
+		log.Info("starting embedded PostgreSQL", "dir", dir)
+		c, err := pgcluster.Start(ctx, dir, "jejak")
+		if err != nil {
+			return nil, fmt.Errorf("embedded database: %w", err)
+		}
+		env.cluster, env.URL = c, c.URL()
+		log.Info("embedded PostgreSQL ready", "url", c.URL())
+	}
+	if err := database.Migrate(ctx, env.URL); err != nil {
+		env.Close()
+		return nil, err
+	}
+	var err error
+	if env.App, err = database.Open(ctx, env.URL, 20); err != nil {
+		env.Close()
+		return nil, err
+	}
+	if env.System, err = database.OpenSystem(ctx, env.URL, 20); err != nil {
+		env.Close()
+		return nil, err
+	}
+	return env, nil
+}
+
+// Close closes the pools and stops the embedded cluster if Open started it.
+func (e *Env) Close() {
+	if e.App != nil {
+		e.App.Close()
+	}
+	if e.System != nil {
+		e.System.Close()
+	}
+	if e.cluster != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := e.cluster.Stop(ctx); err != nil {
+			e.log.Error("stop embedded PostgreSQL", "error", err.Error())
+		} else {
+			e.log.Info("embedded PostgreSQL stopped")
+		}
+	}
+}
+
+// Serve runs the dashboard (unless workers-only) and the worker pool until
+// ctx ends, then shuts down: HTTP first, then the workers, then the pools.
+func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) error {
+	env, err := Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	if cfg.Demo {
+		if err := demo.Seed(ctx, env.System); err != nil {
+			return err
+		}
+		printDemoAccounts(out)
+	}
+	handler := Handler(env.App, env.System, clock.Database{}, log, cfg.SecureCookies)
+
+	if cfg.WorkersOnly {
+		<-ctx.Done()
+		return nil
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("Jejak is listening", "url", "http://"+ln.Addr().String())
+	fmt.Fprintf(out, "\nJejak dashboard: http://%s/\n\n", ln.Addr().String())
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	return nil
+}
+
+// Handler builds the dashboard's HTTP handler over the two pools. Tests use
+// it too, so they exercise exactly the wiring that serve runs.
+func Handler(appPool, systemPool *pgxpool.Pool, clk clock.Clock, log *slog.Logger, secureCookies bool) http.Handler {
+	users := user.NewService(user.NewStore(appPool))
+	tenants := tenant.NewService(appPool, systemPool, clk, nil)
+	return web.New(web.Deps{App: appPool, System: systemPool, Users: users, Tenants: tenants, Clock: clk,
+		Logger: log, SecureCookies: secureCookies})
+}
+
+// Seed writes the demo data.
+func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) error {
+	env, err := Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	if err := demo.Seed(ctx, env.System); err != nil {
+		return err
+	}
+	printDemoAccounts(out)
+	return nil
+}
+
+// Migrate applies pending migrations and exits.
+func Migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
+	env, err := Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	env.Close()
+	log.Info("migrations applied")
+	return nil
+}
+
+func printDemoAccounts(out io.Writer) {
+	var b strings.Builder
+	b.WriteString("\nDemo accounts (demo only), password \"" + demo.Password + "\":\n")
+	for _, a := range demo.Accounts {
+		role := a.Role + " of " + a.Tenant
+		if a.Staff != "" {
+			role = "staff (" + a.Staff + ")"
+		}
+		fmt.Fprintf(&b, "  %-20s %s\n", a.Email, role)
+	}
+	fmt.Fprint(out, b.String())
+}

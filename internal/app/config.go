@@ -1,0 +1,62 @@
+// Package app wires Jejak's parts together for the web binary: it reads
+// configuration, starts the embedded database when no DATABASE_URL is set,
+// migrates, opens the pools, and runs the HTTP server beside the workers.
+package app
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Config is Jejak's configuration, from the environment (flags may
+// override fields).
+type Config struct {
+	DatabaseURL   string // DATABASE_URL; "" = embedded cluster under DataDir
+	DataDir       string // JEJAK_DATA_DIR; default .data
+	Addr          string // JEJAK_ADDR; default 127.0.0.1:8080
+	Workers       int    // JEJAK_WORKERS; 0 = web only
+	WorkersOnly   bool   // JEJAK_WORKERS_ONLY; no HTTP server
+	Demo          bool   // JEJAK_DEMO; seed demo data and run the activity generator
+	NATSURL       string // NATS_URL; optional
+	SecureCookies bool   // JEJAK_SECURE_COOKIES; set behind TLS
+	LogLevel      string // JEJAK_LOG_LEVEL: debug, info, warn, error
+}
+
+// FromEnv reads Config from getenv.
+func FromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL: getenv("DATABASE_URL"),
+		DataDir:     or(getenv("JEJAK_DATA_DIR"), ".data"),
+		Addr:        or(getenv("JEJAK_ADDR"), "127.0.0.1:8080"),
+		Workers:     4,
+		NATSURL:     getenv("NATS_URL"),
+		LogLevel:    or(getenv("JEJAK_LOG_LEVEL"), "info"),
+	}
+	var err error
+	if v := getenv("JEJAK_WORKERS"); v != "" {
+		if c.Workers, err = strconv.Atoi(v); err != nil || c.Workers < 0 {
+			return c, fmt.Errorf("JEJAK_WORKERS must be a whole number ≥ 0, got %q", v)
+		}
+	}
+	for name, dst := range map[string]*bool{"JEJAK_WORKERS_ONLY": &c.WorkersOnly, "JEJAK_DEMO": &c.Demo, "JEJAK_SECURE_COOKIES": &c.SecureCookies} {
+		if v := getenv(name); v != "" {
+			if *dst, err = strconv.ParseBool(v); err != nil {
+				return c, fmt.Errorf("%s must be true or false, got %q", name, v)
+			}
+		}
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		return c, fmt.Errorf("JEJAK_LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	return c, nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

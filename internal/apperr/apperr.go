@@ -1,0 +1,76 @@
+// Package apperr defines the application's error codes. Domain packages
+// return *Error values (or wrap them); the web layer maps codes to HTTP
+// status in one place and shows internal errors only as "Internal error".
+package apperr
+
+import (
+	"errors"
+	"sort"
+	"strings"
+)
+
+// Code classifies an error for callers.
+type Code string
+
+// The codes the web layer understands.
+const (
+	CodeInvalid   Code = "invalid"   // bad input; Fields says which
+	CodeNotFound  Code = "not_found" // absent, or belongs to another tenant
+	CodeConflict  Code = "conflict"
+	CodeForbidden Code = "forbidden" // known but not allowed
+	CodeInternal  Code = "internal"
+)
+
+// Error is an error with a code, a message safe to show to users, and
+// optional per-field messages for forms.
+type Error struct {
+	Code    Code
+	Message string
+	Fields  map[string]string
+}
+
+func (e *Error) Error() string {
+	if len(e.Fields) == 0 {
+		return e.Message
+	}
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + e.Fields[k]
+	}
+	return e.Message + " (" + strings.Join(parts, "; ") + ")"
+}
+
+// Invalid returns a validation error for one field.
+func Invalid(field, msg string) *Error {
+	return &Error{Code: CodeInvalid, Message: "invalid input", Fields: map[string]string{field: msg}}
+}
+
+// NotFound returns a not-found error with a user-safe message.
+func NotFound(msg string) *Error { return &Error{Code: CodeNotFound, Message: msg} }
+
+// Forbidden returns a forbidden error with a user-safe message.
+func Forbidden(msg string) *Error { return &Error{Code: CodeForbidden, Message: msg} }
+
+// CodeOf returns the code of the first *Error in err's chain, or
+// CodeInternal.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// FieldsOf returns the per-field messages of err, if any.
+func FieldsOf(err error) map[string]string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Fields
+	}
+	return nil
+}

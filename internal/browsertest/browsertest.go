@@ -1,0 +1,93 @@
+// Package browsertest starts a real headless Chromium for dashboard tests.
+// A missing Chromium fails the test: it is never a reason to skip.
+package browsertest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// New returns a browser tab context that lives until t ends. On failure a
+// screenshot of the current page is saved to a temporary folder and its
+// path logged.
+func New(t *testing.T) context.Context {
+	t.Helper()
+	execPath := findChromium()
+	if execPath == "" {
+		t.Fatal("browser tests need Chromium (apt-get install chromium); none found on PATH")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(execPath),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	// Generous overall bound: a hung browser must not hang the suite.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			Screenshot(t, ctx, "failure")
+		}
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// Screenshot saves a full-page PNG of the current tab into a temporary
+// folder that outlives the test and logs its path.
+func Screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := filepath.Join(os.TempDir(), "jejak-screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("screenshot dir: %v", err)
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("screenshot: %v", err)
+		return
+	}
+	path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()+"-"+name)+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Logf("write screenshot: %v", err)
+		return
+	}
+	t.Logf("screenshot saved: %s", path)
+}
+
+func findChromium() string {
+	if p := os.Getenv("JEJAK_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}

@@ -1,0 +1,59 @@
+// Package reqctx carries the few cross-cutting request values (the signed-in
+// viewer, the CSRF token, the request's trace id) through context.Context,
+// with typed getters, so views can read them without every view model
+// repeating them.
+package reqctx
+
+import "context"
+
+type key int
+
+const (
+	viewerKey key = iota
+	csrfKey
+	traceKey
+)
+
+// Viewer is the signed-in user as pages need them.
+type Viewer struct {
+	UserID    int64
+	Name      string
+	Email     string
+	StaffRole string // "", "support", "admin"
+}
+
+// IsStaff reports whether the viewer is support or admin staff.
+func (v *Viewer) IsStaff() bool { return v != nil && v.StaffRole != "" }
+
+// WithViewer returns ctx carrying v.
+func WithViewer(ctx context.Context, v *Viewer) context.Context {
+	return context.WithValue(ctx, viewerKey, v)
+}
+
+// ViewerFrom returns the signed-in viewer, or nil.
+func ViewerFrom(ctx context.Context) *Viewer {
+	v, _ := ctx.Value(viewerKey).(*Viewer)
+	return v
+}
+
+// WithCSRF returns ctx carrying the session's CSRF token.
+func WithCSRF(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, csrfKey, token)
+}
+
+// CSRF returns the session's CSRF token ("" outside a request).
+func CSRF(ctx context.Context) string {
+	s, _ := ctx.Value(csrfKey).(string)
+	return s
+}
+
+// WithTrace returns ctx carrying a trace id.
+func WithTrace(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, traceKey, id)
+}
+
+// Trace returns the request's trace id ("" when none).
+func Trace(ctx context.Context) string {
+	s, _ := ctx.Value(traceKey).(string)
+	return s
+}

@@ -1,0 +1,91 @@
+package tenant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/queries"
+)
+
+// store converts between sqlc rows and domain types; it is the only file of
+// the package that sees internal/queries.
+type store struct{ q *queries.Queries }
+
+func newStore(db queries.DBTX) store { return store{q: queries.New(db)} }
+
+func (s store) tenantBySlug(ctx context.Context, slug string) (*Tenant, error) {
+	r, err := s.q.TenantGetBySlug(ctx, slug)
+	if err != nil {
+		return nil, mapErr(err, "get tenant by slug")
+	}
+	return tenantFromRow(r), nil
+}
+
+func (s store) membership(ctx context.Context, tenantID, userID int64) (*Membership, error) {
+	r, err := s.q.MembershipGet(ctx, queries.MembershipGetParams{TenantID: tenantID, UserID: userID})
+	if err != nil {
+		return nil, mapErr(err, "get membership")
+	}
+	return &Membership{TenantID: r.TenantID, UserID: r.UserID, Role: r.Role}, nil
+}
+
+func (s store) tenantsOfUser(ctx context.Context, userID int64) ([]UserTenant, error) {
+	rows, err := s.q.MembershipListByUser(ctx, userID)
+	if err != nil {
+		return nil, fmt.Errorf("list tenants of user: %w", err)
+	}
+	out := make([]UserTenant, len(rows))
+	for i, r := range rows {
+		out[i] = UserTenant{Tenant: Tenant{ID: r.TenantID, Slug: r.Slug, Name: r.Name}, Role: r.Role}
+	}
+	return out, nil
+}
+
+func (s store) projects(ctx context.Context, tenantID int64) ([]Project, error) {
+	rows, err := s.q.ProjectListByTenant(ctx, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("list projects: %w", err)
+	}
+	out := make([]Project, len(rows))
+	for i, r := range rows {
+		out[i] = projectFromRow(r)
+	}
+	return out, nil
+}
+
+func (s store) insertProject(ctx context.Context, tenantID int64, name string, by int64, now *time.Time) (*Project, error) {
+	r, err := s.q.ProjectInsert(ctx, queries.ProjectInsertParams{TenantID: tenantID, Name: name, CreatedBy: &by, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("insert project: %w", err)
+	}
+	p := projectFromRow(r)
+	return &p, nil
+}
+
+func (s store) deleteProject(ctx context.Context, tenantID, id int64) (*Project, error) {
+	r, err := s.q.ProjectDelete(ctx, queries.ProjectDeleteParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return nil, mapErr(err, "delete project")
+	}
+	p := projectFromRow(r)
+	return &p, nil
+}
+
+func tenantFromRow(r queries.Tenant) *Tenant {
+	return &Tenant{ID: r.ID, Slug: r.Slug, Name: r.Name, TimeZone: r.TimeZone}
+}
+
+func projectFromRow(r queries.Project) Project {
+	return Project{TenantID: r.TenantID, ID: r.ID, Name: r.Name, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
+}
+
+func mapErr(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -1,0 +1,110 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/user"
+	"github.com/jejakhq/jejak/views/auth"
+	viewtenant "github.com/jejakhq/jejak/views/tenant"
+)
+
+// SignInRecorder records sign-in outcomes (the audit trail implements it).
+// u is nil when the e-mail matched no account.
+type SignInRecorder interface {
+	SignIn(ctx context.Context, u *user.User, email string, ok bool, ip, traceID string) error
+}
+
+func (s *Server) loginForm(c echo.Context) error {
+	if viewer(c) != nil {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	return render(c, http.StatusOK, auth.LoginPage(auth.LoginVM{}))
+}
+
+func (s *Server) login(c echo.Context) error {
+	ctx := c.Request().Context()
+	email := user.NormalizeEmail(c.FormValue("email"))
+	password := c.FormValue("password")
+	if email == "" || password == "" || len(email) > 254 || len(password) > 1024 {
+		return render(c, http.StatusUnprocessableEntity, auth.LoginPage(auth.LoginVM{Email: email, Error: "Enter your e-mail and password."}))
+	}
+	limits := []struct {
+		t   *throttle
+		key string
+	}{{s.throttleEmail, email}, {s.throttleIP, c.RealIP()}}
+	for _, l := range limits {
+		if blocked, left := l.t.blocked(l.key); blocked {
+			c.Response().Header().Set("Retry-After", fmt.Sprint(int(left.Seconds())+1))
+			return render(c, http.StatusTooManyRequests, auth.LoginPage(auth.LoginVM{Email: email,
+				Error: fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", int(left.Minutes())+1)}))
+		}
+	}
+	u, err := s.Users.Authenticate(ctx, email, password)
+	if errors.Is(err, user.ErrInvalidCredentials) {
+		for _, l := range limits {
+			l.t.fail(l.key)
+		}
+		s.recordSignIn(ctx, u, email, false, c.RealIP())
+		return render(c, http.StatusUnauthorized, auth.LoginPage(auth.LoginVM{Email: email, Error: "Invalid e-mail or password."}))
+	}
+	if err != nil {
+		return err
+	}
+	s.throttleEmail.reset(email)
+	// A new session id on sign-in defeats session fixation; a new CSRF
+	// token goes with it.
+	if err := s.sessions.RenewToken(ctx); err != nil {
+		return err
+	}
+	s.sessions.Put(ctx, sessionUserID, u.ID)
+	s.sessions.Put(ctx, sessionCSRF, newCSRFToken())
+	s.recordSignIn(ctx, u, email, true, c.RealIP())
+	if u.IsStaff() {
+		return c.Redirect(http.StatusSeeOther, "/admin")
+	}
+	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+func (s *Server) recordSignIn(ctx context.Context, u *user.User, email string, ok bool, ip string) {
+	if s.SignInEvents == nil {
+		return
+	}
+	if err := s.SignInEvents.SignIn(ctx, u, email, ok, ip, reqctx.Trace(ctx)); err != nil {
+		s.Logger.ErrorContext(ctx, "record sign-in", "error", err.Error())
+	}
+}
+
+func (s *Server) logout(c echo.Context) error {
+	if err := s.sessions.Destroy(c.Request().Context()); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// start sends a signed-in user where they work: staff to /admin, a member
+// of one tenant straight to it, others to a chooser.
+func (s *Server) start(c echo.Context) error {
+	v := viewer(c)
+	ts, err := s.Tenants.TenantsOf(c.Request().Context(), v.UserID)
+	if err != nil {
+		return err
+	}
+	if len(ts) == 1 {
+		return c.Redirect(http.StatusSeeOther, "/t/"+ts[0].Slug+"/")
+	}
+	if len(ts) == 0 && v.IsStaff() {
+		return c.Redirect(http.StatusSeeOther, "/admin")
+	}
+	choices := make([]viewtenant.TenantChoice, len(ts))
+	for i, t := range ts {
+		choices[i] = viewtenant.TenantChoice{Slug: t.Slug, Name: t.Name, Role: strings.ToLower(t.Role)}
+	}
+	return render(c, http.StatusOK, viewtenant.ChooserPage(choices))
+}

@@ -1,0 +1,73 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/views/layout"
+)
+
+// render writes comp with status. It renders into a buffer first so a
+// template error becomes a clean 500 instead of half a page.
+func render(c echo.Context, status int, comp templ.Component) error {
+	buf := templ.GetBuffer()
+	defer templ.ReleaseBuffer(buf)
+	if err := comp.Render(c.Request().Context(), buf); err != nil {
+		return err
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// statusOf maps an error to its HTTP status: the one place where
+// application error codes meet HTTP.
+func statusOf(err error) (int, string) {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg, _ := he.Message.(string)
+		if msg == "" {
+			msg = http.StatusText(he.Code)
+		}
+		return he.Code, msg
+	}
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		switch ae.Code {
+		case apperr.CodeInvalid:
+			return http.StatusUnprocessableEntity, ae.Error()
+		case apperr.CodeNotFound:
+			return http.StatusNotFound, "Page not found."
+		case apperr.CodeConflict:
+			return http.StatusConflict, ae.Message
+		case apperr.CodeForbidden:
+			return http.StatusForbidden, ae.Message
+		}
+	}
+	return http.StatusInternalServerError, "Internal error."
+}
+
+// handleError renders every error answer. Internal errors are logged with
+// the trace id and shown only as "Internal error".
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, msg := statusOf(err)
+	if status >= 500 {
+		s.Logger.ErrorContext(c.Request().Context(), "request failed", "error", err.Error(),
+			"trace_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	}
+	if status == http.StatusNotFound {
+		msg = "Page not found."
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(status)
+		return
+	}
+	if rerr := render(c, status, layout.Error(status, http.StatusText(status), msg)); rerr != nil {
+		_ = c.String(status, msg)
+	}
+}

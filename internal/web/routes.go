@@ -1,0 +1,41 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/jejakhq/jejak/static"
+)
+
+// routes registers every route: reading this function tells the whole HTTP
+// surface and which guard protects each part.
+func (s *Server) routes(e *echo.Echo) {
+	e.Use(s.traceAndLog, middleware.Recover(), securityHeaders)
+
+	// Unauthenticated, no session.
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(static.FS)))))
+
+	// Everything below has a session and CSRF protection on every POST.
+	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.csrf, s.loadViewer)
+	app.GET("/login", s.loginForm)
+	app.POST("/login", s.login)
+	app.POST("/logout", s.logout)
+
+	signedIn := app.Group("", s.requireViewer)
+	signedIn.GET("/", s.start)
+
+	// Tenant owner/admin/member pages: membership required, else 404.
+	t := signedIn.Group("/t/:slug", s.requireMember)
+	t.GET("/", s.tenantHome)
+	t.GET("", addSlash)
+	t.POST("/projects", s.projectCreate)
+	t.POST("/projects/:id/delete", s.projectDelete)
+
+	// Support staff pages.
+	adm := signedIn.Group("/admin", s.requireStaff)
+	adm.GET("", s.adminHome)
+}

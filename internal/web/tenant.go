@@ -1,0 +1,85 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/tenant"
+	viewtenant "github.com/jejakhq/jejak/views/tenant"
+)
+
+func (s *Server) tenantHome(c echo.Context) error {
+	vm, err := s.homeVM(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, viewtenant.HomePage(vm))
+}
+
+func (s *Server) homeVM(c echo.Context) (viewtenant.HomeVM, error) {
+	t, m := currentTenant(c), membership(c)
+	ps, err := s.Tenants.Projects(c.Request().Context(), t.ID)
+	if err != nil {
+		return viewtenant.HomeVM{}, err
+	}
+	vm := viewtenant.HomeVM{Slug: t.Slug, Name: t.Name, Role: m.Role, CanWrite: m.CanWrite(), Loc: t.Location()}
+	for _, p := range ps {
+		vm.Projects = append(vm.Projects, viewtenant.Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt})
+	}
+	return vm, nil
+}
+
+func actorOf(c echo.Context) tenant.Actor {
+	return tenant.Actor{UserID: viewer(c).UserID, Role: membership(c).Role, TraceID: reqctx.Trace(c.Request().Context())}
+}
+
+// projectCreate creates a project. With htmx it answers the projects
+// section (the list updates in place); without JavaScript it redirects
+// (post/redirect/get). A validation error re-renders the form with the
+// message next to the field, 422, and changes nothing.
+func (s *Server) projectCreate(c echo.Context) error {
+	t := currentTenant(c)
+	name := c.FormValue("name")
+	_, err := s.Tenants.CreateProject(c.Request().Context(), t.ID, actorOf(c), name)
+	if apperr.CodeOf(err) == apperr.CodeInvalid {
+		vm, verr := s.homeVM(c)
+		if verr != nil {
+			return verr
+		}
+		vm.FormName, vm.FormError = name, apperr.FieldsOf(err)["name"]
+		if isHTMX(c) {
+			return render(c, http.StatusUnprocessableEntity, viewtenant.Projects(vm))
+		}
+		return render(c, http.StatusUnprocessableEntity, viewtenant.HomePage(vm))
+	}
+	if err != nil {
+		return err
+	}
+	return s.afterProjectChange(c)
+}
+
+func (s *Server) projectDelete(c echo.Context) error {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return tenant.ErrNotFound
+	}
+	if _, err := s.Tenants.DeleteProject(c.Request().Context(), currentTenant(c).ID, actorOf(c), id); err != nil {
+		return err
+	}
+	return s.afterProjectChange(c)
+}
+
+func (s *Server) afterProjectChange(c echo.Context) error {
+	if !isHTMX(c) {
+		return c.Redirect(http.StatusSeeOther, "/t/"+currentTenant(c).Slug+"/")
+	}
+	vm, err := s.homeVM(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, viewtenant.Projects(vm))
+}
