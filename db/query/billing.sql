@@ -55,7 +55,7 @@ RETURNING subscriptions.*;
 
 -- name: SubscriptionSweep :many
 -- Recomputes status from the period at now (active before period end,
--- grace for 7 days after, expired later), writes only real changes and
+-- grace for grace_days after, expired later), writes only real changes and
 -- appends each to subscription_status_changes. The rows are locked first,
 -- so a concurrent sweep sees the new status and records nothing twice.
 -- A NULL tenant_id sweeps every tenant the role can see.
@@ -63,7 +63,7 @@ WITH clock AS (SELECT coalesce(sqlc.narg('now')::timestamptz, now()) AS at),
 due AS (
     SELECT s.tenant_id, s.status AS from_status, clock.at,
         CASE WHEN clock.at < s.current_period_end THEN 'active'
-             WHEN clock.at < s.current_period_end + interval '7 days' THEN 'grace'
+             WHEN clock.at < s.current_period_end + make_interval(days => @grace_days::int) THEN 'grace'
              ELSE 'expired' END AS to_status
     FROM subscriptions s CROSS JOIN clock
     WHERE s.status <> 'cancelled'

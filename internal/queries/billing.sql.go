@@ -284,11 +284,11 @@ WITH clock AS (SELECT coalesce($2::timestamptz, now()) AS at),
 due AS (
     SELECT s.tenant_id, s.status AS from_status, clock.at,
         CASE WHEN clock.at < s.current_period_end THEN 'active'
-             WHEN clock.at < s.current_period_end + interval '7 days' THEN 'grace'
+             WHEN clock.at < s.current_period_end + make_interval(days => $3::int) THEN 'grace'
              ELSE 'expired' END AS to_status
     FROM subscriptions s CROSS JOIN clock
     WHERE s.status <> 'cancelled'
-      AND ($3::bigint IS NULL OR s.tenant_id = $3::bigint)
+      AND ($4::bigint IS NULL OR s.tenant_id = $4::bigint)
     FOR UPDATE OF s
 ),
 changed AS (
@@ -304,18 +304,24 @@ RETURNING tenant_id, id, from_status, to_status, changed_at, job_id
 `
 
 type SubscriptionSweepParams struct {
-	JobID    *int64
-	Now      *time.Time
-	TenantID *int64
+	JobID     *int64
+	Now       *time.Time
+	GraceDays int32
+	TenantID  *int64
 }
 
 // Recomputes status from the period at now (active before period end,
-// grace for 7 days after, expired later), writes only real changes and
+// grace for grace_days after, expired later), writes only real changes and
 // appends each to subscription_status_changes. The rows are locked first,
 // so a concurrent sweep sees the new status and records nothing twice.
 // A NULL tenant_id sweeps every tenant the role can see.
 func (q *Queries) SubscriptionSweep(ctx context.Context, arg SubscriptionSweepParams) ([]SubscriptionStatusChange, error) {
-	rows, err := q.db.Query(ctx, subscriptionSweep, arg.JobID, arg.Now, arg.TenantID)
+	rows, err := q.db.Query(ctx, subscriptionSweep,
+		arg.JobID,
+		arg.Now,
+		arg.GraceDays,
+		arg.TenantID,
+	)
 	if err != nil {
 		return nil, err
 	}
