@@ -113,12 +113,104 @@ func (q *Queries) SubscriptionChangeList(ctx context.Context, tenantID int64) ([
 	return items, nil
 }
 
+const subscriptionChangePlan = `-- name: SubscriptionChangePlan :one
+UPDATE subscriptions SET plan_code = $1, status = 'active',
+    current_period_start = clock.at,
+    current_period_end = clock.at + make_interval(days => $2::int),
+    updated_at = clock.at
+FROM (SELECT coalesce($4::timestamptz, now()) AS at) clock
+WHERE tenant_id = $3
+RETURNING subscriptions.tenant_id, subscriptions.plan_code, subscriptions.status, subscriptions.current_period_start, subscriptions.current_period_end, subscriptions.updated_at
+`
+
+type SubscriptionChangePlanParams struct {
+	PlanCode   string
+	PeriodDays int32
+	TenantID   int64
+	Now        *time.Time
+}
+
+// A plan change or renewal starts a fresh period from now.
+func (q *Queries) SubscriptionChangePlan(ctx context.Context, arg SubscriptionChangePlanParams) (Subscription, error) {
+	row := q.db.QueryRow(ctx, subscriptionChangePlan,
+		arg.PlanCode,
+		arg.PeriodDays,
+		arg.TenantID,
+		arg.Now,
+	)
+	var i Subscription
+	err := row.Scan(
+		&i.TenantID,
+		&i.PlanCode,
+		&i.Status,
+		&i.CurrentPeriodStart,
+		&i.CurrentPeriodEnd,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const subscriptionGet = `-- name: SubscriptionGet :one
 SELECT tenant_id, plan_code, status, current_period_start, current_period_end, updated_at FROM subscriptions WHERE tenant_id = $1
 `
 
 func (q *Queries) SubscriptionGet(ctx context.Context, tenantID int64) (Subscription, error) {
 	row := q.db.QueryRow(ctx, subscriptionGet, tenantID)
+	var i Subscription
+	err := row.Scan(
+		&i.TenantID,
+		&i.PlanCode,
+		&i.Status,
+		&i.CurrentPeriodStart,
+		&i.CurrentPeriodEnd,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const subscriptionGetForUpdate = `-- name: SubscriptionGetForUpdate :one
+SELECT tenant_id, plan_code, status, current_period_start, current_period_end, updated_at FROM subscriptions WHERE tenant_id = $1 FOR UPDATE
+`
+
+func (q *Queries) SubscriptionGetForUpdate(ctx context.Context, tenantID int64) (Subscription, error) {
+	row := q.db.QueryRow(ctx, subscriptionGetForUpdate, tenantID)
+	var i Subscription
+	err := row.Scan(
+		&i.TenantID,
+		&i.PlanCode,
+		&i.Status,
+		&i.CurrentPeriodStart,
+		&i.CurrentPeriodEnd,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const subscriptionInsertNew = `-- name: SubscriptionInsertNew :one
+INSERT INTO subscriptions (tenant_id, plan_code, status, current_period_start, current_period_end, updated_at)
+SELECT $1, $2, 'active', clock.at, clock.at + make_interval(days => $3::int), clock.at
+FROM (SELECT coalesce($4::timestamptz, now()) AS at) clock
+ON CONFLICT (tenant_id) DO NOTHING
+RETURNING tenant_id, plan_code, status, current_period_start, current_period_end, updated_at
+`
+
+type SubscriptionInsertNewParams struct {
+	TenantID   int64
+	PlanCode   string
+	PeriodDays int32
+	Now        *time.Time
+}
+
+// A tenant's first subscription; returns no row when one already exists
+// (the caller then locks and updates it). Waits for a concurrent first
+// insert instead of racing it.
+func (q *Queries) SubscriptionInsertNew(ctx context.Context, arg SubscriptionInsertNewParams) (Subscription, error) {
+	row := q.db.QueryRow(ctx, subscriptionInsertNew,
+		arg.TenantID,
+		arg.PlanCode,
+		arg.PeriodDays,
+		arg.Now,
+	)
 	var i Subscription
 	err := row.Scan(
 		&i.TenantID,
@@ -154,6 +246,105 @@ func (q *Queries) SubscriptionSetStatus(ctx context.Context, arg SubscriptionSet
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const subscriptionStatusChangeList = `-- name: SubscriptionStatusChangeList :many
+SELECT tenant_id, id, from_status, to_status, changed_at, job_id FROM subscription_status_changes WHERE tenant_id = $1 ORDER BY id
+`
+
+func (q *Queries) SubscriptionStatusChangeList(ctx context.Context, tenantID int64) ([]SubscriptionStatusChange, error) {
+	rows, err := q.db.Query(ctx, subscriptionStatusChangeList, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SubscriptionStatusChange{}
+	for rows.Next() {
+		var i SubscriptionStatusChange
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.FromStatus,
+			&i.ToStatus,
+			&i.ChangedAt,
+			&i.JobID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const subscriptionSweep = `-- name: SubscriptionSweep :many
+WITH clock AS (SELECT coalesce($2::timestamptz, now()) AS at),
+due AS (
+    SELECT s.tenant_id, s.status AS from_status, clock.at,
+        CASE WHEN clock.at < s.current_period_end THEN 'active'
+             WHEN clock.at < s.current_period_end + make_interval(days => $3::int) THEN 'grace'
+             ELSE 'expired' END AS to_status
+    FROM subscriptions s CROSS JOIN clock
+    WHERE s.status <> 'cancelled'
+      AND ($4::bigint IS NULL OR s.tenant_id = $4::bigint)
+    FOR UPDATE OF s
+),
+changed AS (
+    UPDATE subscriptions s SET status = due.to_status, updated_at = due.at
+    FROM due
+    WHERE s.tenant_id = due.tenant_id AND due.from_status <> due.to_status
+    RETURNING s.tenant_id, due.from_status, due.to_status, due.at
+)
+INSERT INTO subscription_status_changes (tenant_id, from_status, to_status, changed_at, job_id)
+SELECT changed.tenant_id, changed.from_status, changed.to_status, changed.at, $1::bigint
+FROM changed
+RETURNING tenant_id, id, from_status, to_status, changed_at, job_id
+`
+
+type SubscriptionSweepParams struct {
+	JobID     *int64
+	Now       *time.Time
+	GraceDays int32
+	TenantID  *int64
+}
+
+// Recomputes status from the period at now (active before period end,
+// grace for grace_days after, expired later), writes only real changes and
+// appends each to subscription_status_changes. The rows are locked first,
+// so a concurrent sweep sees the new status and records nothing twice.
+// A NULL tenant_id sweeps every tenant the role can see.
+func (q *Queries) SubscriptionSweep(ctx context.Context, arg SubscriptionSweepParams) ([]SubscriptionStatusChange, error) {
+	rows, err := q.db.Query(ctx, subscriptionSweep,
+		arg.JobID,
+		arg.Now,
+		arg.GraceDays,
+		arg.TenantID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SubscriptionStatusChange{}
+	for rows.Next() {
+		var i SubscriptionStatusChange
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.FromStatus,
+			&i.ToStatus,
+			&i.ChangedAt,
+			&i.JobID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const subscriptionUpsert = `-- name: SubscriptionUpsert :one

@@ -8,6 +8,17 @@ import (
 	"time"
 )
 
+type MailMessage struct {
+	TenantID  int64
+	ID        int64
+	MessageID string
+	FromAddr  string
+	ToAddrs   []string
+	Subject   string
+	Body      string
+	CreatedAt time.Time
+}
+
 type Membership struct {
 	TenantID  int64
 	UserID    int64
@@ -20,6 +31,30 @@ type Plan struct {
 	Name        string
 	PriceIdr    int64
 	MaxProjects int32
+}
+
+type PointsBalance struct {
+	TenantID  int64
+	Customer  string
+	Balance   int64
+	UpdatedAt time.Time
+}
+
+type PointsLedger struct {
+	TenantID  int64
+	ID        int64
+	Customer  string
+	Points    int64
+	Reason    string
+	MessageID string
+	CreatedAt time.Time
+}
+
+type ProcessedMessage struct {
+	TenantID    int64
+	Consumer    string
+	MessageID   string
+	ProcessedAt time.Time
 }
 
 type Project struct {
@@ -52,6 +87,15 @@ type SubscriptionChange struct {
 	ToPlan    string
 	ChangedBy *int64
 	ChangedAt time.Time
+}
+
+type SubscriptionStatusChange struct {
+	TenantID   int64
+	ID         int64
+	FromStatus string
+	ToStatus   string
+	ChangedAt  time.Time
+	JobID      *int64
 }
 
 type Tenant struct {

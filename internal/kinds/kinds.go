@@ -1,0 +1,86 @@
+// Package kinds registers every job kind Jejak ships on an engine, with
+// each kind's options, so wiring code (cmd/web) needs one call and the list
+// of kinds lives in one place.
+package kinds
+
+import (
+	"time"
+
+	"github.com/jejakhq/jejak/internal/billing"
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/points"
+)
+
+// The shipped kinds' names, as stored in jobs.kind.
+const (
+	EmailWeeklyReport = mail.WeeklyReportKind // "email.weekly-report"
+	SubscriptionSweep = billing.SweepKind     // "subscription.sweep"
+	PointsAward       = points.Kind           // "points.award"
+)
+
+// KindOptions are per-kind engine settings.
+//
+// TODO(merge): the engine branch adds job.KindOptions with these fields;
+// once it lands, replace this type with `type KindOptions = job.KindOptions`
+// so the engine satisfies Registrar.
+type KindOptions struct {
+	MaxAttempts int           // 0 = engine default (3)
+	Timeout     time.Duration // 0 = engine default
+	Sensitive   bool          // every lifecycle stage is audited (SPEC A6)
+}
+
+// Registrar is the part of the engine Register needs.
+type Registrar interface {
+	Register(kind string, h job.Handler, opts KindOptions)
+}
+
+// Deps are what the shipped handlers need.
+type Deps struct {
+	// App is the jejak_app pool: handlers do their work under row-level
+	// security pinned to the job's tenant. Required.
+	App database.Beginner
+	// System is the jejak_system pool, used only by system-requested
+	// all-tenant sweeps; nil disables them.
+	System database.Beginner
+	// Clock is the engine's clock (nil = database now()).
+	Clock clock.Clock
+	// Mailer sends e-mail; nil = the dev sink on App (see mail.FromEnv).
+	Mailer mail.Mailer
+	// MailFrom is the sender of Jejak's mail; "" = mail.DefaultFrom.
+	MailFrom string
+}
+
+// Options holds each shipped kind's settings: mail may wait out an SMTP
+// outage for a while; the sweep is cheap and reruns on its schedule anyway;
+// an award is a few inserts.
+var Options = map[string]KindOptions{
+	EmailWeeklyReport: {MaxAttempts: 5, Timeout: time.Minute},
+	SubscriptionSweep: {MaxAttempts: 3, Timeout: 2 * time.Minute},
+	PointsAward:       {MaxAttempts: 5, Timeout: 30 * time.Second},
+}
+
+// Register adds every shipped kind's handler to e. It panics when d.App is
+// nil: that is a wiring bug, found at start-up.
+func Register(e Registrar, d Deps) {
+	if d.App == nil {
+		panic("kinds.Register: Deps.App is required")
+	}
+	c := d.Clock
+	if c == nil {
+		c = clock.Database{}
+	}
+	mailer := d.Mailer
+	if mailer == nil {
+		mailer = mail.NewSink(d.App)
+	}
+	weekly := &mail.WeeklyReportHandler{App: d.App, Mailer: mailer, From: d.MailFrom, Clock: c}
+	sweep := &billing.SweepHandler{App: d.App, System: d.System, Service: billing.NewService(c)}
+	award := &points.Handler{App: d.App, Service: points.NewService(c)}
+
+	e.Register(EmailWeeklyReport, weekly.Handle, Options[EmailWeeklyReport])
+	e.Register(SubscriptionSweep, sweep.Handle, Options[SubscriptionSweep])
+	e.Register(PointsAward, award.Handle, Options[PointsAward])
+}
