@@ -91,6 +91,18 @@ WHERE tenant_id = sqlc.arg('tenant_id')
 ORDER BY seq
 LIMIT sqlc.arg('lim');
 
+-- name: AuditEventChain :many
+-- Oldest first, keyset on seq, no filters: the verification walk (a plain
+-- primary-key range scan whatever plan the server caches).
+SELECT tenant_id, seq, id, actor_kind, actor_id, action, entity, entity_id,
+       detail::text AS detail_text, occurred_at, trace_id, job_id, prev_hash, hash
+FROM audit_events
+WHERE tenant_id = sqlc.arg('tenant_id')
+  AND seq > sqlc.arg('after_seq')
+  AND seq <= sqlc.arg('through_seq')
+ORDER BY seq
+LIMIT sqlc.arg('lim');
+
 -- name: AuditEventLastSeq :one
 -- Highest stored sequence number of a tenant (0 when none); verification
 -- compares it with the head to notice rows beyond the head.

@@ -18,7 +18,7 @@ const exportBatch = 1000
 // exportRows calls emit for every event of tenantID matching f, oldest
 // first, flushing after each batch so an HTTP client sees progress.
 func exportRows(ctx context.Context, db DB, tenantID int64, f Filter, flush func() error, emit func(*scanned) error) error {
-	s := newStore(db)
+	s := newFilteredStore(db)
 	var after int64
 	for {
 		rows, err := s.scan(ctx, tenantID, f, after, 1<<62, exportBatch)

@@ -83,7 +83,7 @@ func Timeline(ctx context.Context, db DB, tenantID int64, f Filter, before *Curs
 		beforeSeq = &before.Seq
 	}
 	// One extra row tells whether an older page exists without a count.
-	events, err := newStore(db).timeline(ctx, tenantID, f, beforeSeq, limit+1)
+	events, err := newFilteredStore(db).timeline(ctx, tenantID, f, beforeSeq, limit+1)
 	if err != nil {
 		return Page{}, wrapf(err, "read audit timeline of tenant %d", tenantID)
 	}
@@ -130,7 +130,7 @@ func Search(ctx context.Context, db DB, q SearchQuery, before *Cursor, limit int
 	if before != nil && before.ID > 0 {
 		beforeID = &before.ID
 	}
-	events, err := newStore(db).search(ctx, q, beforeID, limit+1)
+	events, err := newFilteredStore(db).search(ctx, q, beforeID, limit+1)
 	if err != nil {
 		return Page{}, wrapf(err, "search audit events")
 	}

@@ -21,6 +21,24 @@ type store struct{ q *queries.Queries }
 
 func newStore(db DB) store { return store{queries.New(db)} }
 
+// customPlans wraps a connection so each query is planned with its actual
+// parameters (an unnamed statement, pgx.QueryExecModeExec). The filtered
+// reads are written as "($n IS NULL OR col = $n)"; a cached generic plan
+// cannot drop the unused filters and may pick a poor index, while a plan for
+// the actual values uses the index that fits the filters present.
+type customPlans struct{ DB }
+
+func (c customPlans) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return c.DB.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
+}
+
+func (c customPlans) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return c.DB.QueryRow(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
+}
+
+// newFilteredStore is a store for the filtered reads (see customPlans).
+func newFilteredStore(db DB) store { return store{queries.New(customPlans{db})} }
+
 type lockedHead struct {
 	Seq        int64
 	Hash       []byte
@@ -118,6 +136,20 @@ type scanned struct {
 	Hash []byte
 }
 
+func (s store) chain(ctx context.Context, tenantID int64, afterSeq, throughSeq int64, limit int) ([]scanned, error) {
+	rows, err := s.q.AuditEventChain(ctx, queries.AuditEventChainParams{
+		TenantID: tenantID, AfterSeq: afterSeq, ThroughSeq: throughSeq, Lim: int32(limit),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]scanned, len(rows))
+	for i, r := range rows {
+		out[i] = toScanned(queries.AuditEventScanRow(r))
+	}
+	return out, nil
+}
+
 func (s store) scan(ctx context.Context, tenantID int64, f Filter, afterSeq, throughSeq int64, limit int) ([]scanned, error) {
 	rows, err := s.q.AuditEventScan(ctx, queries.AuditEventScanParams{
 		TenantID:   tenantID,
@@ -139,26 +171,30 @@ func (s store) scan(ctx context.Context, tenantID int64, f Filter, afterSeq, thr
 	}
 	out := make([]scanned, len(rows))
 	for i, r := range rows {
-		out[i] = scanned{
-			chainFields: chainFields{
-				TenantID:   r.TenantID,
-				Seq:        r.Seq,
-				ActorKind:  r.ActorKind,
-				ActorID:    r.ActorID,
-				Action:     r.Action,
-				Entity:     r.Entity,
-				EntityID:   r.EntityID,
-				DetailText: r.DetailText,
-				OccurredAt: r.OccurredAt.UTC(),
-				TraceID:    r.TraceID,
-				JobID:      r.JobID,
-				PrevHash:   r.PrevHash,
-			},
-			ID:   r.ID,
-			Hash: r.Hash,
-		}
+		out[i] = toScanned(r)
 	}
 	return out, nil
+}
+
+func toScanned(r queries.AuditEventScanRow) scanned {
+	return scanned{
+		chainFields: chainFields{
+			TenantID:   r.TenantID,
+			Seq:        r.Seq,
+			ActorKind:  r.ActorKind,
+			ActorID:    r.ActorID,
+			Action:     r.Action,
+			Entity:     r.Entity,
+			EntityID:   r.EntityID,
+			DetailText: r.DetailText,
+			OccurredAt: r.OccurredAt.UTC(),
+			TraceID:    r.TraceID,
+			JobID:      r.JobID,
+			PrevHash:   r.PrevHash,
+		},
+		ID:   r.ID,
+		Hash: r.Hash,
+	}
 }
 
 func (s store) lastSeq(ctx context.Context, tenantID int64) (int64, error) {

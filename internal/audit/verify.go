@@ -80,7 +80,7 @@ func verifyTx(ctx context.Context, db DB, tenantID int64) (VerifyResult, error) 
 	// through is max(head, last) so rows beyond the head are checked too.
 	through := max(headSeq, last)
 	for want <= through {
-		rows, err := s.scan(ctx, tenantID, Filter{}, want-1, through, verifyBatch)
+		rows, err := s.chain(ctx, tenantID, want-1, through, verifyBatch)
 		if err != nil {
 			return res, wrapf(err, "read audit events of tenant %d after seq %d", tenantID, want-1)
 		}

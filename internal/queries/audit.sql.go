@@ -11,6 +11,83 @@ import (
 	"time"
 )
 
+const auditEventChain = `-- name: AuditEventChain :many
+SELECT tenant_id, seq, id, actor_kind, actor_id, action, entity, entity_id,
+       detail::text AS detail_text, occurred_at, trace_id, job_id, prev_hash, hash
+FROM audit_events
+WHERE tenant_id = $1
+  AND seq > $2
+  AND seq <= $3
+ORDER BY seq
+LIMIT $4
+`
+
+type AuditEventChainParams struct {
+	TenantID   int64
+	AfterSeq   int64
+	ThroughSeq int64
+	Lim        int32
+}
+
+type AuditEventChainRow struct {
+	TenantID   int64
+	Seq        int64
+	ID         int64
+	ActorKind  string
+	ActorID    *int64
+	Action     string
+	Entity     string
+	EntityID   string
+	DetailText string
+	OccurredAt time.Time
+	TraceID    string
+	JobID      *int64
+	PrevHash   []byte
+	Hash       []byte
+}
+
+// Oldest first, keyset on seq, no filters: the verification walk (a plain
+// primary-key range scan whatever plan the server caches).
+func (q *Queries) AuditEventChain(ctx context.Context, arg AuditEventChainParams) ([]AuditEventChainRow, error) {
+	rows, err := q.db.Query(ctx, auditEventChain,
+		arg.TenantID,
+		arg.AfterSeq,
+		arg.ThroughSeq,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AuditEventChainRow{}
+	for rows.Next() {
+		var i AuditEventChainRow
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.Seq,
+			&i.ID,
+			&i.ActorKind,
+			&i.ActorID,
+			&i.Action,
+			&i.Entity,
+			&i.EntityID,
+			&i.DetailText,
+			&i.OccurredAt,
+			&i.TraceID,
+			&i.JobID,
+			&i.PrevHash,
+			&i.Hash,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const auditEventEntityHistory = `-- name: AuditEventEntityHistory :many
 SELECT tenant_id, seq, id, actor_kind, actor_id, action, entity, entity_id,
        detail, occurred_at, trace_id, job_id, prev_hash, hash
