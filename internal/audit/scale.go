@@ -46,7 +46,9 @@ type SeedOptions struct {
 // tenant and a long tail. Chains stay valid: hashes are computed here and
 // rows go in as multi-row INSERT ... SELECT unnest(...) batches (COPY is
 // refused under forced row-level security). db is the system pool. Actors
-// are the tenants' members, staff users and the system.
+// are the tenants' members, staff users and the system. It returns how many
+// events it wrote. Pass a superuser or owner pool to also refresh the
+// planner's statistics at the end (see below).
 func SeedScale(ctx context.Context, db database.Beginner, tenants []int64, n int, opts SeedOptions) (int64, error) {
 	if len(tenants) == 0 || n <= 0 {
 		return 0, nil
@@ -114,6 +116,15 @@ func SeedScale(ctx context.Context, db database.Beginner, tenants []int64, n int
 		if err != nil {
 			return done.Load(), err
 		}
+	}
+	// Without fresh statistics the planner misjudges the filtered timeline
+	// right after a bulk load (measured: 75 ms instead of 0.5 ms for a first
+	// page). This works when db runs as the owner or a superuser; for the
+	// app roles PostgreSQL skips it with a warning, and autovacuum's analyze
+	// catches up later.
+	err = database.InTx(ctx, db, func(tx pgx.Tx) error { return newStore(tx).analyze(ctx) })
+	if err != nil {
+		return done.Load(), wrapf(err, "analyze audit_events after seed")
 	}
 	return done.Load(), nil
 }

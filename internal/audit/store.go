@@ -243,6 +243,8 @@ func (s store) seedActors(ctx context.Context, tenantIDs []int64) (map[int64][]i
 	return members, staff, err
 }
 
+func (s store) analyze(ctx context.Context) error { return s.q.AuditAnalyze(ctx) }
+
 func fromRows(rows []queries.AuditEvent) []Recorded {
 	out := make([]Recorded, len(rows))
 	for i, r := range rows {

@@ -11,6 +11,18 @@ import (
 	"time"
 )
 
+const auditAnalyze = `-- name: AuditAnalyze :exec
+ANALYZE audit_events
+`
+
+// Fresh statistics after a bulk load, so the planner picks the read-path
+// indexes at once. Only the owner (or a superuser) may analyze; for other
+// roles PostgreSQL skips the table with a warning, not an error.
+func (q *Queries) AuditAnalyze(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, auditAnalyze)
+	return err
+}
+
 const auditEventChain = `-- name: AuditEventChain :many
 SELECT tenant_id, seq, id, actor_kind, actor_id, action, entity, entity_id,
        detail::text AS detail_text, occurred_at, trace_id, job_id, prev_hash, hash
