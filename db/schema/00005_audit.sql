@@ -54,7 +54,7 @@ CREATE INDEX audit_events_job_idx    ON audit_events (job_id) WHERE job_id IS NO
 CREATE FUNCTION audit_refuse_change() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    RAISE EXCEPTION 'audit_events is append-only: % refused', TG_OP
+    RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP
         USING ERRCODE = 'insufficient_privilege';
 END
 $$;
