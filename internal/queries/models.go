@@ -5,8 +5,32 @@
 package queries
 
 import (
+	"encoding/json"
 	"time"
 )
+
+type AuditEvent struct {
+	TenantID   int64
+	Seq        int64
+	ID         int64
+	ActorKind  string
+	ActorID    *int64
+	Action     string
+	Entity     string
+	EntityID   string
+	Detail     json.RawMessage
+	OccurredAt time.Time
+	TraceID    string
+	JobID      *int64
+	PrevHash   []byte
+	Hash       []byte
+}
+
+type AuditHead struct {
+	TenantID int64
+	Seq      int64
+	Hash     []byte
+}
 
 type MailMessage struct {
 	TenantID  int64

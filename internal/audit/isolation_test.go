@@ -1,0 +1,103 @@
+package audit_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/database"
+)
+
+// TestAppRoleSeesOnlyItsTenant checks row-level security on the audit
+// tables from jejak_app's side.
+func TestAppRoleSeesOnlyItsTenant(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	t1, t2 := f.tenant(t, "melati"), f.tenant(t, "senja")
+	f.recordN(t, t1, 3)
+	f.recordN(t, t2, 4)
+
+	count := func(tx pgx.Tx, table string) int {
+		t.Helper()
+		var n int
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatalf("count %s: %v", table, err)
+		}
+		return n
+	}
+	err := database.InTenantTx(ctx, f.db.App, t1, func(tx pgx.Tx) error {
+		// No WHERE tenant_id at all: RLS still shows only tenant 1.
+		if n := count(tx, "audit_events"); n != 3 {
+			t.Errorf("tenant 1 sees %d events, want 3", n)
+		}
+		if n := count(tx, "audit_heads"); n != 1 {
+			t.Errorf("tenant 1 sees %d heads, want 1", n)
+		}
+		// Asking for tenant 2 by id finds nothing.
+		p, err := audit.Timeline(ctx, tx, t2, audit.Filter{}, nil, 50)
+		if err != nil || len(p.Events) != 0 {
+			t.Errorf("tenant 1 reading tenant 2's timeline: %d events, %v", len(p.Events), err)
+		}
+		res, err := audit.Search(ctx, tx, audit.SearchQuery{JobID: ptr(int64(1))}, nil, 10)
+		if err != nil || len(res.Events) != 0 {
+			t.Errorf("search leaked: %+v %v", res, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Writes aimed at another tenant, and rewrites, fail.
+	writes := []struct{ name, sql, want string }{
+		{"insert other tenant", `INSERT INTO audit_events (tenant_id, seq, actor_kind, action, entity, entity_id, occurred_at, prev_hash, hash)
+			VALUES ($1, 99, 'system', 'x.y', 'e', '1', now(), '\x0000000000000000000000000000000000000000000000000000000000000000', '\x0000000000000000000000000000000000000000000000000000000000000000')`, "row-level security"},
+		{"update", `UPDATE audit_events SET action = 'x.z' WHERE tenant_id = $1 OR true`, "permission denied"},
+		{"delete", `DELETE FROM audit_events WHERE tenant_id = $1 OR true`, "permission denied"},
+		{"truncate", `TRUNCATE audit_events`, "permission denied"},
+		{"head of other tenant", `INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, 0, '\x0000000000000000000000000000000000000000000000000000000000000000')`, "row-level security"},
+		{"rewind own head", `UPDATE audit_heads SET seq = 0 WHERE tenant_id <> $1`, "can only advance"},
+		{"delete head", `DELETE FROM audit_heads WHERE tenant_id <> $1`, "permission denied"},
+	}
+	for _, w := range writes {
+		err := database.InTenantTx(ctx, f.db.App, t1, func(tx pgx.Tx) error {
+			var args []any
+			if strings.Contains(w.sql, "$1") {
+				args = append(args, t2)
+			}
+			_, err := tx.Exec(ctx, w.sql, args...)
+			return err
+		})
+		if err == nil || !strings.Contains(err.Error(), w.want) {
+			t.Errorf("%s: err = %v, want %q", w.name, err, w.want)
+		}
+	}
+	// Recording for another tenant inside tenant 1's transaction fails.
+	err = database.InTenantTx(ctx, f.db.App, t1, func(tx pgx.Tx) error {
+		_, err := f.rec.Record(ctx, tx, audit.Event{TenantID: t2, ActorKind: audit.ActorSystem, Action: "x.y", Entity: "e"})
+		return err
+	})
+	if err == nil {
+		t.Error("tenant 1's transaction recorded an event for tenant 2")
+	}
+	if n := f.countAdmin(t, t2); n != 4 {
+		t.Errorf("tenant 2 has %d events, want 4", n)
+	}
+
+	// No tenant set: nothing is visible.
+	for _, table := range []string{"audit_events", "audit_heads"} {
+		var n int
+		if err := f.db.App.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil || n != 0 {
+			t.Errorf("unscoped jejak_app sees %d rows of %s (%v), want 0", n, table, err)
+		}
+	}
+	// The system pool sees every tenant.
+	var n int
+	if err := f.db.System.QueryRow(ctx, "SELECT count(*) FROM audit_events").Scan(&n); err != nil || n != 7 {
+		t.Errorf("system pool sees %d events (%v), want 7", n, err)
+	}
+}
