@@ -7,6 +7,7 @@
 --   $4 batch size                        $5 lease (s)    $6 tenant cursor
 --   $7 max tenants visited               $8 minimum per-tenant share
 --   $9 per-tenant running cap (0 = none)
+--   $10 fair: round robin across tenants (false = strict priority/due order)
 --
 -- 1) tenant_walk: the distinct tenants with due work in this queue, found
 --    by a recursive "loose index scan" over jobs_claim_idx (one index probe
@@ -66,7 +67,8 @@ candidates AS (
 picked AS (
     SELECT candidates.id
       FROM candidates
-     ORDER BY candidates.priority, candidates.rank, candidates.available_at, candidates.id
+     ORDER BY candidates.priority, CASE WHEN $10::bool THEN candidates.rank ELSE 0 END,
+              candidates.available_at, candidates.id
      LIMIT $4::int
 )
 UPDATE jobs

@@ -360,7 +360,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		jobs, err := storeClaim(ctx, e.pool, claimArgs{
 			now: now, queue: queue, workerID: workerID, batch: n - len(out), lease: e.cfg.LeaseDuration,
 			afterTenant: cursor, maxTenants: maxTenants, perTenant: perTenant,
-			tenantConcurrency: e.cfg.TenantConcurrency,
+			tenantConcurrency: e.cfg.TenantConcurrency, fair: !e.cfg.DisableTenantFairness,
 		})
 		if err != nil {
 			return out, fmt.Errorf("claim jobs from queue %s: %w", queue, err)

@@ -100,11 +100,12 @@ type claimArgs struct {
 	maxTenants        int
 	perTenant         int
 	tenantConcurrency int
+	fair              bool
 }
 
 func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, error) {
 	rows, err := db.Query(ctx, claimSQL, a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
-		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency)
+		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair)
 	if err != nil {
 		return nil, err
 	}
