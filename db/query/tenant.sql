@@ -25,3 +25,6 @@ SELECT t.id AS tenant_id, t.slug, t.name, m.role
 FROM memberships m JOIN tenants t ON t.id = m.tenant_id
 WHERE m.user_id = $1
 ORDER BY t.slug;
+
+-- name: MembershipCountOwners :one
+SELECT count(*) FROM memberships WHERE tenant_id = $1 AND role = 'owner';

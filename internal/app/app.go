@@ -17,6 +17,9 @@ import (
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/demo"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/kinds"
+	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/pgcluster"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
@@ -95,7 +98,34 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		}
 		printDemoAccounts(out)
 	}
-	handler := Handler(env.App, env.System, clock.Database{}, log, cfg.SecureCookies)
+	clk := clock.Database{}
+	var mailer mail.Mailer = mail.NewSink(env.App)
+	if cfg.SMTPURL != "" {
+		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
+			return fmt.Errorf("JEJAK_SMTP_URL: %w", err)
+		}
+	}
+	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log})
+	if err != nil {
+		return err
+	}
+	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer})
+	if cfg.Workers > 0 {
+		if err := engine.Start(ctx); err != nil {
+			return fmt.Errorf("start workers: %w", err)
+		}
+		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
+	}
+	// Shutdown order: HTTP first (below), then the workers finish in-flight
+	// jobs within a deadline and release the rest, then the pools close.
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := engine.Stop(stopCtx); err != nil {
+			log.Error("stop workers", "error", err.Error())
+		}
+	}()
+	handler := Handler(env.App, env.System, engine, clk, log, cfg.SecureCookies)
 
 	if cfg.WorkersOnly {
 		<-ctx.Done()
@@ -127,10 +157,10 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 
 // Handler builds the dashboard's HTTP handler over the two pools. Tests use
 // it too, so they exercise exactly the wiring that serve runs.
-func Handler(appPool, systemPool *pgxpool.Pool, clk clock.Clock, log *slog.Logger, secureCookies bool) http.Handler {
+func Handler(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger, secureCookies bool) http.Handler {
 	users := user.NewService(user.NewStore(appPool))
-	tenants := tenant.NewService(appPool, systemPool, clk, nil)
-	return web.New(web.Deps{App: appPool, System: systemPool, Users: users, Tenants: tenants, Clock: clk,
+	tenants := tenant.NewService(appPool, systemPool, clk)
+	return web.New(web.Deps{App: appPool, System: systemPool, Users: users, Tenants: tenants, Jobs: engine, Clock: clk,
 		Logger: log, SecureCookies: secureCookies})
 }
 

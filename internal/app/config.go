@@ -19,6 +19,7 @@ type Config struct {
 	WorkersOnly   bool   // JEJAK_WORKERS_ONLY; no HTTP server
 	Demo          bool   // JEJAK_DEMO; seed demo data and run the activity generator
 	NATSURL       string // NATS_URL; optional
+	SMTPURL       string // JEJAK_SMTP_URL (smtp://host:port); "" = the dev mail sink in the database
 	SecureCookies bool   // JEJAK_SECURE_COOKIES; set behind TLS
 	LogLevel      string // JEJAK_LOG_LEVEL: debug, info, warn, error
 }
@@ -31,6 +32,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Addr:        or(getenv("JEJAK_ADDR"), "127.0.0.1:8080"),
 		Workers:     4,
 		NATSURL:     getenv("NATS_URL"),
+		SMTPURL:     getenv("JEJAK_SMTP_URL"),
 		LogLevel:    or(getenv("JEJAK_LOG_LEVEL"), "info"),
 	}
 	var err error

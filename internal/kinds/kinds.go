@@ -22,15 +22,7 @@ const (
 )
 
 // KindOptions are per-kind engine settings.
-//
-// TODO(merge): the engine branch adds job.KindOptions with these fields;
-// once it lands, replace this type with `type KindOptions = job.KindOptions`
-// so the engine satisfies Registrar.
-type KindOptions struct {
-	MaxAttempts int           // 0 = engine default (3)
-	Timeout     time.Duration // 0 = engine default
-	Sensitive   bool          // every lifecycle stage is audited (SPEC A6)
-}
+type KindOptions = job.KindOptions
 
 // Registrar is the part of the engine Register needs.
 type Registrar interface {

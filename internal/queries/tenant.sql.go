@@ -9,6 +9,17 @@ import (
 	"context"
 )
 
+const membershipCountOwners = `-- name: MembershipCountOwners :one
+SELECT count(*) FROM memberships WHERE tenant_id = $1 AND role = 'owner'
+`
+
+func (q *Queries) MembershipCountOwners(ctx context.Context, tenantID int64) (int64, error) {
+	row := q.db.QueryRow(ctx, membershipCountOwners, tenantID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const membershipGet = `-- name: MembershipGet :one
 SELECT tenant_id, user_id, role, created_at FROM memberships WHERE tenant_id = $1 AND user_id = $2
 `

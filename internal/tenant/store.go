@@ -75,6 +75,21 @@ func (s store) deleteProject(ctx context.Context, tenantID, id int64) (*Project,
 	return &p, nil
 }
 
+func (s store) countOwners(ctx context.Context, tenantID int64) (int64, error) {
+	n, err := s.q.MembershipCountOwners(ctx, tenantID)
+	if err != nil {
+		return 0, fmt.Errorf("count owners: %w", err)
+	}
+	return n, nil
+}
+
+func (s store) upsertMembership(ctx context.Context, tenantID, userID int64, role string) error {
+	if _, err := s.q.MembershipUpsert(ctx, queries.MembershipUpsertParams{TenantID: tenantID, UserID: userID, Role: role}); err != nil {
+		return fmt.Errorf("set membership: %w", err)
+	}
+	return nil
+}
+
 func tenantFromRow(r queries.Tenant) *Tenant {
 	return &Tenant{ID: r.ID, Slug: r.Slug, Name: r.Name, TimeZone: r.TimeZone}
 }

@@ -6,6 +6,7 @@ package tenant
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -16,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/billing"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 )
@@ -84,28 +87,23 @@ type Actor struct {
 	TraceID string
 }
 
-// Auditor records the audit event of a change in the change's transaction.
-// The audit package implements it; nil records nothing (tests of this
-// package alone).
-type Auditor interface {
-	RecordChange(ctx context.Context, tx pgx.Tx, tenantID int64, actorID *int64, action, entity, entityID string, detail map[string]any, traceID string) error
-}
-
 // Service is the tenant domain's entry point.
 type Service struct {
 	app    database.Beginner // jejak_app pool: tenant-scoped work
 	system database.Beginner // jejak_system pool: cross-tenant lookups
 	clock  clock.Clock
-	audit  Auditor
+	audit  *audit.Recorder
+	plans  *billing.Service
 }
 
 // NewService returns a Service. app must be the tenant-facing pool, system
-// the cross-tenant pool.
-func NewService(app, system database.Beginner, clk clock.Clock, audit Auditor) *Service {
+// the cross-tenant pool. Every change it makes is recorded in the tenant's
+// audit trail in the change's own transaction.
+func NewService(app, system database.Beginner, clk clock.Clock) *Service {
 	if clk == nil {
 		clk = clock.Database{}
 	}
-	return &Service{app: app, system: system, clock: clk, audit: audit}
+	return &Service{app: app, system: system, clock: clk, audit: audit.NewRecorder(clk), plans: billing.NewService(clk)}
 }
 
 // BySlug returns the tenant with that slug. The tenants registry is not
@@ -178,7 +176,7 @@ func (s *Service) CreateProject(ctx context.Context, tenantID int64, actor Actor
 		if p, err = newStore(tx).insertProject(ctx, tenantID, name, actor.UserID, s.clock.Now()); err != nil {
 			return err
 		}
-		return s.record(ctx, tx, tenantID, actor, "project.create", p, nil)
+		return s.record(ctx, tx, tenantID, actor, "project.create", "project", p.ID, map[string]any{"name": p.Name})
 	})
 	return p, err
 }
@@ -195,24 +193,141 @@ func (s *Service) DeleteProject(ctx context.Context, tenantID int64, actor Actor
 		if p, err = newStore(tx).deleteProject(ctx, tenantID, projectID); err != nil {
 			return err
 		}
-		return s.record(ctx, tx, tenantID, actor, "project.delete", p, nil)
+		return s.record(ctx, tx, tenantID, actor, "project.delete", "project", p.ID, map[string]any{"name": p.Name})
 	})
 	return p, err
 }
 
-func (s *Service) record(ctx context.Context, tx pgx.Tx, tenantID int64, actor Actor, action string, p *Project, extra map[string]any) error {
-	if s.audit == nil {
-		return nil
-	}
-	detail := map[string]any{"name": p.Name}
-	for k, v := range extra {
-		detail[k] = v
+// record appends the audit event of a user's change to the tenant's trail.
+func (s *Service) record(ctx context.Context, tx pgx.Tx, tenantID int64, actor Actor, action, entity string, entityID int64, detail map[string]any) error {
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return fmt.Errorf("encode audit detail: %w", err)
 	}
 	uid := actor.UserID
-	if err := s.audit.RecordChange(ctx, tx, tenantID, &uid, action, "project", strconv.FormatInt(p.ID, 10), detail, actor.TraceID); err != nil {
+	_, err = s.audit.Record(ctx, tx, audit.Event{
+		TenantID: tenantID, ActorKind: audit.ActorUser, ActorID: &uid, Action: action,
+		Entity: entity, EntityID: strconv.FormatInt(entityID, 10), Detail: b, TraceID: actor.TraceID,
+	})
+	if err != nil {
 		return fmt.Errorf("audit %s: %w", action, err)
 	}
 	return nil
+}
+
+// Plan is the tenant's current plan as the home page shows it.
+type Plan struct {
+	Code      string
+	Status    string
+	PeriodEnd time.Time
+}
+
+// PlanCodes are the plans a tenant may choose.
+var PlanCodes = []string{"free", "pro"}
+
+// CurrentPlan returns the tenant's subscription, or ErrNotFound.
+func (s *Service) CurrentPlan(ctx context.Context, tenantID int64) (*Plan, error) {
+	var p *Plan
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		sub, err := billing.Get(ctx, tx, tenantID)
+		if errors.Is(err, billing.ErrNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		p = &Plan{Code: sub.PlanCode, Status: string(sub.Status), PeriodEnd: sub.PeriodEnd}
+		return nil
+	})
+	return p, err
+}
+
+// ChangePlan moves the tenant to another plan. The subscription's history
+// keeps the old plan (billing appends a change row) and the audit trail
+// records who changed it from what to what.
+func (s *Service) ChangePlan(ctx context.Context, tenantID int64, actor Actor, planCode string) error {
+	if !canWrite(actor.Role) {
+		return ErrReadOnly
+	}
+	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		uid := actor.UserID
+		_, ch, err := s.plans.Subscribe(ctx, tx, tenantID, planCode, &uid)
+		if errors.Is(err, billing.ErrUnknownPlan) {
+			return apperr.Invalid("plan", "Choose one of the offered plans.")
+		}
+		if err != nil {
+			return err
+		}
+		from := ""
+		if ch.FromPlan != nil {
+			from = *ch.FromPlan
+		}
+		return s.record(ctx, tx, tenantID, actor, "subscription.change", "subscription", ch.ID,
+			map[string]any{"from_plan": from, "to_plan": ch.ToPlan})
+	})
+}
+
+// SetMembership gives userID role in the tenant (adding them when absent)
+// and records membership.set with the old and new role. Only owners may
+// change memberships, and the last owner cannot step down.
+func (s *Service) SetMembership(ctx context.Context, tenantID int64, actor Actor, userID int64, role string) error {
+	if actor.Role != RoleOwner {
+		return apperr.Forbidden("only owners change memberships")
+	}
+	if role != RoleOwner && role != RoleAdmin && role != RoleMember {
+		return apperr.Invalid("role", "Role must be owner, admin or member.")
+	}
+	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		st := newStore(tx)
+		old, err := st.membership(ctx, tenantID, userID)
+		oldRole := ""
+		switch {
+		case err == nil:
+			oldRole = old.Role
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+		if oldRole == RoleOwner && role != RoleOwner {
+			owners, err := st.countOwners(ctx, tenantID)
+			if err != nil {
+				return err
+			}
+			if owners <= 1 {
+				return apperr.Invalid("role", "A tenant needs at least one owner.")
+			}
+		}
+		if err := st.upsertMembership(ctx, tenantID, userID, role); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, tenantID, actor, "membership.set", "user", userID,
+			map[string]any{"from_role": oldRole, "to_role": role})
+	})
+}
+
+// RecordSignIn writes auth.signin (or auth.signin_failed) into the trail of
+// every tenant the user belongs to, so each owner sees sign-ins to their
+// tenant. It runs through the system pool: a sign-in has no tenant scope.
+// Staff and unknown e-mails belong to no tenant and are only logged.
+func (s *Service) RecordSignIn(ctx context.Context, userID int64, ok bool, ip, traceID string) error {
+	action := "auth.signin"
+	if !ok {
+		action = "auth.signin_failed"
+	}
+	detail, _ := json.Marshal(map[string]any{"ip": ip})
+	return database.InTx(ctx, s.system, func(tx pgx.Tx) error {
+		tenants, err := newStore(tx).tenantsOfUser(ctx, userID)
+		if err != nil {
+			return err
+		}
+		for _, t := range tenants {
+			uid := userID
+			if _, err := s.audit.Record(ctx, tx, audit.Event{TenantID: t.ID, ActorKind: audit.ActorUser, ActorID: &uid,
+				Action: action, Entity: "user", EntityID: strconv.FormatInt(userID, 10), Detail: detail, TraceID: traceID}); err != nil {
+				return fmt.Errorf("audit %s: %w", action, err)
+			}
+		}
+		return nil
+	})
 }
 
 func canWrite(role string) bool { return role == RoleOwner || role == RoleAdmin }

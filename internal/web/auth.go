@@ -15,12 +15,6 @@ import (
 	viewtenant "github.com/jejakhq/jejak/views/tenant"
 )
 
-// SignInRecorder records sign-in outcomes (the audit trail implements it).
-// u is nil when the e-mail matched no account.
-type SignInRecorder interface {
-	SignIn(ctx context.Context, u *user.User, email string, ok bool, ip, traceID string) error
-}
-
 func (s *Server) loginForm(c echo.Context) error {
 	if viewer(c) != nil {
 		return c.Redirect(http.StatusSeeOther, "/")
@@ -51,7 +45,7 @@ func (s *Server) login(c echo.Context) error {
 		for _, l := range limits {
 			l.t.fail(l.key)
 		}
-		s.recordSignIn(ctx, u, email, false, c.RealIP())
+		s.recordSignIn(ctx, u, false, c.RealIP())
 		return render(c, http.StatusUnauthorized, auth.LoginPage(auth.LoginVM{Email: email, Error: "Invalid e-mail or password."}))
 	}
 	if err != nil {
@@ -65,19 +59,24 @@ func (s *Server) login(c echo.Context) error {
 	}
 	s.sessions.Put(ctx, sessionUserID, u.ID)
 	s.sessions.Put(ctx, sessionCSRF, newCSRFToken())
-	s.recordSignIn(ctx, u, email, true, c.RealIP())
+	s.recordSignIn(ctx, u, true, c.RealIP())
 	if u.IsStaff() {
 		return c.Redirect(http.StatusSeeOther, "/admin")
 	}
 	return c.Redirect(http.StatusSeeOther, "/")
 }
 
-func (s *Server) recordSignIn(ctx context.Context, u *user.User, email string, ok bool, ip string) {
-	if s.SignInEvents == nil {
+// recordSignIn audits a sign-in in the user's tenants (X4). An unknown
+// e-mail belongs to no tenant: it is logged, never stored as a user.
+func (s *Server) recordSignIn(ctx context.Context, u *user.User, ok bool, ip string) {
+	trace := reqctx.Trace(ctx)
+	if u == nil {
+		s.Logger.WarnContext(ctx, "sign-in failed for unknown e-mail", "trace_id", trace, "ip", ip)
 		return
 	}
-	if err := s.SignInEvents.SignIn(ctx, u, email, ok, ip, reqctx.Trace(ctx)); err != nil {
-		s.Logger.ErrorContext(ctx, "record sign-in", "error", err.Error())
+	s.Logger.InfoContext(ctx, "sign-in", "ok", ok, "user_id", u.ID, "trace_id", trace, "ip", ip)
+	if err := s.Tenants.RecordSignIn(ctx, u.ID, ok, ip, trace); err != nil {
+		s.Logger.ErrorContext(ctx, "record sign-in", "error", err.Error(), "trace_id", trace)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/jejakhq/jejak/internal/app"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/demo"
+	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
 )
 
@@ -32,7 +33,11 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatalf("seed demo data: %v", err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	srv := httptest.NewServer(app.Handler(db.App, db.System, clock.Database{}, log, false))
+	engine, err := job.New(job.Config{Pool: db.System, Logger: log})
+	if err != nil {
+		t.Fatalf("job engine: %v", err)
+	}
+	srv := httptest.NewServer(app.Handler(db.App, db.System, engine, clock.Database{}, log, false))
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, db: db, srv: srv}
 }

@@ -34,8 +34,12 @@ func (s *Server) routes(e *echo.Echo) {
 	t.GET("", addSlash)
 	t.POST("/projects", s.projectCreate)
 	t.POST("/projects/:id/delete", s.projectDelete)
+	// -- tenant audit trail and jobs pages (issue 5) --
+
 
 	// Support staff pages.
 	adm := signedIn.Group("/admin", s.requireStaff)
 	adm.GET("", s.adminHome)
+	// -- staff pages (issue 5) --
+
 }

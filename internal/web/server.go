@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 )
@@ -28,8 +29,9 @@ type Deps struct {
 	Logger  *slog.Logger
 	// SecureCookies marks cookies Secure; set it when served behind TLS.
 	SecureCookies bool
-	// SignInEvents, when set, records sign-in successes and failures.
-	SignInEvents SignInRecorder
+	// Jobs is the job engine (enqueue and operator actions); the workers
+	// themselves run beside the server, not inside it.
+	Jobs *job.Engine
 }
 
 // Server holds the handlers' dependencies.
