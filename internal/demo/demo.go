@@ -20,7 +20,7 @@ const Password = "jejak-demo"
 // Account is a demo sign-in.
 type Account struct {
 	Email, Name, Tenant, Role string // Tenant/Role empty for staff
-	Staff                         string
+	Staff                     string
 }
 
 // Tenants are the demo tenants: slug, name, plan, projects.

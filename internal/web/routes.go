@@ -36,7 +36,6 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/projects/:id/delete", s.projectDelete)
 	// -- tenant audit trail and jobs pages (issue 5) --
 
-
 	// Support staff pages.
 	adm := signedIn.Group("/admin", s.requireStaff)
 	adm.GET("", s.adminHome)
