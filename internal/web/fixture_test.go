@@ -21,9 +21,10 @@ import (
 
 // fixture is a running dashboard over its own seeded database.
 type fixture struct {
-	t   *testing.T
-	db  *testdb.DB
-	srv *httptest.Server
+	t    *testing.T
+	db   *testdb.DB
+	srv  *httptest.Server
+	jobs *job.Engine // enqueue-only engine (no workers) shared with the handler
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -39,7 +40,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	srv := httptest.NewServer(app.Handler(db.App, db.System, engine, clock.Database{}, log, false))
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, db: db, srv: srv}
+	return &fixture{t: t, db: db, srv: srv, jobs: engine}
 }
 
 // count runs a superuser COUNT query, for asserting what changed.
@@ -50,6 +51,16 @@ func (f *fixture) count(sql string, args ...any) int {
 		f.t.Fatalf("count %q: %v", sql, err)
 	}
 	return n
+}
+
+// tenantID returns the id of the tenant with slug.
+func (f *fixture) tenantID(slug string) int64 {
+	f.t.Helper()
+	var id int64
+	if err := f.db.Admin.QueryRow(context.Background(), `SELECT id FROM tenants WHERE slug = $1`, slug).Scan(&id); err != nil {
+		f.t.Fatalf("tenant %s: %v", slug, err)
+	}
+	return id
 }
 
 func (f *fixture) projectID(slug, name string) int64 {
