@@ -35,6 +35,12 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/projects", s.projectCreate)
 	t.POST("/projects/:id/delete", s.projectDelete)
 	// -- tenant audit trail and jobs pages (issue 5) --
+	t.GET("/audit", s.auditTimeline)
+	t.GET("/audit/export.csv", s.auditExport("csv"))
+	t.GET("/audit/export.jsonl", s.auditExport("jsonl"))
+	t.POST("/audit/verify", s.auditVerify)
+	t.GET("/audit/:entity/:id", s.auditEntity)
+	t.GET("/jobs", s.tenantJobs)
 
 	// Support staff pages.
 	adm := signedIn.Group("/admin", s.requireStaff)

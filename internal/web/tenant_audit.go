@@ -1,0 +1,527 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/mail"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/tenant"
+	"github.com/jejakhq/jejak/internal/user"
+	"github.com/jejakhq/jejak/views/components"
+	viewtenant "github.com/jejakhq/jejak/views/tenant"
+)
+
+// auditPageSize is how many events one timeline page shows.
+const auditPageSize = 50
+
+// auditPollLimit bounds one poll's answer; a burst larger than this
+// arrives over the next polls, oldest first, without gaps.
+const auditPollLimit = 100
+
+// timeShown is how tenant pages print times ("WIB" for Asia/Jakarta).
+const timeShown = "2 Jan 2006 15:04:05 MST"
+
+// auditFilter is a parsed timeline filter: what the form showed, what the
+// query asks, and the canonical query string carried by links.
+type auditFilter struct {
+	form  viewtenant.AuditFilterForm
+	f     audit.Filter
+	query string
+}
+
+var auditActionPattern = regexp.MustCompile(`^[a-z][a-z0-9_.:-]*$`)
+
+// parseAuditFilter reads the filter query parameters. Invalid values come
+// back as form errors (the caller answers 422 with them next to the
+// fields); nothing is read from the audit trail then.
+func (s *Server) parseAuditFilter(c echo.Context, loc *time.Location) (auditFilter, error) {
+	q := c.QueryParams()
+	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
+	af := auditFilter{form: viewtenant.AuditFilterForm{
+		Action: get("action"), Entity: get("entity"), EntityID: q.Get("entity_id"),
+		Actor: get("actor"), From: get("from"), To: get("to"), Errors: map[string]string{},
+	}}
+	fm := &af.form
+	canon := url.Values{}
+
+	if fm.Action != "" {
+		if len(fm.Action) > 100 || !auditActionPattern.MatchString(fm.Action) {
+			fm.Errors["action"] = "An action is lower-case, like project.create."
+		} else {
+			af.f.Action = fm.Action
+			canon.Set("action", fm.Action)
+		}
+	}
+	if fm.Entity != "" {
+		if len(fm.Entity) > 100 || !printable(fm.Entity) {
+			fm.Errors["entity"] = "An entity is a short name, like project."
+		} else {
+			af.f.Entity = fm.Entity
+			canon.Set("entity", fm.Entity)
+		}
+	}
+	if fm.EntityID != "" {
+		if fm.Entity == "" || len(fm.EntityID) > 200 || !printable(fm.EntityID) {
+			fm.Errors["entity"] = "An entity id needs an entity and at most 200 characters."
+		} else {
+			af.f.EntityID = fm.EntityID
+			canon.Set("entity_id", fm.EntityID)
+		}
+	}
+	if fm.Actor != "" {
+		if err := s.parseActor(c.Request().Context(), fm.Actor, &af.f); err != "" {
+			fm.Errors["actor"] = err
+		} else {
+			canon.Set("actor", fm.Actor)
+		}
+	}
+	day := func(field, v string) *time.Time {
+		if v == "" {
+			return nil
+		}
+		d, err := time.ParseInLocation("2006-01-02", v, loc)
+		if err != nil || d.Year() < 2000 || d.Year() > 9998 {
+			fm.Errors[field] = "Enter a date like 2026-11-30."
+			return nil
+		}
+		canon.Set(field, v)
+		return &d
+	}
+	if from := day("from", fm.From); from != nil {
+		af.f.From = from
+	}
+	if to := day("to", fm.To); to != nil {
+		// "To" is inclusive for people; the filter's end is exclusive.
+		end := to.AddDate(0, 0, 1)
+		af.f.To = &end
+		if af.f.From != nil && end.Before(*af.f.From) {
+			fm.Errors["to"] = "The end date is before the start date."
+		}
+	}
+	af.query = canon.Encode()
+	if len(fm.Errors) > 0 {
+		return af, errInvalidFilter
+	}
+	return af, nil
+}
+
+var errInvalidFilter = errors.New("invalid audit filter")
+
+// parseActor sets the actor part of f: "system", "staff", "user", a user
+// id, or an e-mail. An e-mail nobody has matches no event (the same answer
+// as a person who never acted in this tenant, so it reveals nothing).
+func (s *Server) parseActor(ctx context.Context, v string, f *audit.Filter) string {
+	switch strings.ToLower(v) {
+	case "system":
+		f.ActorKind = audit.ActorSystem
+		return ""
+	case "staff", "support", "support staff":
+		f.ActorKind = audit.ActorStaff
+		return ""
+	case "user", "member":
+		f.ActorKind = audit.ActorUser
+		return ""
+	}
+	if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if id <= 0 {
+			return "A user id is a positive number."
+		}
+		f.ActorID = &id
+		return ""
+	}
+	if a, err := mail.ParseAddress(v); err == nil && a.Address == v && len(v) <= 320 {
+		u, err := s.Users.ByEmail(ctx, v)
+		var none int64 // no user has id 0
+		switch {
+		case errors.Is(err, user.ErrNotFound):
+			f.ActorID = &none
+		case err != nil:
+			// Treat a lookup failure like a bad value rather than a 500:
+			// the filter is the only thing that depends on it.
+			return "Could not look up that e-mail; try the user id."
+		default:
+			f.ActorID = &u.ID
+		}
+		return ""
+	}
+	return "Use system, staff, user, a user id or an e-mail."
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// seqParam reads a positive sequence number cursor (before/after); a bad
+// one is a 400 with a message, never a 500.
+func seqParam(c echo.Context, name string) (int64, bool, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0, false, nil
+	}
+	cur, err := audit.ParseCursor(v)
+	if err != nil || cur == nil || cur.Seq <= 0 {
+		return 0, false, echo.NewHTTPError(http.StatusBadRequest, "The "+name+" cursor is not valid; go back to the newest events.")
+	}
+	return cur.Seq, true, nil
+}
+
+// auditTimeline serves the timeline page, and with htmx its partials: the
+// filtered list (filter form), an older page (before=) and the live poll
+// (after=).
+func (s *Server) auditTimeline(c echo.Context) error {
+	ctx := c.Request().Context()
+	t := currentTenant(c)
+	loc := t.Location()
+	before, hasBefore, err := seqParam(c, "before")
+	if err != nil {
+		return err
+	}
+	after, hasAfter, err := seqParam(c, "after")
+	if err != nil {
+		return err
+	}
+	if hasBefore && hasAfter {
+		return echo.NewHTTPError(http.StatusBadRequest, "Use either before or after, not both.")
+	}
+	// A history restore wants the whole page back.
+	partial := isHTMX(c) && c.Request().Header.Get("HX-History-Restore-Request") != "true"
+
+	af, ferr := s.parseAuditFilter(c, loc)
+	vm := viewtenant.AuditVM{
+		Slug: t.Slug, TenantName: t.Name, Zone: zoneLabel(loc), Form: af.form, Query: af.query,
+		Chain: s.chainVM(c, t),
+	}
+	if ferr != nil {
+		if hasAfter {
+			// A poll cannot show a form; stop polling quietly.
+			return c.NoContent(http.StatusNoContent)
+		}
+		if partial {
+			return render(c, http.StatusUnprocessableEntity, viewtenant.AuditMain(vm))
+		}
+		return render(c, http.StatusUnprocessableEntity, viewtenant.AuditPage(vm))
+	}
+
+	if hasAfter {
+		return s.auditPoll(c, t, af, after)
+	}
+
+	var cursor *audit.Cursor
+	if hasBefore {
+		cursor = &audit.Cursor{Seq: before}
+	}
+	var page audit.Page
+	err = database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) error {
+		page, err = audit.Timeline(ctx, tx, t.ID, af.f, cursor, auditPageSize)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	rows, err := s.auditRows(ctx, t, page.Events)
+	if err != nil {
+		return err
+	}
+	if page.Next != nil {
+		vm.OlderURL = linkWith("/t/"+t.Slug+"/audit", af.query, "before", page.Next.String())
+	}
+	if hasBefore && partial {
+		return render(c, http.StatusOK, viewtenant.AuditOlder(rows, vm.OlderURL))
+	}
+	vm.Rows = rows
+	if hasBefore {
+		vm.Older = true
+	} else {
+		// The first page polls for what arrives after its newest event (or
+		// after the current head when this filter shows nothing yet).
+		newest := int64(0)
+		if len(page.Events) > 0 {
+			newest = page.Events[0].Seq
+		} else if newest, err = s.auditHead(ctx, t.ID); err != nil {
+			return err
+		}
+		vm.PollURL = linkWith("/t/"+t.Slug+"/audit", af.query, "after", strconv.FormatInt(newest, 10))
+	}
+	if partial {
+		return render(c, http.StatusOK, viewtenant.AuditMain(vm))
+	}
+	return render(c, http.StatusOK, viewtenant.AuditPage(vm))
+}
+
+// auditHead is the newest seq of the tenant's trail (0 when empty), the
+// starting point of an empty filtered timeline's poll.
+func (s *Server) auditHead(ctx context.Context, tenantID int64) (int64, error) {
+	var through int64
+	err := database.InTenantTx(ctx, s.App, tenantID, func(tx pgx.Tx) (err error) {
+		// Newer from "infinity" reads just the head: one primary-key probe.
+		_, through, err = audit.Newer(ctx, tx, tenantID, audit.Filter{}, 1<<62, 1)
+		return err
+	})
+	return through, err
+}
+
+// auditPoll answers the live poll: 204 when nothing arrived (htmx leaves
+// the page alone), else the new events newest first under a new poller.
+func (s *Server) auditPoll(c echo.Context, t *tenant.Tenant, af auditFilter, after int64) error {
+	ctx := c.Request().Context()
+	var events []audit.Recorded
+	var through int64
+	err := database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) (err error) {
+		events, through, err = audit.Newer(ctx, tx, t.ID, af.f, after, auditPollLimit)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(events) == 0 && through == after {
+		return c.NoContent(http.StatusNoContent)
+	}
+	// Newer reads oldest first; the list shows newest first.
+	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
+		events[i], events[j] = events[j], events[i]
+	}
+	rows, err := s.auditRows(ctx, t, events)
+	if err != nil {
+		return err
+	}
+	pollURL := linkWith("/t/"+t.Slug+"/audit", af.query, "after", strconv.FormatInt(through, 10))
+	return render(c, http.StatusOK, viewtenant.AuditNewer(pollURL, rows))
+}
+
+// auditEntity is one entity's history. An entity with no event in this
+// tenant is a 404, exactly like one that exists only in another tenant.
+func (s *Server) auditEntity(c echo.Context) error {
+	ctx := c.Request().Context()
+	t := currentTenant(c)
+	entity, entityID := pathParam(c, "entity"), pathParam(c, "id")
+	if entity == "" || len(entity) > 100 || len(entityID) > 200 || !printable(entity) || !printable(entityID) {
+		return tenant.ErrNotFound
+	}
+	var events []audit.Recorded
+	err := database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) (err error) {
+		events, err = audit.EntityHistory(ctx, tx, t.ID, entity, entityID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return tenant.ErrNotFound
+	}
+	rows, err := s.auditRows(ctx, t, events)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, viewtenant.EntityPage(viewtenant.EntityVM{
+		Slug: t.Slug, TenantName: t.Name, Entity: entity, EntityID: entityID, Rows: rows,
+		Truncated:   len(events) >= audit.MaxEntityHistory,
+		TimelineURL: linkWith("/t/"+t.Slug+"/audit", url.Values{"entity": {entity}, "entity_id": {entityID}}.Encode(), "", ""),
+	}))
+}
+
+// pathParam returns a path parameter unescaped (echo hands over the raw
+// segment when the path holds escapes such as %2F).
+func pathParam(c echo.Context, name string) string {
+	v := c.Param(name)
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
+}
+
+// auditExport streams the current filter as CSV or JSON Lines.
+func (s *Server) auditExport(format string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		t := currentTenant(c)
+		af, err := s.parseAuditFilter(c, t.Location())
+		if err != nil {
+			return echo.NewHTTPError(http.StatusUnprocessableEntity, "The export filter is not valid: "+joinErrors(af.form.Errors))
+		}
+		h := c.Response().Header()
+		name := t.Slug + "-audit"
+		write := audit.ExportCSV
+		switch format {
+		case "csv":
+			h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+			name += ".csv"
+		default:
+			h.Set(echo.HeaderContentType, "application/jsonl; charset=utf-8")
+			name += ".jsonl"
+			write = audit.ExportJSONLines
+		}
+		h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
+		h.Set("Cache-Control", "no-store")
+		err = database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) error {
+			return write(ctx, tx, t.ID, af.f, c.Response())
+		})
+		if err != nil && !c.Response().Committed {
+			// Nothing sent yet: answer a normal error page instead.
+			h.Del(echo.HeaderContentDisposition)
+			h.Del(echo.HeaderContentType)
+			return err
+		}
+		if err != nil {
+			// Mid-stream: the status is sent; log and cut the download short.
+			s.Logger.ErrorContext(ctx, "audit export failed", "tenant_id", t.ID, "error", err.Error())
+		}
+		return nil
+	}
+}
+
+func joinErrors(m map[string]string) string {
+	parts := make([]string, 0, len(m))
+	for k, v := range m {
+		parts = append(parts, k+": "+v)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// verifyResult is a verification outcome kept in the session, so the page
+// shows it after the post/redirect/get and on later visits.
+type verifyResult struct {
+	OK       bool      `json:"ok"`
+	Through  int64     `json:"through"`
+	FirstBad int64     `json:"first_bad"`
+	Reason   string    `json:"reason"`
+	At       time.Time `json:"at"`
+}
+
+func verifyKey(tenantID int64) string { return "audit_verify:" + strconv.FormatInt(tenantID, 10) }
+
+// auditVerify re-runs the chain verification for this tenant (any member:
+// it reads and changes nothing) and shows the result.
+func (s *Server) auditVerify(c echo.Context) error {
+	ctx := c.Request().Context()
+	t := currentTenant(c)
+	res, err := audit.Verify(ctx, s.App, t.ID)
+	if err != nil {
+		return err
+	}
+	// The injected clock is nil in production (the database's time); the
+	// moment shown is only informational, so the web server's own clock
+	// stands in then.
+	at := time.Now()
+	if now := s.Clock.Now(); now != nil {
+		at = *now
+	}
+	b, err := json.Marshal(verifyResult{OK: res.OK, Through: res.CheckedThrough, FirstBad: res.FirstBadSeq, Reason: res.Reason, At: at})
+	if err != nil {
+		return fmt.Errorf("encode verification result: %w", err)
+	}
+	s.sessions.Put(ctx, verifyKey(t.ID), string(b))
+	if !res.OK {
+		s.Logger.WarnContext(ctx, "audit chain broken", "tenant_id", t.ID, "first_bad_seq", res.FirstBadSeq, "reason", res.Reason)
+	}
+	if !isHTMX(c) {
+		return c.Redirect(http.StatusSeeOther, "/t/"+t.Slug+"/audit")
+	}
+	return render(c, http.StatusOK, viewtenant.ChainStatus(s.chainVM(c, t)))
+}
+
+// chainVM is the chain status from this session's last verification.
+func (s *Server) chainVM(c echo.Context, t *tenant.Tenant) viewtenant.ChainVM {
+	vm := viewtenant.ChainVM{Slug: t.Slug}
+	raw := s.sessions.GetString(c.Request().Context(), verifyKey(t.ID))
+	var r verifyResult
+	if raw == "" || json.Unmarshal([]byte(raw), &r) != nil {
+		return vm
+	}
+	vm.Verified, vm.OK, vm.Through, vm.FirstBad, vm.Reason = true, r.OK, r.Through, r.FirstBad, r.Reason
+	vm.At = r.At.In(t.Location()).Format(timeShown)
+	return vm
+}
+
+// auditRows turns events into rows, naming every actor on the page with
+// one query.
+func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit.Recorded) ([]components.AuditRow, error) {
+	seen := map[int64]bool{}
+	var ids []int64
+	for _, e := range events {
+		if e.ActorID != nil && !seen[*e.ActorID] {
+			seen[*e.ActorID] = true
+			ids = append(ids, *e.ActorID)
+		}
+	}
+	names, err := s.Users.Names(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	loc := t.Location()
+	base := "/t/" + t.Slug + "/audit/"
+	rows := make([]components.AuditRow, len(events))
+	for i, e := range events {
+		r := components.AuditRow{
+			Seq: e.Seq, Time: e.OccurredAt.In(loc).Format(timeShown), TimeISO: e.OccurredAt.UTC().Format(time.RFC3339),
+			ActorKind: string(e.ActorKind), Action: e.Action, Entity: e.Entity, EntityID: e.EntityID,
+			Detail: prettyJSON(e.Detail), TraceID: e.TraceID, JobID: e.JobID,
+		}
+		if e.ActorID != nil {
+			r.ActorID, r.ActorName = *e.ActorID, names[*e.ActorID]
+		}
+		if e.EntityID != "" {
+			r.EntityURL = base + url.PathEscape(e.Entity) + "/" + url.PathEscape(e.EntityID)
+		}
+		rows[i] = r
+	}
+	return rows, nil
+}
+
+// prettyJSON indents a detail object for reading; "" for an empty one.
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "{}" {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// linkWith returns path?query plus one more parameter (when key is set).
+func linkWith(path, query, key, value string) string {
+	if key != "" {
+		if query != "" {
+			query += "&"
+		}
+		query += url.QueryEscape(key) + "=" + url.QueryEscape(value)
+	}
+	if query == "" {
+		return path
+	}
+	return path + "?" + query
+}
+
+// zoneLabel names a time zone for readers: "WIB (Asia/Jakarta)".
+func zoneLabel(loc *time.Location) string {
+	abbr, _ := time.Date(2026, 1, 1, 0, 0, 0, 0, loc).Zone()
+	if abbr == loc.String() || strings.HasPrefix(abbr, "+") || strings.HasPrefix(abbr, "-") {
+		return loc.String()
+	}
+	return abbr + " (" + loc.String() + ")"
+}

@@ -1,0 +1,98 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+	viewtenant "github.com/jejakhq/jejak/views/tenant"
+)
+
+// tenantJobsPageSize is how many jobs one page of the tenant's list shows.
+const tenantJobsPageSize = 50
+
+var jobTabs = []struct {
+	label string
+	state job.State
+}{
+	{"All", ""}, {"Pending", job.StatePending}, {"Running", job.StateRunning},
+	{"Succeeded", job.StateSucceeded}, {"Dead", job.StateDead}, {"Cancelled", job.StateCancelled},
+}
+
+// tenantJobs lists the tenant's own jobs by state, newest first, keyset on
+// the job id; read-only for every member. It reads through the app pool in
+// the tenant's transaction, so row-level security applies.
+func (s *Server) tenantJobs(c echo.Context) error {
+	ctx := c.Request().Context()
+	t := currentTenant(c)
+	loc := t.Location()
+	state := job.State(c.QueryParam("state"))
+	base := "/t/" + t.Slug + "/jobs"
+	vm := viewtenant.JobsVM{Slug: t.Slug, TenantName: t.Name, Zone: zoneLabel(loc), State: string(state)}
+	for _, tab := range jobTabs {
+		u := base
+		if tab.state != "" {
+			u += "?state=" + string(tab.state)
+		}
+		vm.Tabs = append(vm.Tabs, viewtenant.JobTab{Label: tab.label, URL: u, Current: tab.state == state})
+	}
+	if state != "" && !job.ValidState(state) {
+		vm.StateError = "Unknown state: choose pending, running, succeeded, dead or cancelled."
+		return render(c, http.StatusUnprocessableEntity, viewtenant.JobsPage(vm))
+	}
+	var before int64
+	if v := c.QueryParam("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return echo.NewHTTPError(http.StatusBadRequest, "The before cursor is not valid; go back to the newest jobs.")
+		}
+		before = n
+	}
+	page, err := s.listTenantJobs(ctx, t.ID, state, before)
+	if err != nil {
+		return err
+	}
+	withState := func(extra string) string {
+		q := ""
+		if state != "" {
+			q = "state=" + string(state)
+		}
+		if extra == "" {
+			return linkWith(base, q, "", "")
+		}
+		return linkWith(base, q, "before", extra)
+	}
+	if page.NextBefore > 0 {
+		vm.OlderURL = withState(strconv.FormatInt(page.NextBefore, 10))
+	}
+	if before > 0 {
+		vm.NewestURL = withState("")
+	}
+	for _, j := range page.Jobs {
+		r := viewtenant.JobRow{
+			ID: j.ID, Kind: j.Kind, Queue: j.Queue, State: string(j.State), Attempt: j.Attempt,
+			MaxAttempts: j.MaxAttempts, LastError: j.LastError, Class: string(j.Class),
+			Created: j.CreatedAt.In(loc).Format(timeShown), Available: j.AvailableAt.In(loc).Format(timeShown),
+			TraceID: j.TraceID,
+		}
+		if j.FinishedAt != nil {
+			r.Finished = j.FinishedAt.In(loc).Format(timeShown)
+		}
+		vm.Rows = append(vm.Rows, r)
+	}
+	return render(c, http.StatusOK, viewtenant.JobsPage(vm))
+}
+
+func (s *Server) listTenantJobs(ctx context.Context, tenantID int64, state job.State, before int64) (job.TenantJobPage, error) {
+	var page job.TenantJobPage
+	err := database.InTenantTx(ctx, s.App, tenantID, func(tx pgx.Tx) (err error) {
+		page, err = job.ListTenantJobs(ctx, tx, tenantID, state, before, tenantJobsPageSize)
+		return err
+	})
+	return page, err
+}
