@@ -10,6 +10,7 @@ import (
 	"net/mail"
 	"net/url"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -110,7 +111,7 @@ func (s *Server) parseAuditFilter(c echo.Context, loc *time.Location) (auditFilt
 		// "To" is inclusive for people; the filter's end is exclusive.
 		end := to.AddDate(0, 0, 1)
 		af.f.To = &end
-		if af.f.From != nil && end.Before(*af.f.From) {
+		if af.f.From != nil && !end.After(*af.f.From) {
 			fm.Errors["to"] = "The end date is before the start date."
 		}
 	}
@@ -234,8 +235,20 @@ func (s *Server) auditTimeline(c echo.Context) error {
 	if hasBefore {
 		cursor = &audit.Cursor{Seq: before}
 	}
+	// A filtered first page also reads the trail's head (one primary-key
+	// probe) so its poll starts there and never rescans the non-matching
+	// events between the newest match and the head. Read before the page:
+	// a tenant's events commit in seq order, so anything newer than the
+	// head read here is either on the page or newer than both.
+	probeHead := !hasBefore && af.query != ""
 	var page audit.Page
+	var head int64
 	err = database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) error {
+		if probeHead {
+			if _, head, err = audit.Newer(ctx, tx, t.ID, audit.Filter{}, 1<<62, 1); err != nil {
+				return err
+			}
+		}
 		page, err = audit.Timeline(ctx, tx, t.ID, af.f, cursor, auditPageSize)
 		return err
 	})
@@ -256,13 +269,11 @@ func (s *Server) auditTimeline(c echo.Context) error {
 	if hasBefore {
 		vm.Older = true
 	} else {
-		// The first page polls for what arrives after its newest event (or
-		// after the current head when this filter shows nothing yet).
-		newest := int64(0)
-		if len(page.Events) > 0 {
+		// The first page polls for what arrives after its newest event or
+		// the head, whichever is later.
+		newest := head
+		if len(page.Events) > 0 && page.Events[0].Seq > newest {
 			newest = page.Events[0].Seq
-		} else if newest, err = s.auditHead(ctx, t.ID); err != nil {
-			return err
 		}
 		vm.PollURL = linkWith("/t/"+t.Slug+"/audit", af.query, "after", strconv.FormatInt(newest, 10))
 	}
@@ -270,18 +281,6 @@ func (s *Server) auditTimeline(c echo.Context) error {
 		return render(c, http.StatusOK, viewtenant.AuditMain(vm))
 	}
 	return render(c, http.StatusOK, viewtenant.AuditPage(vm))
-}
-
-// auditHead is the newest seq of the tenant's trail (0 when empty), the
-// starting point of an empty filtered timeline's poll.
-func (s *Server) auditHead(ctx context.Context, tenantID int64) (int64, error) {
-	var through int64
-	err := database.InTenantTx(ctx, s.App, tenantID, func(tx pgx.Tx) (err error) {
-		// Newer from "infinity" reads just the head: one primary-key probe.
-		_, through, err = audit.Newer(ctx, tx, tenantID, audit.Filter{}, 1<<62, 1)
-		return err
-	})
-	return through, err
 }
 
 // auditPoll answers the live poll: 204 when nothing arrived (htmx leaves
@@ -394,9 +393,14 @@ func (s *Server) auditExport(format string) echo.HandlerFunc {
 }
 
 func joinErrors(m map[string]string) string {
-	parts := make([]string, 0, len(m))
-	for k, v := range m {
-		parts = append(parts, k+": "+v)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + m[k]
 	}
 	return strings.Join(parts, "; ")
 }

@@ -296,6 +296,7 @@ func TestAuditBadFilters(t *testing.T) {
 		{"from=31-12-2026", "from"},
 		{"to=2026-02-30", "to"},
 		{"from=2026-11-12&to=2026-11-01", "to"},
+		{"from=2026-11-12&to=2026-11-11", "to"},
 		{"actor=%40%40", "actor"},
 		{"actor=-4", "actor"},
 		{"entity=%01x", "entity"},

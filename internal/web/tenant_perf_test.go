@@ -1,0 +1,140 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/app"
+	"github.com/jejakhq/jejak/internal/clock"
+)
+
+// sqlLog records the statements a pool runs.
+type sqlLog struct {
+	mu   sync.Mutex
+	stmt []string
+}
+
+func (l *sqlLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	l.mu.Lock()
+	l.stmt = append(l.stmt, d.SQL)
+	l.mu.Unlock()
+	return ctx
+}
+
+func (l *sqlLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// take returns the statements since the last take that mention pattern.
+func (l *sqlLog) take(pattern string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	re := regexp.MustCompile(pattern)
+	var out []string
+	for _, s := range l.stmt {
+		if re.MatchString(s) {
+			out = append(out, s)
+		}
+	}
+	l.stmt = nil
+	return out
+}
+
+// TestAuditTimelineQueryBudget: the first page and an older page each read
+// the trail with one keyset query and name the actors with one more; the
+// live poll reads one primary-key probe when nothing is new. No OFFSET, no
+// COUNT, no per-row queries.
+func TestAuditTimelineQueryBudget(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	budi := f.userID("budi@melati.test")
+	rina := f.userID("rina@melati.test")
+	events := systemEvents(120, "report.sent")
+	for i := range events {
+		// Many rows by several people: names must still be one query.
+		events[i].ActorKind, events[i].ActorID = "user", &budi
+		if i%2 == 0 {
+			events[i].ActorID = &rina
+		}
+	}
+	f.record(melati, nil, events...)
+
+	log := &sqlLog{}
+	cfg, err := pgxpool.ParseConfig(f.db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = log
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET ROLE jejak_app")
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	srv := httptest.NewServer(app.Handler(pool, f.db.System, f.jobs, clock.Database{}, slog.New(slog.NewJSONHandler(io.Discard, nil)), false))
+	t.Cleanup(srv.Close)
+	traced := &fixture{t: t, db: f.db, srv: srv, jobs: f.jobs}
+	c := traced.client()
+	c.login("budi@melati.test")
+
+	const auditSQL, namesSQL = `FROM audit_events`, `FROM users WHERE id = ANY`
+	check := func(name string, a answer, wantAudit, wantNames int) {
+		t.Helper()
+		if a.status >= 400 {
+			t.Fatalf("%s: status %d", name, a.status)
+		}
+		got := log.take(auditSQL + `|` + namesSQL)
+		var audits, names int
+		for _, s := range got {
+			upper := strings.ToUpper(s)
+			if strings.Contains(upper, "OFFSET") || strings.Contains(upper, "COUNT(") {
+				t.Fatalf("%s runs %q", name, s)
+			}
+			if strings.Contains(s, namesSQL) {
+				names++
+			} else {
+				audits++
+			}
+		}
+		if audits != wantAudit || names != wantNames {
+			t.Fatalf("%s: %d audit and %d name queries, want %d and %d:\n%s", name, audits, names, wantAudit, wantNames, strings.Join(got, "\n---\n"))
+		}
+	}
+	log.take("")
+	first := c.get("/t/" + melati + "/audit")
+	check("first page", first, 1, 1)
+	m := olderHref.FindStringSubmatch(first.body)
+	if m == nil {
+		t.Fatal("no older link")
+	}
+	check("older page", c.getHTMX(strings.ReplaceAll(m[1], "&amp;", "&")), 1, 1)
+	poll := regexp.MustCompile(`id="audit-poll"[^>]*hx-get="([^"]+)"`).FindStringSubmatch(first.body)
+	pollURL := strings.ReplaceAll(poll[1], "&amp;", "&")
+	check("idle poll", c.getHTMX(pollURL), 1, 0)
+	news := systemEvents(1, "report.sent")
+	news[0].ActorKind, news[0].ActorID = "user", &rina
+	f.record(melati, nil, news...)
+	check("poll with news", c.getHTMX(pollURL), 2, 1)
+
+	// A filtered first page adds one head probe so its poll starts at the
+	// head, not at the (possibly much older) newest match.
+	filtered := c.get("/t/" + melati + "/audit?action=report.sent&actor=system")
+	check("filtered first page", filtered, 2, 0)
+	poll = regexp.MustCompile(`id="audit-poll"[^>]*hx-get="([^"]+)"`).FindStringSubmatch(filtered.body)
+	head := f.count(`SELECT max(seq) FROM audit_events WHERE tenant_id = $1`, f.tenantID(melati))
+	if !strings.HasSuffix(poll[1], "after="+strconv.Itoa(head)) {
+		t.Fatalf("filtered poll starts at %s, want the head %d", poll[1], head)
+	}
+	check("idle filtered poll", c.getHTMX(strings.ReplaceAll(poll[1], "&amp;", "&")), 1, 0)
+}
