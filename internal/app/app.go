@@ -106,6 +106,11 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 			return fmt.Errorf("JEJAK_SMTP_URL: %w", err)
 		}
 	}
+	if cfg.Demo {
+		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
+		// retry with backoff and end as dead letters.
+		mailer = demo.BounceMailer{Next: mailer}
+	}
 	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log})
 	if err != nil {
 		return err
@@ -127,6 +132,16 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		}
 	}()
 	handler := Handler(env.App, env.System, engine, clk, log, cfg.SecureCookies)
+	if cfg.Demo {
+		gen := &demo.Activity{App: env.App, System: env.System, Tenants: tenant.NewService(env.App, env.System, clk), Jobs: engine, Log: log}
+		// A burst first, so every page has something to show at once.
+		for i := 0; i < 40; i++ {
+			if err := gen.Step(ctx); err != nil {
+				log.Warn("demo activity", "error", err.Error())
+			}
+		}
+		go gen.Run(ctx, 4*time.Second)
+	}
 
 	if cfg.WorkersOnly {
 		<-ctx.Done()
