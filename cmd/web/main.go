@@ -3,7 +3,8 @@
 //	web [serve]           dashboard + workers (default)
 //	web migrate           apply database migrations
 //	web seed              write the demo data
-//	web audit verify      check audit hash chains
+//	web seed --audit-events N --jobs N   large-data mode
+//	web audit verify [--tenant SLUG]      check audit hash chains
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/jejakhq/jejak/internal/app"
+	"github.com/jejakhq/jejak/internal/demo"
 )
 
 func main() {
@@ -38,6 +40,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
+	if cmd == "audit" {
+		if len(args) == 0 || args[0] != "verify" {
+			return fmt.Errorf("usage: web audit verify [--tenant SLUG]")
+		}
+		cmd, args = "audit verify", args[1:]
+	}
+	var scale demo.ScaleOptions
+	var tenantSlug string
 	fs := flag.NewFlagSet("web "+cmd, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (DATABASE_URL); empty = embedded cluster")
@@ -48,7 +58,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker goroutines, 0 = web only (JEJAK_WORKERS)")
 		fs.BoolVar(&cfg.WorkersOnly, "workers-only", cfg.WorkersOnly, "run workers without the HTTP server")
 		fs.BoolVar(&cfg.Demo, "demo", cfg.Demo, "seed demo data and generate demo activity (JEJAK_DEMO)")
-	case "migrate", "seed":
+	case "seed":
+		fs.IntVar(&scale.AuditEvents, "audit-events", 0, "also generate this many audit events (large-data mode)")
+		fs.IntVar(&scale.Jobs, "jobs", 0, "also generate this many jobs (large-data mode)")
+		fs.IntVar(&scale.Tenants, "tenants", 20, "generated tenants for large-data mode, besides the demo ones")
+	case "audit verify":
+		fs.StringVar(&tenantSlug, "tenant", "", "verify only this tenant (slug)")
+	case "migrate":
 	default:
 		return fmt.Errorf("unknown command %q (want serve, migrate, seed or audit verify)", cmd)
 	}
@@ -66,7 +82,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	case "migrate":
 		return app.Migrate(ctx, cfg, log)
 	case "seed":
-		return app.Seed(ctx, cfg, log, out)
+		if scale.AuditEvents < 0 || scale.Jobs < 0 || scale.Tenants < 0 {
+			return fmt.Errorf("-audit-events, -jobs and -tenants must be ≥ 0")
+		}
+		return app.Seed(ctx, cfg, log, out, scale)
+	case "audit verify":
+		return app.AuditVerify(ctx, cfg, log, out, tenantSlug)
 	default:
 		return app.Serve(ctx, cfg, log, out)
 	}

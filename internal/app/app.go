@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/demo"
@@ -105,6 +106,11 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 			return fmt.Errorf("JEJAK_SMTP_URL: %w", err)
 		}
 	}
+	if cfg.Demo {
+		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
+		// retry with backoff and end as dead letters.
+		mailer = demo.BounceMailer{Next: mailer}
+	}
 	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log})
 	if err != nil {
 		return err
@@ -126,6 +132,16 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		}
 	}()
 	handler := Handler(env.App, env.System, engine, clk, log, cfg.SecureCookies)
+	if cfg.Demo {
+		gen := &demo.Activity{App: env.App, System: env.System, Tenants: tenant.NewService(env.App, env.System, clk), Jobs: engine, Log: log}
+		// A burst first, so every page has something to show at once.
+		for i := 0; i < 40; i++ {
+			if err := gen.Step(ctx); err != nil {
+				log.Warn("demo activity", "error", err.Error())
+			}
+		}
+		go gen.Run(ctx, 4*time.Second)
+	}
 
 	if cfg.WorkersOnly {
 		<-ctx.Done()
@@ -164,8 +180,9 @@ func Handler(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 		Logger: log, SecureCookies: secureCookies})
 }
 
-// Seed writes the demo data.
-func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) error {
+// Seed writes the demo data and, when scale asks for it, large-data mode's
+// millions of audit events and jobs.
+func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scale demo.ScaleOptions) error {
 	env, err := Open(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -175,6 +192,67 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) erro
 		return err
 	}
 	printDemoAccounts(out)
+	if scale.AuditEvents > 0 || scale.Jobs > 0 {
+		scale.Out = out
+		start := time.Now()
+		if err := demo.SeedScale(ctx, env.System, env.URL, scale); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "large-data seed done in %s\n", time.Since(start).Round(time.Second))
+	}
+	return nil
+}
+
+// AuditVerify checks the hash chain of one tenant (slug) or of all tenants,
+// prints one line per tenant and fails when any chain is broken.
+func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, slug string) error {
+	env, err := Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	var results []audit.VerifyResult
+	if slug != "" {
+		var id int64
+		if err := env.System.QueryRow(ctx, `SELECT id FROM tenants WHERE slug = $1`, slug).Scan(&id); err != nil {
+			return fmt.Errorf("tenant %q not found", slug)
+		}
+		r, err := audit.Verify(ctx, env.System, id)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	} else if results, err = audit.VerifyAll(ctx, env.System); err != nil {
+		return err
+	}
+	slugs := map[int64]string{}
+	rows, err := env.System.Query(ctx, `SELECT id, slug FROM tenants`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		var s string
+		if err := rows.Scan(&id, &s); err != nil {
+			return err
+		}
+		slugs[id] = s
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	broken := 0
+	for _, r := range results {
+		if r.OK {
+			fmt.Fprintf(out, "%-24s ok      verified through #%d (head %x)\n", slugs[r.TenantID], r.CheckedThrough, r.HeadHash)
+			continue
+		}
+		broken++
+		fmt.Fprintf(out, "%-24s BROKEN  first bad event #%d: %s\n", slugs[r.TenantID], r.FirstBadSeq, r.Reason)
+	}
+	if broken > 0 {
+		return fmt.Errorf("%d of %d audit chains are broken", broken, len(results))
+	}
 	return nil
 }
 

@@ -34,6 +34,7 @@ func (s *Server) routes(e *echo.Echo) {
 	t.GET("", addSlash)
 	t.POST("/projects", s.projectCreate)
 	t.POST("/projects/:id/delete", s.projectDelete)
+	t.POST("/plan", s.planChange)
 	// -- tenant audit trail and jobs pages (issue 5) --
 	t.GET("/audit", s.auditTimeline)
 	t.GET("/audit/export.csv", s.auditExport("csv"))

@@ -26,7 +26,14 @@ func (s *Server) homeVM(c echo.Context) (viewtenant.HomeVM, error) {
 	if err != nil {
 		return viewtenant.HomeVM{}, err
 	}
-	vm := viewtenant.HomeVM{Slug: t.Slug, Name: t.Name, Role: m.Role, CanWrite: m.CanWrite(), Loc: t.Location()}
+	vm := viewtenant.HomeVM{Slug: t.Slug, Name: t.Name, Role: m.Role, CanWrite: m.CanWrite(), Loc: t.Location(), PlanCodes: tenant.PlanCodes}
+	plan, err := s.Tenants.CurrentPlan(c.Request().Context(), t.ID)
+	switch {
+	case err == nil:
+		vm.Plan = &viewtenant.Plan{Code: plan.Code, Status: plan.Status, PeriodEnd: plan.PeriodEnd}
+	case !tenant.IsNotFound(err):
+		return viewtenant.HomeVM{}, err
+	}
 	for _, p := range ps {
 		vm.Projects = append(vm.Projects, viewtenant.Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt})
 	}
@@ -82,4 +89,32 @@ func (s *Server) afterProjectChange(c echo.Context) error {
 		return err
 	}
 	return render(c, http.StatusOK, viewtenant.Projects(vm))
+}
+
+// planChange moves the tenant to another plan (owner/admin).
+func (s *Server) planChange(c echo.Context) error {
+	t := currentTenant(c)
+	err := s.Tenants.ChangePlan(c.Request().Context(), t.ID, actorOf(c), c.FormValue("plan"))
+	if apperr.CodeOf(err) == apperr.CodeInvalid {
+		vm, verr := s.homeVM(c)
+		if verr != nil {
+			return verr
+		}
+		vm.PlanError = apperr.FieldsOf(err)["plan"]
+		if isHTMX(c) {
+			return render(c, http.StatusUnprocessableEntity, viewtenant.PlanPanel(vm))
+		}
+		return render(c, http.StatusUnprocessableEntity, viewtenant.HomePage(vm))
+	}
+	if err != nil {
+		return err
+	}
+	if !isHTMX(c) {
+		return c.Redirect(http.StatusSeeOther, "/t/"+t.Slug+"/")
+	}
+	vm, err := s.homeVM(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, viewtenant.PlanPanel(vm))
 }

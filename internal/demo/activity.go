@@ -1,0 +1,181 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/tenant"
+)
+
+// BounceDomain is the demo's unreachable mail domain: mail to it fails as
+// an SMTP outage would, so weekly reports addressed there retry with
+// backoff and end as dead letters.
+const BounceDomain = "bounce.test"
+
+// BounceMailer wraps a Mailer and fails, transiently, every message with a
+// recipient at BounceDomain. Demo only.
+type BounceMailer struct{ Next mail.Mailer }
+
+// Send fails for BounceDomain recipients and delegates the rest.
+func (b BounceMailer) Send(ctx context.Context, m mail.Message) error {
+	for _, to := range m.To {
+		if strings.HasSuffix(strings.ToLower(to), "@"+BounceDomain) {
+			return fmt.Errorf("SMTP %s tidak merespons dalam 5 detik (demo outage)", BounceDomain)
+		}
+	}
+	return b.Next.Send(ctx, m)
+}
+
+// Activity generates a realistic trickle of tenant activity so the
+// dashboard has something to show: projects created and deleted, plan
+// changes, system events, and jobs that succeed, retry and die.
+type Activity struct {
+	App, System *pgxpool.Pool
+	Tenants     *tenant.Service
+	Jobs        *job.Engine
+	Log         *slog.Logger
+	Rand        *rand.Rand // nil = seeded from the time
+}
+
+// projectNames are what the generator creates; none is a seed project's
+// name, so the seed's story projects stay unique.
+var projectNames = []string{"Promo Hari Ibu", "Kemasan Ramah Lingkungan", "Kartu Ucapan", "Pameran Anggrek",
+	"Kolaborasi Kopi Lokal", "Diskon Akhir Tahun", "Foto Produk Baru", "Bazar Ramadan", "Seragam Karyawan"}
+
+// Run calls Step every interval until ctx ends, logging failures.
+func (a *Activity) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.Step(ctx); err != nil && ctx.Err() == nil {
+				a.Log.Warn("demo activity", "error", err.Error())
+			}
+		}
+	}
+}
+
+type demoTenant struct {
+	id    int64
+	slug  string
+	owner int64
+}
+
+// Step performs one random action for a random demo tenant.
+func (a *Activity) Step(ctx context.Context) error {
+	if a.Rand == nil {
+		a.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	}
+	t, err := a.pickTenant(ctx)
+	if err != nil {
+		return err
+	}
+	actor := tenant.Actor{UserID: t.owner, Role: tenant.RoleOwner, TraceID: newTrace(a.Rand)}
+	switch r := a.Rand.IntN(100); {
+	case r < 20:
+		_, err = a.Tenants.CreateProject(ctx, t.id, actor, projectNames[a.Rand.IntN(len(projectNames))])
+	case r < 30:
+		err = a.deleteOldestProject(ctx, t, actor)
+	case r < 35:
+		err = a.Tenants.ChangePlan(ctx, t.id, actor, tenant.PlanCodes[a.Rand.IntN(len(tenant.PlanCodes))])
+	case r < 40:
+		err = a.systemExport(ctx, t)
+	case r < 60:
+		err = a.enqueue(ctx, t, "email.weekly-report", map[string]any{"tenant_id": t.id}, actor)
+	case r < 67:
+		// An owner address at the bounce domain: retried with backoff, then dead.
+		err = a.enqueue(ctx, t, "email.weekly-report", map[string]any{"tenant_id": t.id, "to": []string{"laporan@" + BounceDomain}}, actor)
+	case r < 90:
+		err = a.enqueue(ctx, t, "points.award", map[string]any{"tenant_id": t.id, "message_id": newTrace(a.Rand),
+			"customer": fmt.Sprintf("pelanggan-%d", a.Rand.IntN(40)), "points": 1 + a.Rand.IntN(50), "reason": "pembelian"}, actor)
+	case r < 95:
+		// A malformed award (zero points): a permanent failure, dead at once.
+		err = a.enqueue(ctx, t, "points.award", map[string]any{"tenant_id": t.id, "message_id": newTrace(a.Rand),
+			"customer": "pelanggan-0", "points": 0, "reason": "data rusak dari kasir"}, actor)
+	default:
+		err = a.enqueue(ctx, t, "subscription.sweep", map[string]any{"tenant_id": t.id}, actor)
+	}
+	return err
+}
+
+func (a *Activity) pickTenant(ctx context.Context) (demoTenant, error) {
+	slug := Tenants[a.Rand.IntN(len(Tenants))].Slug
+	var t demoTenant
+	err := a.System.QueryRow(ctx, `SELECT t.id, t.slug, m.user_id FROM tenants t
+		JOIN memberships m ON m.tenant_id = t.id AND m.role = 'owner'
+		WHERE t.slug = $1 ORDER BY m.user_id LIMIT 1`, slug).Scan(&t.id, &t.slug, &t.owner)
+	if err != nil {
+		return t, fmt.Errorf("demo tenant %s: %w", slug, err)
+	}
+	return t, nil
+}
+
+// deleteOldestProject keeps project lists from growing without bound. It
+// spares the seed's own projects (such as Melati's "Katalog Musim Hujan"),
+// which the README's walkthrough relies on.
+func (a *Activity) deleteOldestProject(ctx context.Context, t demoTenant, actor tenant.Actor) error {
+	ps, err := a.Tenants.Projects(ctx, t.id)
+	if err != nil {
+		return err
+	}
+	seeded := map[string]bool{}
+	for _, st := range Tenants {
+		if st.Slug == t.slug {
+			for _, n := range st.Projects {
+				seeded[n] = true
+			}
+		}
+	}
+	for i := len(ps) - 1; i >= 0; i-- { // oldest first
+		if !seeded[ps[i].Name] {
+			_, err = a.Tenants.DeleteProject(ctx, t.id, actor, ps[i].ID)
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Activity) systemExport(ctx context.Context, t demoTenant) error {
+	detail, _ := json.Marshal(map[string]any{"tables": []string{"projects", "memberships"}})
+	return database.InTenantTx(ctx, a.App, t.id, func(tx pgx.Tx) error {
+		_, err := audit.NewRecorder(clock.Database{}).Record(ctx, tx, audit.Event{TenantID: t.id, ActorKind: audit.ActorSystem,
+			Action: "system.daily-export", Entity: "tenant", EntityID: fmt.Sprint(t.id), Detail: detail, TraceID: newTrace(a.Rand)})
+		return err
+	})
+}
+
+func (a *Activity) enqueue(ctx context.Context, t demoTenant, kind string, payload map[string]any, actor tenant.Actor) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	uid := actor.UserID
+	return database.InTenantTx(ctx, a.App, t.id, func(tx pgx.Tx) error {
+		_, err := a.Jobs.Enqueue(ctx, tx, job.EnqueueParams{TenantID: t.id, Kind: kind, Payload: b, TraceID: actor.TraceID, RequestedBy: &uid})
+		if errors.Is(err, job.ErrInvalidPayload) {
+			return fmt.Errorf("demo payload for %s: %w", kind, err)
+		}
+		return err
+	})
+}
+
+func newTrace(r *rand.Rand) string {
+	return fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
+}

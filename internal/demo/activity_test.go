@@ -1,0 +1,108 @@
+package demo_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/demo"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/kinds"
+	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/tenant"
+	"github.com/jejakhq/jejak/internal/testdb"
+)
+
+func TestSeedIsIdempotent(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	counts := func() (n [5]int) {
+		for i, table := range []string{"tenants", "users", "memberships", "projects", "subscription_changes"} {
+			if err := db.Admin.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n
+	}
+	for i := 0; i < 2; i++ {
+		if err := demo.Seed(ctx, db.System); err != nil {
+			t.Fatalf("seed #%d: %v", i+1, err)
+		}
+	}
+	got := counts()
+	want := [5]int{3, 8, 6, 7, 3}
+	if got != want {
+		t.Fatalf("after two seeds (tenants, users, memberships, projects, plan history) = %v, want %v", got, want)
+	}
+	var n int
+	if err := db.Admin.QueryRow(ctx, `SELECT count(*) FROM projects p JOIN tenants t ON t.id = p.tenant_id
+		WHERE t.slug = 'toko-bunga-melati' AND p.name = 'Katalog Musim Hujan'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("Melati's Katalog Musim Hujan: %d %v", n, err)
+	}
+}
+
+// TestActivityProducesAMixThatSucceedsRetriesAndDies runs the generator
+// for a while with real workers: it must create audited changes, jobs that
+// succeed, and dead letters (a malformed award dies at once).
+func TestActivityProducesAMixThatSucceedsRetriesAndDies(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := demo.Seed(ctx, db.System); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	engine, err := job.New(job.Config{Pool: db.System, Workers: 4, Logger: log, PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds.Register(engine, kinds.Deps{App: db.App, System: db.System, Mailer: demo.BounceMailer{Next: mail.NewSink(db.App)}})
+	if err := engine.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Stop(context.Background())
+
+	a := &demo.Activity{App: db.App, System: db.System, Tenants: tenant.NewService(db.App, db.System, clock.Database{}),
+		Jobs: engine, Log: log, Rand: rand.New(rand.NewPCG(1, 2))}
+	for i := 0; i < 120; i++ {
+		if err := a.Step(ctx); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	count := func(sql string) int {
+		var n int
+		if err := db.Admin.QueryRow(ctx, sql).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, action := range []string{"project.create", "system.daily-export"} {
+		if count(`SELECT count(*) FROM audit_events WHERE action = '`+action+`'`) == 0 {
+			t.Errorf("no %s events", action)
+		}
+	}
+	// Poll with a deadline until the workers have produced both outcomes.
+	for {
+		succeeded := count(`SELECT count(*) FROM jobs WHERE state = 'succeeded'`)
+		dead := count(`SELECT count(*) FROM jobs WHERE state = 'dead' AND error_class = 'permanent'`)
+		retrying := count(`SELECT count(*) FROM jobs WHERE state = 'pending' AND attempt >= 1 AND last_error LIKE '%bounce.test%'`)
+		if succeeded > 0 && dead > 0 && retrying > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("workers never produced the mix: succeeded=%d dead=%d retrying=%d", succeeded, dead, retrying)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	// Seed projects survive the deletions.
+	if count(`SELECT count(*) FROM projects WHERE name = 'Katalog Musim Hujan'`) != 1 {
+		t.Fatal("the generator deleted a seed project")
+	}
+}
