@@ -185,7 +185,7 @@ func TestAdminJobListFiltersAndSearch(t *testing.T) {
 	melati, senja := f.tenantID("toko-bunga-melati"), f.tenantID("kopi-senja")
 	dead := f.makeDead("toko-bunga-melati", "email.weekly-report", 1, "smtp 550")[0]
 	a1 := f.enqueue("toko-bunga-melati", job.EnqueueParams{Kind: "points.award", Queue: "bulk",
-		Payload: []byte(fmt.Sprintf(`{"tenant_id": %d, "user_id": 42, "vip": true, "note": "42", "who": {"name": "Budi <b>"}}`, melati)),
+		Payload:        []byte(fmt.Sprintf(`{"tenant_id": %d, "user_id": 42, "vip": true, "note": "42", "who": {"name": "Budi <b>"}}`, melati)),
 		IdempotencyKey: "award-42", TraceID: "trace-aaa"})
 	b1 := f.enqueue("kopi-senja", job.EnqueueParams{Kind: "points.award",
 		Payload: []byte(fmt.Sprintf(`{"tenant_id": %d, "user_id": 7, "vip": false}`, senja)), TraceID: "trace-bbb"})
@@ -193,8 +193,8 @@ func TestAdminJobListFiltersAndSearch(t *testing.T) {
 	c.login("support@jejak.test")
 
 	cases := []struct {
-		query    string
-		in, out  []int64
+		query   string
+		in, out []int64
 	}{
 		{"", []int64{dead, a1, b1}, nil},
 		{"state=dead", []int64{dead}, []int64{a1, b1}},
@@ -305,8 +305,8 @@ func TestAdminJobDetail(t *testing.T) {
 	ctx := context.Background()
 	melati := f.tenantID("toko-bunga-melati")
 	id := f.enqueue("toko-bunga-melati", job.EnqueueParams{
-		Payload:        []byte(fmt.Sprintf(`{"tenant_id": %d, "subject": "<script>alert(1)</script>"}`, melati)),
-		TraceID:        "trace-detail-1", IdempotencyKey: "weekly-2026-48",
+		Payload: []byte(fmt.Sprintf(`{"tenant_id": %d, "subject": "<script>alert(1)</script>"}`, melati)),
+		TraceID: "trace-detail-1", IdempotencyKey: "weekly-2026-48",
 	})
 	js := f.claimAll("worker-a")
 	f.fail("worker-a", js[0], errors.New("connection refused"))
