@@ -27,10 +27,13 @@ const (
 	JobReplayed     JobStage = "replayed" // by an operator, with a reason
 )
 
+// JobDiscarded is a dead letter cancelled by an operator, with a reason.
+const JobDiscarded JobStage = "discarded"
+
 var jobStages = map[JobStage]bool{
 	JobQueued: true, JobClaimed: true, JobStarted: true, JobSucceeded: true, JobFailed: true,
 	JobRetried: true, JobDeadLettered: true, JobRejected: true, JobSkipped: true, JobDelayed: true,
-	JobReplayed: true,
+	JobReplayed: true, JobDiscarded: true,
 }
 
 // JobEvent is one lifecycle step of a job, as the engine reports it.

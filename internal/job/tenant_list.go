@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -68,7 +65,7 @@ func ListTenantJobs(ctx context.Context, db Querier, tenantID int64, state State
 	}
 	// Planned with the actual values: which index fits depends on the state
 	// (the pending, running and dead partial indexes lead with tenant_id).
-	rows, err := queries.New(customPlans{db}).JobTenantList(ctx, p)
+	rows, err := filtered(db).JobTenantList(ctx, p)
 	if err != nil {
 		return TenantJobPage{}, fmt.Errorf("list jobs of tenant %d: %w", tenantID, err)
 	}
@@ -86,20 +83,4 @@ func ListTenantJobs(ctx context.Context, db Querier, tenantID int64, state State
 		page.NextBefore = page.Jobs[limit-1].ID
 	}
 	return page, nil
-}
-
-// customPlans sends each query as an unnamed statement so PostgreSQL plans
-// it for the actual parameters instead of a cached generic plan.
-type customPlans struct{ Querier }
-
-func (c customPlans) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return c.Querier.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
-}
-
-func (c customPlans) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return c.Querier.QueryRow(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
-}
-
-func (c customPlans) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	return c.Querier.Exec(ctx, sql, args...)
 }

@@ -60,6 +60,15 @@ type Job struct {
 	PayloadHash    []byte
 }
 
+type JobStatsMinute struct {
+	TenantID  int64
+	Minute    time.Time
+	Kind      string
+	Succeeded int64
+	Failed    int64
+	Dead      int64
+}
+
 type JobWorker struct {
 	WorkerID      string
 	StartedAt     time.Time

@@ -2,12 +2,112 @@ package web
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/views/admin"
 )
 
+// Staff pages (SPEC D3–D5): cross-tenant, read through the system pool,
+// guarded by requireStaff. This file has the queue overview and the
+// helpers the other admin_*.go files share.
+
+const sessionFlash = "flash"
+
+// adminHome is the queue overview. With ?partial=overview (htmx polling)
+// it answers only the refreshing part. The figures come from a snapshot
+// shared by every viewer (s.stats), so polling does not count the jobs
+// table per request.
 func (s *Server) adminHome(c echo.Context) error {
-	return render(c, http.StatusOK, admin.HomePage())
+	partial := c.QueryParam("partial")
+	if partial != "" && partial != "overview" {
+		return echo.NewHTTPError(http.StatusBadRequest, "Unknown partial.")
+	}
+	if s.stats == nil {
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "The job engine is not configured.")
+	}
+	ctx := c.Request().Context()
+	o, age, err := s.stats.Get(ctx)
+	if err != nil {
+		return err
+	}
+	tenants, _, err := s.tenantNames(c)
+	if err != nil {
+		return err
+	}
+	maxAge := s.StatsMaxAge
+	if maxAge == 0 {
+		maxAge = job.DefaultStatsMaxAge
+	}
+	vm := admin.OverviewVM{O: o, Age: age, MaxAge: max(maxAge, 0), Tenants: tenants}
+	if partial == "overview" {
+		return render(c, http.StatusOK, admin.Overview(vm))
+	}
+	return render(c, http.StatusOK, admin.OverviewPage(vm))
+}
+
+// tenantNames loads every tenant (a small table) for labels and filters.
+func (s *Server) tenantNames(c echo.Context) (admin.Tenants, []job.TenantName, error) {
+	all, err := job.TenantNames(c.Request().Context(), s.System)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := make(admin.Tenants, len(all))
+	for _, t := range all {
+		m[t.ID] = t
+	}
+	return m, all, nil
+}
+
+// tenantBySlug resolves a tenant filter; ok is false for an unknown slug.
+func tenantBySlug(all []job.TenantName, slug string) (int64, bool) {
+	for _, t := range all {
+		if t.Slug == slug {
+			return t.ID, true
+		}
+	}
+	return 0, false
+}
+
+func (s *Server) setFlash(c echo.Context, msg string) {
+	s.sessions.Put(c.Request().Context(), sessionFlash, msg)
+}
+
+func (s *Server) popFlash(c echo.Context) string {
+	return s.sessions.PopString(c.Request().Context(), sessionFlash)
+}
+
+// safeBack accepts only a local staff path as a redirect target.
+func safeBack(back, fallback string) string {
+	if (back == "/admin" || strings.HasPrefix(back, "/admin/") || strings.HasPrefix(back, "/admin?")) &&
+		!strings.Contains(back, "//") && !strings.ContainsAny(back, "\\\r\n") {
+		return back
+	}
+	return fallback
+}
+
+// staffAuditRows converts audit events for the staff tables, naming actors.
+func (s *Server) staffAuditRows(c echo.Context, events []audit.Recorded) ([]admin.AuditRow, error) {
+	names, err := s.actorNames(c.Request().Context(), events)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]admin.AuditRow, len(events))
+	for i, e := range events {
+		r := admin.AuditRow{
+			ID: e.ID, TenantID: e.TenantID, Seq: e.Seq, At: e.OccurredAt, ActorKind: string(e.ActorKind),
+			Action: e.Action, Entity: e.Entity, EntityID: e.EntityID, Detail: prettyJSON(e.Detail), TraceID: e.TraceID,
+		}
+		if e.ActorID != nil {
+			r.Actor = names[*e.ActorID]
+		}
+		if e.JobID != nil {
+			r.JobID = *e.JobID
+		}
+		out[i] = r
+	}
+	return out, nil
 }

@@ -63,6 +63,16 @@ func (f *fixture) tenantID(slug string) int64 {
 	return id
 }
 
+// userID returns the id of the user with that e-mail.
+func (f *fixture) userID(email string) int64 {
+	f.t.Helper()
+	var id int64
+	if err := f.db.Admin.QueryRow(context.Background(), `SELECT id FROM users WHERE email = $1`, email).Scan(&id); err != nil {
+		f.t.Fatalf("user %s: %v", email, err)
+	}
+	return id
+}
+
 func (f *fixture) projectID(slug, name string) int64 {
 	f.t.Helper()
 	var id int64

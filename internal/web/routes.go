@@ -47,5 +47,13 @@ func (s *Server) routes(e *echo.Echo) {
 	adm := signedIn.Group("/admin", s.requireStaff)
 	adm.GET("", s.adminHome)
 	// -- staff pages (issue 5) --
+	adm.GET("/jobs", s.adminJobs)
+	adm.GET("/jobs/:id", s.adminJob)
+	adm.POST("/jobs/:id/retry", s.adminJobRetry)
+	adm.POST("/jobs/:id/discard", s.adminJobDiscard)
+	adm.GET("/dead", s.adminDead)
+	adm.GET("/dead/bulk", s.adminDeadBulkPreview)
+	adm.POST("/dead/bulk", s.adminDeadBulk)
+	adm.GET("/search", s.adminSearch)
 
 }

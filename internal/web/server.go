@@ -32,6 +32,10 @@ type Deps struct {
 	// Jobs is the job engine (enqueue and operator actions); the workers
 	// themselves run beside the server, not inside it.
 	Jobs *job.Engine
+	// StatsMaxAge bounds how stale the staff queue overview may be (one
+	// shared snapshot per period, whatever the number of viewers);
+	// 0 = job.DefaultStatsMaxAge, negative = fresh on every request (tests).
+	StatsMaxAge time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -41,6 +45,8 @@ type Server struct {
 	// Failed sign-ins are limited per e-mail (guessing one account) and,
 	// more loosely, per client address (spraying many accounts).
 	throttleEmail, throttleIP *throttle
+	// stats is the queue overview snapshot shared by all staff viewers.
+	stats *job.StatsCache
 }
 
 // New builds the echo application with every route registered.
@@ -60,6 +66,10 @@ func New(d Deps) *echo.Echo {
 	sm.Cookie.SameSite = http.SameSiteLaxMode
 	sm.Cookie.Secure = d.SecureCookies
 	s := &Server{Deps: d, sessions: sm, throttleEmail: newThrottle(5, 15*time.Minute), throttleIP: newThrottle(50, 15*time.Minute)}
+
+	if d.Jobs != nil {
+		s.stats = job.NewStatsCache(d.Jobs.Overview, d.StatsMaxAge)
+	}
 
 	e := echo.New()
 	e.HideBanner = true

@@ -463,15 +463,7 @@ func (s *Server) chainVM(c echo.Context, t *tenant.Tenant) viewtenant.ChainVM {
 // auditRows turns events into rows, naming every actor on the page with
 // one query.
 func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit.Recorded) ([]components.AuditRow, error) {
-	seen := map[int64]bool{}
-	var ids []int64
-	for _, e := range events {
-		if e.ActorID != nil && !seen[*e.ActorID] {
-			seen[*e.ActorID] = true
-			ids = append(ids, *e.ActorID)
-		}
-	}
-	names, err := s.Users.Names(ctx, ids)
+	names, err := s.actorNames(ctx, events)
 	if err != nil {
 		return nil, err
 	}
@@ -493,6 +485,19 @@ func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit
 		rows[i] = r
 	}
 	return rows, nil
+}
+
+// actorNames names every user acting in events with one query.
+func (s *Server) actorNames(ctx context.Context, events []audit.Recorded) (map[int64]string, error) {
+	seen := map[int64]bool{}
+	var ids []int64
+	for _, e := range events {
+		if e.ActorID != nil && !seen[*e.ActorID] {
+			seen[*e.ActorID] = true
+			ids = append(ids, *e.ActorID)
+		}
+	}
+	return s.Users.Names(ctx, ids)
 }
 
 // prettyJSON indents a detail object for reading; "" for an empty one.

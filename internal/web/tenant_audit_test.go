@@ -33,15 +33,6 @@ func (c *client) getHTMX(path string) answer {
 	return c.do(req)
 }
 
-// userID returns the id of the user with that e-mail.
-func (f *fixture) userID(email string) int64 {
-	f.t.Helper()
-	var id int64
-	if err := f.db.Admin.QueryRow(context.Background(), `SELECT id FROM users WHERE email = $1`, email).Scan(&id); err != nil {
-		f.t.Fatalf("user %s: %v", email, err)
-	}
-	return id
-}
 
 // record appends events to slug's trail through the app pool, as the
 // services do, with times from clk (nil: the database's now()).

@@ -104,7 +104,7 @@ func TestBrowserTenantAuditTimeline(t *testing.T) {
 	marker("live update")
 
 	// Jobs: one dead with its error, one pending.
-	ids := f.enqueue(melati, "email.weekly-report", 2)
+	ids := f.enqueueMany(melati, "email.weekly-report", 2)
 	claimed, err := f.jobs.Claim(context.Background(), "test-worker", 1)
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %v", err)

@@ -17,8 +17,8 @@ import (
 	"github.com/jejakhq/jejak/internal/job"
 )
 
-// enqueue writes n jobs of kind for slug's tenant in one tenant transaction.
-func (f *fixture) enqueue(slug, kind string, n int) []int64 {
+// enqueueMany writes n jobs of kind for slug's tenant in one tenant transaction.
+func (f *fixture) enqueueMany(slug, kind string, n int) []int64 {
 	f.t.Helper()
 	ctx := context.Background()
 	tid := f.tenantID(slug)
@@ -55,8 +55,8 @@ func TestTenantJobsPage(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	mine := f.enqueue(melati, "email.weekly-report", 3)
-	theirs := f.enqueue(senja, "email.weekly-report", 2)
+	mine := f.enqueueMany(melati, "email.weekly-report", 3)
+	theirs := f.enqueueMany(senja, "email.weekly-report", 2)
 	claimed, err := f.jobs.Claim(ctx, "test-worker", 10)
 	if err != nil || len(claimed) != 5 {
 		t.Fatalf("claim: %d %v", len(claimed), err)
@@ -132,8 +132,8 @@ func TestTenantJobsPage(t *testing.T) {
 func TestTenantJobsPagination(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ids := f.enqueue(melati, "email.weekly-report", 120)
-	f.enqueue(senja, "email.weekly-report", 5)
+	ids := f.enqueueMany(melati, "email.weekly-report", 120)
+	f.enqueueMany(senja, "email.weekly-report", 5)
 	c := f.client()
 	c.login("budi@melati.test")
 	older := regexp.MustCompile(`href="([^"]*before=[^"]*)" data-testid="jobs-older"`)

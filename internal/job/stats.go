@@ -1,0 +1,380 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/queries"
+)
+
+// This file holds the queue overview (SPEC D3, D9): the per-minute rollup
+// of finished attempts in job_stats_minute, the snapshot the overview page
+// shows, and a cache that lets any number of viewers share one snapshot per
+// few seconds instead of each poll counting the jobs table.
+
+// StatOutcome is how one attempt finished, for the rollup.
+type StatOutcome string
+
+// Attempt outcomes.
+const (
+	StatSucceeded StatOutcome = "succeeded"
+	// StatFailed is a failed attempt that will be retried.
+	StatFailed StatOutcome = "failed"
+	// StatDead is a failed attempt that made the job a dead letter; it
+	// counts as failed too.
+	StatDead StatOutcome = "dead"
+)
+
+// StatEvent is one finished attempt.
+type StatEvent struct {
+	TenantID int64
+	Kind     string
+	Outcome  StatOutcome
+}
+
+// StatsRecordFinished adds finished attempts to the current minute of the
+// rollup (now from the engine's clock; nil = the database's now()), in one
+// statement. Call it after (or in the transaction of) the state change.
+func StatsRecordFinished(ctx context.Context, db Querier, now *time.Time, events []StatEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	type key struct {
+		tenant int64
+		kind   string
+	}
+	type sums struct{ ok, failed, dead int64 }
+	agg := map[key]*sums{}
+	var order []key
+	for _, ev := range events {
+		k := key{ev.TenantID, ev.Kind}
+		s := agg[k]
+		if s == nil {
+			s = &sums{}
+			agg[k] = s
+			order = append(order, k)
+		}
+		switch ev.Outcome {
+		case StatSucceeded:
+			s.ok++
+		case StatFailed:
+			s.failed++
+		case StatDead:
+			s.failed++
+			s.dead++
+		default:
+			return fmt.Errorf("%w: unknown stat outcome %q", ErrInvalidJob, ev.Outcome)
+		}
+	}
+	// A stable order keeps concurrent writers from deadlocking on the
+	// same rows.
+	sort.Slice(order, func(a, b int) bool {
+		if order[a].tenant != order[b].tenant {
+			return order[a].tenant < order[b].tenant
+		}
+		return order[a].kind < order[b].kind
+	})
+	p := queries.JobStatsAddParams{Now: now}
+	for _, k := range order {
+		s := agg[k]
+		p.TenantIds = append(p.TenantIds, k.tenant)
+		p.Kinds = append(p.Kinds, k.kind)
+		p.Succeeded = append(p.Succeeded, s.ok)
+		p.Failed = append(p.Failed, s.failed)
+		p.Dead = append(p.Dead, s.dead)
+	}
+	if err := queries.New(db).JobStatsAdd(ctx, p); err != nil {
+		return fmt.Errorf("record %d finished attempt(s) in job stats: %w", len(events), err)
+	}
+	return nil
+}
+
+// StatsRecordSucceeded adds jobs just marked succeeded, by id, to the
+// current minute (tenant and kind are read from the rows): what the batched
+// completer knows. Ids not in state succeeded are ignored.
+func StatsRecordSucceeded(ctx context.Context, db Querier, now *time.Time, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := queries.New(db).JobStatsAddSucceeded(ctx, queries.JobStatsAddSucceededParams{Now: now, Ids: ids}); err != nil {
+		return fmt.Errorf("record %d succeeded job(s) in job stats: %w", len(ids), err)
+	}
+	return nil
+}
+
+// StatsPrune deletes rollup minutes older than olderThan.
+func StatsPrune(ctx context.Context, db Querier, now *time.Time, olderThan time.Duration) (int64, error) {
+	n, err := queries.New(db).JobStatsPrune(ctx, queries.JobStatsPruneParams{Now: now, OlderThanSeconds: olderThan.Seconds()})
+	if err != nil {
+		return 0, fmt.Errorf("prune job stats: %w", err)
+	}
+	return n, nil
+}
+
+// Counts are the figures of one group (all, a kind, a tenant).
+type Counts struct {
+	Pending   int64 // includes scheduled
+	Due       int64 // pending and due now
+	Running   int64
+	Dead      int64
+	Flagged   int64 // dead and flagged for review
+	Succeeded int64 // attempts over the last hour
+	Failed    int64 // failed attempts over the last hour (incl. those that died)
+	Died      int64 // jobs that became dead letters over the last hour
+}
+
+// FailureRate is failed / (succeeded + failed) over the last hour, 0..1.
+func (c Counts) FailureRate() float64 {
+	if c.Succeeded+c.Failed == 0 {
+		return 0
+	}
+	return float64(c.Failed) / float64(c.Succeeded+c.Failed)
+}
+
+func (c *Counts) add(o Counts) {
+	c.Pending += o.Pending
+	c.Due += o.Due
+	c.Running += o.Running
+	c.Dead += o.Dead
+	c.Flagged += o.Flagged
+	c.Succeeded += o.Succeeded
+	c.Failed += o.Failed
+	c.Died += o.Died
+}
+
+// GroupCounts are the counts of one kind or one tenant.
+type GroupCounts struct {
+	Key      string // kind, or tenant id as text
+	TenantID int64  // for tenant groups
+	Counts
+}
+
+// MinuteStat is one minute of the last hour.
+type MinuteStat struct {
+	Minute    time.Time
+	Succeeded int64
+	Failed    int64
+	Dead      int64
+}
+
+// Overview is one snapshot of the queues.
+type Overview struct {
+	// AsOf is the database time the snapshot was taken.
+	AsOf   time.Time
+	Totals Counts
+	// OldestDue is the due time of the oldest pending job already due
+	// (nil when none is waiting); AsOf minus it is the queue lag.
+	OldestDue *time.Time
+	ByKind    []GroupCounts
+	ByTenant  []GroupCounts
+	// Minutes covers the last hour, oldest first, one entry per minute
+	// (zero-filled), the current minute last.
+	Minutes []MinuteStat
+	Workers []WorkerInfo
+}
+
+// Lag is how long the oldest due job has waited.
+func (o *Overview) Lag() time.Duration {
+	if o.OldestDue == nil || o.AsOf.Before(*o.OldestDue) {
+		return 0
+	}
+	return o.AsOf.Sub(*o.OldestDue)
+}
+
+// Overview takes a snapshot of the queues across tenants: live counts from
+// the three partial indexes (pending, running, dead), the last hour from
+// the rollup, and the workers' heartbeats. One read-only transaction, a
+// handful of statements; callers share snapshots through a StatsCache.
+func (e *Engine) Overview(ctx context.Context) (*Overview, error) {
+	o := &Overview{}
+	err := pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		q := queries.New(tx)
+		now, err := q.JobAdminNow(ctx, e.clock.Now())
+		if err != nil {
+			return err
+		}
+		o.AsOf = now.UTC()
+		kinds := map[string]*Counts{}
+		tenants := map[int64]*Counts{}
+		group := func(tenant int64, kind string) (*Counts, *Counts) {
+			k, t := kinds[kind], tenants[tenant]
+			if k == nil {
+				k = &Counts{}
+				kinds[kind] = k
+			}
+			if t == nil {
+				t = &Counts{}
+				tenants[tenant] = t
+			}
+			return k, t
+		}
+		live, err := filtered(tx).JobAdminLiveCounts(ctx, o.AsOf)
+		if err != nil {
+			return err
+		}
+		for _, r := range live {
+			var c Counts
+			switch r.State {
+			case "pending":
+				c.Pending, c.Due = r.N, r.Extra
+				if t, ok := r.Oldest.(time.Time); ok && (o.OldestDue == nil || t.Before(*o.OldestDue)) {
+					t = t.UTC()
+					o.OldestDue = &t
+				}
+			case "running":
+				c.Running = r.N
+			case "dead":
+				c.Dead, c.Flagged = r.N, r.Extra
+			}
+			k, t := group(r.TenantID, r.Kind)
+			k.add(c)
+			t.add(c)
+			o.Totals.add(c)
+		}
+		first := o.AsOf.Truncate(time.Minute).Add(-59 * time.Minute)
+		totals, err := q.JobStatsTotals(ctx, first)
+		if err != nil {
+			return err
+		}
+		for _, r := range totals {
+			c := Counts{Succeeded: r.Succeeded, Failed: r.Failed, Died: r.Dead}
+			k, t := group(r.TenantID, r.Kind)
+			k.add(c)
+			t.add(c)
+			o.Totals.add(c)
+		}
+		minutes, err := q.JobStatsMinutes(ctx, first)
+		if err != nil {
+			return err
+		}
+		o.Minutes = make([]MinuteStat, 60)
+		for i := range o.Minutes {
+			o.Minutes[i].Minute = first.Add(time.Duration(i) * time.Minute)
+		}
+		for _, r := range minutes {
+			i := int(r.Minute.Sub(first) / time.Minute)
+			if i >= 0 && i < len(o.Minutes) {
+				o.Minutes[i].Succeeded += r.Succeeded
+				o.Minutes[i].Failed += r.Failed
+				o.Minutes[i].Dead += r.Dead
+			}
+		}
+		for kind, c := range kinds {
+			o.ByKind = append(o.ByKind, GroupCounts{Key: kind, Counts: *c})
+		}
+		for id, c := range tenants {
+			o.ByTenant = append(o.ByTenant, GroupCounts{Key: fmt.Sprint(id), TenantID: id, Counts: *c})
+		}
+		sortGroups(o.ByKind)
+		sortGroups(o.ByTenant)
+		o.Workers, err = storeWorkerList(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue overview: %w", err)
+	}
+	return o, nil
+}
+
+// sortGroups puts the busiest groups (most waiting, then most dead) first.
+func sortGroups(g []GroupCounts) {
+	sort.Slice(g, func(a, b int) bool {
+		wa, wb := g[a].Pending+g[a].Running+g[a].Dead, g[b].Pending+g[b].Running+g[b].Dead
+		if wa != wb {
+			return wa > wb
+		}
+		ta, tb := g[a].Succeeded+g[a].Failed, g[b].Succeeded+g[b].Failed
+		if ta != tb {
+			return ta > tb
+		}
+		return g[a].Key < g[b].Key
+	})
+}
+
+// DefaultStatsMaxAge is how stale a shared overview snapshot may get.
+const DefaultStatsMaxAge = 3 * time.Second
+
+// StatsCache shares overview snapshots among all viewers: a snapshot
+// younger than the max age is served as is, and when it is older exactly
+// one caller loads a new one while the others wait for it (single
+// flight). So the database sees at most one overview query round per max
+// age, whatever the number of dashboards polling.
+type StatsCache struct {
+	load   func(context.Context) (*Overview, error)
+	maxAge time.Duration
+	// now is a local monotonic clock for freshness only (how old the
+	// snapshot is); the snapshot's own time comes from the database.
+	now func() time.Time
+
+	mu       sync.Mutex
+	snap     *Overview
+	loadedAt time.Time
+	inflight chan struct{}
+	lastErr  error
+}
+
+// NewStatsCache returns a cache over load. maxAge 0 means
+// DefaultStatsMaxAge; a negative maxAge loads on every Get (tests).
+func NewStatsCache(load func(context.Context) (*Overview, error), maxAge time.Duration) *StatsCache {
+	if maxAge == 0 {
+		maxAge = DefaultStatsMaxAge
+	}
+	return &StatsCache{load: load, maxAge: maxAge, now: time.Now}
+}
+
+// Get returns a snapshot no older than the max age and its age.
+func (c *StatsCache) Get(ctx context.Context) (*Overview, time.Duration, error) {
+	for {
+		c.mu.Lock()
+		if c.snap != nil && c.maxAge >= 0 {
+			if age := c.now().Sub(c.loadedAt); age <= c.maxAge {
+				snap := c.snap
+				c.mu.Unlock()
+				return snap, age, nil
+			}
+		}
+		if wait := c.inflight; wait != nil {
+			c.mu.Unlock()
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, 0, ctx.Err()
+			}
+			c.mu.Lock()
+			snap, at, err := c.snap, c.loadedAt, c.lastErr
+			c.mu.Unlock()
+			if err != nil {
+				return nil, 0, err
+			}
+			if snap != nil {
+				return snap, c.now().Sub(at), nil
+			}
+			continue
+		}
+		done := make(chan struct{})
+		c.inflight = done
+		c.mu.Unlock()
+
+		// The load outlives a viewer who navigates away: others wait on it.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		snap, err := c.load(lctx)
+		cancel()
+		c.mu.Lock()
+		c.inflight = nil
+		c.lastErr = err
+		if err == nil {
+			c.snap, c.loadedAt = snap, c.now()
+		}
+		c.mu.Unlock()
+		close(done)
+		if err != nil {
+			return nil, 0, err
+		}
+		return snap, 0, nil
+	}
+}
