@@ -131,9 +131,11 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 			log.Error("stop workers", "error", err.Error())
 		}
 	}()
-	handler := Handler(env.App, env.System, engine, clk, log, cfg.SecureCookies)
+	deps := NewDeps(env.App, env.System, engine, clk, log)
+	deps.SecureCookies = cfg.SecureCookies
+	handler := web.New(deps)
 	if cfg.Demo {
-		gen := &demo.Activity{App: env.App, System: env.System, Tenants: tenant.NewService(env.App, env.System, clk), Jobs: engine, Log: log}
+		gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
 		// A burst first, so every page has something to show at once.
 		for i := 0; i < 40; i++ {
 			if err := gen.Step(ctx); err != nil {
@@ -171,13 +173,12 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	return nil
 }
 
-// Handler builds the dashboard's HTTP handler over the two pools. Tests use
-// it too, so they exercise exactly the wiring that serve runs.
-func Handler(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger, secureCookies bool) http.Handler {
-	users := user.NewService(user.NewStore(appPool))
-	tenants := tenant.NewService(appPool, systemPool, clk)
-	return web.New(web.Deps{App: appPool, System: systemPool, Users: users, Tenants: tenants, Jobs: engine, Clock: clk,
-		Logger: log, SecureCookies: secureCookies})
+// NewDeps wires the dashboard's dependencies over the two pools. serve
+// and the tests both build the handler from it (tests adjust a field or
+// two), so they exercise the same wiring.
+func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
+	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
+		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log}
 }
 
 // Seed writes the demo data and, when scale asks for it, large-data mode's

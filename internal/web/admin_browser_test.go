@@ -93,6 +93,26 @@ func TestBrowserSupportRetriesDeadJob(t *testing.T) {
 		}
 		browsertest.Screenshot(t, ctx, p.name)
 	}
+
+	// The tenant owner sees the retry, by support staff, with its reason,
+	// in his own timeline.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`header.top form[action="/logout"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#email`))); err != nil {
+		t.Fatalf("sign out: %v", err)
+	}
+	if err := signIn(ctx, f.srv.URL, "budi@melati.test"); err != nil {
+		t.Fatalf("sign in as budi: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/t/toko-bunga-melati/audit"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-event"]`))); err != nil {
+		t.Fatalf("open budi's timeline: %v", err)
+	}
+	ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`[...document.querySelectorAll('[data-testid="audit-event"][data-action="job.replayed"]')]
+		.some(e => e.textContent.includes(%q) && /support staff/i.test(e.textContent))`, reason)))
+	if err != nil || !ok {
+		t.Fatalf("budi's timeline lacks the staff retry with its reason (ok=%v, err=%v)", ok, err)
+	}
+	browsertest.Screenshot(t, ctx, "tenant-timeline-after-retry")
 }
 
 // TestBrowserOverviewRefreshes: the overview's counters change without a

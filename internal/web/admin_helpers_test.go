@@ -5,54 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/audit"
-	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/job"
-	"github.com/jejakhq/jejak/internal/tenant"
-	"github.com/jejakhq/jejak/internal/testdb"
-	"github.com/jejakhq/jejak/internal/user"
-	"github.com/jejakhq/jejak/internal/web"
 )
-
-// newAdminFixture is newFixture with the overview snapshot's max age set
-// (negative = fresh on every request) and an engine whose retries are due
-// at once, so tests can run a job through several attempts by hand.
-func newAdminFixture(t *testing.T, statsMaxAge time.Duration) *fixture {
-	t.Helper()
-	db := testdb.New(t)
-	if err := demo.Seed(context.Background(), db.System); err != nil {
-		t.Fatalf("seed demo data: %v", err)
-	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	engine, err := job.New(job.Config{Pool: db.System, Logger: log, Backoff: func(int) time.Duration { return 0 }})
-	if err != nil {
-		t.Fatalf("job engine: %v", err)
-	}
-	srv := httptest.NewServer(adminHandler(db, engine, log, statsMaxAge))
-	t.Cleanup(srv.Close)
-	return &fixture{t: t, db: db, srv: srv, jobs: engine}
-}
-
-func adminHandler(db *testdb.DB, engine *job.Engine, log *slog.Logger, statsMaxAge time.Duration) http.Handler {
-	return web.New(web.Deps{
-		App: db.App, System: db.System, Users: user.NewService(user.NewStore(db.App)),
-		Tenants: tenant.NewService(db.App, db.System, clock.Database{}), Jobs: engine, Clock: clock.Database{},
-		Logger: log, StatsMaxAge: statsMaxAge,
-	})
-}
 
 // enqueue adds one job for a tenant through the tenant pool, as
 // application code does; payload gets the tenant id when it has none.
@@ -149,7 +113,6 @@ func (f *fixture) jobState(id int64) string {
 	return st
 }
 
-
 // trail returns a tenant's audit events with action, newest first, read
 // the way the tenant timeline reads them.
 func (f *fixture) trail(slug, action string) []audit.Recorded {
@@ -229,5 +192,3 @@ func httptestServer(t *testing.T, h http.Handler) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
-
-func quietLog() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }

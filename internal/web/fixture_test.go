@@ -11,12 +11,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jejakhq/jejak/internal/app"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/web"
 )
 
 // fixture is a running dashboard over its own seeded database.
@@ -27,21 +29,36 @@ type fixture struct {
 	jobs *job.Engine // enqueue-only engine (no workers) shared with the handler
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newAdminFixture(t, 0) }
+
+// newAdminFixture is newFixture with the overview snapshot's max age set
+// (0 = the default; negative = fresh on every request). Its engine's
+// retries are due at once, so tests can run a job through several attempts
+// by hand.
+func newAdminFixture(t *testing.T, statsMaxAge time.Duration) *fixture {
 	t.Helper()
 	db := testdb.New(t)
 	if err := demo.Seed(context.Background(), db.System); err != nil {
 		t.Fatalf("seed demo data: %v", err)
 	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	engine, err := job.New(job.Config{Pool: db.System, Logger: log})
+	log := quietLog()
+	engine, err := job.New(job.Config{Pool: db.System, Logger: log, Backoff: func(int) time.Duration { return 0 }})
 	if err != nil {
 		t.Fatalf("job engine: %v", err)
 	}
-	srv := httptest.NewServer(app.Handler(db.App, db.System, engine, clock.Database{}, log, false))
+	srv := httptest.NewServer(adminHandler(db, engine, log, statsMaxAge))
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, db: db, srv: srv, jobs: engine}
 }
+
+// adminHandler is the application's handler (app.NewDeps) over db.
+func adminHandler(db *testdb.DB, engine *job.Engine, log *slog.Logger, statsMaxAge time.Duration) http.Handler {
+	deps := app.NewDeps(db.App, db.System, engine, clock.Database{}, log)
+	deps.StatsMaxAge = statsMaxAge
+	return web.New(deps)
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
 
 // count runs a superuser COUNT query, for asserting what changed.
 func (f *fixture) count(sql string, args ...any) int {

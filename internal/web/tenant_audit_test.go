@@ -33,7 +33,6 @@ func (c *client) getHTMX(path string) answer {
 	return c.do(req)
 }
 
-
 // record appends events to slug's trail through the app pool, as the
 // services do, with times from clk (nil: the database's now()).
 func (f *fixture) record(slug string, clk clock.Clock, events ...audit.Event) []audit.Recorded {

@@ -2,8 +2,6 @@ package web_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/app"
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/web"
 )
 
 // sqlLog records the statements a pool runs.
@@ -82,7 +81,7 @@ func TestAuditTimelineQueryBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	srv := httptest.NewServer(app.Handler(pool, f.db.System, f.jobs, clock.Database{}, slog.New(slog.NewJSONHandler(io.Discard, nil)), false))
+	srv := httptest.NewServer(web.New(app.NewDeps(pool, f.db.System, f.jobs, clock.Database{}, quietLog())))
 	t.Cleanup(srv.Close)
 	traced := &fixture{t: t, db: f.db, srv: srv, jobs: f.jobs}
 	c := traced.client()

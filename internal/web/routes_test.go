@@ -1,0 +1,171 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/job"
+)
+
+// access is what a role may do on a route.
+type access int
+
+const (
+	allowed   access = iota // the handler runs (2xx, 3xx other than to /login, or a 4xx validation answer)
+	toLogin                 // anonymous: 303 to /login
+	forbidden               // 403: known, not allowed
+	notFound                // 404: must not even learn the resource exists
+)
+
+var roles = []string{"anonymous", "budi@melati.test", "rina@melati.test", "sari@senja.test", "support@jejak.test", "admin@jejak.test"}
+
+// TestRouteRoleTenantMatrix walks EVERY registered route (a route added
+// without an entry here fails the test) for every role: owner and member of
+// the tenant in the URL, owner of another tenant, staff and anonymous.
+func TestRouteRoleTenantMatrix(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+
+	owner := f.client()
+	owner.login("budi@melati.test")
+	owner.post("/t/toko-bunga-melati/projects", owner.withCSRF(url.Values{"name": {"Matriks"}}), false)
+	project := f.projectID("toko-bunga-melati", "Matriks")
+	deadByRole := map[string]int64{}
+	for _, r := range roles {
+		deadByRole[r] = f.makeDead("toko-bunga-melati", "email.weekly-report", 1, "smtp 550")[0]
+	}
+
+	// tenantRead: any member; tenantWrite: owner/admin only (a member is
+	// forbidden); staff: support and admin.
+	tenantRead := map[string]access{"anonymous": toLogin, "budi@melati.test": allowed, "rina@melati.test": allowed,
+		"sari@senja.test": notFound, "support@jejak.test": notFound, "admin@jejak.test": notFound}
+	tenantWrite := map[string]access{"anonymous": toLogin, "budi@melati.test": allowed, "rina@melati.test": forbidden,
+		"sari@senja.test": notFound, "support@jejak.test": notFound, "admin@jejak.test": notFound}
+	staff := map[string]access{"anonymous": toLogin, "budi@melati.test": forbidden, "rina@melati.test": forbidden,
+		"sari@senja.test": forbidden, "support@jejak.test": allowed, "admin@jejak.test": allowed}
+	everyone := map[string]access{"anonymous": allowed, "budi@melati.test": allowed, "rina@melati.test": allowed,
+		"sari@senja.test": allowed, "support@jejak.test": allowed, "admin@jejak.test": allowed}
+	signedIn := map[string]access{"anonymous": toLogin, "budi@melati.test": allowed, "rina@melati.test": allowed,
+		"sari@senja.test": allowed, "support@jejak.test": allowed, "admin@jejak.test": allowed}
+
+	type rule struct {
+		path string // concrete path
+		form url.Values
+		who  map[string]access
+	}
+	reason := url.Values{"reason": {"matrix test"}}
+	rules := map[string]rule{
+		"GET /healthz":                             {"/healthz", nil, everyone},
+		"GET /readyz":                              {"/readyz", nil, everyone},
+		"GET /static/*":                            {"/static/app.css", nil, everyone},
+		"GET /login":                               {"/login", nil, everyone},
+		"POST /login":                              {"/login", url.Values{"email": {"x@y.test"}, "password": {"x"}}, everyone},
+		"POST /logout":                             {"/logout", nil, everyone},
+		"GET /":                                    {"/", nil, signedIn},
+		"GET /t/:slug/":                            {"/t/toko-bunga-melati/", nil, tenantRead},
+		"GET /t/:slug":                             {"/t/toko-bunga-melati", nil, tenantRead},
+		"POST /t/:slug/projects":                   {"/t/toko-bunga-melati/projects", url.Values{"name": {""}}, tenantWrite},
+		"POST /t/:slug/projects/:id/delete":        {fmt.Sprintf("/t/toko-bunga-melati/projects/%d/delete", project), nil, tenantWrite},
+		"POST /t/:slug/plan":                       {"/t/toko-bunga-melati/plan", url.Values{"plan": {"pro"}}, tenantWrite},
+		"GET /t/:slug/audit":                       {"/t/toko-bunga-melati/audit", nil, tenantRead},
+		"GET /t/:slug/audit/export.csv":            {"/t/toko-bunga-melati/audit/export.csv", nil, tenantRead},
+		"GET /t/:slug/audit/export.jsonl":          {"/t/toko-bunga-melati/audit/export.jsonl", nil, tenantRead},
+		"POST /t/:slug/audit/verify":               {"/t/toko-bunga-melati/audit/verify", nil, tenantRead},
+		"GET /t/:slug/audit/:entity/:id":           {fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), nil, tenantRead},
+		"GET /t/:slug/jobs":                        {"/t/toko-bunga-melati/jobs", nil, tenantRead},
+		"GET /admin":                               {"/admin", nil, staff},
+		"GET /admin/jobs":                          {"/admin/jobs", nil, staff},
+		"GET /admin/jobs/:id":                      {"/admin/jobs/{dead}", nil, staff},
+		"POST /admin/jobs/:id/retry":               {"/admin/jobs/{dead}/retry", reason, staff},
+		"POST /admin/jobs/:id/discard":             {"/admin/jobs/{dead}/discard", reason, staff},
+		"GET /admin/dead":                          {"/admin/dead", nil, staff},
+		"GET /admin/dead/bulk":                     {"/admin/dead/bulk?action=retry", nil, staff},
+		"POST /admin/dead/bulk":                    {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
+		"GET /admin/search":                        {"/admin/search", nil, staff},
+	}
+
+	e := adminHandler(f.db, f.jobs, quietLog(), 0).(*echo.Echo)
+	seen := map[string]bool{}
+	for _, r := range e.Routes() {
+		key := r.Method + " " + r.Path
+		if seen[key] || r.Method == echo.RouteNotFound {
+			continue
+		}
+		seen[key] = true
+		rule, ok := rules[key]
+		if !ok {
+			t.Errorf("route %s has no access rule in this test: add one", key)
+			continue
+		}
+		for _, role := range roles {
+			t.Run(key+" as "+role, func(t *testing.T) {
+				c := f.client()
+				if role != "anonymous" {
+					c.login(role)
+				}
+				path := strings.ReplaceAll(rule.path, "{dead}", fmt.Sprint(deadByRole[role]))
+				var a answer
+				if r.Method == http.MethodGet {
+					a = c.get(path)
+				} else {
+					a = c.post(path, c.withCSRF(cloneValues(rule.form)), false)
+				}
+				checkAccess(t, rule.who[role], a, path)
+			})
+		}
+	}
+	for key := range rules {
+		if !seen[key] {
+			t.Errorf("rule for %s matches no registered route", key)
+		}
+	}
+	// Staff actions never reached a job they were not allowed to touch.
+	for _, role := range []string{"anonymous", "budi@melati.test", "rina@melati.test", "sari@senja.test"} {
+		if st := f.jobState(deadByRole[role]); st != string(job.StateDead) {
+			t.Errorf("%s's request changed dead job %d to %s", role, deadByRole[role], st)
+		}
+	}
+}
+
+func checkAccess(t *testing.T, want access, a answer, path string) {
+	t.Helper()
+	switch want {
+	case toLogin:
+		if a.status != http.StatusSeeOther || a.location != "/login" {
+			t.Fatalf("got %d → %q, want 303 to /login", a.status, a.location)
+		}
+	case forbidden:
+		if a.status != http.StatusForbidden {
+			t.Fatalf("got %d, want 403", a.status)
+		}
+	case notFound:
+		if a.status != http.StatusNotFound {
+			t.Fatalf("got %d, want 404", a.status)
+		}
+		for _, leak := range []string{"Toko Bunga Melati", "Matriks", "Budi Santoso"} {
+			if strings.Contains(a.body, leak) {
+				t.Fatalf("404 page leaks %q", leak)
+			}
+		}
+	case allowed:
+		// Sign-out legitimately sends everyone to /login; anywhere else
+		// that redirect means the session was not accepted.
+		sentAway := a.status == http.StatusSeeOther && a.location == "/login" && path != "/logout"
+		if a.status == http.StatusForbidden || a.status == http.StatusNotFound || a.status >= 500 || sentAway {
+			t.Fatalf("got %d → %q, want the handler to run: %.300s", a.status, a.location, a.body)
+		}
+	}
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
