@@ -272,4 +272,3 @@ func TenantNames(ctx context.Context, db Querier) ([]TenantName, error) {
 	}
 	return out, nil
 }
-
