@@ -39,6 +39,7 @@ func run() int {
 	var (
 		cfg       Config
 		dbURL     = flag.String("database-url", os.Getenv("BENCH_DATABASE_URL"), "superuser URL of a loopback PostgreSQL (default $BENCH_DATABASE_URL, else "+localServer+" when reachable, else an embedded cluster)")
+		embedded  = flag.Bool("embedded", false, "use the embedded cluster in -pgdata even when a server is reachable")
 		pgdata    = flag.String("pgdata", filepath.Join(os.TempDir(), "jejak-bench-pg"), "data directory of the embedded cluster used when no server is reachable")
 		only      = flag.String("only", "", "comma-separated benchmarks to run (default all): "+strings.Join(benchNames(), ", "))
 		rounds    = flag.Int("rounds", 3, "rounds; each round runs every selected benchmark on every system in turn")
@@ -92,7 +93,7 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	serverURL, cleanup, err := resolveServer(ctx, *dbURL, *pgdata)
+	serverURL, cleanup, err := resolveServer(ctx, *dbURL, *pgdata, *embedded)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
@@ -193,15 +194,17 @@ func wanted(list, sys string) bool {
 // resolveServer picks the server: the given URL, else the machine's
 // PostgreSQL on 127.0.0.1:5432 when it answers, else an embedded cluster
 // (stopped again by cleanup if this process started it).
-func resolveServer(ctx context.Context, given, pgdata string) (string, func(), error) {
-	if given != "" {
+func resolveServer(ctx context.Context, given, pgdata string, embedded bool) (string, func(), error) {
+	if given != "" && !embedded {
 		return given, func() {}, nil
 	}
-	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if c, err := pgx.Connect(pctx, localServer); err == nil {
-		c.Close(ctx)
-		return localServer, func() {}, nil
+	if !embedded {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(pctx, localServer); err == nil {
+			c.Close(ctx)
+			return localServer, func() {}, nil
+		}
 	}
 	cl, err := pgcluster.Start(ctx, pgdata, "jejak_bench")
 	if err != nil {
