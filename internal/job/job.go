@@ -8,7 +8,9 @@
 package job
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"time"
@@ -44,6 +46,68 @@ type Job struct {
 	PayloadHash    []byte // SHA-256 of the payload at enqueue
 	WorkerID       string
 	AvailableAt    time.Time
+	CreatedAt      time.Time
+	AttemptedAt    time.Time // when this attempt was claimed (engine clock)
+	LeaseExpiresAt time.Time // when the lease ends unless heartbeats extend it
+}
+
+// VerifyPayload reports whether the payload still hashes to PayloadHash
+// (SPEC S3). The hash is taken over PostgreSQL's canonical jsonb text, which
+// is exactly what Payload holds after a claim.
+func (j *Job) VerifyPayload() bool {
+	h := sha256.Sum256(j.Payload)
+	return bytes.Equal(h[:], j.PayloadHash)
+}
+
+// KindOptions configures one registered kind.
+type KindOptions struct {
+	MaxAttempts int           // 0 = 3 (seed 000's MAX_ATTEMPTS)
+	Timeout     time.Duration // 0 = no per-attempt deadline beyond shutdown
+	Sensitive   bool          // sensitive kinds record every lifecycle stage in the audit trail (SPEC A6)
+}
+
+// Enqueued is the outcome of one enqueue.
+type Enqueued struct {
+	ID int64
+	// Existing is true when the idempotency key matched a job already
+	// enqueued; nothing new was written and ID names that job.
+	Existing bool
+}
+
+// DeadLetter is a job that exhausted its attempts or failed permanently.
+type DeadLetter struct {
+	ID          int64
+	TenantID    int64
+	Kind        string
+	Queue       string
+	Payload     json.RawMessage
+	Attempts    int
+	MaxAttempts int
+	LastError   string
+	Class       Class
+	Flagged     bool
+	FinishedAt  time.Time
+	TraceID     string
+}
+
+// AttemptError is one failed attempt in a job's history (SPEC J6).
+type AttemptError struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	Worker  string    `json:"worker"`
+	Class   Class     `json:"class"`
+	Error   string    `json:"error"`
+}
+
+// Record is the full stored state of a job, for tests and the dashboard.
+type Record struct {
+	Job
+	State      State
+	FinishedAt *time.Time
+	LastError  string
+	Class      Class
+	Flagged    bool
+	Errors     []AttemptError
 }
 
 // Handler does the work of one kind. Returning nil completes the job; any
@@ -75,6 +139,14 @@ var (
 	ErrNotFound = errors.New("job not found")
 	// ErrInvalidPayload: the payload is not valid JSON; nothing is written.
 	ErrInvalidPayload = errors.New("job payload must be valid JSON")
+	// ErrInvalidJob: a required field (tenant, kind) is missing or out of range.
+	ErrInvalidJob = errors.New("invalid job")
+	// ErrExpired: the job passed its expires_at before it ran; it is
+	// dead-lettered as a policy failure (SPEC S3).
+	ErrExpired = errors.New("job expired before it ran")
+	// ErrUnknownKind: no handler is registered for the job's kind; such a
+	// job fails permanently.
+	ErrUnknownKind = errors.New("no handler registered for job kind")
 )
 
 // Class is how a failure is treated (SPEC J7).

@@ -5,8 +5,47 @@
 package queries
 
 import (
+	"encoding/json"
 	"time"
 )
+
+type Job struct {
+	ID             int64
+	TenantID       int64
+	Kind           string
+	Queue          string
+	Priority       int16
+	State          string
+	Payload        json.RawMessage
+	Attempt        int32
+	MaxAttempts    int32
+	AvailableAt    time.Time
+	CreatedAt      time.Time
+	AttemptedAt    *time.Time
+	FinishedAt     *time.Time
+	WorkerID       *string
+	LeaseExpiresAt *time.Time
+	LastError      *string
+	ErrorClass     *string
+	Errors         json.RawMessage
+	Flagged        bool
+	TraceID        string
+	RequestedBy    *int64
+	RequestedAt    time.Time
+	ExpiresAt      *time.Time
+	IdempotencyKey *string
+	PayloadHash    []byte
+}
+
+type JobWorker struct {
+	WorkerID      string
+	StartedAt     time.Time
+	LastHeartbeat time.Time
+	Running       int32
+	Capacity      int32
+	Queues        []string
+	Leader        bool
+}
 
 type Membership struct {
 	TenantID  int64

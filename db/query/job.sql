@@ -1,0 +1,151 @@
+-- Job engine queries. Every reading of time is
+-- coalesce(the now parameter::timestamptz, now()): production passes NULL
+-- (one database clock for all replicas), tests pass a frozen instant.
+
+-- name: JobInsertMany :many
+-- Enqueue one or many jobs in one round trip. Nullable values arrive as
+-- sentinels (epoch, zero, empty string) because the arrays cannot carry NULLs through
+-- the generated types. Idempotency conflicts are skipped; the caller looks up the
+-- existing job. Rows are produced in input order, so ids ascend with it.
+INSERT INTO jobs (tenant_id, kind, queue, priority, payload, max_attempts,
+                  available_at, created_at, trace_id, requested_by, requested_at,
+                  expires_at, idempotency_key, payload_hash)
+SELECT u.tenant_id, u.kind, u.queue, u.priority, u.payload::jsonb, u.max_attempts,
+       coalesce(nullif(u.available_at, 'epoch'::timestamptz), sqlc.narg('now')::timestamptz, now()),
+       coalesce(sqlc.narg('now')::timestamptz, now()),
+       coalesce(nullif(u.trace_id, ''), replace(gen_random_uuid()::text, '-', '')),
+       nullif(u.requested_by, 0),
+       coalesce(sqlc.narg('now')::timestamptz, now()),
+       nullif(u.expires_at, 'epoch'::timestamptz),
+       nullif(u.idempotency_key, ''),
+       sha256(convert_to(u.payload::jsonb::text, 'UTF8'))
+FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@kinds::text[]) AS kind,
+             unnest(@queues::text[]) AS queue, unnest(@priorities::smallint[]) AS priority,
+             unnest(@payloads::text[]) AS payload, unnest(@max_attempts::int[]) AS max_attempts,
+             unnest(@available_ats::timestamptz[]) AS available_at,
+             unnest(@trace_ids::text[]) AS trace_id, unnest(@requested_bys::bigint[]) AS requested_by,
+             unnest(@expires_ats::timestamptz[]) AS expires_at,
+             unnest(@idempotency_keys::text[]) AS idempotency_key) u
+ON CONFLICT (tenant_id, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING id, tenant_id, kind, idempotency_key;
+
+-- name: JobGetByIdempotencyKey :one
+SELECT id FROM jobs WHERE tenant_id = $1 AND kind = $2 AND idempotency_key = $3;
+
+-- The fair batch claim lives in internal/job/claim.sql: sqlc's analyzer
+-- cannot follow its recursive CTE and lateral LIMIT.
+
+-- name: JobSetCompletedMany :many
+-- Batched completion: only jobs this worker holds, at the attempt it holds.
+UPDATE jobs
+   SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+       lease_expires_at = NULL
+  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt) u
+ WHERE jobs.id = u.id AND jobs.attempt = u.attempt
+   AND jobs.state = 'running' AND jobs.worker_id = @worker_id::text
+RETURNING jobs.id;
+
+-- name: JobSetCompleted :execrows
+UPDATE jobs
+   SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+       lease_expires_at = NULL
+ WHERE id = @id AND state = 'running' AND worker_id = @worker_id::text;
+
+-- name: JobGetHeld :one
+SELECT attempt, max_attempts FROM jobs
+ WHERE id = @id AND state = 'running' AND worker_id = @worker_id::text;
+
+-- name: JobSetFailed :one
+-- Record a failed attempt. Transient failures go back to pending after
+-- backoff_seconds unless attempts are used up; permanent and policy
+-- failures are dead at once, policy ones flagged. Every attempt is appended
+-- to the errors history.
+UPDATE jobs
+   SET state = CASE WHEN @class::text = 'transient' AND attempt < max_attempts
+                    THEN 'pending' ELSE 'dead' END,
+       available_at = CASE WHEN @class::text = 'transient' AND attempt < max_attempts
+                           THEN coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @backoff_seconds::float8)
+                           ELSE available_at END,
+       finished_at = CASE WHEN @class::text = 'transient' AND attempt < max_attempts
+                          THEN NULL ELSE coalesce(sqlc.narg('now')::timestamptz, now()) END,
+       lease_expires_at = NULL,
+       last_error = @error::text,
+       error_class = @class::text,
+       flagged = flagged OR @class::text = 'policy',
+       errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+           'attempt', attempt, 'at', coalesce(sqlc.narg('now')::timestamptz, now()),
+           'worker', worker_id, 'class', @class::text, 'error', @error::text))
+ WHERE id = @id AND attempt = @attempt AND state = 'running' AND worker_id = @worker_id::text
+RETURNING state, available_at;
+
+-- name: JobRescueExpired :many
+-- Jobs whose worker stopped extending the lease (crashed, partitioned):
+-- retried now, or dead when the attempt was the last one. The lost attempt
+-- is recorded in the history like any transient failure.
+UPDATE jobs
+   SET state = CASE WHEN attempt < max_attempts THEN 'pending' ELSE 'dead' END,
+       available_at = CASE WHEN attempt < max_attempts
+                           THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE available_at END,
+       finished_at = CASE WHEN attempt < max_attempts
+                          THEN NULL ELSE coalesce(sqlc.narg('now')::timestamptz, now()) END,
+       lease_expires_at = NULL,
+       last_error = 'lease expired: worker ' || worker_id || ' stopped heartbeating',
+       error_class = 'transient',
+       errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+           'attempt', attempt, 'at', coalesce(sqlc.narg('now')::timestamptz, now()),
+           'worker', worker_id, 'class', 'transient',
+           'error', 'lease expired: worker ' || worker_id || ' stopped heartbeating'))
+ WHERE state = 'running' AND lease_expires_at < coalesce(sqlc.narg('now')::timestamptz, now())
+RETURNING id, state;
+
+-- name: JobReleaseMany :execrows
+-- Graceful shutdown: hand unfinished jobs back without consuming an attempt.
+UPDATE jobs
+   SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL
+ WHERE id = ANY(@ids::bigint[]) AND state = 'running' AND worker_id = @worker_id::text;
+
+-- name: JobExtendLeases :execrows
+UPDATE jobs
+   SET lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8)
+ WHERE id = ANY(@ids::bigint[]) AND state = 'running' AND worker_id = @worker_id::text;
+
+-- name: JobListDead :many
+SELECT id, tenant_id, kind, queue, payload, attempt, max_attempts, last_error,
+       error_class, flagged, finished_at, trace_id
+  FROM jobs
+ WHERE state = 'dead'
+   AND (sqlc.narg('tenant_id')::bigint IS NULL OR tenant_id = sqlc.narg('tenant_id')::bigint)
+ ORDER BY id
+ LIMIT @max_rows::int;
+
+-- name: JobGet :one
+SELECT * FROM jobs WHERE id = $1;
+
+-- name: JobDeleteFinished :execrows
+-- Retention (J13) in bounded slices so a prune never holds long locks.
+DELETE FROM jobs
+ WHERE id IN (SELECT f.id FROM jobs f
+               WHERE f.state = ANY(@states::text[])
+                 AND f.finished_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8)
+               LIMIT @max_rows::int);
+
+-- name: JobNotify :exec
+SELECT pg_notify('jejak_jobs', '');
+
+-- name: JobWorkerUpsert :exec
+INSERT INTO job_workers (worker_id, started_at, last_heartbeat, running, capacity, queues, leader)
+VALUES (@worker_id, coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+        @running, @capacity, @queues::text[], @leader)
+ON CONFLICT (worker_id) DO UPDATE
+   SET last_heartbeat = EXCLUDED.last_heartbeat, running = EXCLUDED.running,
+       capacity = EXCLUDED.capacity, queues = EXCLUDED.queues, leader = EXCLUDED.leader;
+
+-- name: JobWorkerDelete :exec
+DELETE FROM job_workers WHERE worker_id = $1;
+
+-- name: JobWorkerDeleteStale :execrows
+DELETE FROM job_workers
+ WHERE last_heartbeat < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8);
+
+-- name: JobWorkerList :many
+SELECT * FROM job_workers ORDER BY worker_id;

@@ -1,0 +1,85 @@
+-- The fair batch claim (SPEC J4, J10), one statement per batch.
+-- Kept here rather than in db/query because sqlc's analyzer cannot follow
+-- the recursive CTE and the lateral LIMIT; store.go runs it and scans rows.
+--
+-- Parameters:
+--   $1 now (NULL = the database clock)   $2 queue        $3 worker id
+--   $4 batch size                        $5 lease (s)    $6 tenant cursor
+--   $7 max tenants visited               $8 minimum per-tenant share
+--   $9 per-tenant running cap (0 = none)
+--   $10 fair: round robin across tenants (false = strict priority/due order)
+--
+-- 1) tenant_walk: the distinct tenants with due work in this queue, found
+--    by a recursive "loose index scan" over jobs_claim_idx (one index probe
+--    per tenant, however many jobs each has), starting after a round-robin
+--    cursor and visiting at most $7.
+-- 2) quota: each gets an equal share of the batch (at least $8), less its
+--    running jobs when a per-tenant cap is set.
+-- 3) candidates: each tenant's head jobs in priority, due-time, id order,
+--    locked with SKIP LOCKED so concurrent claimers never collide.
+-- 4) picked: the batch by priority, then rank within the tenant (round
+--    robin across tenants), then due time; marked running with a lease.
+WITH RECURSIVE tenant_walk AS (
+    (SELECT j.tenant_id, 1 AS n
+       FROM jobs j
+      WHERE j.state = 'pending' AND j.queue = $2 AND j.tenant_id > $6
+        AND j.available_at <= coalesce($1::timestamptz, now())
+      ORDER BY j.tenant_id
+      LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.tenant_id
+              FROM jobs j
+             WHERE j.state = 'pending' AND j.queue = $2 AND j.tenant_id > w.tenant_id
+               AND j.available_at <= coalesce($1::timestamptz, now())
+             ORDER BY j.tenant_id
+             LIMIT 1),
+           w.n + 1
+      FROM tenant_walk w
+     WHERE w.tenant_id IS NOT NULL AND w.n < $7::int
+),
+quota AS (
+    SELECT w.tenant_id,
+           CASE WHEN $9::int > 0
+                THEN least(s.share, greatest(0, $9::int - (
+                        SELECT count(*) FROM jobs r
+                         WHERE r.tenant_id = w.tenant_id AND r.state = 'running')::int))
+                ELSE s.share END AS k
+      FROM tenant_walk w
+     CROSS JOIN (SELECT greatest($8::int, ceil($4::int::numeric / greatest(count(t.tenant_id), 1))::int) AS share
+                   FROM tenant_walk t) s
+     WHERE w.tenant_id IS NOT NULL
+),
+candidates AS (
+    SELECT c.id, c.priority, c.available_at, c.rank
+      FROM quota q
+     CROSS JOIN LATERAL (
+        SELECT l.id, l.priority, l.available_at,
+               row_number() OVER (ORDER BY l.priority, l.available_at, l.id) AS rank
+          FROM (SELECT j.id, j.priority, j.available_at
+                  FROM jobs j
+                 WHERE j.tenant_id = q.tenant_id AND j.queue = $2 AND j.state = 'pending'
+                   AND j.available_at <= coalesce($1::timestamptz, now())
+                 ORDER BY j.priority, j.available_at, j.id
+                 LIMIT q.k
+                 FOR UPDATE SKIP LOCKED) l
+     ) c
+),
+picked AS (
+    SELECT candidates.id
+      FROM candidates
+     ORDER BY candidates.priority, CASE WHEN $10::bool THEN candidates.rank ELSE 0 END,
+              candidates.available_at, candidates.id
+     LIMIT $4::int
+)
+UPDATE jobs
+   SET state            = 'running',
+       attempt          = jobs.attempt + 1,
+       attempted_at     = coalesce($1::timestamptz, now()),
+       worker_id        = $3::text,
+       lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $5::float8)
+  FROM picked
+ WHERE jobs.id = picked.id
+RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.queue, jobs.priority, jobs.payload,
+          jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
+          jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
+          jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at

@@ -1,0 +1,519 @@
+package job
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	mrand "math/rand/v2"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/clock"
+)
+
+// Config configures an Engine. Zero values take the defaults noted.
+type Config struct {
+	// Pool is the cross-tenant pool (database.OpenSystem, role jejak_system)
+	// the engine claims, completes and maintains jobs with.
+	Pool *pgxpool.Pool
+	// Clock is the engine's only source of time; nil = clock.Database{}
+	// (every reading is the database's now()).
+	Clock clock.Clock
+	// Workers is the number of handler goroutines; 0 = enqueue-only replica.
+	Workers int
+	// WorkerID names this engine in job rows and job_workers;
+	// "" = hostname-pid-random.
+	WorkerID string
+	// Queues this engine works; nil = {"default"}.
+	Queues []string
+	// BatchSize caps one claim; 0 = max(Workers, 100) capped at 1000.
+	BatchSize int
+	// PollInterval is the fallback wake-up when no NOTIFY arrives; 0 = 1s.
+	PollInterval time.Duration
+	// LeaseDuration is how long a claim holds a job before rescue may take
+	// it back; heartbeats extend it for long jobs. 0 = 5 minutes.
+	LeaseDuration time.Duration
+	// HeartbeatInterval refreshes job_workers and extends leases of jobs
+	// running longer than one interval; 0 = min(5s, LeaseDuration/3).
+	HeartbeatInterval time.Duration
+	// DisableTenantFairness turns the fair claim (equal share of each batch
+	// per tenant with due work, round robin) into plain priority/due-time
+	// order across tenants. Fairness is on by default (SPEC J10).
+	DisableTenantFairness bool
+	// PerTenantBatch is the minimum share of a batch each tenant with due
+	// work may take; 0 = the equal share ceil(batch / tenants).
+	PerTenantBatch int
+	// TenantConcurrency caps running jobs per tenant across all replicas;
+	// 0 = no cap. The cap is soft: concurrent claimers may overshoot it by
+	// at most one batch share.
+	TenantConcurrency int
+	// Backoff is the delay before retry n+1 after failed attempt n;
+	// nil = 2^n minutes plus up to 10% jitter (seed 000: 2 min, then 4).
+	Backoff func(attempt int) time.Duration
+	// Retention prunes succeeded and cancelled jobs finished longer ago
+	// than this; 0 = 7 days; negative = never.
+	Retention time.Duration
+	// DeadRetention prunes dead letters; 0 = never (they wait for triage).
+	DeadRetention time.Duration
+	// MaintenanceInterval is how often the leader rescues expired leases
+	// and prunes; 0 = 30s.
+	MaintenanceInterval time.Duration
+	// Logger receives operational logs; nil = slog.Default().
+	Logger *slog.Logger
+}
+
+// Engine enqueues, claims, runs and maintains jobs.
+type Engine struct {
+	cfg   Config
+	pool  *pgxpool.Pool
+	clock clock.Clock
+	log   *slog.Logger
+
+	mu    sync.RWMutex
+	kinds map[string]kindEntry
+
+	cursorMu sync.Mutex
+	cursors  map[string]int64 // round-robin tenant cursor per queue
+	queueRR  int
+
+	run     *runState // non-nil between Start and Stop
+	runMu   sync.Mutex
+	leader  atomic.Bool
+	stopped atomic.Bool
+}
+
+type kindEntry struct {
+	h    Handler
+	opts KindOptions
+}
+
+// DefaultMaxAttempts is seed 000's MAX_ATTEMPTS.
+const DefaultMaxAttempts = 3
+
+// New validates cfg, fills defaults and returns an engine that is not yet
+// running (Start runs it). Enqueue works without Start.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("job engine: Config.Pool is required")
+	}
+	if cfg.Workers < 0 {
+		return nil, errors.New("job engine: Workers must not be negative")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Database{}
+	}
+	if cfg.WorkerID == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		cfg.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = []string{"default"}
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = min(max(cfg.Workers, 100), 1000)
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = 5 * time.Minute
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = min(5*time.Second, cfg.LeaseDuration/3)
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 7 * 24 * time.Hour
+	}
+	if cfg.MaintenanceInterval <= 0 {
+		cfg.MaintenanceInterval = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Engine{
+		cfg:     cfg,
+		pool:    cfg.Pool,
+		clock:   cfg.Clock,
+		log:     cfg.Logger.With("component", "job", "worker_id", cfg.WorkerID),
+		kinds:   map[string]kindEntry{},
+		cursors: map[string]int64{},
+	}, nil
+}
+
+// DefaultBackoff waits 2^attempt minutes after failed attempt n, plus up to
+// 10% jitter so retries of a burst of failures do not arrive together.
+func DefaultBackoff(attempt int) time.Duration {
+	base := time.Duration(math.Pow(2, float64(min(attempt, 20)))) * time.Minute
+	return base + time.Duration(mrand.Int64N(int64(base/10)+1))
+}
+
+// WorkerID is the identity this engine stamps on the jobs it claims.
+func (e *Engine) WorkerID() string { return e.cfg.WorkerID }
+
+// Register installs the handler of a kind. Registering on an enqueue-only
+// replica is still useful: its options set the kind's default max attempts.
+func (e *Engine) Register(kind string, h Handler, opts KindOptions) {
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	e.mu.Lock()
+	e.kinds[kind] = kindEntry{h: h, opts: opts}
+	e.mu.Unlock()
+}
+
+// KindOptions reports a registered kind's options (ok false if unknown).
+func (e *Engine) KindOptions(kind string) (KindOptions, bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	k, ok := e.kinds[kind]
+	return k.opts, ok
+}
+
+func (e *Engine) handler(kind string) (kindEntry, bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	k, ok := e.kinds[kind]
+	return k, ok
+}
+
+// Querier is what Enqueue needs: normally the caller's pgx.Tx (SPEC J1), so
+// the job exists if and only if the caller's transaction commits.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Enqueue writes one job inside the caller's transaction. With an
+// idempotency key already used for the same tenant and kind it writes
+// nothing and returns the existing job with Existing set.
+func (e *Engine) Enqueue(ctx context.Context, tx Querier, p EnqueueParams) (Enqueued, error) {
+	ids, existing, err := e.enqueue(ctx, tx, []EnqueueParams{p})
+	if err != nil {
+		return Enqueued{}, err
+	}
+	return Enqueued{ID: ids[0], Existing: existing[0]}, nil
+}
+
+// EnqueueMany writes many jobs in one statement (unnest arrays), returning
+// their ids in input order; an idempotency key that already exists yields
+// the existing job's id. Nothing is written if any payload is invalid.
+func (e *Engine) EnqueueMany(ctx context.Context, tx Querier, ps []EnqueueParams) ([]int64, error) {
+	ids, _, err := e.enqueue(ctx, tx, ps)
+	return ids, err
+}
+
+// maxInsertBatch keeps one statement's arrays to a size PostgreSQL and pgx
+// handle comfortably.
+const maxInsertBatch = 10000
+
+func (e *Engine) enqueue(ctx context.Context, tx Querier, ps []EnqueueParams) ([]int64, []bool, error) {
+	if len(ps) == 0 {
+		return nil, nil, nil
+	}
+	resolved := make([]EnqueueParams, len(ps))
+	for i, p := range ps {
+		if err := e.resolve(&p); err != nil {
+			return nil, nil, err
+		}
+		resolved[i] = p
+	}
+	now := e.clock.Now()
+	ids := make([]int64, len(ps))
+	existing := make([]bool, len(ps))
+	for start := 0; start < len(resolved); start += maxInsertBatch {
+		chunk := resolved[start:min(start+maxInsertBatch, len(resolved))]
+		rows, err := storeInsert(ctx, tx, now, chunk)
+		if err != nil {
+			return nil, nil, fmt.Errorf("enqueue %d job(s): %w", len(chunk), err)
+		}
+		// Inserted rows come back in input order; inputs missing from
+		// them hit an idempotency key that already exists.
+		sort.Slice(rows, func(a, b int) bool { return rows[a].ID < rows[b].ID })
+		r := 0
+		for i, p := range chunk {
+			if r < len(rows) && rows[r].TenantID == p.TenantID && rows[r].Kind == p.Kind &&
+				rows[r].IdempotencyKey == p.IdempotencyKey {
+				ids[start+i] = rows[r].ID
+				r++
+				continue
+			}
+			if p.IdempotencyKey == "" {
+				return nil, nil, fmt.Errorf("enqueue: inserted rows do not match input %d", start+i)
+			}
+			id, err := storeGetByIdempotencyKey(ctx, tx, p.TenantID, p.Kind, p.IdempotencyKey)
+			if err != nil {
+				return nil, nil, fmt.Errorf("enqueue: look up job with idempotency key %q: %w", p.IdempotencyKey, err)
+			}
+			ids[start+i], existing[start+i] = id, true
+		}
+	}
+	return ids, existing, nil
+}
+
+// resolve validates p and fills its defaults.
+func (e *Engine) resolve(p *EnqueueParams) error {
+	if p.TenantID <= 0 {
+		return fmt.Errorf("%w: tenant id must be positive", ErrInvalidJob)
+	}
+	if p.Kind == "" || len(p.Kind) > 100 {
+		return fmt.Errorf("%w: kind must be 1–100 characters", ErrInvalidJob)
+	}
+	if len(p.Payload) == 0 || !json.Valid(p.Payload) {
+		return fmt.Errorf("%w (kind %s): %.80q", ErrInvalidPayload, p.Kind, p.Payload)
+	}
+	if err := checkPayloadTenant(p.Payload, p.TenantID); err != nil {
+		return err
+	}
+	if p.Queue == "" {
+		p.Queue = "default"
+	}
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+		if o, ok := e.KindOptions(p.Kind); ok {
+			p.MaxAttempts = o.MaxAttempts
+		}
+	}
+	return nil
+}
+
+// checkPayloadTenant refuses a payload whose own tenant_id (seed 000: the
+// payload carries its tenant) names a different tenant than the job row.
+func checkPayloadTenant(payload json.RawMessage, tenantID int64) error {
+	if len(payload) == 0 || payload[0] != '{' {
+		return nil
+	}
+	var v struct {
+		TenantID *json.Number `json:"tenant_id"`
+	}
+	if err := json.Unmarshal(payload, &v); err != nil || v.TenantID == nil {
+		return nil
+	}
+	if id, err := v.TenantID.Int64(); err != nil || id != tenantID {
+		return fmt.Errorf("%w: payload tenant_id %s does not match job tenant %d", ErrInvalidPayload, v.TenantID.String(), tenantID)
+	}
+	return nil
+}
+
+// Claim takes up to n due jobs for workerID across the engine's queues,
+// fairly across tenants, marking them running with a lease. The worker
+// pool uses it; tests and tools may call it directly.
+func (e *Engine) Claim(ctx context.Context, workerID string, n int) ([]*Job, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	now := e.clock.Now()
+	queues := e.cfg.Queues
+	e.cursorMu.Lock()
+	startQ := e.queueRR % len(queues)
+	e.queueRR++
+	e.cursorMu.Unlock()
+	var out []*Job
+	for i := 0; i < len(queues) && len(out) < n; i++ {
+		q := queues[(startQ+i)%len(queues)]
+		jobs, err := e.claimQueue(ctx, now, q, workerID, n-len(out))
+		if err != nil {
+			return out, err
+		}
+		out = append(out, jobs...)
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].Priority != out[b].Priority {
+			return out[a].Priority < out[b].Priority
+		}
+		if !out[a].AvailableAt.Equal(out[b].AvailableAt) {
+			return out[a].AvailableAt.Before(out[b].AvailableAt)
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out, nil
+}
+
+func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID string, n int) ([]*Job, error) {
+	maxTenants := n
+	perTenant := e.cfg.PerTenantBatch
+	if e.cfg.DisableTenantFairness {
+		perTenant = n
+	}
+	e.cursorMu.Lock()
+	cursor := e.cursors[queue]
+	e.cursorMu.Unlock()
+	var out []*Job
+	for pass := 0; pass < 2 && len(out) < n; pass++ {
+		jobs, err := storeClaim(ctx, e.pool, claimArgs{
+			now: now, queue: queue, workerID: workerID, batch: n - len(out), lease: e.cfg.LeaseDuration,
+			afterTenant: cursor, maxTenants: maxTenants, perTenant: perTenant,
+			tenantConcurrency: e.cfg.TenantConcurrency, fair: !e.cfg.DisableTenantFairness,
+		})
+		if err != nil {
+			return out, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
+		}
+		out = append(out, jobs...)
+		// Round robin: when the walk was cut short by maxTenants, the next
+		// claim starts after the last tenant served; otherwise from the
+		// start. A short batch that began mid-way retries from the start.
+		tenants := map[int64]struct{}{}
+		var last int64
+		for _, j := range jobs {
+			tenants[j.TenantID] = struct{}{}
+			last = max(last, j.TenantID)
+		}
+		next := int64(0)
+		if len(tenants) >= maxTenants {
+			next = last
+		}
+		e.cursorMu.Lock()
+		e.cursors[queue] = next
+		e.cursorMu.Unlock()
+		if cursor == 0 || len(out) >= n {
+			break
+		}
+		cursor = 0
+	}
+	return out, nil
+}
+
+// Complete marks a job the worker holds as succeeded; ErrNotHeld when the
+// worker does not hold it (never claimed, already finished, rescued).
+func (e *Engine) Complete(ctx context.Context, workerID string, id int64) error {
+	ok, err := storeComplete(ctx, e.pool, e.clock.Now(), workerID, id)
+	if err != nil {
+		return fmt.Errorf("complete job %d: %w", id, err)
+	}
+	if !ok {
+		return fmt.Errorf("complete job %d: %w", id, ErrNotHeld)
+	}
+	return nil
+}
+
+// Fail records a failed attempt of a job the worker holds and returns the
+// job's new state: pending (retry after backoff) or dead. The class comes
+// from the error (Permanent, Policy, else transient).
+func (e *Engine) Fail(ctx context.Context, workerID string, id int64, cause error) (State, error) {
+	attempt, _, err := storeGetHeld(ctx, e.pool, workerID, id)
+	if err != nil {
+		return "", fmt.Errorf("fail job %d: %w", id, err)
+	}
+	return e.fail(ctx, workerID, id, attempt, cause)
+}
+
+func (e *Engine) fail(ctx context.Context, workerID string, id int64, attempt int, cause error) (State, error) {
+	if cause == nil {
+		cause = errors.New("unspecified failure")
+	}
+	st, err := storeFail(ctx, e.pool, e.clock.Now(), workerID, id, attempt, ClassOf(cause), cause.Error(), e.cfg.Backoff(attempt))
+	if err != nil {
+		return "", fmt.Errorf("fail job %d: %w", id, err)
+	}
+	return st, nil
+}
+
+// RescueExpired returns running jobs whose lease has expired (their worker
+// crashed or lost the database) to pending, or dead when that was their
+// last attempt. It reports how many jobs it rescued.
+func (e *Engine) RescueExpired(ctx context.Context) (int, error) {
+	return e.rescue(ctx, e.pool)
+}
+
+func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
+	retried, dead, err := storeRescue(ctx, db, e.clock.Now())
+	if err != nil {
+		return 0, fmt.Errorf("rescue expired jobs: %w", err)
+	}
+	if retried+dead > 0 {
+		e.log.Warn("rescued jobs with expired leases", "retried", retried, "dead", dead)
+		if retried > 0 {
+			_ = storeNotify(ctx, db)
+		}
+	}
+	return retried + dead, nil
+}
+
+// DeadLetterFilter narrows DeadLetters.
+type DeadLetterFilter struct {
+	TenantID int64 // 0 = all tenants
+	Limit    int   // 0 = 100
+}
+
+// DeadLetters lists dead jobs, oldest first, with tenant, error and attempts.
+func (e *Engine) DeadLetters(ctx context.Context, f DeadLetterFilter) ([]DeadLetter, error) {
+	var tenant *int64
+	if f.TenantID > 0 {
+		tenant = &f.TenantID
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	d, err := storeListDead(ctx, e.pool, tenant, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	return d, nil
+}
+
+// Get returns a job's full record, or ErrNotFound.
+func (e *Engine) Get(ctx context.Context, id int64) (*Record, error) {
+	r, err := storeGet(ctx, e.pool, id)
+	if err != nil {
+		return nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// Workers lists the engines' heartbeat rows (all replicas).
+func (e *Engine) Workers(ctx context.Context) ([]WorkerInfo, error) {
+	w, err := storeWorkerList(ctx, e.pool)
+	if err != nil {
+		return nil, fmt.Errorf("list job workers: %w", err)
+	}
+	return w, nil
+}
+
+// Prune deletes finished jobs past retention (succeeded and cancelled after
+// Retention, dead after DeadRetention when set) in bounded slices, and
+// reports how many it deleted. The maintenance leader calls it.
+func (e *Engine) Prune(ctx context.Context) (int64, error) {
+	return e.prune(ctx, e.pool)
+}
+
+func (e *Engine) prune(ctx context.Context, db Querier) (int64, error) {
+	const slice = 5000
+	var total int64
+	sets := []struct {
+		states []State
+		age    time.Duration
+	}{{[]State{StateSucceeded, StateCancelled}, e.cfg.Retention}, {[]State{StateDead}, e.cfg.DeadRetention}}
+	for _, s := range sets {
+		if s.age <= 0 {
+			continue
+		}
+		for {
+			n, err := storeDeleteFinished(ctx, db, e.clock.Now(), s.states, s.age, slice)
+			if err != nil {
+				return total, fmt.Errorf("prune finished jobs: %w", err)
+			}
+			total += n
+			if n < slice {
+				break
+			}
+		}
+	}
+	return total, nil
+}

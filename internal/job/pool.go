@@ -1,0 +1,549 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// runState is everything a started engine runs: one producer that claims
+// batches and hands jobs to Workers goroutines, a completer that marks
+// finished jobs succeeded in batches, a LISTEN connection, a heartbeat and
+// the maintenance elector.
+type runState struct {
+	ctx       context.Context // cancelled by Stop (or the Start context)
+	cancel    context.CancelFunc
+	prodCtx   context.Context // cancelled first on Stop: no more claims
+	prodStop  context.CancelFunc
+	hardCtx   context.Context // handlers' parent; cancelled at the Stop deadline
+	hardStop  context.CancelFunc
+	jobs      chan *Job
+	wake      chan struct{}
+	slotFreed chan struct{}
+	inflight  atomic.Int64
+
+	heldMu sync.Mutex
+	held   map[int64]*heldJob // claimed and not yet handed to the completer / failed
+
+	comp *completer
+
+	prodDone    chan struct{}
+	workersDone sync.WaitGroup
+	bgDone      sync.WaitGroup // listener, heartbeat, maintenance
+}
+
+type heldJob struct {
+	job   *Job
+	ticks int // heartbeats seen while running
+}
+
+// Start runs the worker pool (when Workers > 0), the heartbeat and the
+// leader-elected maintenance loop, and returns at once. Cancelling ctx stops
+// everything abruptly; Stop stops gracefully.
+func (e *Engine) Start(ctx context.Context) error {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	if e.run != nil {
+		return errors.New("job engine already started")
+	}
+	if e.stopped.Load() {
+		return errors.New("job engine was stopped; create a new one")
+	}
+	r := &runState{
+		jobs:      make(chan *Job, max(e.cfg.Workers, 1)),
+		wake:      make(chan struct{}, 1),
+		slotFreed: make(chan struct{}, 1),
+		held:      map[int64]*heldJob{},
+		prodDone:  make(chan struct{}),
+	}
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	r.prodCtx, r.prodStop = context.WithCancel(r.ctx)
+	r.hardCtx, r.hardStop = context.WithCancel(r.ctx)
+	if err := storeWorkerUpsert(ctx, e.pool, e.clock.Now(), e.workerInfo(r)); err != nil {
+		r.cancel()
+		return fmt.Errorf("register job worker: %w", err)
+	}
+	e.run = r
+	if e.cfg.Workers > 0 {
+		r.comp = newCompleter(e)
+		go r.comp.loop(r.ctx)
+		for range e.cfg.Workers {
+			r.workersDone.Add(1)
+			go e.worker(r)
+		}
+		r.bgDone.Add(1)
+		go e.listen(r)
+		go e.produce(r)
+	} else {
+		close(r.prodDone)
+	}
+	r.bgDone.Add(2)
+	go e.heartbeat(r)
+	go e.maintain(r)
+	return nil
+}
+
+// Stop stops claiming, waits for running handlers until ctx is done,
+// cancels the ones still running and releases their jobs back to pending
+// without consuming an attempt, flushes completions and leaves the
+// maintenance leadership. It returns ctx's error if the deadline cut
+// handlers short.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.runMu.Lock()
+	r := e.run
+	e.run = nil
+	e.runMu.Unlock()
+	if r == nil {
+		return nil
+	}
+	e.stopped.Store(true)
+	// Detached from the caller's deadline: the release and flush below
+	// must still run after it passes.
+	cleanup := context.WithoutCancel(ctx)
+
+	r.prodStop()
+	<-r.prodDone
+	// Jobs claimed but not yet picked up by a worker go straight back.
+	var unstarted []int64
+drain:
+	for {
+		select {
+		case j := <-r.jobs:
+			unstarted = append(unstarted, j.ID)
+			r.untrack(j.ID)
+			r.inflight.Add(-1)
+		default:
+			break drain
+		}
+	}
+	close(r.jobs)
+	e.release(cleanup, unstarted)
+
+	done := make(chan struct{})
+	go func() { r.workersDone.Wait(); close(done) }()
+	var deadlineErr error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		deadlineErr = ctx.Err()
+		r.hardStop() // handlers see their context cancelled
+	}
+	if r.comp != nil {
+		r.comp.stop(cleanup)
+	}
+	// Whatever is still held did not finish in time.
+	r.heldMu.Lock()
+	var rest []int64
+	for id := range r.held {
+		rest = append(rest, id)
+	}
+	r.held = map[int64]*heldJob{}
+	r.heldMu.Unlock()
+	e.release(cleanup, rest)
+
+	r.cancel()
+	r.bgDone.Wait()
+	if err := storeWorkerDelete(cleanup, e.pool, e.cfg.WorkerID); err != nil {
+		e.log.Warn("remove job worker row", "err", err)
+	}
+	return deadlineErr
+}
+
+func (e *Engine) release(ctx context.Context, ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	n, err := storeRelease(ctx, e.pool, e.cfg.WorkerID, ids)
+	if err != nil {
+		e.log.Error("release unfinished jobs", "err", err, "jobs", len(ids))
+		return
+	}
+	e.log.Info("released unfinished jobs back to pending", "jobs", n)
+	_ = storeNotify(ctx, e.pool)
+}
+
+func (e *Engine) workerInfo(r *runState) WorkerInfo {
+	return WorkerInfo{
+		WorkerID: e.cfg.WorkerID, Running: int(r.inflight.Load()), Capacity: e.cfg.Workers,
+		Queues: e.cfg.Queues, Leader: e.leader.Load(),
+	}
+}
+
+func (r *runState) track(j *Job) {
+	r.heldMu.Lock()
+	r.held[j.ID] = &heldJob{job: j}
+	r.heldMu.Unlock()
+}
+
+func (r *runState) untrack(id int64) {
+	r.heldMu.Lock()
+	delete(r.held, id)
+	r.heldMu.Unlock()
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// produce claims batches while there are free worker slots and due jobs,
+// and sleeps until a NOTIFY, a freed slot or the poll interval otherwise.
+func (e *Engine) produce(r *runState) {
+	defer close(r.prodDone)
+	ctx := r.prodCtx
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for {
+		free := e.cfg.Workers - int(r.inflight.Load())
+		if free <= 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.slotFreed:
+			}
+			continue
+		}
+		n := min(free, e.cfg.BatchSize)
+		// The claim itself is not interrupted by Stop: a claim that
+		// committed on the server but was cancelled in the client would
+		// leave jobs running until their lease expired.
+		jobs, err := e.Claim(context.WithoutCancel(ctx), e.cfg.WorkerID, n)
+		if err != nil && ctx.Err() == nil {
+			e.log.Error("claim jobs", "err", err)
+		}
+		for _, j := range jobs {
+			r.inflight.Add(1)
+			r.track(j)
+			r.jobs <- j // never blocks: at most Workers jobs are in flight
+		}
+		if err == nil && len(jobs) == n {
+			continue // more may be due right now
+		}
+		if !poll.Stop() {
+			select {
+			case <-poll.C:
+			default:
+			}
+		}
+		poll.Reset(e.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// worker runs jobs until the channel closes at Stop.
+func (e *Engine) worker(r *runState) {
+	defer r.workersDone.Done()
+	for j := range r.jobs {
+		e.execute(r, j)
+		r.inflight.Add(-1)
+		signal(r.slotFreed)
+	}
+}
+
+func (e *Engine) execute(r *runState, j *Job) {
+	err := e.invoke(r, j)
+	if err == nil {
+		r.untrack(j.ID)
+		r.comp.add(j.ID, j.Attempt)
+		return
+	}
+	if r.hardCtx.Err() != nil {
+		// Cut short by shutdown: Stop releases the job without counting
+		// the attempt.
+		return
+	}
+	// Failures are rare: record them one by one, with the attempt history.
+	ctx := context.WithoutCancel(r.ctx)
+	st, ferr := e.fail(ctx, j.WorkerID, j.ID, j.Attempt, err)
+	r.untrack(j.ID)
+	if ferr != nil {
+		e.log.Error("record job failure", "job_id", j.ID, "err", ferr)
+		return
+	}
+	e.log.Warn("job failed", "job_id", j.ID, "tenant_id", j.TenantID, "kind", j.Kind,
+		"trace_id", j.TraceID, "attempt", j.Attempt, "class", ClassOf(err), "state", st, "err", err)
+}
+
+// invoke runs the handler with its timeout, turning panics into transient
+// failures, unknown kinds into permanent ones and expired jobs into policy
+// failures.
+func (e *Engine) invoke(r *runState, j *Job) (err error) {
+	k, ok := e.handler(j.Kind)
+	if !ok {
+		return Permanent(fmt.Errorf("%w: %s", ErrUnknownKind, j.Kind))
+	}
+	if j.ExpiresAt != nil && !j.AttemptedAt.Before(*j.ExpiresAt) {
+		return Policy(fmt.Errorf("%w: expired at %s", ErrExpired, j.ExpiresAt.Format(time.RFC3339)))
+	}
+	ctx := r.hardCtx
+	if k.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, k.opts.Timeout)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("handler panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return k.h(ctx, j)
+}
+
+// listen wakes the producer on every NOTIFY jejak_jobs, reconnecting after
+// errors; polling covers any gap.
+func (e *Engine) listen(r *runState) {
+	defer r.bgDone.Done()
+	ctx := r.prodCtx
+	for ctx.Err() == nil {
+		if err := e.listenOnce(ctx, r); err != nil && ctx.Err() == nil {
+			e.log.Warn("job notifications lost; reconnecting", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(e.cfg.PollInterval):
+			}
+		}
+	}
+}
+
+func (e *Engine) listenOnce(ctx context.Context, r *runState) error {
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// A connection interrupted mid-wait is unusable; otherwise make it
+		// clean for the next user of the pool.
+		if ctx.Err() != nil {
+			conn.Conn().Close(context.Background()) //nolint:errcheck
+		} else {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *")
+		}
+		conn.Release()
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN jejak_jobs"); err != nil {
+		return err
+	}
+	signal(r.wake) // anything enqueued while we were not listening
+	for {
+		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+			return err
+		}
+		signal(r.wake)
+	}
+}
+
+// heartbeat refreshes this engine's job_workers row and extends the leases
+// of jobs that have been running for more than one interval, in one
+// statement, so short jobs never pay for it.
+func (e *Engine) heartbeat(r *runState) {
+	defer r.bgDone.Done()
+	t := time.NewTicker(e.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.beat(r.ctx, r)
+	}
+}
+
+func (e *Engine) beat(ctx context.Context, r *runState) {
+	var ids []int64
+	r.heldMu.Lock()
+	for id, h := range r.held {
+		h.ticks++
+		if h.ticks > 1 {
+			ids = append(ids, id)
+		}
+	}
+	r.heldMu.Unlock()
+	if len(ids) > 0 {
+		if _, err := storeExtend(ctx, e.pool, e.clock.Now(), e.cfg.WorkerID, ids, e.cfg.LeaseDuration); err != nil && ctx.Err() == nil {
+			e.log.Error("extend job leases", "err", err)
+		}
+	}
+	if err := storeWorkerUpsert(ctx, e.pool, e.clock.Now(), e.workerInfo(r)); err != nil && ctx.Err() == nil {
+		e.log.Error("job worker heartbeat", "err", err)
+	}
+}
+
+// completer marks finished jobs succeeded in batches: one UPDATE per flush,
+// whatever accumulated while the previous flush ran. There is no timer, so
+// an idle engine completes a job immediately and a busy one in bulk.
+type completer struct {
+	e       *Engine
+	mu      sync.Mutex
+	ids     []int64
+	atts    []int32
+	kick    chan struct{}
+	stopped bool
+	done    chan struct{}
+	quit    chan struct{}
+}
+
+func newCompleter(e *Engine) *completer {
+	return &completer{e: e, kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{})}
+}
+
+func (c *completer) add(id int64, attempt int) {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		// A handler that finished after Stop's deadline: complete it
+		// directly (ErrNotHeld if Stop already released it).
+		if err := c.e.Complete(context.Background(), c.e.cfg.WorkerID, id); err != nil {
+			c.e.log.Warn("late completion after shutdown", "job_id", id, "err", err)
+		}
+		return
+	}
+	c.ids = append(c.ids, id)
+	c.atts = append(c.atts, int32(attempt))
+	c.mu.Unlock()
+	signal(c.kick)
+}
+
+func (c *completer) loop(ctx context.Context) {
+	defer close(c.done)
+	for {
+		select {
+		case <-c.kick:
+		case <-c.quit:
+			c.flush(context.WithoutCancel(ctx))
+			return
+		}
+		c.flush(context.WithoutCancel(ctx))
+	}
+}
+
+const maxCompleteBatch = 5000
+
+func (c *completer) flush(ctx context.Context) {
+	for {
+		c.mu.Lock()
+		n := min(len(c.ids), maxCompleteBatch)
+		ids, atts := c.ids[:n:n], c.atts[:n:n]
+		c.ids, c.atts = c.ids[n:], c.atts[n:]
+		c.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		var err error
+		for try := 0; try < 3; try++ {
+			var done []int64
+			done, err = storeCompleteMany(ctx, c.e.pool, c.e.clock.Now(), c.e.cfg.WorkerID, ids, atts)
+			if err == nil {
+				if len(done) != len(ids) {
+					c.e.log.Warn("some completed jobs were no longer held (lease lost or released)",
+						"completed", len(done), "submitted", len(ids))
+				}
+				break
+			}
+		}
+		if err != nil {
+			// The jobs stay running; lease rescue retries them (at least once).
+			c.e.log.Error("mark jobs succeeded", "err", err, "jobs", len(ids))
+		}
+	}
+}
+
+func (c *completer) stop(ctx context.Context) {
+	c.mu.Lock()
+	already := c.stopped
+	c.stopped = true
+	c.mu.Unlock()
+	if !already {
+		close(c.quit)
+	}
+	<-c.done
+}
+
+// maintenanceLockKey is the advisory lock the maintenance leader holds
+// (per database). Chosen arbitrarily; documented in docs/jobs.md.
+const maintenanceLockKey = 727275
+
+// maintain elects one leader among replicas with pg_try_advisory_lock on a
+// dedicated connection (the lock dies with the connection, so a crashed
+// leader is replaced at once) and, while leading, rescues expired leases
+// and prunes finished jobs every MaintenanceInterval.
+func (e *Engine) maintain(r *runState) {
+	defer r.bgDone.Done()
+	var lead *pgxpool.Conn
+	defer func() {
+		if lead != nil {
+			_, _ = lead.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", maintenanceLockKey)
+			lead.Release()
+			e.leader.Store(false)
+		}
+	}()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		lead = e.maintainOnce(r.ctx, lead)
+		t.Reset(e.cfg.MaintenanceInterval)
+	}
+}
+
+// maintainOnce tries to become (or stay) leader and runs one maintenance
+// pass if it is; it returns the leader connection, or nil.
+func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn) *pgxpool.Conn {
+	if lead == nil {
+		c, err := e.pool.Acquire(ctx)
+		if err != nil {
+			return nil
+		}
+		var got bool
+		if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", maintenanceLockKey).Scan(&got); err != nil || !got {
+			c.Release()
+			return nil
+		}
+		lead = c
+		e.leader.Store(true)
+		e.log.Info("became job maintenance leader")
+	}
+	if _, err := e.rescue(ctx, lead); err != nil {
+		if ctx.Err() == nil {
+			e.log.Error("maintenance: rescue", "err", err)
+		}
+		// A broken connection has lost the lock; let another replica lead.
+		if lead.Conn().IsClosed() || lead.Ping(ctx) != nil {
+			lead.Release()
+			e.leader.Store(false)
+			return nil
+		}
+		return lead
+	}
+	if n, err := e.prune(ctx, lead); err != nil {
+		if ctx.Err() == nil {
+			e.log.Error("maintenance: prune", "err", err)
+		}
+	} else if n > 0 {
+		e.log.Info("pruned finished jobs", "jobs", n)
+	}
+	if _, err := storeWorkerDeleteStale(ctx, lead, e.clock.Now(), 24*time.Hour); err != nil && ctx.Err() == nil {
+		e.log.Error("maintenance: prune stale workers", "err", err)
+	}
+	return lead
+}
+
+// IsLeader reports whether this engine currently runs maintenance.
+func (e *Engine) IsLeader() bool { return e.leader.Load() }

@@ -1,0 +1,288 @@
+package job_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/testdb"
+)
+
+func startEngine(t *testing.T, e *job.Engine) {
+	t.Helper()
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Stop(ctx)
+	})
+}
+
+// TestPoolCompletesEveryJobExactlyOnce: 8 workers burn down 10,000 jobs of
+// four tenants; every job runs exactly once and ends succeeded.
+func TestPoolCompletesEveryJobExactlyOnce(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ten := newTenants(t, db, 4)
+	e := newEngine(t, db, job.Config{Workers: 8, BatchSize: 50})
+	const perTenant = 2500
+	var runs sync.Map
+	var dup, total atomic.Int64
+	e.Register("noop", func(ctx context.Context, j *job.Job) error {
+		if _, loaded := runs.LoadOrStore(j.ID, true); loaded {
+			dup.Add(1)
+		}
+		total.Add(1)
+		return nil
+	}, job.KindOptions{})
+	for _, id := range ten {
+		enqueueBulk(t, db, e, id, "noop", perTenant)
+	}
+	startEngine(t, e)
+	waitFor(t, 60*time.Second, "all jobs succeeded", func() bool { return countState(t, db, job.StateSucceeded) == 4*perTenant })
+	if dup.Load() != 0 || total.Load() != 4*perTenant {
+		t.Fatalf("runs = %d, duplicates = %d", total.Load(), dup.Load())
+	}
+	if n := countState(t, db, job.StateRunning) + countState(t, db, job.StatePending); n != 0 {
+		t.Fatalf("%d jobs left unfinished", n)
+	}
+}
+
+// TestTwoEnginesNeverRunTheSameJob: two engines with their own pools on one
+// database share the work without ever running a job twice.
+func TestTwoEnginesNeverRunTheSameJob(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ten := newTenants(t, db, 2)
+	pool2, err := database.OpenSystem(context.Background(), db.URL, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool2.Close)
+	var runs sync.Map
+	var dup atomic.Int64
+	perEngine := [2]atomic.Int64{}
+	engines := make([]*job.Engine, 2)
+	for i := range engines {
+		cfg := job.Config{Workers: 4, BatchSize: 20}
+		if i == 1 {
+			cfg.Pool = pool2
+		}
+		engines[i] = newEngine(t, db, cfg)
+		engines[i].Register("noop", func(ctx context.Context, j *job.Job) error {
+			if _, loaded := runs.LoadOrStore(j.ID, i); loaded {
+				dup.Add(1)
+			}
+			perEngine[i].Add(1)
+			return nil
+		}, job.KindOptions{})
+	}
+	const n = 3000
+	enqueueBulk(t, db, engines[0], ten[0], "noop", n)
+	enqueueBulk(t, db, engines[0], ten[1], "noop", n)
+	for _, e := range engines {
+		startEngine(t, e)
+	}
+	waitFor(t, 60*time.Second, "all jobs succeeded", func() bool { return countState(t, db, job.StateSucceeded) == 2*n })
+	if dup.Load() != 0 {
+		t.Fatalf("%d jobs ran twice", dup.Load())
+	}
+	if perEngine[0].Load() == 0 || perEngine[1].Load() == 0 {
+		t.Fatalf("one engine did all the work: %d / %d", perEngine[0].Load(), perEngine[1].Load())
+	}
+}
+
+// TestPoolWakesOnNotify: with polling effectively off, a job enqueued
+// after start runs promptly because the insert NOTIFYs the workers.
+func TestPoolWakesOnNotify(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenant := newTenants(t, db, 1)[0]
+	e := newEngine(t, db, job.Config{Workers: 2, PollInterval: time.Hour})
+	ran := make(chan int64, 1)
+	e.Register("ping", func(ctx context.Context, j *job.Job) error { ran <- j.ID; return nil }, job.KindOptions{})
+	startEngine(t, e)
+	// Let the producer finish its first (empty) claim and go to sleep.
+	waitFor(t, 10*time.Second, "worker registered", func() bool {
+		w, _ := e.Workers(context.Background())
+		return len(w) == 1
+	})
+	id := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "ping", Payload: json.RawMessage(`{}`)}).ID
+	select {
+	case got := <-ran:
+		if got != id {
+			t.Fatalf("ran %d, want %d", got, id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("job not started without polling: NOTIFY did not wake the pool")
+	}
+}
+
+// TestPoolFailureHandling: unknown kinds fail permanently, expired jobs are
+// policy failures (flagged), panics are transient and retried.
+func TestPoolFailureHandling(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenant := newTenants(t, db, 1)[0]
+	e := newEngine(t, db, job.Config{Workers: 2, Backoff: func(int) time.Duration { return 0 }})
+	var panics atomic.Int64
+	e.Register("panics-once", func(ctx context.Context, j *job.Job) error {
+		if panics.Add(1) == 1 {
+			panic("boom")
+		}
+		return nil
+	}, job.KindOptions{})
+	e.Register("never-runs", func(ctx context.Context, j *job.Job) error {
+		t.Error("an expired job ran")
+		return nil
+	}, job.KindOptions{})
+	past := time.Now().Add(-time.Hour)
+	unknown := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "no.such.kind", Payload: json.RawMessage(`{}`)}).ID
+	expired := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "never-runs", Payload: json.RawMessage(`{}`), ExpiresAt: &past}).ID
+	panicky := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "panics-once", Payload: json.RawMessage(`{}`)}).ID
+	startEngine(t, e)
+	waitFor(t, 20*time.Second, "jobs finished", func() bool {
+		return countState(t, db, job.StateDead) == 2 && countState(t, db, job.StateSucceeded) == 1
+	})
+	if r, _ := e.Get(ctx, unknown); r.Class != job.ClassPermanent || r.Attempt != 1 {
+		t.Errorf("unknown kind: %+v", r)
+	}
+	if r, _ := e.Get(ctx, expired); r.Class != job.ClassPolicy || !r.Flagged {
+		t.Errorf("expired: %+v", r)
+	}
+	if r, _ := e.Get(ctx, panicky); r.Attempt != 2 || len(r.Errors) != 1 || r.Errors[0].Class != job.ClassTransient {
+		t.Errorf("panic: %+v", r)
+	}
+}
+
+// TestGracefulShutdown: Stop waits for in-flight handlers that finish
+// before the deadline (their jobs succeed) and releases the ones that do
+// not back to pending without consuming the attempt.
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	t.Run("in-flight finish before the deadline", func(t *testing.T) {
+		t.Parallel()
+		db := testdb.New(t)
+		tenant := newTenants(t, db, 1)[0]
+		e := newEngine(t, db, job.Config{Workers: 2})
+		started, finish := make(chan struct{}, 2), make(chan struct{})
+		e.Register("slow", func(ctx context.Context, j *job.Job) error {
+			started <- struct{}{}
+			<-finish
+			return nil
+		}, job.KindOptions{})
+		enqueueBulk(t, db, e, tenant, "slow", 2)
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		<-started
+		stopped := make(chan error)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			stopped <- e.Stop(ctx)
+		}()
+		close(finish)
+		if err := <-stopped; err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+		if n := countState(t, db, job.StateSucceeded); n != 2 {
+			t.Fatalf("%d succeeded after graceful stop, want 2", n)
+		}
+		if w, _ := e.Workers(context.Background()); len(w) != 0 {
+			t.Fatalf("worker row left behind: %+v", w)
+		}
+	})
+	t.Run("the rest is released at the deadline", func(t *testing.T) {
+		t.Parallel()
+		db := testdb.New(t)
+		tenant := newTenants(t, db, 1)[0]
+		e := newEngine(t, db, job.Config{Workers: 2})
+		started := make(chan struct{}, 2)
+		e.Register("stuck", func(ctx context.Context, j *job.Job) error {
+			started <- struct{}{}
+			<-ctx.Done() // only shutdown ends it
+			return ctx.Err()
+		}, job.KindOptions{})
+		enqueueBulk(t, db, e, tenant, "stuck", 5)
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		<-started
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if err := e.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("stop = %v, want deadline exceeded", err)
+		}
+		var pending, attempts, histories int
+		err := db.Admin.QueryRow(context.Background(),
+			`SELECT count(*) FILTER (WHERE state = 'pending'), coalesce(sum(attempt), 0), count(errors)
+			   FROM jobs`).Scan(&pending, &attempts, &histories)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pending != 5 || attempts != 0 || histories != 0 {
+			t.Fatalf("after stop: pending=%d attempts=%d with-history=%d; want 5, 0, 0", pending, attempts, histories)
+		}
+	})
+}
+
+// TestHeartbeatExtendsLeaseOfLongJob: a job running longer than a
+// heartbeat interval gets its lease pushed forward, so rescue leaves it.
+func TestHeartbeatExtendsLeaseOfLongJob(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenant := newTenants(t, db, 1)[0]
+	e := newEngine(t, db, job.Config{Workers: 1, LeaseDuration: 3 * time.Second, HeartbeatInterval: 50 * time.Millisecond})
+	started, finish := make(chan *job.Job, 1), make(chan struct{})
+	e.Register("long", func(ctx context.Context, j *job.Job) error {
+		started <- j
+		<-finish
+		return nil
+	}, job.KindOptions{})
+	id := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "long", Payload: json.RawMessage(`{}`)}).ID
+	startEngine(t, e)
+	j := <-started
+	waitFor(t, 10*time.Second, "lease extended", func() bool {
+		r, err := e.Get(ctx, id)
+		return err == nil && r.LeaseExpiresAt.After(j.LeaseExpiresAt)
+	})
+	close(finish)
+	waitFor(t, 10*time.Second, "job done", func() bool { return countState(t, db, job.StateSucceeded) == 1 })
+}
+
+// TestMaintenanceLeaderElection: of two running engines exactly one leads
+// maintenance; when it stops, the other takes over.
+func TestMaintenanceLeaderElection(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	a := newEngine(t, db, job.Config{MaintenanceInterval: 20 * time.Millisecond})
+	b := newEngine(t, db, job.Config{MaintenanceInterval: 20 * time.Millisecond})
+	startEngine(t, a)
+	waitFor(t, 10*time.Second, "a leads", a.IsLeader)
+	startEngine(t, b)
+	// b retries every 20ms and keeps losing while a lives.
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if b.IsLeader() || !a.IsLeader() {
+			t.Fatalf("leaders: a=%v b=%v; want exactly a", a.IsLeader(), b.IsLeader())
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "b takes over", b.IsLeader)
+}

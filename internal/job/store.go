@@ -1,0 +1,322 @@
+package job
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/queries"
+)
+
+// This file is the only one in the package that touches sqlc's types: it
+// converts rows into domain types and maps pgx.ErrNoRows to ErrNotFound.
+
+//go:embed claim.sql
+var claimSQL string
+
+// epoch is the "no value" sentinel for nullable timestamps in bulk arrays
+// (the query turns it back into NULL / now()).
+var epoch = time.Unix(0, 0).UTC()
+
+type insertRow struct {
+	ID             int64
+	TenantID       int64
+	Kind           string
+	IdempotencyKey string
+}
+
+// storeInsert writes resolved params in one statement and returns the rows
+// actually inserted (idempotency conflicts are absent), in input order.
+func storeInsert(ctx context.Context, db queries.DBTX, now *time.Time, ps []EnqueueParams) ([]insertRow, error) {
+	n := len(ps)
+	arg := queries.JobInsertManyParams{
+		Now:             now,
+		TenantIds:       make([]int64, n),
+		Kinds:           make([]string, n),
+		Queues:          make([]string, n),
+		Priorities:      make([]int16, n),
+		Payloads:        make([]string, n),
+		MaxAttempts:     make([]int32, n),
+		AvailableAts:    make([]time.Time, n),
+		TraceIds:        make([]string, n),
+		RequestedBys:    make([]int64, n),
+		ExpiresAts:      make([]time.Time, n),
+		IdempotencyKeys: make([]string, n),
+	}
+	for i, p := range ps {
+		arg.TenantIds[i] = p.TenantID
+		arg.Kinds[i] = p.Kind
+		arg.Queues[i] = p.Queue
+		arg.Priorities[i] = p.Priority
+		arg.Payloads[i] = string(p.Payload)
+		arg.MaxAttempts[i] = int32(p.MaxAttempts)
+		arg.AvailableAts[i] = epoch
+		if p.AvailableAt != nil {
+			arg.AvailableAts[i] = *p.AvailableAt
+		}
+		arg.TraceIds[i] = p.TraceID
+		if p.RequestedBy != nil {
+			arg.RequestedBys[i] = *p.RequestedBy
+		}
+		arg.ExpiresAts[i] = epoch
+		if p.ExpiresAt != nil {
+			arg.ExpiresAts[i] = *p.ExpiresAt
+		}
+		arg.IdempotencyKeys[i] = p.IdempotencyKey
+	}
+	rows, err := queries.New(db).JobInsertMany(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]insertRow, len(rows))
+	for i, r := range rows {
+		out[i] = insertRow{ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, IdempotencyKey: deref(r.IdempotencyKey)}
+	}
+	return out, nil
+}
+
+func storeGetByIdempotencyKey(ctx context.Context, db queries.DBTX, tenantID int64, kind, key string) (int64, error) {
+	id, err := queries.New(db).JobGetByIdempotencyKey(ctx, queries.JobGetByIdempotencyKeyParams{
+		TenantID: tenantID, Kind: kind, IdempotencyKey: &key,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	return id, err
+}
+
+type claimArgs struct {
+	now               *time.Time
+	queue             string
+	workerID          string
+	batch             int
+	lease             time.Duration
+	afterTenant       int64
+	maxTenants        int
+	perTenant         int
+	tenantConcurrency int
+	fair              bool
+}
+
+func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, error) {
+	rows, err := db.Query(ctx, claimSQL, a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
+		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Job
+	for rows.Next() {
+		var (
+			j                    Job
+			attempt, maxAttempts int32
+			payload              []byte
+			key                  *string
+			attemptedAt          *time.Time
+			lease                *time.Time
+		)
+		if err := rows.Scan(&j.ID, &j.TenantID, &j.Kind, &j.Queue, &j.Priority, &payload,
+			&attempt, &maxAttempts, &j.AvailableAt, &j.CreatedAt, &attemptedAt, &j.TraceID,
+			&j.RequestedBy, &j.RequestedAt, &j.ExpiresAt, &key, &j.PayloadHash, &lease); err != nil {
+			return nil, err
+		}
+		j.Payload = json.RawMessage(payload)
+		j.Attempt, j.MaxAttempts = int(attempt), int(maxAttempts)
+		j.IdempotencyKey = deref(key)
+		j.WorkerID = a.workerID
+		if attemptedAt != nil {
+			j.AttemptedAt = *attemptedAt
+		}
+		if lease != nil {
+			j.LeaseExpiresAt = *lease
+		}
+		out = append(out, &j)
+	}
+	return out, rows.Err()
+}
+
+func storeCompleteMany(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ids []int64, attempts []int32) ([]int64, error) {
+	return queries.New(db).JobSetCompletedMany(ctx, queries.JobSetCompletedManyParams{
+		Now: now, Ids: ids, Attempts: attempts, WorkerID: workerID,
+	})
+}
+
+func storeComplete(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, id int64) (bool, error) {
+	n, err := queries.New(db).JobSetCompleted(ctx, queries.JobSetCompletedParams{Now: now, ID: id, WorkerID: workerID})
+	return n == 1, err
+}
+
+// storeGetHeld returns the attempt a worker holds, or ErrNotHeld.
+func storeGetHeld(ctx context.Context, db queries.DBTX, workerID string, id int64) (attempt, maxAttempts int, err error) {
+	r, err := queries.New(db).JobGetHeld(ctx, queries.JobGetHeldParams{ID: id, WorkerID: workerID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, ErrNotHeld
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(r.Attempt), int(r.MaxAttempts), nil
+}
+
+// storeFail records a failed attempt; ErrNotHeld when the worker does not
+// hold that attempt.
+func storeFail(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, id int64, attempt int,
+	class Class, msg string, backoff time.Duration) (State, error) {
+	r, err := queries.New(db).JobSetFailed(ctx, queries.JobSetFailedParams{
+		Class: string(class), Now: now, BackoffSeconds: backoff.Seconds(), Error: msg,
+		ID: id, Attempt: int32(attempt), WorkerID: workerID,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotHeld
+	}
+	if err != nil {
+		return "", err
+	}
+	return State(r.State), nil
+}
+
+func storeRescue(ctx context.Context, db queries.DBTX, now *time.Time) (retried, dead int, err error) {
+	rows, err := queries.New(db).JobRescueExpired(ctx, now)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, r := range rows {
+		if State(r.State) == StateDead {
+			dead++
+		} else {
+			retried++
+		}
+	}
+	return retried, dead, nil
+}
+
+func storeRelease(ctx context.Context, db queries.DBTX, workerID string, ids []int64) (int64, error) {
+	return queries.New(db).JobReleaseMany(ctx, queries.JobReleaseManyParams{Ids: ids, WorkerID: workerID})
+}
+
+func storeExtend(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ids []int64, lease time.Duration) (int64, error) {
+	return queries.New(db).JobExtendLeases(ctx, queries.JobExtendLeasesParams{
+		Now: now, LeaseSeconds: lease.Seconds(), Ids: ids, WorkerID: workerID,
+	})
+}
+
+func storeListDead(ctx context.Context, db queries.DBTX, tenantID *int64, limit int) ([]DeadLetter, error) {
+	rows, err := queries.New(db).JobListDead(ctx, queries.JobListDeadParams{TenantID: tenantID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeadLetter, len(rows))
+	for i, r := range rows {
+		out[i] = DeadLetter{
+			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, Payload: r.Payload,
+			Attempts: int(r.Attempt), MaxAttempts: int(r.MaxAttempts), LastError: deref(r.LastError),
+			Class: Class(deref(r.ErrorClass)), Flagged: r.Flagged, TraceID: r.TraceID,
+		}
+		if r.FinishedAt != nil {
+			out[i].FinishedAt = *r.FinishedAt
+		}
+	}
+	return out, nil
+}
+
+func storeGet(ctx context.Context, db queries.DBTX, id int64) (*Record, error) {
+	r, err := queries.New(db).JobGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{
+		Job: Job{
+			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, Priority: r.Priority,
+			Payload: r.Payload, Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
+			TraceID: r.TraceID, RequestedBy: r.RequestedBy, RequestedAt: r.RequestedAt,
+			ExpiresAt: r.ExpiresAt, IdempotencyKey: deref(r.IdempotencyKey), PayloadHash: r.PayloadHash,
+			WorkerID: deref(r.WorkerID), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
+		},
+		State:      State(r.State),
+		FinishedAt: r.FinishedAt,
+		LastError:  deref(r.LastError),
+		Class:      Class(deref(r.ErrorClass)),
+		Flagged:    r.Flagged,
+	}
+	if r.AttemptedAt != nil {
+		rec.AttemptedAt = *r.AttemptedAt
+	}
+	if r.LeaseExpiresAt != nil {
+		rec.LeaseExpiresAt = *r.LeaseExpiresAt
+	}
+	if len(r.Errors) > 0 {
+		if err := json.Unmarshal(r.Errors, &rec.Errors); err != nil {
+			return nil, fmt.Errorf("decode attempt history of job %d: %w", id, err)
+		}
+	}
+	return rec, nil
+}
+
+func storeDeleteFinished(ctx context.Context, db queries.DBTX, now *time.Time, states []State, olderThan time.Duration, limit int) (int64, error) {
+	ss := make([]string, len(states))
+	for i, s := range states {
+		ss[i] = string(s)
+	}
+	return queries.New(db).JobDeleteFinished(ctx, queries.JobDeleteFinishedParams{
+		States: ss, Now: now, OlderThanSeconds: olderThan.Seconds(), MaxRows: int32(limit),
+	})
+}
+
+func storeNotify(ctx context.Context, db queries.DBTX) error {
+	return queries.New(db).JobNotify(ctx)
+}
+
+// WorkerInfo is one engine's heartbeat row, for the dashboard.
+type WorkerInfo struct {
+	WorkerID      string
+	StartedAt     time.Time
+	LastHeartbeat time.Time
+	Running       int
+	Capacity      int
+	Queues        []string
+	Leader        bool
+}
+
+func storeWorkerUpsert(ctx context.Context, db queries.DBTX, now *time.Time, w WorkerInfo) error {
+	return queries.New(db).JobWorkerUpsert(ctx, queries.JobWorkerUpsertParams{
+		WorkerID: w.WorkerID, Now: now, Running: int32(w.Running), Capacity: int32(w.Capacity),
+		Queues: w.Queues, Leader: w.Leader,
+	})
+}
+
+func storeWorkerDelete(ctx context.Context, db queries.DBTX, workerID string) error {
+	return queries.New(db).JobWorkerDelete(ctx, workerID)
+}
+
+func storeWorkerDeleteStale(ctx context.Context, db queries.DBTX, now *time.Time, olderThan time.Duration) (int64, error) {
+	return queries.New(db).JobWorkerDeleteStale(ctx, queries.JobWorkerDeleteStaleParams{Now: now, OlderThanSeconds: olderThan.Seconds()})
+}
+
+func storeWorkerList(ctx context.Context, db queries.DBTX) ([]WorkerInfo, error) {
+	rows, err := queries.New(db).JobWorkerList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]WorkerInfo, len(rows))
+	for i, r := range rows {
+		out[i] = WorkerInfo{WorkerID: r.WorkerID, StartedAt: r.StartedAt, LastHeartbeat: r.LastHeartbeat,
+			Running: int(r.Running), Capacity: int(r.Capacity), Queues: r.Queues, Leader: r.Leader}
+	}
+	return out, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
