@@ -1,5 +1,3 @@
-//go:build jejakengine
-
 package main
 
 import (
