@@ -125,11 +125,5 @@ func (r *jejakRun) Unfinished(ctx context.Context) (int64, error) {
 }
 
 func (r *jejakRun) Close(ctx context.Context) {
-	if r.eng != nil {
-		_ = r.Stop(ctx)
-	}
-	r.db.Close()
-	if err := r.env.DropDatabase(ctx, r.db.Name); err != nil {
-		r.env.Log.Warn("drop jejak database", "err", err)
-	}
+	closeRun(ctx, r.env, r.db.Name, r.Stop, r.db.Close)
 }

@@ -61,6 +61,41 @@ func (c *counter) inc() {
 	}
 }
 
+// closeRun stops a system and drops its database without letting a stuck
+// stop hang the whole benchmark: after a grace period the database is
+// dropped WITH (FORCE), which ends the sessions a stop may be waiting on.
+func closeRun(ctx context.Context, env *Env, name string, stop func(context.Context) error, closePools func()) {
+	const grace = 15 * time.Second
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sctx, cancel := context.WithTimeout(ctx, grace)
+		defer cancel()
+		if err := stop(sctx); err != nil {
+			env.Log.Warn("stop", "database", name, "err", err)
+		}
+	}()
+	stuck := false
+	select {
+	case <-done:
+	case <-time.After(grace + 5*time.Second):
+		stuck = true
+		env.Log.Warn("stop is stuck; dropping its database under it", "database", name)
+	}
+	if err := env.DropDatabase(ctx, name); err != nil {
+		env.Log.Warn("drop database", "database", name, "err", err)
+	}
+	if stuck {
+		select {
+		case <-done:
+		case <-time.After(grace):
+			env.Log.Warn("stop still stuck after the database was dropped; leaving it", "database", name)
+			return // closing the pools would wait for the stuck connections
+		}
+	}
+	closePools()
+}
+
 func queueSystems() []string { return []string{"jejak", "river"} }
 
 func init() {

@@ -142,9 +142,5 @@ func (r *riverRun) Unfinished(ctx context.Context) (int64, error) {
 }
 
 func (r *riverRun) Close(ctx context.Context) {
-	_ = r.Stop(ctx)
-	r.pool.Close()
-	if err := r.env.DropDatabase(ctx, r.name); err != nil {
-		r.env.Log.Warn("drop river database", "err", err)
-	}
+	closeRun(ctx, r.env, r.name, r.Stop, r.pool.Close)
 }
