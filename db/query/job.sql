@@ -36,24 +36,30 @@ SELECT id FROM jobs WHERE tenant_id = $1 AND kind = $2 AND idempotency_key = $3;
 -- cannot follow its recursive CTE and lateral LIMIT.
 
 -- name: JobSetCompletedMany :many
--- Batched completion: only jobs this worker holds, at the attempt it holds.
+-- Batched completion of jobs this worker holds (the engine checks in
+-- memory that each is still the attempt it claimed).
+--
+-- Held-job checks in this file test "lease_expires_at IS NOT NULL" rather
+-- than "state = running": the two are equivalent (a lease exists exactly
+-- while a job runs: the CHECK constraint and every transition out of
+-- running clear it), but the planner cannot match the former to
+-- jobs_running_idx. With stale statistics that claim "almost nothing is
+-- running" it would otherwise walk that index instead of the primary key.
 UPDATE jobs
    SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
        lease_expires_at = NULL
-  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt) u
- WHERE jobs.id = u.id AND jobs.attempt = u.attempt
-   AND jobs.state = 'running' AND jobs.worker_id = @worker_id::text
-RETURNING jobs.id;
+ WHERE id = ANY(@ids::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
+RETURNING id;
 
 -- name: JobSetCompleted :execrows
 UPDATE jobs
    SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
        lease_expires_at = NULL
- WHERE id = @id AND state = 'running' AND worker_id = @worker_id::text;
+ WHERE id = @id AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text;
 
 -- name: JobGetHeld :one
 SELECT attempt, max_attempts FROM jobs
- WHERE id = @id AND state = 'running' AND worker_id = @worker_id::text;
+ WHERE id = @id AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text;
 
 -- name: JobSetFailed :one
 -- Record a failed attempt. Transient failures go back to pending after
@@ -75,7 +81,7 @@ UPDATE jobs
        errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
            'attempt', attempt, 'at', coalesce(sqlc.narg('now')::timestamptz, now()),
            'worker', worker_id, 'class', @class::text, 'error', @error::text))
- WHERE id = @id AND attempt = @attempt AND state = 'running' AND worker_id = @worker_id::text
+ WHERE id = @id AND attempt = @attempt AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
 RETURNING state, available_at;
 
 -- name: JobRescueExpired :many
@@ -102,12 +108,12 @@ RETURNING id, state;
 -- Graceful shutdown: hand unfinished jobs back without consuming an attempt.
 UPDATE jobs
    SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL
- WHERE id = ANY(@ids::bigint[]) AND state = 'running' AND worker_id = @worker_id::text;
+ WHERE id = ANY(@ids::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text;
 
 -- name: JobExtendLeases :execrows
 UPDATE jobs
    SET lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8)
- WHERE id = ANY(@ids::bigint[]) AND state = 'running' AND worker_id = @worker_id::text;
+ WHERE id = ANY(@ids::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text;
 
 -- name: JobListDead :many
 SELECT id, tenant_id, kind, queue, payload, attempt, max_attempts, last_error,

@@ -88,6 +88,8 @@ type Engine struct {
 	cursors  map[string]int64 // round-robin tenant cursor per queue
 	queueRR  int
 
+	jitOff sync.Map // *pgx.Conn → struct{}: connections with JIT disabled
+
 	run     *runState // non-nil between Start and Stop
 	runMu   sync.Mutex
 	leader  atomic.Bool
@@ -355,9 +357,23 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	e.cursorMu.Lock()
 	cursor := e.cursors[queue]
 	e.cursorMu.Unlock()
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs: acquire connection: %w", err)
+	}
+	defer conn.Release()
+	// The planner cannot size the per-tenant LIMIT and overestimates the
+	// claim's cost past jit_above_cost; compiling it would cost ~10 ms on
+	// every batch. Switch JIT off once per connection.
+	if _, seen := e.jitOff.Load(conn.Conn()); !seen {
+		if _, err := conn.Exec(ctx, "SET jit = off"); err != nil {
+			return nil, fmt.Errorf("claim jobs: disable jit: %w", err)
+		}
+		e.jitOff.Store(conn.Conn(), struct{}{})
+	}
 	var out []*Job
 	for pass := 0; pass < 2 && len(out) < n; pass++ {
-		jobs, err := storeClaim(ctx, e.pool, claimArgs{
+		jobs, err := storeClaim(ctx, conn, claimArgs{
 			now: now, queue: queue, workerID: workerID, batch: n - len(out), lease: e.cfg.LeaseDuration,
 			afterTenant: cursor, maxTenants: maxTenants, perTenant: perTenant,
 			tenantConcurrency: e.cfg.TenantConcurrency, fair: !e.cfg.DisableTenantFairness,

@@ -187,6 +187,21 @@ func (r *runState) untrack(id int64) {
 	r.heldMu.Unlock()
 }
 
+// release drops j from the held set if it is still this claim of the job,
+// and reports whether it was: a job rescued and re-claimed by this same
+// engine while an old attempt was still running must not be completed or
+// failed by that old attempt.
+func (r *runState) releaseHeld(j *Job) bool {
+	r.heldMu.Lock()
+	defer r.heldMu.Unlock()
+	h, ok := r.held[j.ID]
+	if !ok || h.job != j {
+		return false
+	}
+	delete(r.held, j.ID)
+	return true
+}
+
 func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
@@ -202,6 +217,17 @@ func (e *Engine) produce(r *runState) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for {
+		// Completions are part of a job's cost: when they back up, stop
+		// claiming until a flush catches up, or the running set (and every
+		// query that touches it) grows without bound.
+		if r.comp.backlog.Load() >= maxCompleteBatch {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.comp.drained:
+			}
+			continue
+		}
 		free := e.cfg.Workers - int(r.inflight.Load())
 		if free <= 0 {
 			select {
@@ -255,20 +281,22 @@ func (e *Engine) worker(r *runState) {
 
 func (e *Engine) execute(r *runState, j *Job) {
 	err := e.invoke(r, j)
-	if err == nil {
-		r.untrack(j.ID)
-		r.comp.add(j.ID, j.Attempt)
-		return
-	}
-	if r.hardCtx.Err() != nil {
+	if err != nil && r.hardCtx.Err() != nil {
 		// Cut short by shutdown: Stop releases the job without counting
 		// the attempt.
+		return
+	}
+	if !r.releaseHeld(j) {
+		e.log.Warn("job attempt finished after its claim was lost", "job_id", j.ID, "attempt", j.Attempt)
+		return
+	}
+	if err == nil {
+		r.comp.add(j.ID)
 		return
 	}
 	// Failures are rare: record them one by one, with the attempt history.
 	ctx := context.WithoutCancel(r.ctx)
 	st, ferr := e.fail(ctx, j.WorkerID, j.ID, j.Attempt, err)
-	r.untrack(j.ID)
 	if ferr != nil {
 		e.log.Error("record job failure", "job_id", j.ID, "err", ferr)
 		return
@@ -389,18 +417,20 @@ type completer struct {
 	e       *Engine
 	mu      sync.Mutex
 	ids     []int64
-	atts    []int32
+	backlog atomic.Int64 // ids waiting for or inside a flush
 	kick    chan struct{}
 	stopped bool
 	done    chan struct{}
 	quit    chan struct{}
+	drained chan struct{} // a flush finished: the producer may claim again
 }
 
 func newCompleter(e *Engine) *completer {
-	return &completer{e: e, kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{})}
+	return &completer{e: e, kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{}),
+		drained: make(chan struct{}, 1)}
 }
 
-func (c *completer) add(id int64, attempt int) {
+func (c *completer) add(id int64) {
 	c.mu.Lock()
 	if c.stopped {
 		c.mu.Unlock()
@@ -412,7 +442,7 @@ func (c *completer) add(id int64, attempt int) {
 		return
 	}
 	c.ids = append(c.ids, id)
-	c.atts = append(c.atts, int32(attempt))
+	c.backlog.Add(1)
 	c.mu.Unlock()
 	signal(c.kick)
 }
@@ -436,8 +466,8 @@ func (c *completer) flush(ctx context.Context) {
 	for {
 		c.mu.Lock()
 		n := min(len(c.ids), maxCompleteBatch)
-		ids, atts := c.ids[:n:n], c.atts[:n:n]
-		c.ids, c.atts = c.ids[n:], c.atts[n:]
+		ids := c.ids[:n:n]
+		c.ids = c.ids[n:]
 		c.mu.Unlock()
 		if n == 0 {
 			return
@@ -445,7 +475,7 @@ func (c *completer) flush(ctx context.Context) {
 		var err error
 		for try := 0; try < 3; try++ {
 			var done []int64
-			done, err = storeCompleteMany(ctx, c.e.pool, c.e.clock.Now(), c.e.cfg.WorkerID, ids, atts)
+			done, err = storeCompleteMany(ctx, c.e.pool, c.e.clock.Now(), c.e.cfg.WorkerID, ids)
 			if err == nil {
 				if len(done) != len(ids) {
 					c.e.log.Warn("some completed jobs were no longer held (lease lost or released)",
@@ -458,6 +488,8 @@ func (c *completer) flush(ctx context.Context) {
 			// The jobs stay running; lease rescue retries them (at least once).
 			c.e.log.Error("mark jobs succeeded", "err", err, "jobs", len(ids))
 		}
+		c.backlog.Add(-int64(n))
+		signal(c.drained)
 	}
 }
 

@@ -140,9 +140,9 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, erro
 	return out, rows.Err()
 }
 
-func storeCompleteMany(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ids []int64, attempts []int32) ([]int64, error) {
+func storeCompleteMany(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ids []int64) ([]int64, error) {
 	return queries.New(db).JobSetCompletedMany(ctx, queries.JobSetCompletedManyParams{
-		Now: now, Ids: ids, Attempts: attempts, WorkerID: workerID,
+		Now: now, Ids: ids, WorkerID: workerID,
 	})
 }
 

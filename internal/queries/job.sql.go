@@ -43,7 +43,7 @@ func (q *Queries) JobDeleteFinished(ctx context.Context, arg JobDeleteFinishedPa
 const jobExtendLeases = `-- name: JobExtendLeases :execrows
 UPDATE jobs
    SET lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8)
- WHERE id = ANY($3::bigint[]) AND state = 'running' AND worker_id = $4::text
+ WHERE id = ANY($3::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = $4::text
 `
 
 type JobExtendLeasesParams struct {
@@ -122,7 +122,7 @@ func (q *Queries) JobGetByIdempotencyKey(ctx context.Context, arg JobGetByIdempo
 
 const jobGetHeld = `-- name: JobGetHeld :one
 SELECT attempt, max_attempts FROM jobs
- WHERE id = $1 AND state = 'running' AND worker_id = $2::text
+ WHERE id = $1 AND lease_expires_at IS NOT NULL AND worker_id = $2::text
 `
 
 type JobGetHeldParams struct {
@@ -309,7 +309,7 @@ func (q *Queries) JobNotify(ctx context.Context) error {
 const jobReleaseMany = `-- name: JobReleaseMany :execrows
 UPDATE jobs
    SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL
- WHERE id = ANY($1::bigint[]) AND state = 'running' AND worker_id = $2::text
+ WHERE id = ANY($1::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = $2::text
 `
 
 type JobReleaseManyParams struct {
@@ -376,7 +376,7 @@ const jobSetCompleted = `-- name: JobSetCompleted :execrows
 UPDATE jobs
    SET state = 'succeeded', finished_at = coalesce($1::timestamptz, now()),
        lease_expires_at = NULL
- WHERE id = $2 AND state = 'running' AND worker_id = $3::text
+ WHERE id = $2 AND lease_expires_at IS NOT NULL AND worker_id = $3::text
 `
 
 type JobSetCompletedParams struct {
@@ -398,29 +398,29 @@ const jobSetCompletedMany = `-- name: JobSetCompletedMany :many
 UPDATE jobs
    SET state = 'succeeded', finished_at = coalesce($1::timestamptz, now()),
        lease_expires_at = NULL
-  FROM (SELECT unnest($3::bigint[]) AS id, unnest($4::int[]) AS attempt) u
- WHERE jobs.id = u.id AND jobs.attempt = u.attempt
-   AND jobs.state = 'running' AND jobs.worker_id = $2::text
-RETURNING jobs.id
+ WHERE id = ANY($2::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = $3::text
+RETURNING id
 `
 
 type JobSetCompletedManyParams struct {
 	Now      *time.Time
-	WorkerID string
 	Ids      []int64
-	Attempts []int32
+	WorkerID string
 }
 
 // The fair batch claim lives in internal/job/claim.sql: sqlc's analyzer
 // cannot follow its recursive CTE and lateral LIMIT.
-// Batched completion: only jobs this worker holds, at the attempt it holds.
+// Batched completion of jobs this worker holds (the engine checks in
+// memory that each is still the attempt it claimed).
+//
+// Held-job checks in this file test "lease_expires_at IS NOT NULL" rather
+// than "state = running": the two are equivalent (a lease exists exactly
+// while a job runs: the CHECK constraint and every transition out of
+// running clear it), but the planner cannot match the former to
+// jobs_running_idx. With stale statistics that claim "almost nothing is
+// running" it would otherwise walk that index instead of the primary key.
 func (q *Queries) JobSetCompletedMany(ctx context.Context, arg JobSetCompletedManyParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, jobSetCompletedMany,
-		arg.Now,
-		arg.WorkerID,
-		arg.Ids,
-		arg.Attempts,
-	)
+	rows, err := q.db.Query(ctx, jobSetCompletedMany, arg.Now, arg.Ids, arg.WorkerID)
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +455,7 @@ UPDATE jobs
        errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
            'attempt', attempt, 'at', coalesce($2::timestamptz, now()),
            'worker', worker_id, 'class', $1::text, 'error', $4::text))
- WHERE id = $5 AND attempt = $6 AND state = 'running' AND worker_id = $7::text
+ WHERE id = $5 AND attempt = $6 AND lease_expires_at IS NOT NULL AND worker_id = $7::text
 RETURNING state, available_at
 `
 

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/database"
+)
+
+// Config holds the knobs shared by the benchmarks (set from flags).
+type Config struct {
+	Jobs          int           // burn-down job count
+	Workers       int           // worker goroutines, same for both systems
+	InsertBatch   int           // jobs per batch insert, same for both systems
+	Duration      time.Duration // continuous: measured window
+	Warmup        time.Duration // continuous: unmeasured lead-in
+	Backlog       int           // continuous: producer keeps about this many jobs queued
+	PollInterval  time.Duration // fallback poll interval, same for both systems
+	FetchCooldown time.Duration // River's minimum gap between fetches
+	ClaimBatch    int           // Jejak claim batch size (0 = Workers, like River's fetch limit)
+	Conns         int32         // pool size per system
+	Tenants       int           // Jejak tenants the jobs are spread over
+	LatencyJobs   int           // latency: jobs enqueued one at a time
+	LatencyRate   int           // latency: jobs per second
+	Timeout       time.Duration // per-run safety limit
+}
+
+// Env is what a benchmark run gets: the server, the shared knobs and helpers
+// to make fresh databases.
+type Env struct {
+	Cfg Config
+	// ServerURL is a superuser URL of the benchmark server (database part is
+	// replaced per benchmark database).
+	ServerURL string
+	Log       *slog.Logger
+}
+
+// DatabaseURL returns ServerURL pointing at database name.
+func (e *Env) DatabaseURL(name string) string {
+	u, _ := url.Parse(e.ServerURL) // validated in main
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Admin opens a small superuser pool on database name.
+func (e *Env) Admin(ctx context.Context, name string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(e.DatabaseURL(name))
+	if err != nil {
+		return nil, fmt.Errorf("parse admin url: %w", err)
+	}
+	cfg.MaxConns = 2
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open admin pool on %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// FreshDatabase drops database name (ending any session on it) and creates
+// it empty, so every round starts from the same state.
+func (e *Env) FreshDatabase(ctx context.Context, name string) error {
+	return e.onServer(ctx, func(c *pgx.Conn) error {
+		id := pgx.Identifier{name}.Sanitize()
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)"); err != nil {
+			return fmt.Errorf("drop database %s: %w", name, err)
+		}
+		if _, err := c.Exec(ctx, "CREATE DATABASE "+id); err != nil {
+			return fmt.Errorf("create database %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// DropDatabase removes a benchmark database once its round is over.
+func (e *Env) DropDatabase(ctx context.Context, name string) error {
+	return e.onServer(ctx, func(c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			return fmt.Errorf("drop database %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// Checkpoint flushes dirty buffers so a run does not pay for the previous
+// run's (or its own setup's) writes.
+func (e *Env) Checkpoint(ctx context.Context) error {
+	return e.onServer(ctx, func(c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "CHECKPOINT"); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		return nil
+	})
+}
+
+func (e *Env) onServer(ctx context.Context, fn func(*pgx.Conn) error) error {
+	c, err := pgx.Connect(ctx, e.ServerURL)
+	if err != nil {
+		return fmt.Errorf("connect to server: %w", err)
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	return fn(c)
+}
+
+// JejakDB is a fresh, migrated Jejak database with tenants.
+type JejakDB struct {
+	Name    string
+	URL     string
+	Admin   *pgxpool.Pool // superuser
+	System  *pgxpool.Pool // jejak_system, what the engine runs on
+	Tenants []int64
+}
+
+// Close closes the pools (the database stays until DropDatabase).
+func (d *JejakDB) Close() {
+	if d.System != nil {
+		d.System.Close()
+	}
+	if d.Admin != nil {
+		d.Admin.Close()
+	}
+}
+
+// NewJejakDB creates database name afresh, applies Jejak's migrations, inserts
+// cfg.Tenants tenants as the superuser and opens the jejak_system pool.
+// Later benchmarks (audit, pages) can build on it.
+func (e *Env) NewJejakDB(ctx context.Context, name string) (*JejakDB, error) {
+	if err := e.FreshDatabase(ctx, name); err != nil {
+		return nil, err
+	}
+	d := &JejakDB{Name: name, URL: e.DatabaseURL(name)}
+	if err := database.Migrate(ctx, d.URL); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	var err error
+	if d.Admin, err = e.Admin(ctx, name); err != nil {
+		return nil, err
+	}
+	rows, err := d.Admin.Query(ctx, `
+		INSERT INTO tenants (slug, name)
+		SELECT 'bench-' || g, 'Bench tenant ' || g FROM generate_series(1, $1::int) g
+		RETURNING id`, max(e.Cfg.Tenants, 1))
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("insert tenants: %w", err)
+	}
+	d.Tenants, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("insert tenants: %w", err)
+	}
+	if d.System, err = database.OpenSystem(ctx, d.URL, e.Cfg.Conns); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// checkLoopback refuses servers that are not on this machine: the
+// benchmark drops and creates databases.
+func checkLoopback(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return errors.New("database URL must be a postgres:// URL")
+	}
+	host := u.Hostname()
+	if host == "" || strings.HasPrefix(host, "/") || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("refusing non-loopback database host %q: the benchmark drops and creates databases", host)
+}

@@ -1,0 +1,256 @@
+// Command bench measures Jejak's job engine against River v0.51 on one
+// PostgreSQL in one run: burn-down, continuous insert+work, and enqueue→start
+// latency, interleaved round by round (jejak, river, jejak, river, …) so a
+// change in the machine's disk or load hits both systems alike. Other
+// benchmarks (audit timeline, pages) plug into the same registry.
+//
+// Usage: cd bench && go run . [flags]   (or `make bench BENCH_ARGS=...`)
+//
+// Output: progress and context lines start with "#"; results are one line
+// each, "BENCH <name> system=<s> <metric>=<median> ... min= max= rounds=".
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/pgcluster"
+)
+
+const localServer = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var (
+		cfg       Config
+		dbURL     = flag.String("database-url", os.Getenv("BENCH_DATABASE_URL"), "superuser URL of a loopback PostgreSQL (default $BENCH_DATABASE_URL, else "+localServer+" when reachable, else an embedded cluster)")
+		embedded  = flag.Bool("embedded", false, "use the embedded cluster in -pgdata even when a server is reachable")
+		pgdata    = flag.String("pgdata", filepath.Join(os.TempDir(), "jejak-bench-pg"), "data directory of the embedded cluster used when no server is reachable")
+		only      = flag.String("only", "", "comma-separated benchmarks to run (default all): "+strings.Join(benchNames(), ", "))
+		rounds    = flag.Int("rounds", 3, "rounds; each round runs every selected benchmark on every system in turn")
+		pgTest    = flag.Bool("pg-test-fsync", false, "also run pg_test_fsync -s 1 before and after (about 15 s each)")
+		verbose   = flag.Bool("v", false, "log the systems' own info messages")
+		listBench = flag.Bool("list", false, "list benchmarks and exit")
+		systems   = flag.String("systems", "", "comma-separated systems to run (default: each benchmark's own list)")
+	)
+	flag.IntVar(&cfg.Jobs, "jobs", 200_000, "burndown: pre-inserted no-op jobs")
+	flag.IntVar(&cfg.Workers, "workers", 100, "worker goroutines per system")
+	flag.IntVar(&cfg.InsertBatch, "insert-batch", 5_000, "jobs per batch insert")
+	flag.DurationVar(&cfg.Duration, "duration", 20*time.Second, "continuous: measured window")
+	flag.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "continuous: unmeasured lead-in")
+	flag.IntVar(&cfg.Backlog, "backlog", 20_000, "continuous: the producer keeps about this many jobs queued")
+	flag.DurationVar(&cfg.PollInterval, "poll", 20*time.Millisecond, "fallback poll interval (River FetchPollInterval, Jejak PollInterval)")
+	flag.DurationVar(&cfg.FetchCooldown, "fetch-cooldown", 2*time.Millisecond, "River FetchCooldown (as in `river bench`)")
+	flag.IntVar(&cfg.ClaimBatch, "claim-batch", 0, "Jejak claim batch size (0 = -workers, like River's fetch limit)")
+	var conns int
+	flag.IntVar(&conns, "conns", 10, "connection pool size per system")
+	flag.IntVar(&cfg.Tenants, "tenants", 10, "Jejak tenants the jobs are spread over (fairness on)")
+	flag.IntVar(&cfg.LatencyJobs, "latency-jobs", 200, "latency: jobs enqueued one per transaction")
+	flag.IntVar(&cfg.LatencyRate, "latency-rate", 50, "latency: enqueues per second")
+	flag.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "safety limit per run")
+	flag.Parse()
+	cfg.Conns = int32(conns)
+	if cfg.ClaimBatch <= 0 {
+		cfg.ClaimBatch = cfg.Workers
+	}
+	if *listBench {
+		for _, b := range registry {
+			fmt.Printf("%s\t%s\n", b.Name, strings.Join(b.systems(), ","))
+		}
+		return 0
+	}
+	if *rounds < 1 || cfg.Jobs < 1 || cfg.Workers < 1 || cfg.InsertBatch < 1 || cfg.LatencyJobs < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds, -jobs, -workers, -insert-batch and -latency-jobs must be positive")
+		return 2
+	}
+	benches, err := selectBenches(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	serverURL, cleanup, err := resolveServer(ctx, *dbURL, *pgdata, *embedded)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	defer cleanup()
+	if err := checkLoopback(serverURL); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	env := &Env{Cfg: cfg, ServerURL: serverURL, Log: log}
+
+	dataDir, err := printHeader(ctx, os.Stdout, env, *rounds, benches)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	pdir := probeDir(dataDir)
+	probe := func(when string) {
+		if line, err := fsyncProbe(pdir); err != nil {
+			fmt.Printf("# fsync probe %s: %v\n", when, err)
+		} else {
+			fmt.Printf("# fsync probe %s: %s\n", when, line)
+		}
+		if *pgTest {
+			out, err := pgTestFsync(ctx, pdir)
+			if err != nil {
+				fmt.Printf("# pg_test_fsync %s: %v\n", when, err)
+				return
+			}
+			for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+				fmt.Printf("# pg_test_fsync %s: %s\n", when, l)
+			}
+		}
+	}
+	probe("before")
+
+	type key struct{ bench, system string }
+	results := map[key][]Result{}
+	failed := 0
+	for r := 1; r <= *rounds && ctx.Err() == nil; r++ {
+		for _, b := range benches {
+			for _, sys := range b.systems() {
+				if !wanted(*systems, sys) {
+					continue
+				}
+				if ctx.Err() != nil {
+					break
+				}
+				start := time.Now()
+				res, err := b.Run(ctx, env, sys)
+				if err != nil {
+					failed++
+					fmt.Printf("# round %d/%d %s system=%s FAILED after %s: %v\n", r, *rounds, b.Name, sys, time.Since(start).Round(time.Millisecond), err)
+					continue
+				}
+				k := key{b.Name, sys}
+				results[k] = append(results[k], res)
+				var parts []string
+				for _, m := range res.Metrics {
+					parts = append(parts, m.Key+"="+formatValue(m.Key, m.Value))
+				}
+				fmt.Printf("# round %d/%d %s system=%s %s (%s)\n", r, *rounds, b.Name, sys, strings.Join(parts, " "), time.Since(start).Round(time.Millisecond))
+			}
+		}
+	}
+	probe("after")
+
+	for _, b := range benches {
+		for _, sys := range b.systems() {
+			if rs := results[key{b.Name, sys}]; len(rs) > 0 {
+				fmt.Println(summaryLine(b.Name, sys, rs))
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		fmt.Println("# interrupted")
+		return 130
+	}
+	if failed > 0 {
+		fmt.Printf("# %d run(s) failed\n", failed)
+		return 1
+	}
+	return 0
+}
+
+func wanted(list, sys string) bool {
+	if list == "" {
+		return true
+	}
+	for _, s := range strings.Split(list, ",") {
+		if strings.TrimSpace(s) == sys {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveServer picks the server: the given URL, else the machine's
+// PostgreSQL on 127.0.0.1:5432 when it answers, else an embedded cluster
+// (stopped again by cleanup if this process started it).
+func resolveServer(ctx context.Context, given, pgdata string, embedded bool) (string, func(), error) {
+	if given != "" && !embedded {
+		return given, func() {}, nil
+	}
+	if !embedded {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(pctx, localServer); err == nil {
+			c.Close(ctx)
+			return localServer, func() {}, nil
+		}
+	}
+	cl, err := pgcluster.Start(ctx, pgdata, "jejak_bench")
+	if err != nil {
+		return "", nil, fmt.Errorf("no server at 127.0.0.1:5432 and embedded cluster failed: %w", err)
+	}
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", cl.Port)
+	return url, func() { _ = cl.Stop(context.Background()) }, nil
+}
+
+// printHeader prints when, where and with what the run happens, and returns
+// the server's data directory (empty when not readable).
+func printHeader(ctx context.Context, w io.Writer, env *Env, rounds int, benches []Bench) (string, error) {
+	c, err := pgx.Connect(ctx, env.ServerURL)
+	if err != nil {
+		return "", fmt.Errorf("connect to server: %w", err)
+	}
+	defer c.Close(ctx)
+	var version string
+	if err := c.QueryRow(ctx, "SELECT version()").Scan(&version); err != nil {
+		return "", fmt.Errorf("server version: %w", err)
+	}
+	settings := []string{"fsync", "synchronous_commit", "full_page_writes", "wal_sync_method", "shared_buffers", "max_wal_size", "max_connections"}
+	var parts []string
+	for _, s := range settings {
+		var v string
+		if err := c.QueryRow(ctx, "SELECT current_setting($1)", s).Scan(&v); err == nil {
+			parts = append(parts, s+"="+v)
+		}
+	}
+	var dataDir string
+	_ = c.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dataDir)
+	host, _ := os.Hostname()
+	redacted := env.ServerURL
+	if cfg, err := pgx.ParseConfig(env.ServerURL); err == nil {
+		redacted = fmt.Sprintf("%s@%s:%d", cfg.User, cfg.Host, cfg.Port)
+	}
+	cfg := env.Cfg
+	fmt.Fprintf(w, "# jejak bench %s host=%s %s/%s cpus=%d %s\n", time.Now().Format(time.RFC3339), host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(w, "# server %s data_directory=%s %s\n", redacted, dataDir, version)
+	fmt.Fprintf(w, "# settings %s\n", strings.Join(parts, " "))
+	fmt.Fprintf(w, "# config rounds=%d jobs=%d workers=%d insert_batch=%d duration=%s warmup=%s backlog=%d poll=%s fetch_cooldown=%s claim_batch=%d conns=%d tenants=%d latency_jobs=%d latency_rate=%d\n",
+		rounds, cfg.Jobs, cfg.Workers, cfg.InsertBatch, cfg.Duration, cfg.Warmup, cfg.Backlog, cfg.PollInterval, cfg.FetchCooldown, cfg.ClaimBatch, cfg.Conns, cfg.Tenants, cfg.LatencyJobs, cfg.LatencyRate)
+	names := make([]string, len(benches))
+	for i, b := range benches {
+		names[i] = b.Name
+	}
+	fmt.Fprintf(w, "# benchmarks %s\n", strings.Join(names, ", "))
+	return dataDir, nil
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Bench is one named benchmark. Run is called once per round per system, in
+// the interleaved order the harness chooses; it must set up its own fresh
+// state (Env helps) so that rounds do not leak into each other.
+type Bench struct {
+	// Name is printed after "BENCH"; it may contain a space to group a
+	// family ("page /jobs"), and -only matches the whole name or the part
+	// before the first space.
+	Name string
+	// Systems the benchmark runs for, in interleaving order; nil = jejak only.
+	Systems []string
+	// Run measures one round for one system.
+	Run func(ctx context.Context, env *Env, system string) (Result, error)
+}
+
+// Metric is one measured value. Keys ending in _ms and "seconds" are
+// printed with two decimals, keys ending in _per_sec as integers.
+type Metric struct {
+	Key   string
+	Value float64
+}
+
+// Result is what one round of one benchmark measured. The first metric is
+// the primary one: the summary line adds its min, max and per-round values.
+type Result struct {
+	Metrics []Metric
+}
+
+// Get returns the value of key and whether it is present.
+func (r Result) Get(key string) (float64, bool) {
+	for _, m := range r.Metrics {
+		if m.Key == key {
+			return m.Value, true
+		}
+	}
+	return 0, false
+}
+
+var registry []Bench
+
+// register adds a benchmark; files add theirs from init functions, in the
+// order they should run within a round.
+func register(b Bench) {
+	for _, r := range registry {
+		if r.Name == b.Name {
+			panic("bench: duplicate benchmark " + b.Name)
+		}
+	}
+	registry = append(registry, b)
+}
+
+// selectBenches picks the benchmarks named by -only (comma-separated; empty
+// = all). A name matches a benchmark's full name or its first word.
+func selectBenches(only string) ([]Bench, error) {
+	if strings.TrimSpace(only) == "" {
+		return registry, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = false
+		}
+	}
+	var out []Bench
+	for _, b := range registry {
+		first, _, _ := strings.Cut(b.Name, " ")
+		_, full := want[b.Name]
+		_, family := want[first]
+		if full || family {
+			out = append(out, b)
+			if full {
+				want[b.Name] = true
+			}
+			if family {
+				want[first] = true
+			}
+		}
+	}
+	var unknown []string
+	for n, used := range want {
+		if !used {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("unknown benchmark(s) %s; known: %s", strings.Join(unknown, ", "), strings.Join(benchNames(), ", "))
+	}
+	return out, nil
+}
+
+func benchNames() []string {
+	names := make([]string, len(registry))
+	for i, b := range registry {
+		names[i] = b.Name
+	}
+	return names
+}
+
+func (b Bench) systems() []string {
+	if len(b.Systems) == 0 {
+		return []string{"jejak"}
+	}
+	return b.Systems
+}
+
+// summaryLine aggregates the rounds of one benchmark on one system: the
+// median of every metric, plus min, max and per-round values of the primary.
+func summaryLine(name, system string, rounds []Result) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "BENCH %s system=%s", name, system)
+	if len(rounds) == 0 {
+		return sb.String()
+	}
+	keys := make([]string, 0, len(rounds[0].Metrics))
+	for _, m := range rounds[0].Metrics {
+		keys = append(keys, m.Key)
+	}
+	for _, k := range keys {
+		fmt.Fprintf(&sb, " %s=%s", k, formatValue(k, median(values(rounds, k))))
+	}
+	primary := keys[0]
+	vs := values(rounds, primary)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	strs := make([]string, len(vs))
+	for i, v := range vs {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+		strs[i] = formatValue(primary, v)
+	}
+	fmt.Fprintf(&sb, " min=%s max=%s rounds=%d values=%s", formatValue(primary, lo), formatValue(primary, hi), len(rounds), strings.Join(strs, ","))
+	return sb.String()
+}
+
+func values(rounds []Result, key string) []float64 {
+	var out []float64
+	for _, r := range rounds {
+		if v, ok := r.Get(key); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// percentile returns the nearest-rank percentile p (0–100) of sorted values.
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	rank = min(max(rank, 1), len(sorted))
+	return sorted[rank-1]
+}
+
+func formatValue(key string, v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case strings.HasSuffix(key, "_ms"), key == "seconds":
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case strings.HasSuffix(key, "_per_sec"):
+		return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	default:
+		return strconv.FormatFloat(v, 'g', 6, 64)
+	}
+}

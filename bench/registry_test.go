@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSummaryLine(t *testing.T) {
+	t.Parallel()
+	rounds := []Result{
+		{Metrics: []Metric{{"jobs_per_sec", 15000.4}, {"p50_ms", 1.234}}},
+		{Metrics: []Metric{{"jobs_per_sec", 17000}, {"p50_ms", 3}}},
+		{Metrics: []Metric{{"jobs_per_sec", 13000}, {"p50_ms", 2}}},
+	}
+	got := summaryLine("burndown", "river", rounds)
+	want := "BENCH burndown system=river jobs_per_sec=15000 p50_ms=2.00 min=13000 max=17000 rounds=3 values=15000,17000,13000"
+	if got != want {
+		t.Fatalf("summaryLine:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestMedianPercentile(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"median odd", median([]float64{3, 1, 2}), 2},
+		{"median even", median([]float64{4, 1, 3, 2}), 2.5},
+		{"p50 of 1..100", percentile(seq(100), 50), 50},
+		{"p99 of 1..100", percentile(seq(100), 99), 99},
+		{"p99 of 1..10", percentile(seq(10), 99), 10},
+		{"p0 clamps to first", percentile(seq(10), 0), 1},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func seq(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(i + 1)
+	}
+	return out
+}
+
+func TestSelectBenches(t *testing.T) {
+	saved := registry
+	t.Cleanup(func() { registry = saved })
+	registry = nil
+	noop := func(context.Context, *Env, string) (Result, error) { return Result{}, nil }
+	for _, n := range []string{"burndown", "continuous", "page /jobs", "page /audit"} {
+		register(Bench{Name: n, Run: noop})
+	}
+	tests := []struct {
+		only    string
+		want    string
+		wantErr bool
+	}{
+		{"", "burndown,continuous,page /jobs,page /audit", false},
+		{"continuous", "continuous", false},
+		{"page", "page /jobs,page /audit", false},
+		{"page /audit, burndown", "burndown,page /audit", false},
+		{"nope", "", true},
+	}
+	for _, tc := range tests {
+		bs, err := selectBenches(tc.only)
+		if (err != nil) != tc.wantErr {
+			t.Fatalf("selectBenches(%q) err = %v, wantErr %v", tc.only, err, tc.wantErr)
+		}
+		var names []string
+		for _, b := range bs {
+			names = append(names, b.Name)
+		}
+		if got := strings.Join(names, ","); got != tc.want {
+			t.Errorf("selectBenches(%q) = %q, want %q", tc.only, got, tc.want)
+		}
+	}
+}
+
+func TestCheckLoopback(t *testing.T) {
+	t.Parallel()
+	for url, ok := range map[string]bool{
+		"postgres://postgres@127.0.0.1:5432/postgres": true,
+		"postgres://postgres@localhost/postgres":      true,
+		"postgres://postgres@[::1]:5432/postgres":     true,
+		"postgres://postgres@10.0.0.5:5432/postgres":  false,
+		"postgres://postgres@db.example.com/postgres": false,
+		"host=127.0.0.1 user=postgres":                false,
+	} {
+		if err := checkLoopback(url); (err == nil) != ok {
+			t.Errorf("checkLoopback(%q) = %v, want ok=%v", url, err, ok)
+		}
+	}
+}
+
+// TestQueueBenchmarksSmoke runs every queue benchmark once per available
+// system with tiny sizes on a real PostgreSQL (the machine's, or the
+// embedded cluster), so a broken harness fails here rather than in a long run.
+func TestQueueBenchmarksSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	ctx := context.Background()
+	url, cleanup, err := resolveServer(ctx, os.Getenv("BENCH_DATABASE_URL"), filepath.Join(os.TempDir(), "jejak-bench-pg"), false)
+	if err != nil {
+		t.Fatalf("resolve server: %v", err)
+	}
+	t.Cleanup(cleanup)
+	env := &Env{ServerURL: url, Log: testLogger(t), Cfg: Config{
+		Jobs: 3000, Workers: 20, InsertBatch: 1000, Duration: time.Second, Warmup: 200 * time.Millisecond,
+		Backlog: 2000, PollInterval: 20 * time.Millisecond, FetchCooldown: 2 * time.Millisecond,
+		ClaimBatch: 20, Conns: 4, Tenants: 3, LatencyJobs: 20, LatencyRate: 200, Timeout: time.Minute,
+	}}
+	for _, b := range registry {
+		for _, sys := range b.systems() {
+			res, err := b.Run(ctx, env, sys)
+			if err != nil {
+				t.Fatalf("%s system=%s: %v", b.Name, sys, err)
+			}
+			if len(res.Metrics) == 0 || !(res.Metrics[0].Value > 0) {
+				t.Fatalf("%s system=%s: primary metric not positive: %+v", b.Name, sys, res.Metrics)
+			}
+			t.Logf("%s", summaryLine(b.Name, sys, []Result{res}))
+		}
+	}
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	t.Helper()
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
