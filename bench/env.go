@@ -42,7 +42,13 @@ type Env struct {
 	// replaced per benchmark database).
 	ServerURL string
 	Log       *slog.Logger
+	// DBSuffix is appended to every benchmark database name, so the smoke
+	// test never collides with a benchmark running on the same server.
+	DBSuffix string
 }
+
+// DBName is the name a benchmark database gets on this run.
+func (e *Env) DBName(base string) string { return base + e.DBSuffix }
 
 // DatabaseURL returns ServerURL pointing at database name.
 func (e *Env) DatabaseURL(name string) string {

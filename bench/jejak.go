@@ -30,7 +30,7 @@ type jejakRun struct {
 // engine on the jejak_system pool with the same worker count, claim batch
 // and poll interval River gets. Fairness stays at its default (on).
 func openJejak(ctx context.Context, env *Env, h hooks) (queueRun, error) {
-	db, err := env.NewJejakDB(ctx, "jejak_bench")
+	db, err := env.NewJejakDB(ctx, env.DBName("jejak_bench"))
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 		t.Fatalf("resolve server: %v", err)
 	}
 	t.Cleanup(cleanup)
-	env := &Env{ServerURL: url, Log: testLogger(t), Cfg: Config{
+	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: "_smoketest", Cfg: Config{
 		Jobs: 3000, Workers: 20, InsertBatch: 1000, Duration: time.Second, Warmup: 200 * time.Millisecond,
 		Backlog: 2000, PollInterval: 20 * time.Millisecond, FetchCooldown: 2 * time.Millisecond,
 		ClaimBatch: 20, Conns: 4, Tenants: 3, LatencyJobs: 20, LatencyRate: 200, Timeout: time.Minute,

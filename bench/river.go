@@ -49,7 +49,7 @@ type riverRun struct {
 // Workers workers on the default queue, the same fetch cooldown and poll
 // interval Jejak gets.
 func openRiver(ctx context.Context, env *Env, h hooks) (queueRun, error) {
-	const name = "river_bench"
+	name := env.DBName("river_bench")
 	if err := env.FreshDatabase(ctx, name); err != nil {
 		return nil, err
 	}
