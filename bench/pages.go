@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/app"
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/demo"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/web"
+)
+
+// Large-data benchmarks (SPEC P2, D9): the audit timeline and the
+// dashboard's pages on a database of millions of audit events and jobs.
+// Seeding takes minutes, so the scale database (jejak_scale) is kept
+// between runs and reused while it holds at least the asked-for sizes;
+// -reseed rebuilds it. The real HTTP handler (app.NewDeps + web.New) serves
+// the pages in-process on loopback; requests are sequential, so each
+// figure is one request's latency with the server otherwise idle.
+var (
+	scaleAudit    = flag.Int("audit-events", 10_000_000, "pages/audit_timeline: audit events in the scale database")
+	scaleJobs     = flag.Int("scale-jobs", 1_000_000, "pages: jobs in the scale database")
+	scaleRequests = flag.Int("requests", 200, "pages/audit_timeline: timed requests per benchmark and round (after 20 warm-up requests)")
+	scaleReseed   = flag.Bool("reseed", false, "pages/audit_timeline: rebuild the scale database even if it is big enough")
+)
+
+const scaleDBName = "jejak_scale"
+
+func init() {
+	register(Bench{Name: "audit_timeline first", Run: timelineBench(false)})
+	register(Bench{Name: "audit_timeline next", Run: timelineBench(true)})
+	for _, p := range []struct{ name, path, as string }{
+		{"page /t/{slug}/audit", "/t/toko-bunga-melati/audit", "budi@melati.test"},
+		{"page /t/{slug}/audit?before", "", "budi@melati.test"}, // an older page at a random depth
+		{"page /admin", "/admin", "support@jejak.test"},
+		{"page /admin/jobs", "/admin/jobs", "support@jejak.test"},
+		{"page /admin/dead", "/admin/dead", "support@jejak.test"},
+	} {
+		register(Bench{Name: p.name, Run: pageBench(p.path, p.as, false)})
+	}
+	// The overview is served from a snapshot refreshed every few seconds;
+	// this measures the refresh itself (what one poll costs when the
+	// snapshot is stale).
+	register(Bench{Name: "page /admin?fresh", Run: pageBench("/admin", "support@jejak.test", true)})
+}
+
+// scaleEnv is the seeded database and a running dashboard over it, shared
+// by every large-data benchmark of one run.
+type scaleEnv struct {
+	url          string
+	app, system  *pgxpool.Pool
+	melati       int64
+	maxSeq       int64
+	srv, freshSv *httptest.Server
+	clients      map[string]*http.Client
+}
+
+var (
+	scaleOnce sync.Once
+	scale     *scaleEnv
+	scaleErr  error
+)
+
+func getScale(ctx context.Context, env *Env) (*scaleEnv, error) {
+	scaleOnce.Do(func() { scale, scaleErr = openScale(ctx, env) })
+	return scale, scaleErr
+}
+
+func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
+	s := &scaleEnv{url: env.DatabaseURL(scaleDBName), clients: map[string]*http.Client{}}
+	if *scaleReseed || !scaleIsReady(ctx, env) {
+		if err := seedScale(ctx, env, s.url); err != nil {
+			return nil, err
+		}
+	} else {
+		fmt.Printf("# scale database %s reused (use -reseed to rebuild)\n", scaleDBName)
+		if err := database.Migrate(ctx, s.url); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if s.app, err = database.Open(ctx, s.url, 8); err != nil {
+		return nil, err
+	}
+	if s.system, err = database.OpenSystem(ctx, s.url, 8); err != nil {
+		return nil, err
+	}
+	if err := s.system.QueryRow(ctx, `SELECT t.id, h.seq FROM tenants t JOIN audit_heads h ON h.tenant_id = t.id
+		WHERE t.slug = 'toko-bunga-melati'`).Scan(&s.melati, &s.maxSeq); err != nil {
+		return nil, fmt.Errorf("find melati's trail: %w", err)
+	}
+	var counts [2]int64
+	if err := s.system.QueryRow(ctx, `SELECT (SELECT reltuples::bigint FROM pg_class WHERE relname = 'audit_events'),
+		(SELECT reltuples::bigint FROM pg_class WHERE relname = 'jobs')`).Scan(&counts[0], &counts[1]); err != nil {
+		return nil, err
+	}
+	fmt.Printf("# scale database: ~%d audit events (melati: %d), ~%d jobs\n", counts[0], s.maxSeq, counts[1])
+
+	// No workers: the job mix must stay as seeded while pages are timed.
+	engine, err := job.New(job.Config{Pool: s.system, Logger: env.Log})
+	if err != nil {
+		return nil, err
+	}
+	deps := app.NewDeps(s.app, s.system, engine, clock.Database{}, env.Log)
+	s.srv = httptest.NewServer(web.New(deps))
+	deps.StatsMaxAge = -1 // every request refreshes the overview snapshot
+	s.freshSv = httptest.NewServer(web.New(deps))
+	for _, who := range []string{"budi@melati.test", "support@jejak.test"} {
+		for _, srv := range []*httptest.Server{s.srv, s.freshSv} {
+			c, err := signedInClient(ctx, srv.URL, who)
+			if err != nil {
+				return nil, err
+			}
+			s.clients[srv.URL+" "+who] = c
+		}
+	}
+	return s, nil
+}
+
+// scaleIsReady reports whether jejak_scale exists with the asked-for sizes.
+func scaleIsReady(ctx context.Context, env *Env) bool {
+	c, err := pgx.Connect(ctx, env.DatabaseURL(scaleDBName))
+	if err != nil {
+		return false
+	}
+	defer c.Close(ctx)
+	var events, jobs float64
+	err = c.QueryRow(ctx, `SELECT (SELECT reltuples FROM pg_class WHERE relname = 'audit_events'),
+		(SELECT reltuples FROM pg_class WHERE relname = 'jobs')`).Scan(&events, &jobs)
+	return err == nil && events >= 0.97*float64(*scaleAudit) && jobs >= 0.97*float64(*scaleJobs)
+}
+
+func seedScale(ctx context.Context, env *Env, url string) error {
+	start := time.Now()
+	fmt.Printf("# seeding %s: %d audit events, %d jobs (one-time; minutes for 10M events)\n", scaleDBName, *scaleAudit, *scaleJobs)
+	if err := env.FreshDatabase(ctx, scaleDBName); err != nil {
+		return err
+	}
+	if err := database.Migrate(ctx, url); err != nil {
+		return err
+	}
+	system, err := database.OpenSystem(ctx, url, 4)
+	if err != nil {
+		return err
+	}
+	defer system.Close()
+	if err := demo.Seed(ctx, system); err != nil {
+		return err
+	}
+	err = demo.SeedScale(ctx, system, url, demo.ScaleOptions{Tenants: 20, AuditEvents: *scaleAudit, Jobs: *scaleJobs, Out: prefixWriter{"# "}})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("# seeded in %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+type prefixWriter struct{ prefix string }
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	fmt.Print(p.prefix + string(b))
+	return len(b), nil
+}
+
+// timelineBench times audit.Timeline itself (no HTTP): the first page, or
+// an older page from a cursor at a random depth of Melati's trail.
+func timelineBench(older bool) func(context.Context, *Env, string) (Result, error) {
+	return func(ctx context.Context, env *Env, _ string) (Result, error) {
+		s, err := getScale(ctx, env)
+		if err != nil {
+			return Result{}, err
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		return timeIt(*scaleRequests, func() error {
+			var before *audit.Cursor
+			if older {
+				before = &audit.Cursor{Seq: 50 + rng.Int64N(max(s.maxSeq-50, 1))}
+			}
+			return database.InTenantTx(ctx, s.app, s.melati, func(tx pgx.Tx) error {
+				_, err := audit.Timeline(ctx, tx, s.melati, audit.Filter{}, before, 50)
+				return err
+			})
+		})
+	}
+}
+
+// pageBench times GET path on the dashboard as user who. An empty path
+// means "an older timeline page at a random depth". fresh uses the server
+// whose overview snapshot is rebuilt on every request.
+func pageBench(path, who string, fresh bool) func(context.Context, *Env, string) (Result, error) {
+	return func(ctx context.Context, env *Env, _ string) (Result, error) {
+		s, err := getScale(ctx, env)
+		if err != nil {
+			return Result{}, err
+		}
+		srv := s.srv
+		if fresh {
+			srv = s.freshSv
+		}
+		c := s.clients[srv.URL+" "+who]
+		rng := rand.New(rand.NewPCG(3, 4))
+		return timeIt(*scaleRequests, func() error {
+			p := path
+			if p == "" {
+				p = fmt.Sprintf("/t/toko-bunga-melati/audit?before=%d", 50+rng.Int64N(max(s.maxSeq-50, 1)))
+			}
+			res, err := c.Get(srv.URL + p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				return fmt.Errorf("GET %s: status %d", p, res.StatusCode)
+			}
+			return err
+		})
+	}
+}
+
+// timeIt runs fn 20 times to warm caches, then n timed times, and reports
+// p50/p95/p99 in milliseconds.
+func timeIt(n int, fn func() error) (Result, error) {
+	for i := 0; i < 20; i++ {
+		if err := fn(); err != nil {
+			return Result{}, err
+		}
+	}
+	ds := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if err := fn(); err != nil {
+			return Result{}, err
+		}
+		ds = append(ds, float64(time.Since(t0).Microseconds())/1000)
+	}
+	sort.Float64s(ds)
+	return Result{Metrics: []Metric{
+		{"p50_ms", percentile(ds, 50)}, {"p95_ms", percentile(ds, 95)}, {"p99_ms", percentile(ds, 99)},
+	}}, nil
+}
+
+var csrfField = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+// signedInClient signs in through the real form and keeps the session.
+func signedInClient(ctx context.Context, base, email string) (*http.Client, error) {
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	res, err := c.Get(base + "/login")
+	if err != nil {
+		return nil, err
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := csrfField.FindSubmatch(body)
+	if m == nil {
+		return nil, errors.New("no CSRF token on /login")
+	}
+	form := url.Values{"email": {email}, "password": {demo.Password}, "_csrf": {string(m[1])}}
+	res, err = c.PostForm(base+"/login", form)
+	if err != nil {
+		return nil, err
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("sign in as %s: status %d", email, res.StatusCode)
+	}
+	return c, nil
+}
