@@ -7,6 +7,8 @@ package pgcluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -64,6 +66,9 @@ func Start(ctx context.Context, dir, database string) (*Cluster, error) {
 	defer unlock()
 
 	c := &Cluster{Dir: dir, BinDir: bin, Database: database}
+	if err := c.ensureReachable(ctx); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
 		if err := c.initdb(ctx); err != nil {
 			return nil, err
@@ -184,6 +189,41 @@ func (c *Cluster) chownForPostgres(dir string) error {
 	if err := os.Chown(dir, uid, gid); err != nil {
 		return fmt.Errorf("chown data dir: %w", err)
 	}
+	return nil
+}
+
+// ensureReachable handles running as root in a checkout the postgres OS
+// user cannot reach (say, under /root): the server could not open its own
+// data directory. The cluster then lives under /var/lib/jejak and the
+// requested path becomes a symbolic link to it, so it is still found there.
+func (c *Cluster) ensureReachable(ctx context.Context) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if fi, err := os.Lstat(c.Dir); err == nil {
+		if fi.Mode()&os.ModeSymlink != 0 { // the link of an earlier run
+			target, err := filepath.EvalSymlinks(c.Dir)
+			if err != nil {
+				return fmt.Errorf("resolve %s: %w", c.Dir, err)
+			}
+			c.Dir = target
+		}
+		return nil
+	}
+	parent := filepath.Dir(c.Dir)
+	if err := exec.CommandContext(ctx, "runuser", "-u", "postgres", "--", "test", "-x", parent).Run(); err == nil {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(c.Dir))
+	alt := filepath.Join("/var/lib/jejak/clusters", hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(filepath.Dir(alt), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(alt), err)
+	}
+	if err := os.Symlink(alt, c.Dir); err != nil {
+		return fmt.Errorf("link %s to %s: %w", c.Dir, alt, err)
+	}
+	fmt.Fprintf(os.Stderr, "pgcluster: the postgres user cannot reach %s; the cluster lives in %s (linked from %s)\n", parent, alt, c.Dir)
+	c.Dir = alt
 	return nil
 }
 
