@@ -13,6 +13,7 @@ run: deps-postgres
 ## test: every test, on a real PostgreSQL and a real headless Chromium
 test: deps-postgres deps-chromium check-generated vet
 	$(GO) test -race -count=1 -timeout 20m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 ## generate: regenerate sqlc queries and templ components (committed)
 generate:

@@ -32,6 +32,12 @@ type Config struct {
 	LatencyJobs   int           // latency: jobs enqueued one at a time
 	LatencyRate   int           // latency: jobs per second
 	Timeout       time.Duration // per-run safety limit
+
+	// Large-data benchmarks (pages.go).
+	ScaleAuditEvents int  // audit events in the scale database
+	ScaleJobs        int  // jobs in the scale database
+	Requests         int  // timed requests per page benchmark and round
+	Reseed           bool // rebuild the scale database even if big enough
 }
 
 // Env is what a benchmark run gets: the server, the shared knobs and helpers

@@ -63,6 +63,10 @@ func run() int {
 	flag.IntVar(&cfg.LatencyJobs, "latency-jobs", 200, "latency: jobs enqueued one per transaction")
 	flag.IntVar(&cfg.LatencyRate, "latency-rate", 50, "latency: enqueues per second")
 	flag.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "safety limit per run")
+	flag.IntVar(&cfg.ScaleAuditEvents, "audit-events", 10_000_000, "pages/audit_timeline: audit events in the scale database")
+	flag.IntVar(&cfg.ScaleJobs, "scale-jobs", 1_000_000, "pages: jobs in the scale database")
+	flag.IntVar(&cfg.Requests, "requests", 200, "pages/audit_timeline: timed requests per benchmark and round (after 20 warm-up requests)")
+	flag.BoolVar(&cfg.Reseed, "reseed", false, "pages/audit_timeline: rebuild the scale database even if it is big enough")
 	flag.Parse()
 	cfg.Conns = int32(conns)
 	if cfg.ClaimBatch <= 0 {

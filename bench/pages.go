@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -31,16 +30,11 @@ import (
 // Large-data benchmarks (SPEC P2, D9): the audit timeline and the
 // dashboard's pages on a database of millions of audit events and jobs.
 // Seeding takes minutes, so the scale database (jejak_scale) is kept
-// between runs and reused while it holds at least the asked-for sizes;
-// -reseed rebuilds it. The real HTTP handler (app.NewDeps + web.New) serves
-// the pages in-process on loopback; requests are sequential, so each
-// figure is one request's latency with the server otherwise idle.
-var (
-	scaleAudit    = flag.Int("audit-events", 10_000_000, "pages/audit_timeline: audit events in the scale database")
-	scaleJobs     = flag.Int("scale-jobs", 1_000_000, "pages: jobs in the scale database")
-	scaleRequests = flag.Int("requests", 200, "pages/audit_timeline: timed requests per benchmark and round (after 20 warm-up requests)")
-	scaleReseed   = flag.Bool("reseed", false, "pages/audit_timeline: rebuild the scale database even if it is big enough")
-)
+// between runs and reused while it holds at least the asked-for sizes
+// (Config.ScaleAuditEvents, ScaleJobs); -reseed rebuilds it. The real HTTP
+// handler (app.NewDeps + web.New) serves the pages in-process on loopback;
+// requests are sequential, so each figure is one request's latency with the
+// server otherwise idle.
 
 const scaleDBName = "jejak_scale"
 
@@ -85,13 +79,14 @@ func getScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 }
 
 func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
-	s := &scaleEnv{url: env.DatabaseURL(scaleDBName), clients: map[string]*http.Client{}}
-	if *scaleReseed || !scaleIsReady(ctx, env) {
-		if err := seedScale(ctx, env, s.url); err != nil {
+	name := env.DBName(scaleDBName)
+	s := &scaleEnv{url: env.DatabaseURL(name), clients: map[string]*http.Client{}}
+	if env.Cfg.Reseed || !scaleIsReady(ctx, env, name) {
+		if err := seedScale(ctx, env, name, s.url); err != nil {
 			return nil, err
 		}
 	} else {
-		fmt.Printf("# scale database %s reused (use -reseed to rebuild)\n", scaleDBName)
+		fmt.Printf("# scale database %s reused (use -reseed to rebuild)\n", name)
 		if err := database.Migrate(ctx, s.url); err != nil {
 			return nil, err
 		}
@@ -136,8 +131,8 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 }
 
 // scaleIsReady reports whether jejak_scale exists with the asked-for sizes.
-func scaleIsReady(ctx context.Context, env *Env) bool {
-	c, err := pgx.Connect(ctx, env.DatabaseURL(scaleDBName))
+func scaleIsReady(ctx context.Context, env *Env, name string) bool {
+	c, err := pgx.Connect(ctx, env.DatabaseURL(name))
 	if err != nil {
 		return false
 	}
@@ -145,13 +140,13 @@ func scaleIsReady(ctx context.Context, env *Env) bool {
 	var events, jobs float64
 	err = c.QueryRow(ctx, `SELECT (SELECT reltuples FROM pg_class WHERE relname = 'audit_events'),
 		(SELECT reltuples FROM pg_class WHERE relname = 'jobs')`).Scan(&events, &jobs)
-	return err == nil && events >= 0.97*float64(*scaleAudit) && jobs >= 0.97*float64(*scaleJobs)
+	return err == nil && events >= 0.97*float64(env.Cfg.ScaleAuditEvents) && jobs >= 0.97*float64(env.Cfg.ScaleJobs)
 }
 
-func seedScale(ctx context.Context, env *Env, url string) error {
+func seedScale(ctx context.Context, env *Env, name, url string) error {
 	start := time.Now()
-	fmt.Printf("# seeding %s: %d audit events, %d jobs (one-time; minutes for 10M events)\n", scaleDBName, *scaleAudit, *scaleJobs)
-	if err := env.FreshDatabase(ctx, scaleDBName); err != nil {
+	fmt.Printf("# seeding %s: %d audit events, %d jobs (one-time; minutes for 10M events)\n", name, env.Cfg.ScaleAuditEvents, env.Cfg.ScaleJobs)
+	if err := env.FreshDatabase(ctx, name); err != nil {
 		return err
 	}
 	if err := database.Migrate(ctx, url); err != nil {
@@ -165,7 +160,7 @@ func seedScale(ctx context.Context, env *Env, url string) error {
 	if err := demo.Seed(ctx, system); err != nil {
 		return err
 	}
-	err = demo.SeedScale(ctx, system, url, demo.ScaleOptions{Tenants: 20, AuditEvents: *scaleAudit, Jobs: *scaleJobs, Out: prefixWriter{"# "}})
+	err = demo.SeedScale(ctx, system, url, demo.ScaleOptions{Tenants: 20, AuditEvents: env.Cfg.ScaleAuditEvents, Jobs: env.Cfg.ScaleJobs, Out: prefixWriter{"# "}})
 	if err != nil {
 		return err
 	}
@@ -189,7 +184,7 @@ func timelineBench(older bool) func(context.Context, *Env, string) (Result, erro
 			return Result{}, err
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
-		return timeIt(*scaleRequests, func() error {
+		return timeIt(env.Cfg.Requests, func() error {
 			var before *audit.Cursor
 			if older {
 				before = &audit.Cursor{Seq: 50 + rng.Int64N(max(s.maxSeq-50, 1))}
@@ -217,7 +212,7 @@ func pageBench(path, who string, fresh bool) func(context.Context, *Env, string)
 		}
 		c := s.clients[srv.URL+" "+who]
 		rng := rand.New(rand.NewPCG(3, 4))
-		return timeIt(*scaleRequests, func() error {
+		return timeIt(env.Cfg.Requests, func() error {
 			p := path
 			if p == "" {
 				p = fmt.Sprintf("/t/toko-bunga-melati/audit?before=%d", 50+rng.Int64N(max(s.maxSeq-50, 1)))

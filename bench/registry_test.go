@@ -103,7 +103,7 @@ func TestCheckLoopback(t *testing.T) {
 	}
 }
 
-// TestQueueBenchmarksSmoke runs every queue benchmark once per available
+// TestQueueBenchmarksSmoke runs every benchmark (queues and pages) once per available
 // system with tiny sizes on a real PostgreSQL (the machine's, or the
 // embedded cluster), so a broken harness fails here rather than in a long run.
 func TestQueueBenchmarksSmoke(t *testing.T) {
@@ -120,6 +120,7 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 		Jobs: 3000, Workers: 20, InsertBatch: 1000, Duration: time.Second, Warmup: 200 * time.Millisecond,
 		Backlog: 2000, PollInterval: 20 * time.Millisecond, FetchCooldown: 2 * time.Millisecond,
 		ClaimBatch: 20, Conns: 4, Tenants: 3, LatencyJobs: 20, LatencyRate: 200, Timeout: time.Minute,
+		ScaleAuditEvents: 3000, ScaleJobs: 2000, Requests: 5, Reseed: true,
 	}}
 	for _, b := range registry {
 		for _, sys := range b.systems() {
