@@ -24,19 +24,23 @@ ORDER BY j.id DESC
 LIMIT @lim::int;
 
 -- name: JobAdminDeadGroups :many
--- Dead letters grouped by kind and failure class, over the dead partial
--- index (dead letters are few). The newest error of each group is shown as
--- its example.
-SELECT kind, coalesce(error_class, '')::text AS error_class, count(*)::bigint AS n,
-       count(*) FILTER (WHERE flagged)::bigint AS flagged,
-       max(finished_at)::timestamptz AS last_at,
-       (array_agg(coalesce(last_error, '') ORDER BY id DESC))[1]::text AS example
-FROM jobs
-WHERE state = 'dead'
-  AND (sqlc.narg('tenant_id')::bigint IS NULL OR tenant_id = sqlc.narg('tenant_id')::bigint)
-GROUP BY kind, error_class
-ORDER BY count(*) DESC, kind, error_class
-LIMIT 200;
+-- Dead letters grouped by kind and failure class. The aggregate reads only
+-- jobs_dead_all_idx (index-only); each group's example is the newest
+-- error, fetched by primary key for the few groups shown.
+SELECT g.kind, g.error_class, g.n, g.flagged, g.last_at,
+       coalesce((SELECT j.last_error FROM jobs j WHERE j.id = g.last_id), '')::text AS example
+FROM (
+    SELECT kind, coalesce(error_class, '')::text AS error_class, count(*)::bigint AS n,
+           count(*) FILTER (WHERE flagged)::bigint AS flagged,
+           max(finished_at)::timestamptz AS last_at, max(id)::bigint AS last_id
+    FROM jobs
+    WHERE state = 'dead'
+      AND (sqlc.narg('tenant_id')::bigint IS NULL OR tenant_id = sqlc.narg('tenant_id')::bigint)
+    GROUP BY kind, coalesce(error_class, '')
+    ORDER BY count(*) DESC, kind, coalesce(error_class, '')
+    LIMIT 200
+) g
+ORDER BY g.n DESC, g.kind, g.error_class;
 
 -- name: JobAdminDeadList :many
 -- Dead letters matching a filter, newest first, keyset on id.

@@ -120,16 +120,20 @@ func (q *Queries) JobAdminDeadCount(ctx context.Context, arg JobAdminDeadCountPa
 }
 
 const jobAdminDeadGroups = `-- name: JobAdminDeadGroups :many
-SELECT kind, coalesce(error_class, '')::text AS error_class, count(*)::bigint AS n,
-       count(*) FILTER (WHERE flagged)::bigint AS flagged,
-       max(finished_at)::timestamptz AS last_at,
-       (array_agg(coalesce(last_error, '') ORDER BY id DESC))[1]::text AS example
-FROM jobs
-WHERE state = 'dead'
-  AND ($1::bigint IS NULL OR tenant_id = $1::bigint)
-GROUP BY kind, error_class
-ORDER BY count(*) DESC, kind, error_class
-LIMIT 200
+SELECT g.kind, g.error_class, g.n, g.flagged, g.last_at,
+       coalesce((SELECT j.last_error FROM jobs j WHERE j.id = g.last_id), '')::text AS example
+FROM (
+    SELECT kind, coalesce(error_class, '')::text AS error_class, count(*)::bigint AS n,
+           count(*) FILTER (WHERE flagged)::bigint AS flagged,
+           max(finished_at)::timestamptz AS last_at, max(id)::bigint AS last_id
+    FROM jobs
+    WHERE state = 'dead'
+      AND ($1::bigint IS NULL OR tenant_id = $1::bigint)
+    GROUP BY kind, coalesce(error_class, '')
+    ORDER BY count(*) DESC, kind, coalesce(error_class, '')
+    LIMIT 200
+) g
+ORDER BY g.n DESC, g.kind, g.error_class
 `
 
 type JobAdminDeadGroupsRow struct {
@@ -141,9 +145,9 @@ type JobAdminDeadGroupsRow struct {
 	Example    string
 }
 
-// Dead letters grouped by kind and failure class, over the dead partial
-// index (dead letters are few). The newest error of each group is shown as
-// its example.
+// Dead letters grouped by kind and failure class. The aggregate reads only
+// jobs_dead_all_idx (index-only); each group's example is the newest
+// error, fetched by primary key for the few groups shown.
 func (q *Queries) JobAdminDeadGroups(ctx context.Context, tenantID *int64) ([]JobAdminDeadGroupsRow, error) {
 	rows, err := q.db.Query(ctx, jobAdminDeadGroups, tenantID)
 	if err != nil {
