@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,8 +38,12 @@ func SeedScale(ctx context.Context, system *pgxpool.Pool, ownerURL string, o Sca
 		if o.Out == nil {
 			return nil
 		}
+		// Called from several seeding goroutines at once.
+		var mu sync.Mutex
 		start, last := time.Now(), time.Now()
 		return func(done int64) {
+			mu.Lock()
+			defer mu.Unlock()
 			if time.Since(last) < 2*time.Second && done < int64(total) {
 				return
 			}
