@@ -207,8 +207,14 @@ type Querier interface {
 // idempotency key already used for the same tenant and kind it writes
 // nothing and returns the existing job with Existing set.
 func (e *Engine) Enqueue(ctx context.Context, tx Querier, p EnqueueParams) (Enqueued, error) {
+	if err := e.checkAuditable(tx, []EnqueueParams{p}); err != nil {
+		return Enqueued{}, err
+	}
 	ids, existing, err := e.enqueue(ctx, tx, []EnqueueParams{p})
 	if err != nil {
+		return Enqueued{}, err
+	}
+	if err := e.recordQueued(ctx, tx, []EnqueueParams{p}, ids, existing); err != nil {
 		return Enqueued{}, err
 	}
 	return Enqueued{ID: ids[0], Existing: existing[0]}, nil
@@ -218,8 +224,14 @@ func (e *Engine) Enqueue(ctx context.Context, tx Querier, p EnqueueParams) (Enqu
 // their ids in input order; an idempotency key that already exists yields
 // the existing job's id. Nothing is written if any payload is invalid.
 func (e *Engine) EnqueueMany(ctx context.Context, tx Querier, ps []EnqueueParams) ([]int64, error) {
-	ids, _, err := e.enqueue(ctx, tx, ps)
-	return ids, err
+	if err := e.checkAuditable(tx, ps); err != nil {
+		return nil, err
+	}
+	ids, existing, err := e.enqueue(ctx, tx, ps)
+	if err != nil {
+		return nil, err
+	}
+	return ids, e.recordQueued(ctx, tx, ps, ids, existing)
 }
 
 // maxInsertBatch keeps one statement's arrays to a size PostgreSQL and pgx
@@ -431,10 +443,16 @@ func (e *Engine) Fail(ctx context.Context, workerID string, id int64, cause erro
 }
 
 func (e *Engine) fail(ctx context.Context, workerID string, id int64, attempt int, cause error) (State, error) {
+	return e.failIn(ctx, e.pool, workerID, id, attempt, cause)
+}
+
+// failIn is fail through db: the pool, or a transaction that also carries
+// the failure's audit events.
+func (e *Engine) failIn(ctx context.Context, db Querier, workerID string, id int64, attempt int, cause error) (State, error) {
 	if cause == nil {
 		cause = errors.New("unspecified failure")
 	}
-	st, err := storeFail(ctx, e.pool, e.clock.Now(), workerID, id, attempt, ClassOf(cause), cause.Error(), e.cfg.Backoff(attempt))
+	st, err := storeFail(ctx, db, e.clock.Now(), workerID, id, attempt, ClassOf(cause), cause.Error(), e.cfg.Backoff(attempt))
 	if err != nil {
 		return "", fmt.Errorf("fail job %d: %w", id, err)
 	}

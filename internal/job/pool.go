@@ -280,6 +280,12 @@ func (e *Engine) worker(r *runState) {
 }
 
 func (e *Engine) execute(r *runState, j *Job) {
+	audited := e.sensitive(j.Kind)
+	if audited {
+		if err := e.recordStarted(context.WithoutCancel(r.ctx), j); err != nil {
+			e.log.Error("audit job start", "job_id", j.ID, "err", err)
+		}
+	}
 	err := e.invoke(r, j)
 	if err != nil && r.hardCtx.Err() != nil {
 		// Cut short by shutdown: Stop releases the job without counting
@@ -290,16 +296,28 @@ func (e *Engine) execute(r *runState, j *Job) {
 		e.log.Warn("job attempt finished after its claim was lost", "job_id", j.ID, "attempt", j.Attempt)
 		return
 	}
+	ctx := context.WithoutCancel(r.ctx)
 	if err == nil {
-		r.comp.add(j.ID)
+		if !audited {
+			r.comp.add(j.ID)
+		} else if cerr := e.completeAudited(ctx, j); cerr != nil {
+			// Left running: lease rescue retries it (at least once).
+			e.log.Error("complete sensitive job", "job_id", j.ID, "err", cerr)
+		}
 		return
 	}
 	// Failures are rare: record them one by one, with the attempt history.
-	ctx := context.WithoutCancel(r.ctx)
-	st, ferr := e.fail(ctx, j.WorkerID, j.ID, j.Attempt, err)
+	st, ferr := e.failJob(ctx, j, err)
 	if ferr != nil {
 		e.log.Error("record job failure", "job_id", j.ID, "err", ferr)
 		return
+	}
+	out := StatFailed
+	if st == StateDead {
+		out = StatDead
+	}
+	if serr := StatsRecordFinished(ctx, e.pool, e.clock.Now(), []StatEvent{{TenantID: j.TenantID, Kind: j.Kind, Outcome: out}}); serr != nil {
+		e.log.Warn("record job stats", "err", serr)
 	}
 	e.log.Warn("job failed", "job_id", j.ID, "tenant_id", j.TenantID, "kind", j.Kind,
 		"trace_id", j.TraceID, "attempt", j.Attempt, "class", ClassOf(err), "state", st, "err", err)
@@ -477,6 +495,11 @@ func (c *completer) flush(ctx context.Context) {
 			var done []int64
 			done, err = storeCompleteMany(ctx, c.e.pool, c.e.clock.Now(), c.e.cfg.WorkerID, ids)
 			if err == nil {
+				// The dashboard's per-minute throughput. Best effort: a
+				// lost count only dents a chart, never a job's state.
+				if serr := StatsRecordSucceeded(ctx, c.e.pool, c.e.clock.Now(), done); serr != nil {
+					c.e.log.Warn("record job stats", "err", serr)
+				}
 				if len(done) != len(ids) {
 					c.e.log.Warn("some completed jobs were no longer held (lease lost or released)",
 						"completed", len(done), "submitted", len(ids))
@@ -573,6 +596,10 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn) *pgxpool.
 	}
 	if _, err := storeWorkerDeleteStale(ctx, lead, e.clock.Now(), 24*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune stale workers", "err", err)
+	}
+	// The overview charts the last hour; keep two days of minutes.
+	if _, err := StatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
+		e.log.Error("maintenance: prune job stats", "err", err)
 	}
 	return lead
 }

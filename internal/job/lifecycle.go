@@ -1,0 +1,143 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/audit"
+)
+
+// Sensitive kinds (KindOptions.Sensitive, SPEC A6) leave every stage of
+// their life in the tenant's audit trail: queued (in the enqueuing
+// transaction), claimed and started, then succeeded, or failed followed by
+// retried or dead-lettered, or rejected (policy: expired, unauthorised)
+// followed by dead-lettered. A stage that changes the job's state is
+// written in the same transaction as that change, so the trail and the job
+// never disagree. Ordinary kinds keep their lifecycle in the job row only,
+// which keeps the hot path free of audit writes.
+
+// ErrSensitiveNeedsTx: a sensitive kind must be enqueued inside a
+// transaction so its "queued" event commits with the job.
+var ErrSensitiveNeedsTx = errors.New("sensitive job kinds must be enqueued inside a pgx.Tx")
+
+func (e *Engine) sensitive(kind string) bool {
+	k, ok := e.handler(kind)
+	return ok && k.opts.Sensitive
+}
+
+func (e *Engine) jobEvent(j *Job, stage audit.JobStage, detail map[string]any) audit.JobEvent {
+	ev := audit.JobEvent{TenantID: j.TenantID, JobID: j.ID, Kind: j.Kind, Stage: stage, WorkerID: j.WorkerID,
+		Attempt: j.Attempt, TraceID: j.TraceID}
+	if len(detail) > 0 {
+		ev.Detail, _ = json.Marshal(detail) // strings only: cannot fail
+	}
+	return ev
+}
+
+// checkAuditable refuses, before anything is written, to enqueue a
+// sensitive kind outside a transaction.
+func (e *Engine) checkAuditable(q Querier, ps []EnqueueParams) error {
+	if _, ok := q.(pgx.Tx); ok {
+		return nil
+	}
+	for _, p := range ps {
+		if e.sensitive(p.Kind) {
+			return ErrSensitiveNeedsTx
+		}
+	}
+	return nil
+}
+
+// recordQueued writes the queued event of each sensitive job just enqueued
+// (existing idempotent duplicates were queued before and are skipped).
+func (e *Engine) recordQueued(ctx context.Context, q Querier, ps []EnqueueParams, ids []int64, existing []bool) error {
+	rec := audit.NewRecorder(e.clock)
+	for i, p := range ps {
+		if existing[i] || !e.sensitive(p.Kind) {
+			continue
+		}
+		tx := q.(pgx.Tx) // checkAuditable ran first
+		// The trace id may have been generated at insert: read it back.
+		var trace string
+		if err := tx.QueryRow(ctx, "SELECT trace_id FROM jobs WHERE id = $1", ids[i]).Scan(&trace); err != nil {
+			return fmt.Errorf("read trace of job %d: %w", ids[i], err)
+		}
+		j := &Job{ID: ids[i], TenantID: p.TenantID, Kind: p.Kind, TraceID: trace}
+		ev := e.jobEvent(j, audit.JobQueued, nil)
+		ev.ActorID = p.RequestedBy
+		if p.RequestedBy != nil {
+			ev.ActorKind = audit.ActorUser
+		}
+		if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+			return fmt.Errorf("audit job %d queued: %w", ids[i], err)
+		}
+	}
+	return nil
+}
+
+// recordStarted writes claimed and started for a sensitive job about to
+// run. The claim itself was a batch statement; these follow it at once.
+func (e *Engine) recordStarted(ctx context.Context, j *Job) error {
+	rec := audit.NewRecorder(e.clock)
+	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		for _, st := range []audit.JobStage{audit.JobClaimed, audit.JobStarted} {
+			if _, err := rec.RecordJobEvent(ctx, tx, e.jobEvent(j, st, nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// completeAudited marks a sensitive job succeeded and records it, in one
+// transaction (sensitive jobs skip the batched completer).
+func (e *Engine) completeAudited(ctx context.Context, j *Job) error {
+	rec := audit.NewRecorder(e.clock)
+	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		ok, err := storeComplete(ctx, tx, e.clock.Now(), j.WorkerID, j.ID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotHeld
+		}
+		if _, err := rec.RecordJobEvent(ctx, tx, e.jobEvent(j, audit.JobSucceeded, nil)); err != nil {
+			return err
+		}
+		return StatsRecordFinished(ctx, tx, e.clock.Now(), []StatEvent{{TenantID: j.TenantID, Kind: j.Kind, Outcome: StatSucceeded}})
+	})
+}
+
+// failJob records a failed attempt of a job this engine ran: the state
+// change, the rollup, and for sensitive kinds the audit stages, together.
+func (e *Engine) failJob(ctx context.Context, j *Job, cause error) (State, error) {
+	if !e.sensitive(j.Kind) {
+		return e.fail(ctx, j.WorkerID, j.ID, j.Attempt, cause)
+	}
+	rec := audit.NewRecorder(e.clock)
+	var st State
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) (err error) {
+		if st, err = e.failIn(ctx, tx, j.WorkerID, j.ID, j.Attempt, cause); err != nil {
+			return err
+		}
+		first, detail := audit.JobFailed, map[string]any{"class": string(ClassOf(cause)), "error": cause.Error()}
+		if ClassOf(cause) == ClassPolicy {
+			first = audit.JobRejected
+		}
+		second := audit.JobRetried
+		if st == StateDead {
+			second = audit.JobDeadLettered
+		}
+		for _, stage := range []audit.JobStage{first, second} {
+			if _, err := rec.RecordJobEvent(ctx, tx, e.jobEvent(j, stage, detail)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return st, err
+}
