@@ -7,8 +7,8 @@ TEMPL   := $(GO) tool templ
 .PHONY: run test generate check-generated vet deps-postgres deps-chromium bench build
 
 ## run: dashboard + workers + demo data on the embedded PostgreSQL (or DATABASE_URL)
-run: deps-postgres
-	$(GO) run ./cmd/web serve --demo
+run: deps-postgres build
+	./bin/web serve --demo
 
 ## test: every test, on a real PostgreSQL and a real headless Chromium
 test: deps-postgres deps-chromium check-generated vet
