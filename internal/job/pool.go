@@ -250,7 +250,7 @@ func (e *Engine) produce(r *runState) {
 			r.track(j)
 			r.jobs <- j // never blocks: at most Workers jobs are in flight
 		}
-		if err == nil && len(jobs) == n {
+		if err == nil && len(jobs) > 0 {
 			continue // more may be due right now
 		}
 		if !poll.Stop() {
@@ -475,8 +475,12 @@ func (c *completer) flush(ctx context.Context) {
 		var err error
 		for try := 0; try < 3; try++ {
 			var done []int64
+			began := time.Now()
 			done, err = storeCompleteMany(ctx, c.e.pool, c.e.clock.Now(), c.e.cfg.WorkerID, ids)
 			if err == nil {
+				c.e.stats.flushes.Add(1)
+				c.e.stats.completed.Add(int64(len(done)))
+				c.e.stats.flushNanos.Add(int64(time.Since(began)))
 				if len(done) != len(ids) {
 					c.e.log.Warn("some completed jobs were no longer held (lease lost or released)",
 						"completed", len(done), "submitted", len(ids))
