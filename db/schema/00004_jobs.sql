@@ -2,8 +2,8 @@
 -- The job engine's tables (SPEC J1–J14, S1). See docs/jobs.md for the
 -- design: every index on jobs costs throughput on each claim and completion
 -- (a state change is never a HOT update, because state appears in the
--- partial-index predicates), so there are exactly four, three of them
--- partial.
+-- partial-index predicates), so there are five, four of them partial and
+-- the fifth the primary key.
 SET LOCAL ROLE jejak_owner;
 
 CREATE TABLE jobs (

@@ -34,7 +34,7 @@ func TestBurnDownThroughput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	t.Cleanup(pool.Close) // after the engine stops (cleanups run last-in first-out)
 	ten := newTenants(t, db, tenants)
 	e := newEngine(t, db, job.Config{Pool: pool, Workers: workers})
 	var done atomic.Int64
@@ -53,12 +53,16 @@ func TestBurnDownThroughput(t *testing.T) {
 	}
 	start := time.Now()
 	startEngine(t, e)
+	waitFor(t, 10*time.Minute, "handlers", func() bool { return done.Load() >= int64(n) })
 	waitFor(t, 10*time.Minute, "burn-down", func() bool {
 		var left int
 		_ = db.Admin.QueryRow(context.Background(), "SELECT count(*) FROM jobs WHERE state <> 'succeeded'").Scan(&left)
 		return left == 0
 	})
 	el := time.Since(start)
+	st := e.Stats()
+	t.Logf("claims=%d claimed=%d avg_claim=%s flushes=%d completed=%d avg_flush=%s", st.Claims, st.Claimed,
+		st.ClaimTime/time.Duration(max(st.Claims, 1)), st.Flushes, st.Completed, st.FlushTime/time.Duration(max(st.Flushes, 1)))
 	t.Logf("BENCH burn-down system=jejak jobs=%d workers=%d tenants=%d seconds=%.2f jobs_per_sec=%.0f",
 		n, workers, tenants, el.Seconds(), float64(n)/el.Seconds())
 }

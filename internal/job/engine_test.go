@@ -101,6 +101,17 @@ func TestEnqueueIsTransactionalAndTenantScoped(t *testing.T) {
 	if !r.VerifyPayload() {
 		t.Fatal("payload hash does not verify against the stored payload")
 	}
+	jobs, err := e.Claim(ctx, "w", 1)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim = %v, %v", jobs, err)
+	}
+	if !jobs[0].VerifyPayload() {
+		t.Fatalf("claimed payload %s does not verify", jobs[0].Payload)
+	}
+	jobs[0].Payload = json.RawMessage(`{"a": 2, "b": [1, 2]}`)
+	if jobs[0].VerifyPayload() {
+		t.Fatal("a tampered payload verified")
+	}
 }
 
 func TestEnqueueIdempotencyKeyReturnsExistingJob(t *testing.T) {

@@ -250,7 +250,7 @@ func (e *Engine) produce(r *runState) {
 			r.track(j)
 			r.jobs <- j // never blocks: at most Workers jobs are in flight
 		}
-		if err == nil && len(jobs) == n {
+		if err == nil && len(jobs) > 0 {
 			continue // more may be due right now
 		}
 		if !poll.Stop() {
@@ -493,8 +493,12 @@ func (c *completer) flush(ctx context.Context) {
 		var err error
 		for try := 0; try < 3; try++ {
 			var done []int64
+			began := time.Now()
 			done, err = storeCompleteMany(ctx, c.e.pool, c.e.clock.Now(), c.e.cfg.WorkerID, ids)
 			if err == nil {
+				c.e.stats.flushes.Add(1)
+				c.e.stats.completed.Add(int64(len(done)))
+				c.e.stats.flushNanos.Add(int64(time.Since(began)))
 				// The dashboard's per-minute throughput. Best effort: a
 				// lost count only dents a chart, never a job's state.
 				if serr := StatsRecordSucceeded(ctx, c.e.pool, c.e.clock.Now(), done); serr != nil {

@@ -104,7 +104,10 @@ type claimArgs struct {
 }
 
 func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, error) {
-	rows, err := db.Query(ctx, claimSQL, a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
+	// QueryExecModeExec: an unnamed statement is planned with the actual
+	// values every time. A cached generic plan cannot see the batch size,
+	// tenant cursor or clock and was measured ~15x slower.
+	rows, err := db.Query(ctx, claimSQL, pgx.QueryExecModeExec, a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
 		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair)
 	if err != nil {
 		return nil, err
