@@ -16,8 +16,8 @@ import (
 // trace. They run on the system pool (jejak_system). Like store.go it
 // converts sqlc rows into domain types.
 
-// MaxAdminPage bounds every page of the staff lists.
-const MaxAdminPage = 200
+// MaxListPage bounds every page of a job list (staff or tenant).
+const MaxListPage = 200
 
 // customPlans runs each query as an unnamed statement planned with its
 // actual parameters: the filtered reads are written "(narg IS NULL OR col =
@@ -48,8 +48,9 @@ type AdminFilter struct {
 	PayloadContains json.RawMessage
 }
 
-// AdminRow is one job in a staff list.
-type AdminRow struct {
+// ListRow is one job in a list: the staff pages show all of it, the
+// tenant's read-only jobs page a subset (no payload, no worker internals).
+type ListRow struct {
 	ID          int64
 	TenantID    int64
 	Kind        string
@@ -68,10 +69,10 @@ type AdminRow struct {
 	WorkerID    string
 }
 
-// AdminPage is one keyset page of jobs, newest first. Next is the cursor
+// ListPage is one keyset page of jobs, newest first. Next is the cursor
 // (an id to pass as before) of the next page, 0 on the last page.
-type AdminPage struct {
-	Rows []AdminRow
+type ListPage struct {
+	Rows []ListRow
 	Next int64
 }
 
@@ -79,7 +80,7 @@ func clampAdminLimit(n int) int {
 	if n <= 0 {
 		return 50
 	}
-	return min(n, MaxAdminPage)
+	return min(n, MaxListPage)
 }
 
 func strPtr(s string) *string {
@@ -98,7 +99,7 @@ func idPtr(id int64) *int64 {
 
 // ListJobs returns one page of jobs matching f across tenants, newest
 // first, keyset on id (before = 0 for the first page).
-func ListJobs(ctx context.Context, db Querier, f AdminFilter, before int64, limit int) (AdminPage, error) {
+func ListJobs(ctx context.Context, db Querier, f AdminFilter, before int64, limit int) (ListPage, error) {
 	limit = clampAdminLimit(limit)
 	rows, err := filtered(db).JobAdminList(ctx, queries.JobAdminListParams{
 		State: strPtr(string(f.State)), Kind: strPtr(f.Kind), TenantID: idPtr(f.TenantID), Queue: strPtr(f.Queue),
@@ -106,11 +107,11 @@ func ListJobs(ctx context.Context, db Querier, f AdminFilter, before int64, limi
 		PayloadContains: f.PayloadContains, BeforeID: idPtr(before), Lim: int32(limit + 1),
 	})
 	if err != nil {
-		return AdminPage{}, fmt.Errorf("list jobs: %w", err)
+		return ListPage{}, fmt.Errorf("list jobs: %w", err)
 	}
-	p := AdminPage{Rows: make([]AdminRow, 0, len(rows))}
+	p := ListPage{Rows: make([]ListRow, 0, len(rows))}
 	for _, r := range rows {
-		p.Rows = append(p.Rows, AdminRow{
+		p.Rows = append(p.Rows, ListRow{
 			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, Priority: r.Priority,
 			State: State(r.State), Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
 			AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
@@ -169,18 +170,18 @@ func (f DeadFilter) before(cursor int64) *int64 {
 }
 
 // ListDead returns one page of dead letters matching f, newest first.
-func ListDead(ctx context.Context, db Querier, f DeadFilter, before int64, limit int) (AdminPage, error) {
+func ListDead(ctx context.Context, db Querier, f DeadFilter, before int64, limit int) (ListPage, error) {
 	limit = clampAdminLimit(limit)
 	rows, err := filtered(db).JobAdminDeadList(ctx, queries.JobAdminDeadListParams{
 		Kind: strPtr(f.Kind), ErrorClass: strPtr(string(f.Class)), TenantID: idPtr(f.TenantID), Flagged: f.Flagged,
 		BeforeID: f.before(before), Lim: int32(limit + 1),
 	})
 	if err != nil {
-		return AdminPage{}, fmt.Errorf("list dead letters: %w", err)
+		return ListPage{}, fmt.Errorf("list dead letters: %w", err)
 	}
-	p := AdminPage{Rows: make([]AdminRow, 0, len(rows))}
+	p := ListPage{Rows: make([]ListRow, 0, len(rows))}
 	for _, r := range rows {
-		p.Rows = append(p.Rows, AdminRow{
+		p.Rows = append(p.Rows, ListRow{
 			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, State: StateDead,
 			Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts), FinishedAt: r.FinishedAt,
 			LastError: deref(r.LastError), Class: Class(deref(r.ErrorClass)), Flagged: r.Flagged, TraceID: r.TraceID,

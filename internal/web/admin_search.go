@@ -39,7 +39,7 @@ func (s *Server) adminSearch(c echo.Context) error {
 	if vm.TraceError != "" {
 		return render(c, http.StatusUnprocessableEntity, admin.SearchPage(vm))
 	}
-	if vm.Jobs, err = job.JobsByTrace(ctx, s.System, vm.Trace, job.MaxAdminPage); err != nil {
+	if vm.Jobs, err = job.JobsByTrace(ctx, s.System, vm.Trace, job.MaxListPage); err != nil {
 		return err
 	}
 	page, err := audit.Search(ctx, s.System, audit.SearchQuery{TraceID: vm.Trace}, nil, 200)

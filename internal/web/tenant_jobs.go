@@ -67,13 +67,13 @@ func (s *Server) tenantJobs(c echo.Context) error {
 		}
 		return linkWith(base, q, "before", extra)
 	}
-	if page.NextBefore > 0 {
-		vm.OlderURL = withState(strconv.FormatInt(page.NextBefore, 10))
+	if page.Next > 0 {
+		vm.OlderURL = withState(strconv.FormatInt(page.Next, 10))
 	}
 	if before > 0 {
 		vm.NewestURL = withState("")
 	}
-	for _, j := range page.Jobs {
+	for _, j := range page.Rows {
 		r := viewtenant.JobRow{
 			ID: j.ID, Kind: j.Kind, Queue: j.Queue, State: string(j.State), Attempt: j.Attempt,
 			MaxAttempts: j.MaxAttempts, LastError: j.LastError, Class: string(j.Class),
@@ -88,8 +88,8 @@ func (s *Server) tenantJobs(c echo.Context) error {
 	return render(c, http.StatusOK, viewtenant.JobsPage(vm))
 }
 
-func (s *Server) listTenantJobs(ctx context.Context, tenantID int64, state job.State, before int64) (job.TenantJobPage, error) {
-	var page job.TenantJobPage
+func (s *Server) listTenantJobs(ctx context.Context, tenantID int64, state job.State, before int64) (job.ListPage, error) {
+	var page job.ListPage
 	err := database.InTenantTx(ctx, s.App, tenantID, func(tx pgx.Tx) (err error) {
 		page, err = job.ListTenantJobs(ctx, tx, tenantID, state, before, tenantJobsPageSize)
 		return err

@@ -67,7 +67,7 @@ type DeadVM struct {
 	AllTenants []job.TenantName
 	Tenants    Tenants
 	Groups     []job.DeadGroup
-	Rows       []job.AdminRow
+	Rows       []job.ListRow
 	NextURL    string
 	FirstPage  bool
 	Flash      string
@@ -623,7 +623,7 @@ func bulkURL(action string, f DeadForm) string {
 // DeadRow is one dead letter with its retry/discard form. htmx posts the
 // form and swaps the row for the answer (DeadRowDone, or this row again
 // with the reason's error, status 422).
-func DeadRow(r job.AdminRow, tenants Tenants, back, reason, reasonError string) templ.Component {
+func DeadRow(r job.ListRow, tenants Tenants, back, reason, reasonError string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

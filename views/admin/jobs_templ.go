@@ -27,7 +27,7 @@ type JobsVM struct {
 	Form       JobsForm
 	AllTenants []job.TenantName
 	Tenants    Tenants
-	Rows       []job.AdminRow
+	Rows       []job.ListRow
 	// NextURL loads the next (older) page; "" on the last page.
 	NextURL string
 	// FirstPage is false when a cursor is in use.
