@@ -45,17 +45,42 @@ SELECT id FROM jobs WHERE tenant_id = $1 AND kind = $2 AND idempotency_key = $3;
 -- running clear it), but the planner cannot match the former to
 -- jobs_running_idx. With stale statistics that claim "almost nothing is
 -- running" it would otherwise walk that index instead of the primary key.
-UPDATE jobs
-   SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-       lease_expires_at = NULL
- WHERE id = ANY(@ids::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
-RETURNING id;
+--
+-- The same statement adds the batch to the dashboard's per-minute rollup
+-- (job_stats_minute): no extra round trip, and the count commits exactly
+-- with the state change.
+WITH done AS (
+    UPDATE jobs
+       SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+           lease_expires_at = NULL
+     WHERE id = ANY(@ids::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
+    RETURNING id, tenant_id, kind
+), counted AS (
+    INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
+    SELECT tenant_id, date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), kind, count(*)
+      FROM done GROUP BY tenant_id, kind
+      ORDER BY tenant_id, kind
+    ON CONFLICT (tenant_id, minute, kind) DO UPDATE
+       SET succeeded = job_stats_minute.succeeded + EXCLUDED.succeeded
+)
+SELECT id FROM done;
 
--- name: JobSetCompleted :execrows
-UPDATE jobs
-   SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-       lease_expires_at = NULL
- WHERE id = @id AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text;
+-- name: JobSetCompleted :many
+-- One job; counted in the rollup like JobSetCompletedMany.
+WITH done AS (
+    UPDATE jobs
+       SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+           lease_expires_at = NULL
+     WHERE id = @id AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
+    RETURNING id, tenant_id, kind
+), counted AS (
+    INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
+    SELECT tenant_id, date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), kind, 1
+      FROM done
+    ON CONFLICT (tenant_id, minute, kind) DO UPDATE
+       SET succeeded = job_stats_minute.succeeded + 1
+)
+SELECT id FROM done;
 
 -- name: JobGetHeld :one
 SELECT attempt, max_attempts FROM jobs
@@ -65,24 +90,36 @@ SELECT attempt, max_attempts FROM jobs
 -- Record a failed attempt. Transient failures go back to pending after
 -- backoff_seconds unless attempts are used up; permanent and policy
 -- failures are dead at once, policy ones flagged. Every attempt is appended
--- to the errors history.
-UPDATE jobs
-   SET state = CASE WHEN @class::text = 'transient' AND attempt < max_attempts
-                    THEN 'pending' ELSE 'dead' END,
-       available_at = CASE WHEN @class::text = 'transient' AND attempt < max_attempts
-                           THEN coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @backoff_seconds::float8)
-                           ELSE available_at END,
-       finished_at = CASE WHEN @class::text = 'transient' AND attempt < max_attempts
-                          THEN NULL ELSE coalesce(sqlc.narg('now')::timestamptz, now()) END,
-       lease_expires_at = NULL,
-       last_error = @error::text,
-       error_class = @class::text,
-       flagged = flagged OR @class::text = 'policy',
-       errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
-           'attempt', attempt, 'at', coalesce(sqlc.narg('now')::timestamptz, now()),
-           'worker', worker_id, 'class', @class::text, 'error', @error::text))
- WHERE id = @id AND attempt = @attempt AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
-RETURNING state, available_at;
+-- to the errors history. The attempt counts itself in the dashboard's
+-- per-minute rollup in the same statement (a dead letter counts as a
+-- failure too).
+WITH failed AS (
+    UPDATE jobs
+       SET state = CASE WHEN @class::text = 'transient' AND attempt < max_attempts
+                        THEN 'pending' ELSE 'dead' END,
+           available_at = CASE WHEN @class::text = 'transient' AND attempt < max_attempts
+                               THEN coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @backoff_seconds::float8)
+                               ELSE available_at END,
+           finished_at = CASE WHEN @class::text = 'transient' AND attempt < max_attempts
+                              THEN NULL ELSE coalesce(sqlc.narg('now')::timestamptz, now()) END,
+           lease_expires_at = NULL,
+           last_error = @error::text,
+           error_class = @class::text,
+           flagged = flagged OR @class::text = 'policy',
+           errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+               'attempt', attempt, 'at', coalesce(sqlc.narg('now')::timestamptz, now()),
+               'worker', worker_id, 'class', @class::text, 'error', @error::text))
+     WHERE id = @id AND attempt = @attempt AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
+    RETURNING state, available_at, tenant_id, kind
+), counted AS (
+    INSERT INTO job_stats_minute (tenant_id, minute, kind, failed, dead)
+    SELECT tenant_id, date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), kind,
+           1, CASE WHEN state = 'dead' THEN 1 ELSE 0 END
+      FROM failed
+    ON CONFLICT (tenant_id, minute, kind) DO UPDATE
+       SET failed = job_stats_minute.failed + 1, dead = job_stats_minute.dead + EXCLUDED.dead
+)
+SELECT state, available_at FROM failed;
 
 -- name: JobRescueExpired :many
 -- Jobs whose worker stopped extending the lease (crashed, partitioned):

@@ -144,30 +144,6 @@ UNION ALL
 SELECT tenant_id, kind, 'dead'::text, count(*)::bigint, count(*) FILTER (WHERE flagged)::bigint, max(finished_at)
   FROM jobs WHERE state = 'dead' GROUP BY tenant_id, kind;
 
--- name: JobStatsAdd :exec
--- Add finished attempts to the per-minute rollup, one row per (tenant,
--- minute, kind); concurrent writers add rather than overwrite.
-INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded, failed, dead)
-SELECT u.tenant_id, date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'),
-       u.kind, u.succeeded, u.failed, u.dead
-FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@kinds::text[]) AS kind,
-             unnest(@succeeded::bigint[]) AS succeeded, unnest(@failed::bigint[]) AS failed,
-             unnest(@dead::bigint[]) AS dead) u
-ON CONFLICT (tenant_id, minute, kind) DO UPDATE
-   SET succeeded = job_stats_minute.succeeded + EXCLUDED.succeeded,
-       failed = job_stats_minute.failed + EXCLUDED.failed,
-       dead = job_stats_minute.dead + EXCLUDED.dead;
-
--- name: JobStatsAddSucceeded :exec
--- Add jobs just marked succeeded, by id (what the batched completer has):
--- tenant and kind come from the job rows.
-INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
-SELECT tenant_id, date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), kind, count(*)
-  FROM jobs WHERE id = ANY(@ids::bigint[]) AND state = 'succeeded'
- GROUP BY tenant_id, kind
-ON CONFLICT (tenant_id, minute, kind) DO UPDATE
-   SET succeeded = job_stats_minute.succeeded + EXCLUDED.succeeded;
-
 -- name: JobStatsMinutes :many
 -- Totals per minute over a window, all tenants.
 SELECT minute, sum(succeeded)::bigint AS succeeded, sum(failed)::bigint AS failed, sum(dead)::bigint AS dead

@@ -126,25 +126,39 @@ func TestStatsRollupAndOverview(t *testing.T) {
 	clk := clock.NewFrozen(time.Date(2026, 11, 30, 8, 0, 30, 0, time.UTC))
 	e := newEngine(t, db, job.Config{Clock: clk})
 	ctx := context.Background()
+	// Four jobs run: two succeed and one dies at 08:00, one fails (and
+	// will retry) at 08:02; three more stay pending, due since 08:00:30.
+	for i := 0; i < 4; i++ {
+		enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenants[i%2], Kind: "k", Payload: json.RawMessage(`{}`)})
+	}
+	js, err := e.Claim(ctx, "w", 10)
+	if err != nil || len(js) != 4 {
+		t.Fatalf("claim: %d %v", len(js), err)
+	}
 	for i := 0; i < 3; i++ {
 		enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenants[i%2], Kind: "k", Payload: json.RawMessage(`{}`)})
 	}
-	ev := []job.StatEvent{{tenants[0], "k", job.StatSucceeded}, {tenants[0], "k", job.StatSucceeded}, {tenants[1], "k", job.StatDead}}
-	if err := job.StatsRecordFinished(ctx, db.System, clk.Now(), ev); err != nil {
-		t.Fatalf("record: %v", err)
+	byTenant := map[int64][]*job.Job{}
+	for _, j := range js {
+		byTenant[j.TenantID] = append(byTenant[j.TenantID], j)
+	}
+	for _, j := range byTenant[tenants[0]] {
+		if err := e.Complete(ctx, "w", j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := e.Fail(ctx, "w", byTenant[tenants[1]][0].ID, job.Permanent(errors.New("bad"))); err != nil || st != job.StateDead {
+		t.Fatalf("fail: %s %v", st, err)
 	}
 	clk.Advance(2 * time.Minute)
-	if err := job.StatsRecordFinished(ctx, db.System, clk.Now(), []job.StatEvent{{tenants[1], "k", job.StatFailed}}); err != nil {
-		t.Fatalf("record: %v", err)
-	}
-	if err := job.StatsRecordFinished(ctx, db.System, clk.Now(), []job.StatEvent{{tenants[1], "k", "bogus"}}); !errors.Is(err, job.ErrInvalidJob) {
-		t.Fatalf("bogus outcome: %v", err)
+	if st, err := e.Fail(ctx, "w", byTenant[tenants[1]][1].ID, errors.New("timeout")); err != nil || st != job.StatePending {
+		t.Fatalf("fail: %s %v", st, err)
 	}
 	o, err := e.Overview(ctx)
 	if err != nil {
 		t.Fatalf("overview: %v", err)
 	}
-	if o.Totals.Pending != 3 || o.Totals.Succeeded != 2 || o.Totals.Failed != 2 || o.Totals.Died != 1 || len(o.Minutes) != 60 {
+	if o.Totals.Pending != 4 || o.Totals.Succeeded != 2 || o.Totals.Failed != 2 || o.Totals.Died != 1 || len(o.Minutes) != 60 {
 		t.Fatalf("totals %+v, %d minutes", o.Totals, len(o.Minutes))
 	}
 	last, earlier := o.Minutes[59], o.Minutes[57]

@@ -312,13 +312,6 @@ func (e *Engine) execute(r *runState, j *Job) {
 		e.log.Error("record job failure", "job_id", j.ID, "err", ferr)
 		return
 	}
-	out := StatFailed
-	if st == StateDead {
-		out = StatDead
-	}
-	if serr := StatsRecordFinished(ctx, e.pool, e.clock.Now(), []StatEvent{{TenantID: j.TenantID, Kind: j.Kind, Outcome: out}}); serr != nil {
-		e.log.Warn("record job stats", "err", serr)
-	}
 	e.log.Warn("job failed", "job_id", j.ID, "tenant_id", j.TenantID, "kind", j.Kind,
 		"trace_id", j.TraceID, "attempt", j.Attempt, "class", ClassOf(err), "state", st, "err", err)
 }
@@ -499,11 +492,6 @@ func (c *completer) flush(ctx context.Context) {
 				c.e.stats.flushes.Add(1)
 				c.e.stats.completed.Add(int64(len(done)))
 				c.e.stats.flushNanos.Add(int64(time.Since(began)))
-				// The dashboard's per-minute throughput. Best effort: a
-				// lost count only dents a chart, never a job's state.
-				if serr := StatsRecordSucceeded(ctx, c.e.pool, c.e.clock.Now(), done); serr != nil {
-					c.e.log.Warn("record job stats", "err", serr)
-				}
 				if len(done) != len(ids) {
 					c.e.log.Warn("some completed jobs were no longer held (lease lost or released)",
 						"completed", len(done), "submitted", len(ids))

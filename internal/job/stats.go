@@ -17,95 +17,9 @@ import (
 // shows, and a cache that lets any number of viewers share one snapshot per
 // few seconds instead of each poll counting the jobs table.
 
-// StatOutcome is how one attempt finished, for the rollup.
-type StatOutcome string
-
-// Attempt outcomes.
-const (
-	StatSucceeded StatOutcome = "succeeded"
-	// StatFailed is a failed attempt that will be retried.
-	StatFailed StatOutcome = "failed"
-	// StatDead is a failed attempt that made the job a dead letter; it
-	// counts as failed too.
-	StatDead StatOutcome = "dead"
-)
-
-// StatEvent is one finished attempt.
-type StatEvent struct {
-	TenantID int64
-	Kind     string
-	Outcome  StatOutcome
-}
-
-// StatsRecordFinished adds finished attempts to the current minute of the
-// rollup (now from the engine's clock; nil = the database's now()), in one
-// statement. Call it after (or in the transaction of) the state change.
-func StatsRecordFinished(ctx context.Context, db Querier, now *time.Time, events []StatEvent) error {
-	if len(events) == 0 {
-		return nil
-	}
-	type key struct {
-		tenant int64
-		kind   string
-	}
-	type sums struct{ ok, failed, dead int64 }
-	agg := map[key]*sums{}
-	var order []key
-	for _, ev := range events {
-		k := key{ev.TenantID, ev.Kind}
-		s := agg[k]
-		if s == nil {
-			s = &sums{}
-			agg[k] = s
-			order = append(order, k)
-		}
-		switch ev.Outcome {
-		case StatSucceeded:
-			s.ok++
-		case StatFailed:
-			s.failed++
-		case StatDead:
-			s.failed++
-			s.dead++
-		default:
-			return fmt.Errorf("%w: unknown stat outcome %q", ErrInvalidJob, ev.Outcome)
-		}
-	}
-	// A stable order keeps concurrent writers from deadlocking on the
-	// same rows.
-	sort.Slice(order, func(a, b int) bool {
-		if order[a].tenant != order[b].tenant {
-			return order[a].tenant < order[b].tenant
-		}
-		return order[a].kind < order[b].kind
-	})
-	p := queries.JobStatsAddParams{Now: now}
-	for _, k := range order {
-		s := agg[k]
-		p.TenantIds = append(p.TenantIds, k.tenant)
-		p.Kinds = append(p.Kinds, k.kind)
-		p.Succeeded = append(p.Succeeded, s.ok)
-		p.Failed = append(p.Failed, s.failed)
-		p.Dead = append(p.Dead, s.dead)
-	}
-	if err := queries.New(db).JobStatsAdd(ctx, p); err != nil {
-		return fmt.Errorf("record %d finished attempt(s) in job stats: %w", len(events), err)
-	}
-	return nil
-}
-
-// StatsRecordSucceeded adds jobs just marked succeeded, by id, to the
-// current minute (tenant and kind are read from the rows): what the batched
-// completer knows. Ids not in state succeeded are ignored.
-func StatsRecordSucceeded(ctx context.Context, db Querier, now *time.Time, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	if err := queries.New(db).JobStatsAddSucceeded(ctx, queries.JobStatsAddSucceededParams{Now: now, Ids: ids}); err != nil {
-		return fmt.Errorf("record %d succeeded job(s) in job stats: %w", len(ids), err)
-	}
-	return nil
-}
+// The rollup (job_stats_minute) is written by the completion and failure
+// statements themselves (db/query/job.sql), in the transaction of the state
+// change: no extra round trip, and nothing to lose between the two.
 
 // StatsPrune deletes rollup minutes older than olderThan.
 func StatsPrune(ctx context.Context, db Querier, now *time.Time, olderThan time.Duration) (int64, error) {

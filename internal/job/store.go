@@ -150,8 +150,8 @@ func storeCompleteMany(ctx context.Context, db queries.DBTX, now *time.Time, wor
 }
 
 func storeComplete(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, id int64) (bool, error) {
-	n, err := queries.New(db).JobSetCompleted(ctx, queries.JobSetCompletedParams{Now: now, ID: id, WorkerID: workerID})
-	return n == 1, err
+	done, err := queries.New(db).JobSetCompleted(ctx, queries.JobSetCompletedParams{Now: now, ID: id, WorkerID: workerID})
+	return len(done) == 1, err
 }
 
 // storeGetHeld returns the attempt a worker holds, or ErrNotHeld.

@@ -372,11 +372,21 @@ func (q *Queries) JobRescueExpired(ctx context.Context, now *time.Time) ([]JobRe
 	return items, nil
 }
 
-const jobSetCompleted = `-- name: JobSetCompleted :execrows
-UPDATE jobs
-   SET state = 'succeeded', finished_at = coalesce($1::timestamptz, now()),
-       lease_expires_at = NULL
- WHERE id = $2 AND lease_expires_at IS NOT NULL AND worker_id = $3::text
+const jobSetCompleted = `-- name: JobSetCompleted :many
+WITH done AS (
+    UPDATE jobs
+       SET state = 'succeeded', finished_at = coalesce($1::timestamptz, now()),
+           lease_expires_at = NULL
+     WHERE id = $2 AND lease_expires_at IS NOT NULL AND worker_id = $3::text
+    RETURNING id, tenant_id, kind
+), counted AS (
+    INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
+    SELECT tenant_id, date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), kind, 1
+      FROM done
+    ON CONFLICT (tenant_id, minute, kind) DO UPDATE
+       SET succeeded = job_stats_minute.succeeded + 1
+)
+SELECT id FROM done
 `
 
 type JobSetCompletedParams struct {
@@ -385,21 +395,44 @@ type JobSetCompletedParams struct {
 	WorkerID string
 }
 
-func (q *Queries) JobSetCompleted(ctx context.Context, arg JobSetCompletedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, jobSetCompleted, arg.Now, arg.ID, arg.WorkerID)
+// One job; counted in the rollup like JobSetCompletedMany.
+func (q *Queries) JobSetCompleted(ctx context.Context, arg JobSetCompletedParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, jobSetCompleted, arg.Now, arg.ID, arg.WorkerID)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const jobSetCompletedMany = `-- name: JobSetCompletedMany :many
 
-UPDATE jobs
-   SET state = 'succeeded', finished_at = coalesce($1::timestamptz, now()),
-       lease_expires_at = NULL
- WHERE id = ANY($2::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = $3::text
-RETURNING id
+WITH done AS (
+    UPDATE jobs
+       SET state = 'succeeded', finished_at = coalesce($1::timestamptz, now()),
+           lease_expires_at = NULL
+     WHERE id = ANY($2::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = $3::text
+    RETURNING id, tenant_id, kind
+), counted AS (
+    INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
+    SELECT tenant_id, date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), kind, count(*)
+      FROM done GROUP BY tenant_id, kind
+      ORDER BY tenant_id, kind
+    ON CONFLICT (tenant_id, minute, kind) DO UPDATE
+       SET succeeded = job_stats_minute.succeeded + EXCLUDED.succeeded
+)
+SELECT id FROM done
 `
 
 type JobSetCompletedManyParams struct {
@@ -419,6 +452,10 @@ type JobSetCompletedManyParams struct {
 // running clear it), but the planner cannot match the former to
 // jobs_running_idx. With stale statistics that claim "almost nothing is
 // running" it would otherwise walk that index instead of the primary key.
+//
+// The same statement adds the batch to the dashboard's per-minute rollup
+// (job_stats_minute): no extra round trip, and the count commits exactly
+// with the state change.
 func (q *Queries) JobSetCompletedMany(ctx context.Context, arg JobSetCompletedManyParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, jobSetCompletedMany, arg.Now, arg.Ids, arg.WorkerID)
 	if err != nil {
@@ -440,23 +477,33 @@ func (q *Queries) JobSetCompletedMany(ctx context.Context, arg JobSetCompletedMa
 }
 
 const jobSetFailed = `-- name: JobSetFailed :one
-UPDATE jobs
-   SET state = CASE WHEN $1::text = 'transient' AND attempt < max_attempts
-                    THEN 'pending' ELSE 'dead' END,
-       available_at = CASE WHEN $1::text = 'transient' AND attempt < max_attempts
-                           THEN coalesce($2::timestamptz, now()) + make_interval(secs => $3::float8)
-                           ELSE available_at END,
-       finished_at = CASE WHEN $1::text = 'transient' AND attempt < max_attempts
-                          THEN NULL ELSE coalesce($2::timestamptz, now()) END,
-       lease_expires_at = NULL,
-       last_error = $4::text,
-       error_class = $1::text,
-       flagged = flagged OR $1::text = 'policy',
-       errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
-           'attempt', attempt, 'at', coalesce($2::timestamptz, now()),
-           'worker', worker_id, 'class', $1::text, 'error', $4::text))
- WHERE id = $5 AND attempt = $6 AND lease_expires_at IS NOT NULL AND worker_id = $7::text
-RETURNING state, available_at
+WITH failed AS (
+    UPDATE jobs
+       SET state = CASE WHEN $1::text = 'transient' AND attempt < max_attempts
+                        THEN 'pending' ELSE 'dead' END,
+           available_at = CASE WHEN $1::text = 'transient' AND attempt < max_attempts
+                               THEN coalesce($2::timestamptz, now()) + make_interval(secs => $3::float8)
+                               ELSE available_at END,
+           finished_at = CASE WHEN $1::text = 'transient' AND attempt < max_attempts
+                              THEN NULL ELSE coalesce($2::timestamptz, now()) END,
+           lease_expires_at = NULL,
+           last_error = $4::text,
+           error_class = $1::text,
+           flagged = flagged OR $1::text = 'policy',
+           errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+               'attempt', attempt, 'at', coalesce($2::timestamptz, now()),
+               'worker', worker_id, 'class', $1::text, 'error', $4::text))
+     WHERE id = $5 AND attempt = $6 AND lease_expires_at IS NOT NULL AND worker_id = $7::text
+    RETURNING state, available_at, tenant_id, kind
+), counted AS (
+    INSERT INTO job_stats_minute (tenant_id, minute, kind, failed, dead)
+    SELECT tenant_id, date_trunc('minute', coalesce($2::timestamptz, now()), 'UTC'), kind,
+           1, CASE WHEN state = 'dead' THEN 1 ELSE 0 END
+      FROM failed
+    ON CONFLICT (tenant_id, minute, kind) DO UPDATE
+       SET failed = job_stats_minute.failed + 1, dead = job_stats_minute.dead + EXCLUDED.dead
+)
+SELECT state, available_at FROM failed
 `
 
 type JobSetFailedParams struct {
@@ -477,7 +524,9 @@ type JobSetFailedRow struct {
 // Record a failed attempt. Transient failures go back to pending after
 // backoff_seconds unless attempts are used up; permanent and policy
 // failures are dead at once, policy ones flagged. Every attempt is appended
-// to the errors history.
+// to the errors history. The attempt counts itself in the dashboard's
+// per-minute rollup in the same statement (a dead letter counts as a
+// failure too).
 func (q *Queries) JobSetFailed(ctx context.Context, arg JobSetFailedParams) (JobSetFailedRow, error) {
 	row := q.db.QueryRow(ctx, jobSetFailed,
 		arg.Class,

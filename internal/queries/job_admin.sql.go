@@ -607,63 +607,6 @@ func (q *Queries) JobAdminTenants(ctx context.Context) ([]JobAdminTenantsRow, er
 	return items, nil
 }
 
-const jobStatsAdd = `-- name: JobStatsAdd :exec
-INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded, failed, dead)
-SELECT u.tenant_id, date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'),
-       u.kind, u.succeeded, u.failed, u.dead
-FROM (SELECT unnest($2::bigint[]) AS tenant_id, unnest($3::text[]) AS kind,
-             unnest($4::bigint[]) AS succeeded, unnest($5::bigint[]) AS failed,
-             unnest($6::bigint[]) AS dead) u
-ON CONFLICT (tenant_id, minute, kind) DO UPDATE
-   SET succeeded = job_stats_minute.succeeded + EXCLUDED.succeeded,
-       failed = job_stats_minute.failed + EXCLUDED.failed,
-       dead = job_stats_minute.dead + EXCLUDED.dead
-`
-
-type JobStatsAddParams struct {
-	Now       *time.Time
-	TenantIds []int64
-	Kinds     []string
-	Succeeded []int64
-	Failed    []int64
-	Dead      []int64
-}
-
-// Add finished attempts to the per-minute rollup, one row per (tenant,
-// minute, kind); concurrent writers add rather than overwrite.
-func (q *Queries) JobStatsAdd(ctx context.Context, arg JobStatsAddParams) error {
-	_, err := q.db.Exec(ctx, jobStatsAdd,
-		arg.Now,
-		arg.TenantIds,
-		arg.Kinds,
-		arg.Succeeded,
-		arg.Failed,
-		arg.Dead,
-	)
-	return err
-}
-
-const jobStatsAddSucceeded = `-- name: JobStatsAddSucceeded :exec
-INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
-SELECT tenant_id, date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), kind, count(*)
-  FROM jobs WHERE id = ANY($2::bigint[]) AND state = 'succeeded'
- GROUP BY tenant_id, kind
-ON CONFLICT (tenant_id, minute, kind) DO UPDATE
-   SET succeeded = job_stats_minute.succeeded + EXCLUDED.succeeded
-`
-
-type JobStatsAddSucceededParams struct {
-	Now *time.Time
-	Ids []int64
-}
-
-// Add jobs just marked succeeded, by id (what the batched completer has):
-// tenant and kind come from the job rows.
-func (q *Queries) JobStatsAddSucceeded(ctx context.Context, arg JobStatsAddSucceededParams) error {
-	_, err := q.db.Exec(ctx, jobStatsAddSucceeded, arg.Now, arg.Ids)
-	return err
-}
-
 const jobStatsMinutes = `-- name: JobStatsMinutes :many
 SELECT minute, sum(succeeded)::bigint AS succeeded, sum(failed)::bigint AS failed, sum(dead)::bigint AS dead
   FROM job_stats_minute

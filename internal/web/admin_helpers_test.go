@@ -52,8 +52,7 @@ func (f *fixture) claimAll(worker string) []*job.Job {
 	return js
 }
 
-// fail fails a held job and records the attempt in the stats rollup, as
-// the engine will once the lead wires it in.
+// fail fails a held job (the failure counts itself in the stats rollup).
 func (f *fixture) fail(worker string, j *job.Job, cause error) job.State {
 	f.t.Helper()
 	ctx := context.Background()
@@ -61,25 +60,16 @@ func (f *fixture) fail(worker string, j *job.Job, cause error) job.State {
 	if err != nil {
 		f.t.Fatalf("fail job %d: %v", j.ID, err)
 	}
-	out := job.StatFailed
-	if st == job.StateDead {
-		out = job.StatDead
-	}
-	if err := job.StatsRecordFinished(ctx, f.db.System, nil, []job.StatEvent{{TenantID: j.TenantID, Kind: j.Kind, Outcome: out}}); err != nil {
-		f.t.Fatalf("record stats: %v", err)
-	}
 	return st
 }
 
-// complete completes a held job and records it in the stats rollup.
+// complete completes a held job (the completion counts itself in the
+// stats rollup).
 func (f *fixture) complete(worker string, j *job.Job) {
 	f.t.Helper()
 	ctx := context.Background()
 	if err := f.jobs.Complete(ctx, worker, j.ID); err != nil {
 		f.t.Fatalf("complete job %d: %v", j.ID, err)
-	}
-	if err := job.StatsRecordSucceeded(ctx, f.db.System, nil, []int64{j.ID}); err != nil {
-		f.t.Fatalf("record stats: %v", err)
 	}
 }
 
