@@ -56,7 +56,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("job engine was stopped; create a new one")
 	}
 	r := &runState{
-		jobs:      make(chan *Job, max(e.cfg.Workers, 1)),
+		jobs:      make(chan *Job, max(2*e.cfg.Workers, 1)), // running + one batch claimed ahead
 		wake:      make(chan struct{}, 1),
 		slotFreed: make(chan struct{}, 1),
 		held:      map[int64]*heldJob{},
@@ -228,7 +228,11 @@ func (e *Engine) produce(r *runState) {
 			}
 			continue
 		}
-		free := e.cfg.Workers - int(r.inflight.Load())
+		// Claim ahead: up to Workers more jobs than can run at once wait
+		// in the channel, so the next claim's round trip overlaps with the
+		// handlers instead of leaving workers idle while it runs. Stop
+		// releases any that never started.
+		free := 2*e.cfg.Workers - int(r.inflight.Load())
 		if free <= 0 {
 			select {
 			case <-ctx.Done():
@@ -248,7 +252,7 @@ func (e *Engine) produce(r *runState) {
 		for _, j := range jobs {
 			r.inflight.Add(1)
 			r.track(j)
-			r.jobs <- j // never blocks: at most Workers jobs are in flight
+			r.jobs <- j // never blocks: at most 2×Workers jobs are in flight
 		}
 		if err == nil && len(jobs) > 0 {
 			continue // more may be due right now
