@@ -1,9 +1,6 @@
 -- name: ProjectListByTenant :many
 SELECT * FROM projects WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC;
 
--- name: ProjectGet :one
-SELECT * FROM projects WHERE tenant_id = $1 AND id = $2;
-
 -- name: ProjectInsert :one
 INSERT INTO projects (tenant_id, name, created_by, created_at)
 VALUES ($1, $2, $3, coalesce(sqlc.narg('now')::timestamptz, now()))
@@ -12,5 +9,3 @@ RETURNING *;
 -- name: ProjectDelete :one
 DELETE FROM projects WHERE tenant_id = $1 AND id = $2 RETURNING *;
 
--- name: ProjectCountByTenant :one
-SELECT count(*) FROM projects WHERE tenant_id = $1;

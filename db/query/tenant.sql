@@ -1,17 +1,6 @@
 -- name: TenantGetBySlug :one
 SELECT * FROM tenants WHERE slug = $1;
 
--- name: TenantGetByID :one
-SELECT * FROM tenants WHERE id = $1;
-
--- name: TenantList :many
-SELECT * FROM tenants ORDER BY slug;
-
--- name: TenantUpsert :one
-INSERT INTO tenants (slug, name, time_zone) VALUES ($1, $2, $3)
-ON CONFLICT (slug) DO UPDATE SET name = EXCLUDED.name
-RETURNING *;
-
 -- name: MembershipGet :one
 SELECT * FROM memberships WHERE tenant_id = $1 AND user_id = $2;
 

@@ -20,9 +20,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
 )
 
 // ActorKind says who did something.
@@ -49,11 +49,7 @@ var (
 
 // DB is what the read functions need: a pool, a connection or a
 // transaction. Tenant-facing reads run inside database.InTenantTx.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DB = database.Querier
 
 // TxBeginner starts transactions with options; pools and connections are
 // TxBeginners. Verify uses it for one consistent snapshot.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 )
 
@@ -289,27 +288,4 @@ func (g *seedGen) insert(ctx context.Context, tx pgx.Tx, picks []int) error {
 		return wrapf(err, "insert %d generated audit events", size)
 	}
 	return nil
-}
-
-// MeasureTimeline times what a tenant owner's timeline page does at scale:
-// the first page, then the next (older) page from its cursor, each in its
-// own tenant-scoped transaction on the app pool. For benchmarks only.
-func MeasureTimeline(ctx context.Context, app database.Beginner, tenantID int64, f Filter, limit int) (first, next time.Duration, err error) {
-	wall := clock.Wall{}
-	var page Page
-	t0 := *wall.Now()
-	err = database.InTenantTx(ctx, app, tenantID, func(tx pgx.Tx) (err error) {
-		page, err = Timeline(ctx, tx, tenantID, f, nil, limit)
-		return err
-	})
-	first = wall.Now().Sub(t0)
-	if err != nil || page.Next == nil {
-		return first, 0, err
-	}
-	t1 := *wall.Now()
-	err = database.InTenantTx(ctx, app, tenantID, func(tx pgx.Tx) (err error) {
-		_, err = Timeline(ctx, tx, tenantID, f, page.Next, limit)
-		return err
-	})
-	return first, wall.Now().Sub(t1), err
 }

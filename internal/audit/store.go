@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -21,23 +22,8 @@ type store struct{ q *queries.Queries }
 
 func newStore(db DB) store { return store{queries.New(db)} }
 
-// customPlans wraps a connection so each query is planned with its actual
-// parameters (an unnamed statement, pgx.QueryExecModeExec). The filtered
-// reads are written as "($n IS NULL OR col = $n)"; a cached generic plan
-// cannot drop the unused filters and may pick a poor index, while a plan for
-// the actual values uses the index that fits the filters present.
-type customPlans struct{ DB }
-
-func (c customPlans) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return c.DB.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
-}
-
-func (c customPlans) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return c.DB.QueryRow(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
-}
-
-// newFilteredStore is a store for the filtered reads (see customPlans).
-func newFilteredStore(db DB) store { return store{queries.New(customPlans{db})} }
+// newFilteredStore is a store for the filtered reads (see database.FreshPlans).
+func newFilteredStore(db DB) store { return store{queries.New(database.FreshPlans(db))} }
 
 type lockedHead struct {
 	Seq        int64

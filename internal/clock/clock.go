@@ -52,11 +52,3 @@ func (f *Frozen) Advance(d time.Duration) {
 	f.t = f.t.Add(d)
 	f.mu.Unlock()
 }
-
-// Wall is a clock that reads the process's wall time. It exists for the
-// rare caller that needs a concrete instant (benchmarks, log lines); domain
-// code uses Database.
-type Wall struct{}
-
-// Now returns the current wall-clock time.
-func (Wall) Now() *time.Time { t := time.Now(); return &t }

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -19,21 +18,9 @@ import (
 // MaxListPage bounds every page of a job list (staff or tenant).
 const MaxListPage = 200
 
-// customPlans runs each query as an unnamed statement planned with its
-// actual parameters: the filtered reads are written "(narg IS NULL OR col =
-// narg)", which a cached generic plan cannot simplify (it would scan the
-// primary key for a filter a partial index answers).
-type customPlans struct{ queries.DBTX }
-
-func (c customPlans) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return c.DBTX.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
-}
-
-func (c customPlans) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return c.DBTX.QueryRow(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
-}
-
-func filtered(db Querier) *queries.Queries { return queries.New(customPlans{db}) }
+// filtered runs the staff lists' "(narg IS NULL OR col = narg)" reads with
+// plans for their actual filters (see database.FreshPlans).
+func filtered(db Querier) *queries.Queries { return queries.New(database.FreshPlans(db)) }
 
 // AdminFilter narrows the staff job list; zero fields match all.
 type AdminFilter struct {

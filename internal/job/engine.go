@@ -16,11 +16,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
 )
 
 // Config configures an Engine. Zero values take the defaults noted.
@@ -199,11 +198,7 @@ func (e *Engine) handler(kind string) (kindEntry, bool) {
 
 // Querier is what Enqueue needs: normally the caller's pgx.Tx (SPEC J1), so
 // the job exists if and only if the caller's transaction commits.
-type Querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type Querier = database.Querier
 
 // Enqueue writes one job inside the caller's transaction. With an
 // idempotency key already used for the same tenant and kind it writes

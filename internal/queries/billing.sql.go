@@ -26,28 +26,6 @@ func (q *Queries) PlanGet(ctx context.Context, code string) (Plan, error) {
 	return i, err
 }
 
-const planUpsert = `-- name: PlanUpsert :exec
-INSERT INTO plans (code, name, price_idr, max_projects) VALUES ($1, $2, $3, $4)
-ON CONFLICT (code) DO UPDATE SET name = EXCLUDED.name, price_idr = EXCLUDED.price_idr, max_projects = EXCLUDED.max_projects
-`
-
-type PlanUpsertParams struct {
-	Code        string
-	Name        string
-	PriceIdr    int64
-	MaxProjects int32
-}
-
-func (q *Queries) PlanUpsert(ctx context.Context, arg PlanUpsertParams) error {
-	_, err := q.db.Exec(ctx, planUpsert,
-		arg.Code,
-		arg.Name,
-		arg.PriceIdr,
-		arg.MaxProjects,
-	)
-	return err
-}
-
 const subscriptionChangeInsert = `-- name: SubscriptionChangeInsert :one
 INSERT INTO subscription_changes (tenant_id, from_plan, to_plan, changed_by, changed_at)
 VALUES ($1, $2, $3, $4, coalesce($5::timestamptz, now()))
@@ -223,31 +201,6 @@ func (q *Queries) SubscriptionInsertNew(ctx context.Context, arg SubscriptionIns
 	return i, err
 }
 
-const subscriptionSetStatus = `-- name: SubscriptionSetStatus :one
-UPDATE subscriptions SET status = $1, updated_at = coalesce($2::timestamptz, now())
-WHERE tenant_id = $3 RETURNING tenant_id, plan_code, status, current_period_start, current_period_end, updated_at
-`
-
-type SubscriptionSetStatusParams struct {
-	Status   string
-	Now      *time.Time
-	TenantID int64
-}
-
-func (q *Queries) SubscriptionSetStatus(ctx context.Context, arg SubscriptionSetStatusParams) (Subscription, error) {
-	row := q.db.QueryRow(ctx, subscriptionSetStatus, arg.Status, arg.Now, arg.TenantID)
-	var i Subscription
-	err := row.Scan(
-		&i.TenantID,
-		&i.PlanCode,
-		&i.Status,
-		&i.CurrentPeriodStart,
-		&i.CurrentPeriodEnd,
-		&i.UpdatedAt,
-	)
-	return i, err
-}
-
 const subscriptionStatusChangeList = `-- name: SubscriptionStatusChangeList :many
 SELECT tenant_id, id, from_status, to_status, changed_at, job_id FROM subscription_status_changes WHERE tenant_id = $1 ORDER BY id
 `
@@ -345,43 +298,4 @@ func (q *Queries) SubscriptionSweep(ctx context.Context, arg SubscriptionSweepPa
 		return nil, err
 	}
 	return items, nil
-}
-
-const subscriptionUpsert = `-- name: SubscriptionUpsert :one
-INSERT INTO subscriptions (tenant_id, plan_code, status, current_period_start, current_period_end, updated_at)
-VALUES ($1, $2, 'active', $3, $4, coalesce($5::timestamptz, now()))
-ON CONFLICT (tenant_id) DO UPDATE SET
-    plan_code = EXCLUDED.plan_code, status = 'active',
-    current_period_start = EXCLUDED.current_period_start,
-    current_period_end = EXCLUDED.current_period_end,
-    updated_at = EXCLUDED.updated_at
-RETURNING tenant_id, plan_code, status, current_period_start, current_period_end, updated_at
-`
-
-type SubscriptionUpsertParams struct {
-	TenantID    int64
-	PlanCode    string
-	PeriodStart time.Time
-	PeriodEnd   time.Time
-	Now         *time.Time
-}
-
-func (q *Queries) SubscriptionUpsert(ctx context.Context, arg SubscriptionUpsertParams) (Subscription, error) {
-	row := q.db.QueryRow(ctx, subscriptionUpsert,
-		arg.TenantID,
-		arg.PlanCode,
-		arg.PeriodStart,
-		arg.PeriodEnd,
-		arg.Now,
-	)
-	var i Subscription
-	err := row.Scan(
-		&i.TenantID,
-		&i.PlanCode,
-		&i.Status,
-		&i.CurrentPeriodStart,
-		&i.CurrentPeriodEnd,
-		&i.UpdatedAt,
-	)
-	return i, err
 }

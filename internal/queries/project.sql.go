@@ -10,17 +10,6 @@ import (
 	"time"
 )
 
-const projectCountByTenant = `-- name: ProjectCountByTenant :one
-SELECT count(*) FROM projects WHERE tenant_id = $1
-`
-
-func (q *Queries) ProjectCountByTenant(ctx context.Context, tenantID int64) (int64, error) {
-	row := q.db.QueryRow(ctx, projectCountByTenant, tenantID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const projectDelete = `-- name: ProjectDelete :one
 DELETE FROM projects WHERE tenant_id = $1 AND id = $2 RETURNING tenant_id, id, name, created_by, created_at
 `
@@ -32,28 +21,6 @@ type ProjectDeleteParams struct {
 
 func (q *Queries) ProjectDelete(ctx context.Context, arg ProjectDeleteParams) (Project, error) {
 	row := q.db.QueryRow(ctx, projectDelete, arg.TenantID, arg.ID)
-	var i Project
-	err := row.Scan(
-		&i.TenantID,
-		&i.ID,
-		&i.Name,
-		&i.CreatedBy,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
-const projectGet = `-- name: ProjectGet :one
-SELECT tenant_id, id, name, created_by, created_at FROM projects WHERE tenant_id = $1 AND id = $2
-`
-
-type ProjectGetParams struct {
-	TenantID int64
-	ID       int64
-}
-
-func (q *Queries) ProjectGet(ctx context.Context, arg ProjectGetParams) (Project, error) {
-	row := q.db.QueryRow(ctx, projectGet, arg.TenantID, arg.ID)
 	var i Project
 	err := row.Scan(
 		&i.TenantID,

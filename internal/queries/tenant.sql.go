@@ -104,84 +104,12 @@ func (q *Queries) MembershipUpsert(ctx context.Context, arg MembershipUpsertPara
 	return i, err
 }
 
-const tenantGetByID = `-- name: TenantGetByID :one
-SELECT id, slug, name, time_zone, created_at FROM tenants WHERE id = $1
-`
-
-func (q *Queries) TenantGetByID(ctx context.Context, id int64) (Tenant, error) {
-	row := q.db.QueryRow(ctx, tenantGetByID, id)
-	var i Tenant
-	err := row.Scan(
-		&i.ID,
-		&i.Slug,
-		&i.Name,
-		&i.TimeZone,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
 const tenantGetBySlug = `-- name: TenantGetBySlug :one
 SELECT id, slug, name, time_zone, created_at FROM tenants WHERE slug = $1
 `
 
 func (q *Queries) TenantGetBySlug(ctx context.Context, slug string) (Tenant, error) {
 	row := q.db.QueryRow(ctx, tenantGetBySlug, slug)
-	var i Tenant
-	err := row.Scan(
-		&i.ID,
-		&i.Slug,
-		&i.Name,
-		&i.TimeZone,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
-const tenantList = `-- name: TenantList :many
-SELECT id, slug, name, time_zone, created_at FROM tenants ORDER BY slug
-`
-
-func (q *Queries) TenantList(ctx context.Context) ([]Tenant, error) {
-	rows, err := q.db.Query(ctx, tenantList)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []Tenant{}
-	for rows.Next() {
-		var i Tenant
-		if err := rows.Scan(
-			&i.ID,
-			&i.Slug,
-			&i.Name,
-			&i.TimeZone,
-			&i.CreatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const tenantUpsert = `-- name: TenantUpsert :one
-INSERT INTO tenants (slug, name, time_zone) VALUES ($1, $2, $3)
-ON CONFLICT (slug) DO UPDATE SET name = EXCLUDED.name
-RETURNING id, slug, name, time_zone, created_at
-`
-
-type TenantUpsertParams struct {
-	Slug     string
-	Name     string
-	TimeZone string
-}
-
-func (q *Queries) TenantUpsert(ctx context.Context, arg TenantUpsertParams) (Tenant, error) {
-	row := q.db.QueryRow(ctx, tenantUpsert, arg.Slug, arg.Name, arg.TimeZone)
 	var i Tenant
 	err := row.Scan(
 		&i.ID,

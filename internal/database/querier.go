@@ -1,0 +1,33 @@
+package database
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Querier runs statements: a pool, a connection or a transaction (it is the
+// shape sqlc's generated code needs).
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// FreshPlans wraps db so every query is sent as an unnamed statement and
+// planned with its actual parameters. Filtered reads written as
+// "(narg IS NULL OR col = narg)" need it: a cached generic plan cannot drop
+// the unused filters and may walk the wrong index, while a plan for the
+// actual values uses the index that fits the filters present.
+func FreshPlans(db Querier) Querier { return freshPlans{db} }
+
+type freshPlans struct{ Querier }
+
+func (f freshPlans) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return f.Querier.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
+}
+
+func (f freshPlans) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return f.Querier.QueryRow(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
+}
