@@ -91,3 +91,19 @@ func findChromium() string {
 	}
 	return ""
 }
+
+// htmxIdle holds when no element is waiting for an htmx answer, swapping or
+// settling: new content has been processed, so a click reaches htmx and not
+// the browser's plain form submission.
+const htmxIdle = `!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')`
+
+// Wait polls the JavaScript condition js until it holds and htmx is idle,
+// failing t (with what) after 15 seconds.
+func Wait(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(wctx, chromedp.Poll[bool]("("+js+") && "+htmxIdle)); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}

@@ -15,6 +15,13 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// Pool is a connection pool as the services hold it: it runs single
+// statements and begins transactions.
+type Pool interface {
+	Beginner
+	Querier
+}
+
 // FreshPlans wraps db so every query is sent as an unnamed statement and
 // planned with its actual parameters. Filtered reads written as
 // "(narg IS NULL OR col = narg)" need it: a cached generic plan cannot drop

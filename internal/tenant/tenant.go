@@ -89,8 +89,8 @@ type Actor struct {
 
 // Service is the tenant domain's entry point.
 type Service struct {
-	app    database.Beginner // jejak_app pool: tenant-scoped work
-	system database.Beginner // jejak_system pool: cross-tenant lookups
+	app    database.Pool // jejak_app pool: tenant-scoped work
+	system database.Pool // jejak_system pool: cross-tenant lookups
 	clock  clock.Clock
 	audit  *audit.Recorder
 	plans  *billing.Service
@@ -99,7 +99,7 @@ type Service struct {
 // NewService returns a Service. app must be the tenant-facing pool, system
 // the cross-tenant pool. Every change it makes is recorded in the tenant's
 // audit trail in the change's own transaction.
-func NewService(app, system database.Beginner, clk clock.Clock) *Service {
+func NewService(app, system database.Pool, clk clock.Clock) *Service {
 	if clk == nil {
 		clk = clock.Database{}
 	}
@@ -109,12 +109,7 @@ func NewService(app, system database.Beginner, clk clock.Clock) *Service {
 // BySlug returns the tenant with that slug. The tenants registry is not
 // tenant-owned data: resolving a slug needs no tenant scope.
 func (s *Service) BySlug(ctx context.Context, slug string) (*Tenant, error) {
-	var t *Tenant
-	err := database.InTx(ctx, s.app, func(tx pgx.Tx) (err error) {
-		t, err = newStore(tx).tenantBySlug(ctx, slug)
-		return err
-	})
-	return t, err
+	return newStore(s.app).tenantBySlug(ctx, slug)
 }
 
 // Membership returns userID's membership in tenantID, or ErrNotFound.
@@ -130,12 +125,7 @@ func (s *Service) Membership(ctx context.Context, tenantID, userID int64) (*Memb
 // TenantsOf lists the tenants a user belongs to. Memberships span tenants,
 // so this is one of the few reads through the system pool.
 func (s *Service) TenantsOf(ctx context.Context, userID int64) ([]UserTenant, error) {
-	var out []UserTenant
-	err := database.InTx(ctx, s.system, func(tx pgx.Tx) (err error) {
-		out, err = newStore(tx).tenantsOfUser(ctx, userID)
-		return err
-	})
-	return out, err
+	return newStore(s.system).tenantsOfUser(ctx, userID)
 }
 
 // Projects lists a tenant's projects, newest first.
@@ -225,21 +215,28 @@ type Plan struct {
 // PlanCodes are the plans a tenant may choose.
 var PlanCodes = []string{"free", "pro"}
 
-// CurrentPlan returns the tenant's subscription, or ErrNotFound.
-func (s *Service) CurrentPlan(ctx context.Context, tenantID int64) (*Plan, error) {
-	var p *Plan
+// Home is what the tenant home page shows: the projects, newest first,
+// and the current plan (nil when the tenant has no subscription), read in
+// one tenant-scoped transaction.
+func (s *Service) Home(ctx context.Context, tenantID int64) ([]Project, *Plan, error) {
+	var ps []Project
+	var plan *Plan
 	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
-		sub, err := billing.Get(ctx, tx, tenantID)
-		if errors.Is(err, billing.ErrNotFound) {
-			return ErrNotFound
-		}
-		if err != nil {
+		var err error
+		if ps, err = newStore(tx).projects(ctx, tenantID); err != nil {
 			return err
 		}
-		p = &Plan{Code: sub.PlanCode, Status: string(sub.Status), PeriodEnd: sub.PeriodEnd}
+		sub, err := billing.Get(ctx, tx, tenantID)
+		switch {
+		case errors.Is(err, billing.ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		}
+		plan = &Plan{Code: sub.PlanCode, Status: string(sub.Status), PeriodEnd: sub.PeriodEnd}
 		return nil
 	})
-	return p, err
+	return ps, plan, err
 }
 
 // ChangePlan moves the tenant to another plan. The subscription's history
@@ -331,6 +328,3 @@ func (s *Service) RecordSignIn(ctx context.Context, userID int64, ok bool, ip, t
 }
 
 func canWrite(role string) bool { return role == RoleOwner || role == RoleAdmin }
-
-// IsNotFound reports whether err means "not found" in this package.
-func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

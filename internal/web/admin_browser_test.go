@@ -36,14 +36,7 @@ func TestBrowserSupportRetriesDeadJob(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__jejakMarker = true`)); err != nil {
 		t.Fatalf("marker: %v", err)
 	}
-	wait := func(js, what string) {
-		t.Helper()
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		if _, err := chromedp.Run(wctx, chromedp.Poll[bool](js)); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	wait := func(js, what string) { t.Helper(); browsertest.Wait(t, ctx, what, js) }
 
 	// No reason: refused, message next to the field.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row+` [data-testid="retry"]`))); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -51,12 +50,8 @@ func TestBrowserCreateProjectWithHTMX(t *testing.T) {
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	_, err = chromedp.Run(waitCtx, chromedp.Poll[bool](`[...document.querySelectorAll('[data-testid="project"]')].some(li => li.textContent.includes('Rangkaian Pernikahan'))`))
-	if err != nil {
-		t.Fatalf("new project never appeared in the list: %v", err)
-	}
+	browsertest.Wait(t, ctx, "new project in the list",
+		`[...document.querySelectorAll('[data-testid="project"]')].some(li => li.textContent.includes('Rangkaian Pernikahan'))`)
 	marker, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__jejakMarker === true`))
 	if err != nil || !marker {
 		t.Fatalf("the page was fully reloaded (marker lost=%v, err=%v): htmx did not swap in place", !marker, err)

@@ -22,17 +22,13 @@ func (s *Server) tenantHome(c echo.Context) error {
 
 func (s *Server) homeVM(c echo.Context) (viewtenant.HomeVM, error) {
 	t, m := currentTenant(c), membership(c)
-	ps, err := s.Tenants.Projects(c.Request().Context(), t.ID)
+	ps, plan, err := s.Tenants.Home(c.Request().Context(), t.ID)
 	if err != nil {
 		return viewtenant.HomeVM{}, err
 	}
 	vm := viewtenant.HomeVM{Slug: t.Slug, Name: t.Name, Role: m.Role, CanWrite: m.CanWrite(), Loc: t.Location(), PlanCodes: tenant.PlanCodes}
-	plan, err := s.Tenants.CurrentPlan(c.Request().Context(), t.ID)
-	switch {
-	case err == nil:
+	if plan != nil {
 		vm.Plan = &viewtenant.Plan{Code: plan.Code, Status: plan.Status, PeriodEnd: plan.PeriodEnd}
-	case !tenant.IsNotFound(err):
-		return viewtenant.HomeVM{}, err
 	}
 	for _, p := range ps {
 		vm.Projects = append(vm.Projects, viewtenant.Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt})

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -34,14 +33,7 @@ func TestBrowserTenantAuditTimeline(t *testing.T) {
 	if err := signIn(ctx, f.srv.URL, "budi@melati.test"); err != nil {
 		t.Fatalf("sign in: %v", err)
 	}
-	wait := func(what, js string) {
-		t.Helper()
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		if _, err := chromedp.Run(wctx, chromedp.Poll[bool](js)); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	wait := func(what, js string) { t.Helper(); browsertest.Wait(t, ctx, what, js) }
 	marker := func(step string) {
 		t.Helper()
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__jejakMarker === true`))
