@@ -55,10 +55,13 @@ func (e *Engine) checkAuditable(q Querier, ps []EnqueueParams) error {
 // recordQueued writes the queued event of each sensitive job just enqueued
 // (existing idempotent duplicates were queued before and are skipped).
 func (e *Engine) recordQueued(ctx context.Context, q Querier, ps []EnqueueParams, ids []int64, existing []bool) error {
-	rec := audit.NewRecorder(e.clock)
+	var rec *audit.Recorder // only when a sensitive job is among ps: the common enqueue pays nothing
 	for i, p := range ps {
 		if existing[i] || !e.sensitive(p.Kind) {
 			continue
+		}
+		if rec == nil {
+			rec = audit.NewRecorder(e.clock)
 		}
 		tx := q.(pgx.Tx) // checkAuditable ran first
 		// The trace id may have been generated at insert: read it back.

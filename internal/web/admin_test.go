@@ -171,7 +171,7 @@ func (s cachedServer) get(path string) answer { return s.c.get(path) }
 func newCachedServer(t *testing.T, f *fixture, maxAge time.Duration) cachedServer {
 	t.Helper()
 	g := *f
-	g.srv = httptestServer(t, adminHandler(f.db, f.jobs, quietLog(), maxAge))
+	g.srv = httptestServer(t, newHandler(f.db, f.jobs, quietLog(), maxAge))
 	c := g.client()
 	c.login("support@jejak.test")
 	return cachedServer{c: c}

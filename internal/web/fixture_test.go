@@ -46,13 +46,13 @@ func newAdminFixture(t *testing.T, statsMaxAge time.Duration) *fixture {
 	if err != nil {
 		t.Fatalf("job engine: %v", err)
 	}
-	srv := httptest.NewServer(adminHandler(db, engine, log, statsMaxAge))
+	srv := httptest.NewServer(newHandler(db, engine, log, statsMaxAge))
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, db: db, srv: srv, jobs: engine}
 }
 
-// adminHandler is the application's handler (app.NewDeps) over db.
-func adminHandler(db *testdb.DB, engine *job.Engine, log *slog.Logger, statsMaxAge time.Duration) http.Handler {
+// newHandler is the application's handler (app.NewDeps) over db.
+func newHandler(db *testdb.DB, engine *job.Engine, log *slog.Logger, statsMaxAge time.Duration) http.Handler {
 	deps := app.NewDeps(db.App, db.System, engine, clock.Database{}, log)
 	deps.StatsMaxAge = statsMaxAge
 	return web.New(deps)

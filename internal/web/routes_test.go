@@ -89,7 +89,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /admin/search":                 {"/admin/search", nil, staff},
 	}
 
-	e := adminHandler(f.db, f.jobs, quietLog(), 0).(*echo.Echo)
+	e := newHandler(f.db, f.jobs, quietLog(), 0).(*echo.Echo)
 	seen := map[string]bool{}
 	for _, r := range e.Routes() {
 		key := r.Method + " " + r.Path
