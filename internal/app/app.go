@@ -21,10 +21,12 @@ import (
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/pgcluster"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Env is an opened, migrated database with Jejak's two pools.
@@ -115,7 +117,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer})
+	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer,
+		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow}})
 	if cfg.Workers > 0 {
 		if err := engine.Start(ctx); err != nil {
 			return fmt.Errorf("start workers: %w", err)
@@ -131,6 +134,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 			log.Error("stop workers", "error", err.Error())
 		}
 	}()
+	ob, err := startOutbox(ctx, cfg, env, engine, clk, log)
+	if err != nil {
+		return err
+	}
+	// Runs before the workers stop (defers unwind in reverse): the relay
+	// settles its batch in flight, then NATS closes.
+	defer ob.Close()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	deps.SecureCookies = cfg.SecureCookies
 	handler := web.New(deps)
@@ -178,7 +188,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 // two), so they exercise the same wiring.
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
-		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log}
+		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log,
+		Webhooks: webhook.NewService(appPool, clk, engine), Outbox: outboxconsole.New(systemPool, clk)}
 }
 
 // Seed writes the demo data and, when scale asks for it, large-data mode's

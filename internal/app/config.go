@@ -5,8 +5,11 @@ package app
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Config is Jejak's configuration, from the environment (flags may
@@ -22,6 +25,9 @@ type Config struct {
 	SMTPURL       string // JEJAK_SMTP_URL (smtp://host:port); "" = the dev mail sink in the database
 	SecureCookies bool   // JEJAK_SECURE_COOKIES; set behind TLS
 	LogLevel      string // JEJAK_LOG_LEVEL: debug, info, warn, error
+	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
+	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
+	WebhookAllow []netip.Prefix
 }
 
 // FromEnv reads Config from getenv.
@@ -47,6 +53,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s must be true or false, got %q", name, v)
 			}
 		}
+	}
+	if c.WebhookAllow, err = webhook.ParseAllowCIDRs(getenv("JEJAK_WEBHOOK_ALLOW_CIDRS")); err != nil {
+		return c, fmt.Errorf("JEJAK_WEBHOOK_ALLOW_CIDRS: %w", err)
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":

@@ -15,8 +15,10 @@ import (
 
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Deps are the services the handlers use.
@@ -36,6 +38,13 @@ type Deps struct {
 	// shared snapshot per period, whatever the number of viewers);
 	// 0 = job.DefaultStatsMaxAge, negative = fresh on every request (tests).
 	StatsMaxAge time.Duration
+	// Webhooks is the tenant webhook service (/t/{slug}/webhooks).
+	Webhooks *webhook.Service
+	// Outbox is the staff view and repair of the outbox (/admin/outbox).
+	Outbox *outboxconsole.Console
+	// DemoHooks, when set (demo mode), serves the built-in webhook
+	// receiver under /demo/hooks/.
+	DemoHooks http.Handler
 }
 
 // Server holds the handlers' dependencies.

@@ -26,7 +26,7 @@ import (
 type Deliverer struct {
 	// App is the tenant-facing pool: each attempt reads and writes under
 	// the job's tenant.
-	App    database.Pool
+	App    database.Beginner
 	Jobs   Enqueuer
 	Clock  clock.Clock
 	Client *http.Client // Guard.Client() in production
