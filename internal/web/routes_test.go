@@ -35,6 +35,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	owner.login("budi@melati.test")
 	owner.post("/t/toko-bunga-melati/projects", owner.withCSRF(url.Values{"name": {"Matriks"}}), false)
 	project := f.projectID("toko-bunga-melati", "Matriks")
+	hook, delivery := f.webhookWithDelivery("toko-bunga-melati")
 	deadByRole := map[string]int64{}
 	for _, r := range roles {
 		deadByRole[r] = f.makeDead("toko-bunga-melati", "email.weekly-report", 1, "smtp 550")[0]
@@ -60,33 +61,43 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	}
 	reason := url.Values{"reason": {"matrix test"}}
 	rules := map[string]rule{
-		"GET /healthz":                      {"/healthz", nil, everyone},
-		"GET /readyz":                       {"/readyz", nil, everyone},
-		"GET /static/*":                     {"/static/app.css", nil, everyone},
-		"GET /login":                        {"/login", nil, everyone},
-		"POST /login":                       {"/login", url.Values{"email": {"x@y.test"}, "password": {"x"}}, everyone},
-		"POST /logout":                      {"/logout", nil, everyone},
-		"GET /":                             {"/", nil, signedIn},
-		"GET /t/:slug/":                     {"/t/toko-bunga-melati/", nil, tenantRead},
-		"GET /t/:slug":                      {"/t/toko-bunga-melati", nil, tenantRead},
-		"POST /t/:slug/projects":            {"/t/toko-bunga-melati/projects", url.Values{"name": {""}}, tenantWrite},
-		"POST /t/:slug/projects/:id/delete": {fmt.Sprintf("/t/toko-bunga-melati/projects/%d/delete", project), nil, tenantWrite},
-		"POST /t/:slug/plan":                {"/t/toko-bunga-melati/plan", url.Values{"plan": {"pro"}}, tenantWrite},
-		"GET /t/:slug/audit":                {"/t/toko-bunga-melati/audit", nil, tenantRead},
-		"GET /t/:slug/audit/export.csv":     {"/t/toko-bunga-melati/audit/export.csv", nil, tenantRead},
-		"GET /t/:slug/audit/export.jsonl":   {"/t/toko-bunga-melati/audit/export.jsonl", nil, tenantRead},
-		"POST /t/:slug/audit/verify":        {"/t/toko-bunga-melati/audit/verify", nil, tenantRead},
-		"GET /t/:slug/audit/:entity/:id":    {fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), nil, tenantRead},
-		"GET /t/:slug/jobs":                 {"/t/toko-bunga-melati/jobs", nil, tenantRead},
-		"GET /admin":                        {"/admin", nil, staff},
-		"GET /admin/jobs":                   {"/admin/jobs", nil, staff},
-		"GET /admin/jobs/:id":               {"/admin/jobs/{dead}", nil, staff},
-		"POST /admin/jobs/:id/retry":        {"/admin/jobs/{dead}/retry", reason, staff},
-		"POST /admin/jobs/:id/discard":      {"/admin/jobs/{dead}/discard", reason, staff},
-		"GET /admin/dead":                   {"/admin/dead", nil, staff},
-		"GET /admin/dead/bulk":              {"/admin/dead/bulk?action=retry", nil, staff},
-		"POST /admin/dead/bulk":             {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
-		"GET /admin/search":                 {"/admin/search", nil, staff},
+		"GET /healthz":                       {"/healthz", nil, everyone},
+		"GET /readyz":                        {"/readyz", nil, everyone},
+		"GET /static/*":                      {"/static/app.css", nil, everyone},
+		"GET /login":                         {"/login", nil, everyone},
+		"POST /login":                        {"/login", url.Values{"email": {"x@y.test"}, "password": {"x"}}, everyone},
+		"POST /logout":                       {"/logout", nil, everyone},
+		"GET /":                              {"/", nil, signedIn},
+		"GET /t/:slug/":                      {"/t/toko-bunga-melati/", nil, tenantRead},
+		"GET /t/:slug":                       {"/t/toko-bunga-melati", nil, tenantRead},
+		"POST /t/:slug/projects":             {"/t/toko-bunga-melati/projects", url.Values{"name": {""}}, tenantWrite},
+		"POST /t/:slug/projects/:id/delete":  {fmt.Sprintf("/t/toko-bunga-melati/projects/%d/delete", project), nil, tenantWrite},
+		"POST /t/:slug/plan":                 {"/t/toko-bunga-melati/plan", url.Values{"plan": {"pro"}}, tenantWrite},
+		"GET /t/:slug/audit":                 {"/t/toko-bunga-melati/audit", nil, tenantRead},
+		"GET /t/:slug/audit/export.csv":      {"/t/toko-bunga-melati/audit/export.csv", nil, tenantRead},
+		"GET /t/:slug/audit/export.jsonl":    {"/t/toko-bunga-melati/audit/export.jsonl", nil, tenantRead},
+		"POST /t/:slug/audit/verify":         {"/t/toko-bunga-melati/audit/verify", nil, tenantRead},
+		"GET /t/:slug/audit/:entity/:id":     {fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), nil, tenantRead},
+		"GET /t/:slug/jobs":                  {"/t/toko-bunga-melati/jobs", nil, tenantRead},
+		"GET /t/:slug/webhooks":              {"/t/toko-bunga-melati/webhooks", url.Values{}, tenantWrite},
+		"POST /t/:slug/webhooks":             {"/t/toko-bunga-melati/webhooks", url.Values{"url": {""}, "events": {"*"}}, tenantWrite},
+		"GET /t/:slug/webhooks/:id":          {fmt.Sprintf("/t/toko-bunga-melati/webhooks/%d", hook), nil, tenantWrite},
+		"POST /t/:slug/webhooks/:id/enable":  {fmt.Sprintf("/t/toko-bunga-melati/webhooks/%d/enable", hook), nil, tenantWrite},
+		"POST /t/:slug/webhooks/:id/disable": {fmt.Sprintf("/t/toko-bunga-melati/webhooks/%d/disable", hook), nil, tenantWrite},
+		"POST /t/:slug/webhooks/:id/rotate":  {fmt.Sprintf("/t/toko-bunga-melati/webhooks/%d/rotate", hook), nil, tenantWrite},
+		"POST /t/:slug/webhooks/:id/deliveries/:delivery/resend": {
+			fmt.Sprintf("/t/toko-bunga-melati/webhooks/%d/deliveries/%d/resend", hook, delivery), nil, tenantWrite},
+		"GET /admin/outbox":            {"/admin/outbox", nil, staff},
+		"POST /admin/outbox/retry":     {"/admin/outbox/retry", reason, staff},
+		"GET /admin":                   {"/admin", nil, staff},
+		"GET /admin/jobs":              {"/admin/jobs", nil, staff},
+		"GET /admin/jobs/:id":          {"/admin/jobs/{dead}", nil, staff},
+		"POST /admin/jobs/:id/retry":   {"/admin/jobs/{dead}/retry", reason, staff},
+		"POST /admin/jobs/:id/discard": {"/admin/jobs/{dead}/discard", reason, staff},
+		"GET /admin/dead":              {"/admin/dead", nil, staff},
+		"GET /admin/dead/bulk":         {"/admin/dead/bulk?action=retry", nil, staff},
+		"POST /admin/dead/bulk":        {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
+		"GET /admin/search":            {"/admin/search", nil, staff},
 	}
 
 	e := newHandler(f.db, f.jobs, quietLog(), 0).(*echo.Echo)

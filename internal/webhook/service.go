@@ -164,7 +164,7 @@ func (s *Service) EndpointDeliveries(ctx context.Context, tenantID int64, actor 
 
 // Resend sends a delivery again now, whatever its state. Two resends
 // before the next attempt ran make one job.
-func (s *Service) Resend(ctx context.Context, tenantID int64, actor Actor, deliveryID int64) (Delivery, error) {
+func (s *Service) Resend(ctx context.Context, tenantID int64, actor Actor, endpointID, deliveryID int64) (Delivery, error) {
 	if !actor.canManage() {
 		return Delivery{}, ErrReadOnly
 	}
@@ -174,6 +174,9 @@ func (s *Service) Resend(ctx context.Context, tenantID int64, actor Actor, deliv
 		var err error
 		if d, err = st.delivery(ctx, tenantID, deliveryID); err != nil {
 			return err
+		}
+		if d.EndpointID != endpointID {
+			return ErrNotFound
 		}
 		now := s.clk.Now()
 		if d, err = st.updateDelivery(ctx, tenantID, d.ID, StatePending, d.Attempts, d.LastStatus, d.LastError, nil, now); err != nil {

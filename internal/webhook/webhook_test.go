@@ -230,7 +230,7 @@ func TestDeliverySignedAndRedeliveryCreatesNoSecondJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.svc.Resend(ctx, v.tenant, v.owner, ds[0].ID); err != nil {
+	if _, err := v.svc.Resend(ctx, v.tenant, v.owner, created.Endpoint.ID, ds[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	v.runDue(t)
