@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
@@ -112,6 +113,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
 		// retry with backoff and end as dead letters.
 		mailer = demo.BounceMailer{Next: mailer}
+		hooks, err := startDemoHooks(ctx, env, log, out)
+		if err != nil {
+			return err
+		}
+		defer hooks.Close()
+		// The receiver is on loopback, which the SSRF guard refuses.
+		cfg.WebhookAllow = append(cfg.WebhookAllow, netip.MustParsePrefix("127.0.0.1/32"))
 	}
 	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log})
 	if err != nil {

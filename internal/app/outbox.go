@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/natsbus"
 	"github.com/jejakhq/jejak/internal/outbox"
@@ -120,4 +121,19 @@ func OutboxRetryFailed(ctx context.Context, cfg Config, log *slog.Logger, out io
 	}
 	fmt.Fprintf(out, "%d failed outbox messages returned to pending\n", n)
 	return nil
+}
+
+// startDemoHooks starts the demo's webhook receiver and points the demo
+// tenants' endpoints at it.
+func startDemoHooks(ctx context.Context, env *Env, log *slog.Logger, out io.Writer) (*demo.HookReceiver, error) {
+	h, err := demo.StartHookReceiver(env.System, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.SeedEndpoints(ctx); err != nil {
+		h.Close()
+		return nil, err
+	}
+	fmt.Fprintf(out, "Demo webhook receiver (what tenants' endpoints received): %s/\n", h.URL())
+	return h, nil
 }

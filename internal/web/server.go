@@ -42,9 +42,6 @@ type Deps struct {
 	Webhooks *webhook.Service
 	// Outbox is the staff view and repair of the outbox (/admin/outbox).
 	Outbox *outboxconsole.Console
-	// DemoHooks, when set (demo mode), serves the built-in webhook
-	// receiver under /demo/hooks/.
-	DemoHooks http.Handler
 }
 
 // Server holds the handlers' dependencies.
