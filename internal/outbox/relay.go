@@ -184,8 +184,11 @@ func (r *Relay) loop(ctx context.Context, wake chan struct{}) {
 		if err != nil && ctx.Err() == nil {
 			r.log.Error("outbox relay batch", "err", err)
 		}
-		if err == nil && n == r.cfg.BatchSize {
-			continue // more is waiting
+		if err == nil && n > 0 {
+			// More may be waiting: a full batch left rows behind, and a
+			// partial one just delivered aggregate heads whose next
+			// messages are claimable now.
+			continue
 		}
 		t.Reset(r.cfg.PollInterval)
 		select {
