@@ -36,10 +36,22 @@ UPDATE outbox_messages m
  WHERE m.id = cand.id AND t.id = m.tenant_id
 RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts;
 
--- name: OutboxMarkDelivered :execrows
-UPDATE outbox_messages
-   SET state = 'delivered', processed_at = coalesce(sqlc.narg('now')::timestamptz, now()), last_error = NULL
- WHERE id = ANY(@ids::bigint[]) AND state = 'processing' AND reserved_by = @worker::text;
+-- name: OutboxMarkDelivered :one
+-- Marks a batch delivered and adds it to the minute's throughput in the
+-- same statement: one commit per batch instead of two.
+WITH delivered AS (
+    UPDATE outbox_messages
+       SET state = 'delivered', processed_at = coalesce(sqlc.narg('now')::timestamptz, now()), last_error = NULL
+     WHERE id = ANY(@ids::bigint[]) AND state = 'processing' AND reserved_by = @worker::text
+    RETURNING 1
+), stats AS (
+    INSERT INTO outbox_stats_minute (minute, delivered)
+    SELECT date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), count(*)
+      FROM delivered HAVING count(*) > 0
+    ON CONFLICT (minute) DO UPDATE SET delivered = outbox_stats_minute.delivered + EXCLUDED.delivered
+    RETURNING delivered
+)
+SELECT (SELECT count(*) FROM delivered)::bigint AS marked;
 
 -- name: OutboxMarkFailed :many
 -- A failed publish goes back to pending after its backoff, or to failed

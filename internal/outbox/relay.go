@@ -265,8 +265,8 @@ func (r *Relay) settle(ctx context.Context, stopping bool, msgs []Envelope, errs
 		}
 		r.log.Warn("outbox publish failed", "messages", len(failed), "now_failed", dead, "first_error", reasons[0])
 	}
-	if len(ok) > 0 || dead > 0 {
-		if err := storeStatsAdd(ctx, r.cfg.Pool, now, len(ok), dead); err != nil {
+	if dead > 0 {
+		if err := storeStatsAdd(ctx, r.cfg.Pool, now, 0, dead); err != nil {
 			return fmt.Errorf("outbox stats: %w", err)
 		}
 	}

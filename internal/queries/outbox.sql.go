@@ -126,10 +126,20 @@ func (q *Queries) OutboxInsert(ctx context.Context, arg OutboxInsertParams) (int
 	return id, err
 }
 
-const outboxMarkDelivered = `-- name: OutboxMarkDelivered :execrows
-UPDATE outbox_messages
-   SET state = 'delivered', processed_at = coalesce($1::timestamptz, now()), last_error = NULL
- WHERE id = ANY($2::bigint[]) AND state = 'processing' AND reserved_by = $3::text
+const outboxMarkDelivered = `-- name: OutboxMarkDelivered :one
+WITH delivered AS (
+    UPDATE outbox_messages
+       SET state = 'delivered', processed_at = coalesce($1::timestamptz, now()), last_error = NULL
+     WHERE id = ANY($2::bigint[]) AND state = 'processing' AND reserved_by = $3::text
+    RETURNING 1
+), stats AS (
+    INSERT INTO outbox_stats_minute (minute, delivered)
+    SELECT date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), count(*)
+      FROM delivered HAVING count(*) > 0
+    ON CONFLICT (minute) DO UPDATE SET delivered = outbox_stats_minute.delivered + EXCLUDED.delivered
+    RETURNING delivered
+)
+SELECT (SELECT count(*) FROM delivered)::bigint AS marked
 `
 
 type OutboxMarkDeliveredParams struct {
@@ -138,12 +148,13 @@ type OutboxMarkDeliveredParams struct {
 	Worker string
 }
 
+// Marks a batch delivered and adds it to the minute's throughput in the
+// same statement: one commit per batch instead of two.
 func (q *Queries) OutboxMarkDelivered(ctx context.Context, arg OutboxMarkDeliveredParams) (int64, error) {
-	result, err := q.db.Exec(ctx, outboxMarkDelivered, arg.Now, arg.Ids, arg.Worker)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := q.db.QueryRow(ctx, outboxMarkDelivered, arg.Now, arg.Ids, arg.Worker)
+	var marked int64
+	err := row.Scan(&marked)
+	return marked, err
 }
 
 const outboxMarkFailed = `-- name: OutboxMarkFailed :many
