@@ -274,7 +274,7 @@ type jejakOutbox struct {
 
 func (j *jejakOutbox) Fill(ctx context.Context, n int) error {
 	_, err := j.db.Admin.Exec(ctx, `INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, created_at, available_at)
-		SELECT ($1::bigint[])[1 + g % cardinality($1::bigint[])], 'project.updated', 'project', (g % 1000)::text,
+		SELECT ($1::bigint[])[1 + g % cardinality($1::bigint[])], 'project.updated', 'project', (g % 10000)::text,
 		       jsonb_build_object('seq', g, 'name', 'Katalog Musim Hujan'), now(), now()
 		  FROM generate_series(1, $2::int) g`, j.db.Tenants, n)
 	return err
@@ -303,7 +303,7 @@ func (j *jejakOutbox) Publish(ctx context.Context, k int) ([]string, error) {
 		ids = ids[:0]
 		for i := range k {
 			id, err := j.w.Publish(ctx, tx, tid, outbox.Message{Type: "project.updated", AggregateType: "project",
-				AggregateID: strconv.Itoa((j.next*k + i) % 1000), Payload: map[string]any{"seq": i, "name": "Katalog Musim Hujan"}})
+				AggregateID: strconv.Itoa((j.next*k + i) % 10000), Payload: map[string]any{"seq": i, "name": "Katalog Musim Hujan"}})
 			if err != nil {
 				return err
 			}

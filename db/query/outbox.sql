@@ -82,11 +82,16 @@ UPDATE outbox_messages
    AND reserved_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8);
 
 -- name: OutboxPrune :execrows
+-- Looks only at the @lim oldest rows (a primary key range, no index of
+-- its own) and deletes those delivered long enough ago. Rows are delivered
+-- roughly in id order, so repeating until nothing is deleted clears the
+-- old end of the table without reading its young part; a pending or
+-- failed row in the window simply stays.
 DELETE FROM outbox_messages
- WHERE id IN (SELECT id FROM outbox_messages
+ WHERE id IN (SELECT id FROM (
+                SELECT id, state, processed_at FROM outbox_messages ORDER BY id LIMIT @lim) oldest
                WHERE state = 'delivered'
-                 AND processed_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8)
-               LIMIT @lim);
+                 AND processed_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8));
 
 -- name: OutboxStatsAdd :exec
 INSERT INTO outbox_stats_minute (minute, delivered, failed)

@@ -39,8 +39,9 @@ CREATE INDEX outbox_aggregate_idx ON outbox_messages (tenant_id, aggregate_type,
 CREATE INDEX outbox_processing_idx ON outbox_messages (reserved_at) WHERE state = 'processing';
 -- Failed messages wait for an operator.
 CREATE INDEX outbox_failed_idx ON outbox_messages (tenant_id, id) WHERE state = 'failed';
--- Retention prunes delivered rows by age.
-CREATE INDEX outbox_delivered_idx ON outbox_messages (processed_at) WHERE state = 'delivered';
+-- No index serves retention: every index costs each claim and delivery,
+-- and delivered rows are oldest first in id order, so pruning walks the
+-- primary key from the start (OutboxPrune).
 
 ALTER TABLE outbox_messages SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000,
                                  autovacuum_analyze_scale_factor = 0.05);

@@ -428,3 +428,41 @@ func (s failSink) Publish(_ context.Context, msgs []outbox.Envelope) []error {
 	}
 	return errs
 }
+
+// The maintenance leader prunes delivered messages past retention, and
+// only those; other replicas prune nothing.
+func TestPruneDeliveredOnTheLeader(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tid := newTenant(t, db, "toko")
+	clk := clock.NewFrozen(time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC))
+	w := outbox.NewWriter(clk)
+	var ms []outbox.Message
+	for i := range 30 {
+		ms = append(ms, msg(fmt.Sprintf("agg-%d", i), 1))
+	}
+	publish(t, db, w, tid, ms...)
+	leader := false
+	r := newRelay(t, db, outbox.RelayConfig{Clock: clk, BatchSize: 20, Retention: time.Hour, IsLeader: func() bool { return leader }})
+	if n, err := r.RunOnce(context.Background()); n != 20 || err != nil {
+		t.Fatal(n, err)
+	}
+	clk.Advance(2 * time.Hour)
+	if n, err := r.RunOnce(context.Background()); n != 10 || err != nil { // delivered "now"
+		t.Fatal(n, err)
+	}
+	publish(t, db, w, tid, msg("late", 1)) // pending
+	if err := r.Maintain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := states(t, db); s["delivered"] != 30 {
+		t.Fatalf("a follower pruned: %v", s)
+	}
+	leader = true
+	if err := r.Maintain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := states(t, db); s["delivered"] != 10 || s["pending"] != 1 {
+		t.Fatalf("after pruning: %v, want the 10 recent delivered and the pending one", s)
+	}
+}

@@ -294,7 +294,7 @@ func (r *Relay) Maintain(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("prune delivered outbox messages: %w", err)
 			}
-			if n < 5000 || ctx.Err() != nil {
+			if n == 0 || ctx.Err() != nil {
 				break
 			}
 		}

@@ -213,20 +213,25 @@ func (q *Queries) OutboxMarkFailed(ctx context.Context, arg OutboxMarkFailedPara
 
 const outboxPrune = `-- name: OutboxPrune :execrows
 DELETE FROM outbox_messages
- WHERE id IN (SELECT id FROM outbox_messages
+ WHERE id IN (SELECT id FROM (
+                SELECT id, state, processed_at FROM outbox_messages ORDER BY id LIMIT $1) oldest
                WHERE state = 'delivered'
-                 AND processed_at < coalesce($1::timestamptz, now()) - make_interval(secs => $2::float8)
-               LIMIT $3)
+                 AND processed_at < coalesce($2::timestamptz, now()) - make_interval(secs => $3::float8))
 `
 
 type OutboxPruneParams struct {
+	Lim              int32
 	Now              *time.Time
 	OlderThanSeconds float64
-	Lim              int32
 }
 
+// Looks only at the @lim oldest rows (a primary key range, no index of
+// its own) and deletes those delivered long enough ago. Rows are delivered
+// roughly in id order, so repeating until nothing is deleted clears the
+// old end of the table without reading its young part; a pending or
+// failed row in the window simply stays.
 func (q *Queries) OutboxPrune(ctx context.Context, arg OutboxPruneParams) (int64, error) {
-	result, err := q.db.Exec(ctx, outboxPrune, arg.Now, arg.OlderThanSeconds, arg.Lim)
+	result, err := q.db.Exec(ctx, outboxPrune, arg.Lim, arg.Now, arg.OlderThanSeconds)
 	if err != nil {
 		return 0, err
 	}
