@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -14,9 +15,6 @@ import (
 // the filtered job list, dead letters grouped and listed, jobs of one
 // trace. They run on the system pool (jejak_system). Like store.go it
 // converts sqlc rows into domain types.
-
-// MaxListPage bounds every page of a job list (staff or tenant).
-const MaxListPage = 200
 
 // filtered runs the staff lists' "(narg IS NULL OR col = narg)" reads with
 // plans for their actual filters (see database.FreshPlans).
@@ -56,19 +54,11 @@ type ListRow struct {
 	WorkerID    string
 }
 
-// ListPage is one keyset page of jobs, newest first. Next is the cursor
-// (an id to pass as before) of the next page, 0 on the last page.
-type ListPage struct {
-	Rows []ListRow
-	Next int64
-}
+// ListPage is one keyset page of jobs, newest first; Next is the id to
+// pass as before for the next page, 0 on the last page.
+type ListPage = keyset.Page[ListRow]
 
-func clampAdminLimit(n int) int {
-	if n <= 0 {
-		return 50
-	}
-	return min(n, MaxListPage)
-}
+func rowID(r *ListRow) int64 { return r.ID }
 
 func strPtr(s string) *string {
 	if s == "" {
@@ -87,7 +77,7 @@ func idPtr(id int64) *int64 {
 // ListJobs returns one page of jobs matching f across tenants, newest
 // first, keyset on id (before = 0 for the first page).
 func ListJobs(ctx context.Context, db Querier, f AdminFilter, before int64, limit int) (ListPage, error) {
-	limit = clampAdminLimit(limit)
+	limit = keyset.Limit(limit)
 	rows, err := filtered(db).JobAdminList(ctx, queries.JobAdminListParams{
 		State: strPtr(string(f.State)), Kind: strPtr(f.Kind), TenantID: idPtr(f.TenantID), Queue: strPtr(f.Queue),
 		ID: idPtr(f.ID), TraceID: strPtr(f.TraceID), IdempotencyKey: strPtr(f.IdempotencyKey),
@@ -106,11 +96,7 @@ func ListJobs(ctx context.Context, db Querier, f AdminFilter, before int64, limi
 			TraceID: r.TraceID, WorkerID: deref(r.WorkerID),
 		})
 	}
-	if len(p.Rows) > limit {
-		p.Rows = p.Rows[:limit]
-		p.Next = p.Rows[limit-1].ID
-	}
-	return p, nil
+	return keyset.Cut(p.Rows, limit, rowID), nil
 }
 
 // DeadFilter selects dead letters for the list and for bulk actions; zero
@@ -158,7 +144,7 @@ func (f DeadFilter) before(cursor int64) *int64 {
 
 // ListDead returns one page of dead letters matching f, newest first.
 func ListDead(ctx context.Context, db Querier, f DeadFilter, before int64, limit int) (ListPage, error) {
-	limit = clampAdminLimit(limit)
+	limit = keyset.Limit(limit)
 	rows, err := filtered(db).JobAdminDeadList(ctx, queries.JobAdminDeadListParams{
 		Kind: strPtr(f.Kind), ErrorClass: strPtr(string(f.Class)), TenantID: idPtr(f.TenantID), Flagged: f.Flagged,
 		BeforeID: f.before(before), Lim: int32(limit + 1),
@@ -174,11 +160,7 @@ func ListDead(ctx context.Context, db Querier, f DeadFilter, before int64, limit
 			LastError: deref(r.LastError), Class: Class(deref(r.ErrorClass)), Flagged: r.Flagged, TraceID: r.TraceID,
 		})
 	}
-	if len(p.Rows) > limit {
-		p.Rows = p.Rows[:limit]
-		p.Next = p.Rows[limit-1].ID
-	}
-	return p, nil
+	return keyset.Cut(p.Rows, limit, rowID), nil
 }
 
 // DeadCount is a bulk action's preview: how many dead letters match (up to
@@ -221,7 +203,7 @@ type TraceJob struct {
 // JobsByTrace returns the jobs of one trace id across tenants, oldest
 // first, at most limit.
 func JobsByTrace(ctx context.Context, db Querier, traceID string, limit int) ([]TraceJob, error) {
-	rows, err := queries.New(db).JobAdminByTrace(ctx, queries.JobAdminByTraceParams{TraceID: traceID, Lim: int32(clampAdminLimit(limit))})
+	rows, err := queries.New(db).JobAdminByTrace(ctx, queries.JobAdminByTraceParams{TraceID: traceID, Lim: int32(keyset.Limit(limit))})
 	if err != nil {
 		return nil, fmt.Errorf("jobs of trace %q: %w", traceID, err)
 	}

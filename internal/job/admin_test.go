@@ -71,13 +71,13 @@ func TestActOnDeadConcurrentRetriesApplyOnce(t *testing.T) {
 	if ok.Load() != 1 || notDead.Load() != 5 {
 		t.Fatalf("ok=%d notDead=%d, want 1 and 5", ok.Load(), notDead.Load())
 	}
-	p, err := audit.Timeline(context.Background(), db.System, tenants[0], audit.Filter{Action: "job.replayed"}, nil, 10)
-	if err != nil || len(p.Events) != 1 || p.Events[0].ActorKind != audit.ActorStaff {
-		t.Fatalf("replay events: %+v %v", p.Events, err)
+	p, err := audit.Timeline(context.Background(), db.System, tenants[0], audit.Filter{Action: "job.replayed"}, 0, 10)
+	if err != nil || len(p.Rows) != 1 || p.Rows[0].ActorKind != audit.ActorStaff {
+		t.Fatalf("replay events: %+v %v", p.Rows, err)
 	}
-	other, _ := audit.Timeline(context.Background(), db.System, tenants[1], audit.Filter{}, nil, 10)
-	if len(other.Events) != 0 {
-		t.Fatalf("other tenant's trail has %d events", len(other.Events))
+	other, _ := audit.Timeline(context.Background(), db.System, tenants[1], audit.Filter{}, 0, 10)
+	if len(other.Rows) != 0 {
+		t.Fatalf("other tenant's trail has %d events", len(other.Rows))
 	}
 	r, err := e.Get(context.Background(), id)
 	if err != nil || r.State != job.StatePending || r.Flagged || len(r.Errors) != 1 || r.MaxAttempts != r.Attempt+job.DefaultMaxAttempts {
@@ -102,7 +102,7 @@ func TestActOnDeadRefusals(t *testing.T) {
 		want   error
 	}{
 		{"blank reason", job.Operator{UserID: staff}, job.ActionRetry, id, "  \n ", job.ErrReasonRequired},
-		{"long reason", job.Operator{UserID: staff}, job.ActionDiscard, id, fmt.Sprintf("%0501d", 0), job.ErrReasonRequired},
+		{"long reason", job.Operator{UserID: staff}, job.ActionDiscard, id, fmt.Sprintf("%0501d", 0), job.ErrReasonTooLong},
 		{"no operator", job.Operator{}, job.ActionRetry, id, "why", job.ErrInvalidJob},
 		{"unknown action", job.Operator{UserID: staff}, "explode", id, "why", job.ErrInvalidJob},
 		{"unknown job", job.Operator{UserID: staff}, job.ActionRetry, id + 100, "why", job.ErrNotFound},

@@ -3,14 +3,15 @@ package job
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/clip"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/queries"
 )
@@ -47,13 +48,16 @@ const bulkBatch = 500
 // MaxReason bounds an operator's reason.
 const MaxReason = 500
 
-// Operator action errors.
+// Operator action errors. The reason errors carry their message under the
+// form field "reason".
 var (
 	// ErrReasonRequired: an operator action without a (non-blank) reason.
-	ErrReasonRequired = errors.New("a reason is required")
+	ErrReasonRequired = apperr.Invalid("reason", "A reason is required: it is recorded in the tenant's audit trail.")
+	// ErrReasonTooLong: a reason over MaxReason characters, or not text.
+	ErrReasonTooLong = apperr.Invalid("reason", fmt.Sprintf("Give a reason of at most %d characters.", MaxReason))
 	// ErrNotDead: the job exists but is no longer a dead letter (retried
 	// or discarded meanwhile); nothing was changed.
-	ErrNotDead = errors.New("job is not a dead letter")
+	ErrNotDead = apperr.Conflict("job is not a dead letter")
 )
 
 // Operator is the staff member acting, for the audit trail.
@@ -72,7 +76,7 @@ func CheckReason(reason string) (string, error) {
 		return "", ErrReasonRequired
 	}
 	if utf8.RuneCountInString(reason) > MaxReason || !utf8.ValidString(reason) || strings.ContainsRune(reason, 0) {
-		return "", fmt.Errorf("%w: at most %d characters of text", ErrReasonRequired, MaxReason)
+		return "", ErrReasonTooLong
 	}
 	return reason, nil
 }
@@ -190,7 +194,7 @@ func (e *Engine) actBatch(ctx context.Context, rec *audit.Recorder, op Operator,
 			r := byID[jid]
 			detail := map[string]any{
 				"action": string(action), "previous_state": string(StateDead), "bulk": bulk,
-				"error_class": deref(r.ErrorClass), "last_error": truncateText(deref(r.LastError), 300),
+				"error_class": deref(r.ErrorClass), "last_error": clip.Runes(deref(r.LastError), 300),
 				"flagged": r.Flagged,
 			}
 			if action == ActionRetry {
@@ -218,12 +222,4 @@ func (e *Engine) actBatch(ctx context.Context, rec *audit.Recorder, op Operator,
 		return 0, 0, err
 	}
 	return changed, last, nil
-}
-
-func truncateText(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
 }

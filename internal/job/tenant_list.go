@@ -4,17 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/queries"
 )
-
-// ValidState reports whether s names a job state.
-func ValidState(s State) bool {
-	switch s {
-	case StatePending, StateRunning, StateSucceeded, StateDead, StateCancelled:
-		return true
-	}
-	return false
-}
 
 // ListTenantJobs returns tenantID's jobs newest first, optionally in one
 // state ("" = all), older than before (0 = from the newest), keyset on id.
@@ -24,9 +16,7 @@ func ListTenantJobs(ctx context.Context, db Querier, tenantID int64, state State
 	if state != "" && !ValidState(state) {
 		return ListPage{}, fmt.Errorf("%w: unknown state %q", ErrInvalidJob, state)
 	}
-	if limit <= 0 || limit > MaxListPage {
-		limit = 50
-	}
+	limit = keyset.Limit(limit)
 	p := queries.JobTenantListParams{TenantID: tenantID, Lim: int32(limit + 1)}
 	if state != "" {
 		s := string(state)
@@ -50,9 +40,5 @@ func ListTenantJobs(ctx context.Context, db Querier, tenantID int64, state State
 			TraceID: r.TraceID,
 		})
 	}
-	if len(page.Rows) > limit {
-		page.Rows = page.Rows[:limit]
-		page.Next = page.Rows[limit-1].ID
-	}
-	return page, nil
+	return keyset.Cut(page.Rows, limit, rowID), nil
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,12 +9,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/views/admin"
 )
-
-var validClasses = map[string]bool{"transient": true, "permanent": true, "policy": true}
 
 // deadFilter reads the dead-letter filter from query or form values;
 // problems land in form.Errors.
@@ -25,7 +24,7 @@ func deadFilter(v url.Values, all []job.TenantName) (admin.DeadForm, job.DeadFil
 		Errors: map[string]string{},
 	}
 	f := job.DeadFilter{Kind: form.Kind, Class: job.Class(form.Class)}
-	if form.Class != "" && !validClasses[form.Class] {
+	if form.Class != "" && !job.ValidClass(job.Class(form.Class)) {
 		form.Errors["class"] = "Unknown failure class."
 	}
 	if form.Tenant != "" {
@@ -43,8 +42,8 @@ func deadFilter(v url.Values, all []job.TenantName) (admin.DeadForm, job.DeadFil
 	default:
 		form.Errors["flagged"] = "Choose yes or no."
 	}
-	if len(form.Kind) > 100 {
-		form.Errors["class"] = "A kind is at most 100 characters."
+	if len(form.Kind) > job.MaxKindLen {
+		form.Errors["kind"] = fmt.Sprintf("A kind is at most %d characters.", job.MaxKindLen)
 	}
 	return form, f
 }
@@ -57,7 +56,7 @@ func (s *Server) deadVM(c echo.Context, v url.Values) (admin.DeadVM, job.DeadFil
 		return admin.DeadVM{}, job.DeadFilter{}, err
 	}
 	form, f := deadFilter(v, all)
-	before, err := parseCursor(v.Get("before"))
+	before, err := keyset.Cursor("before", v.Get("before"))
 	if err != nil {
 		return admin.DeadVM{}, f, err
 	}
@@ -163,7 +162,7 @@ func (s *Server) adminDeadBulk(c echo.Context) error {
 		if berr != nil {
 			return berr
 		}
-		b.Reason, b.ReasonError = reason, reasonMessage(err)
+		b.Reason, b.ReasonError = reason, apperr.FieldsOf(err)["reason"]
 		return render(c, http.StatusUnprocessableEntity, admin.BulkPage(b))
 	}
 	if maxID == 0 {
@@ -174,7 +173,7 @@ func (s *Server) adminDeadBulk(c echo.Context) error {
 	ctx := c.Request().Context()
 	op := job.Operator{UserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx)}
 	n, err := s.Jobs.ActOnDeadMatching(ctx, op, action, f, reason)
-	if err != nil && !errors.Is(err, job.ErrReasonRequired) {
+	if err != nil {
 		if n > 0 {
 			// Earlier batches committed; say so rather than hide it.
 			s.setFlash(c, fmt.Sprintf("%s stopped after %d job(s): %s", action, n, "internal error"))

@@ -16,14 +16,13 @@ import (
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/views/admin"
 )
 
 // errJobNotFound answers unknown and malformed job ids alike.
 var errJobNotFound = apperr.NotFound("job not found")
-
-var validStates = map[string]bool{"pending": true, "running": true, "succeeded": true, "dead": true, "cancelled": true}
 
 // adminJobs lists jobs across tenants with filters and keyset pages. Bad
 // filter values answer 422 with the message next to the field.
@@ -41,7 +40,7 @@ func (s *Server) adminJobs(c echo.Context) error {
 		Errors: map[string]string{},
 	}
 	f := job.AdminFilter{State: job.State(form.State), Kind: form.Kind, Queue: form.Queue, TraceID: form.Trace, IdempotencyKey: form.Key}
-	if form.State != "" && !validStates[form.State] {
+	if form.State != "" && !job.ValidState(job.State(form.State)) {
 		form.Errors["state"] = "Unknown state."
 	}
 	if form.Tenant != "" {
@@ -58,8 +57,14 @@ func (s *Server) adminJobs(c echo.Context) error {
 		}
 		f.ID = id
 	}
-	if len(form.Kind) > 100 || len(form.Queue) > 100 || len(form.Key) > 500 {
-		form.Errors["state"] = "Kind and queue are at most 100 characters, the key 500."
+	if len(form.Kind) > job.MaxKindLen {
+		form.Errors["kind"] = fmt.Sprintf("A kind is at most %d characters.", job.MaxKindLen)
+	}
+	if len(form.Queue) > 100 {
+		form.Errors["queue"] = "A queue is at most 100 characters."
+	}
+	if len(form.Key) > 500 {
+		form.Errors["key"] = "An idempotency key is at most 500 characters."
 	}
 	if len(form.Trace) > 200 {
 		form.Errors["trace"] = "A trace id is at most 200 characters."
@@ -71,7 +76,7 @@ func (s *Server) adminJobs(c echo.Context) error {
 		}
 		f.PayloadContains = obj
 	}
-	before, err := parseCursor(q.Get("before"))
+	before, err := keyset.Cursor("before", q.Get("before"))
 	if err != nil {
 		return err
 	}
@@ -100,18 +105,6 @@ func (s *Server) adminJobs(c echo.Context) error {
 		return render(c, status, admin.JobsResults(vm))
 	}
 	return render(c, status, admin.JobsPage(vm))
-}
-
-// parseCursor reads a keyset cursor (an id); "" is the first page.
-func parseCursor(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, echo.NewHTTPError(http.StatusBadRequest, "Bad page cursor.")
-	}
-	return n, nil
 }
 
 var payloadField = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}(\.[A-Za-z0-9_-]{1,100}){0,7}$`)
@@ -184,9 +177,6 @@ func (s *Server) adminJob(c echo.Context) error {
 func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
 	ctx := c.Request().Context()
 	r, err := s.Jobs.Get(ctx, id)
-	if errors.Is(err, job.ErrNotFound) {
-		return admin.JobVM{}, errJobNotFound
-	}
 	if err != nil {
 		return admin.JobVM{}, err
 	}
@@ -207,13 +197,13 @@ func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
 	}
 	// The job's own events, then the rest of its trace (other jobs,
 	// the request that enqueued it), newest first, without duplicates.
-	byJob, err := audit.Search(ctx, s.System, audit.SearchQuery{JobID: &id}, nil, 100)
+	byJob, err := audit.Search(ctx, s.System, audit.SearchQuery{JobID: &id}, 0, 100)
 	if err != nil {
 		return admin.JobVM{}, err
 	}
-	events := byJob.Events
+	events := byJob.Rows
 	if r.TraceID != "" {
-		byTrace, err := audit.Search(ctx, s.System, audit.SearchQuery{TraceID: r.TraceID}, nil, 100)
+		byTrace, err := audit.Search(ctx, s.System, audit.SearchQuery{TraceID: r.TraceID}, 0, 100)
 		if err != nil {
 			return admin.JobVM{}, err
 		}
@@ -221,7 +211,7 @@ func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
 		for _, e := range events {
 			seen[e.ID] = true
 		}
-		for _, e := range byTrace.Events {
+		for _, e := range byTrace.Rows {
 			if !seen[e.ID] {
 				events = append(events, e)
 			}
@@ -262,10 +252,8 @@ func (s *Server) adminJobAction(action job.OperatorAction) echo.HandlerFunc {
 		op := job.Operator{UserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx)}
 		err = s.Jobs.ActOnDead(ctx, op, action, id, reason)
 		switch {
-		case errors.Is(err, job.ErrReasonRequired):
-			return s.refuseJobAction(c, id, back, reason, reasonMessage(err))
-		case errors.Is(err, job.ErrNotFound):
-			return errJobNotFound
+		case apperr.FieldsOf(err)["reason"] != "":
+			return s.refuseJobAction(c, id, back, reason, apperr.FieldsOf(err)["reason"])
 		case errors.Is(err, job.ErrNotDead):
 			msg := fmt.Sprintf("Job #%d is no longer a dead letter (someone acted on it already); nothing changed.", id)
 			if isHTMX(c) {
@@ -283,13 +271,6 @@ func (s *Server) adminJobAction(action job.OperatorAction) echo.HandlerFunc {
 		s.setFlash(c, msg)
 		return c.Redirect(http.StatusSeeOther, back)
 	}
-}
-
-func reasonMessage(err error) string {
-	if strings.Contains(err.Error(), "at most") {
-		return fmt.Sprintf("Give a reason of at most %d characters.", job.MaxReason)
-	}
-	return "A reason is required: it is recorded in the tenant's audit trail."
 }
 
 func (s *Server) actionDoneMessage(c echo.Context, id int64, action job.OperatorAction) string {

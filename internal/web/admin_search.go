@@ -9,6 +9,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/views/admin"
 )
 
@@ -39,15 +40,15 @@ func (s *Server) adminSearch(c echo.Context) error {
 	if vm.TraceError != "" {
 		return render(c, http.StatusUnprocessableEntity, admin.SearchPage(vm))
 	}
-	if vm.Jobs, err = job.JobsByTrace(ctx, s.System, vm.Trace, job.MaxListPage); err != nil {
+	if vm.Jobs, err = job.JobsByTrace(ctx, s.System, vm.Trace, keyset.MaxLimit); err != nil {
 		return err
 	}
-	page, err := audit.Search(ctx, s.System, audit.SearchQuery{TraceID: vm.Trace}, nil, 200)
+	page, err := audit.Search(ctx, s.System, audit.SearchQuery{TraceID: vm.Trace}, 0, keyset.MaxLimit)
 	if err != nil {
 		return err
 	}
-	vm.MoreAudit = page.Next != nil
-	if vm.Audit, err = s.staffAuditRows(c, page.Events); err != nil {
+	vm.MoreAudit = page.Next != 0
+	if vm.Audit, err = s.staffAuditRows(c, page.Rows); err != nil {
 		return err
 	}
 	return render(c, http.StatusOK, admin.SearchPage(vm))

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/mail"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/views/components"
@@ -46,8 +46,6 @@ type auditFilter struct {
 	query string
 }
 
-var auditActionPattern = regexp.MustCompile(`^[a-z][a-z0-9_.:-]*$`)
-
 // parseAuditFilter reads the filter query parameters. Invalid values come
 // back as form errors (the caller answers 422 with them next to the
 // fields); nothing is read from the audit trail then.
@@ -62,7 +60,7 @@ func (s *Server) parseAuditFilter(c echo.Context, loc *time.Location) (auditFilt
 	canon := url.Values{}
 
 	if fm.Action != "" {
-		if len(fm.Action) > 100 || !auditActionPattern.MatchString(fm.Action) {
+		if !audit.ValidAction(fm.Action) {
 			fm.Errors["action"] = "An action is lower-case, like project.create."
 		} else {
 			af.f.Action = fm.Action
@@ -176,18 +174,11 @@ func printable(s string) bool {
 	return true
 }
 
-// seqParam reads a positive sequence number cursor (before/after); a bad
-// one is a 400 with a message, never a 500.
+// seqParam reads a sequence number cursor (before/after); a bad one is a
+// 400 with a message, never a 500.
 func seqParam(c echo.Context, name string) (int64, bool, error) {
-	v := c.QueryParam(name)
-	if v == "" {
-		return 0, false, nil
-	}
-	cur, err := audit.ParseCursor(v)
-	if err != nil || cur == nil || cur.Seq <= 0 {
-		return 0, false, echo.NewHTTPError(http.StatusBadRequest, "The "+name+" cursor is not valid; go back to the newest events.")
-	}
-	return cur.Seq, true, nil
+	n, err := keyset.Cursor(name, c.QueryParam(name))
+	return n, n > 0, err
 }
 
 // auditTimeline serves the timeline page, and with htmx its partials: the
@@ -231,10 +222,6 @@ func (s *Server) auditTimeline(c echo.Context) error {
 		return s.auditPoll(c, t, af, after)
 	}
 
-	var cursor *audit.Cursor
-	if hasBefore {
-		cursor = &audit.Cursor{Seq: before}
-	}
 	// A filtered first page also reads the trail's head (one primary-key
 	// probe) so its poll starts there and never rescans the non-matching
 	// events between the newest match and the head. Read before the page:
@@ -249,18 +236,18 @@ func (s *Server) auditTimeline(c echo.Context) error {
 				return err
 			}
 		}
-		page, err = audit.Timeline(ctx, tx, t.ID, af.f, cursor, auditPageSize)
+		page, err = audit.Timeline(ctx, tx, t.ID, af.f, before, auditPageSize)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	rows, err := s.auditRows(ctx, t, page.Events)
+	rows, err := s.auditRows(ctx, t, page.Rows)
 	if err != nil {
 		return err
 	}
-	if page.Next != nil {
-		vm.OlderURL = linkWith("/t/"+t.Slug+"/audit", af.query, "before", page.Next.String())
+	if page.Next != 0 {
+		vm.OlderURL = linkWith("/t/"+t.Slug+"/audit", af.query, "before", keyset.Format(page.Next))
 	}
 	if hasBefore && partial {
 		return render(c, http.StatusOK, viewtenant.AuditOlder(rows, vm.OlderURL))
@@ -272,8 +259,8 @@ func (s *Server) auditTimeline(c echo.Context) error {
 		// The first page polls for what arrives after its newest event or
 		// the head, whichever is later.
 		newest := head
-		if len(page.Events) > 0 && page.Events[0].Seq > newest {
-			newest = page.Events[0].Seq
+		if len(page.Rows) > 0 && page.Rows[0].Seq > newest {
+			newest = page.Rows[0].Seq
 		}
 		vm.PollURL = linkWith("/t/"+t.Slug+"/audit", af.query, "after", strconv.FormatInt(newest, 10))
 	}

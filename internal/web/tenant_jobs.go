@@ -10,6 +10,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/keyset"
 	viewtenant "github.com/jejakhq/jejak/views/tenant"
 )
 
@@ -45,13 +46,9 @@ func (s *Server) tenantJobs(c echo.Context) error {
 		vm.StateError = "Unknown state: choose pending, running, succeeded, dead or cancelled."
 		return render(c, http.StatusUnprocessableEntity, viewtenant.JobsPage(vm))
 	}
-	var before int64
-	if v := c.QueryParam("before"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			return echo.NewHTTPError(http.StatusBadRequest, "The before cursor is not valid; go back to the newest jobs.")
-		}
-		before = n
+	before, err := keyset.Cursor("before", c.QueryParam("before"))
+	if err != nil {
+		return err
 	}
 	page, err := s.listTenantJobs(ctx, t.ID, state, before)
 	if err != nil {
