@@ -11,14 +11,11 @@
 package audit
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"time"
 	"unicode/utf8"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/clip"
@@ -54,9 +51,7 @@ type DB = database.Querier
 
 // TxBeginner starts transactions with options; pools and connections are
 // TxBeginners. Verify uses it for one consistent snapshot.
-type TxBeginner interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
-}
+type TxBeginner = database.TxBeginner
 
 // Event is one fact to record.
 type Event struct {

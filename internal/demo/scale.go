@@ -12,7 +12,6 @@ import (
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/job"
 )
 
 // ScaleOptions sizes the large-data mode (SPEC P2).
@@ -58,7 +57,7 @@ func SeedScale(ctx context.Context, system *pgxpool.Pool, ownerURL string, o Sca
 		}
 	}
 	if o.Jobs > 0 {
-		if _, err := job.SeedScale(ctx, system, tenants, o.Jobs, progress("jobs", o.Jobs)); err != nil {
+		if _, err := seedJobs(ctx, system, tenants, o.Jobs, progress("jobs", o.Jobs)); err != nil {
 			return err
 		}
 	}

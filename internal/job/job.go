@@ -3,8 +3,8 @@
 // retries with backoff, dead letters, leases and rescue, and a goroutine
 // worker pool. Every reading of time comes from an injected clock.Clock.
 //
-// This file is the engine's public contract; handlers and the benchmark
-// build against it.
+// This file is the engine's public contract; handlers, the staff console
+// (internal/console) and the benchmark build against it.
 package job
 
 import (
@@ -94,22 +94,6 @@ type Enqueued struct {
 	Existing bool
 }
 
-// DeadLetter is a job that exhausted its attempts or failed permanently.
-type DeadLetter struct {
-	ID          int64
-	TenantID    int64
-	Kind        string
-	Queue       string
-	Payload     json.RawMessage
-	Attempts    int
-	MaxAttempts int
-	LastError   string
-	Class       Class
-	Flagged     bool
-	FinishedAt  time.Time
-	TraceID     string
-}
-
 // AttemptError is one failed attempt in a job's history (the jobs.errors
 // column keeps every one, so a dead letter shows why each attempt failed).
 type AttemptError struct {
@@ -118,17 +102,6 @@ type AttemptError struct {
 	Worker  string    `json:"worker"`
 	Class   Class     `json:"class"`
 	Error   string    `json:"error"`
-}
-
-// Record is the full stored state of a job, for tests and the dashboard.
-type Record struct {
-	Job
-	State      State
-	FinishedAt *time.Time
-	LastError  string
-	Class      Class
-	Flagged    bool
-	Errors     []AttemptError
 }
 
 // Handler does the work of one kind. Returning nil completes the job; any

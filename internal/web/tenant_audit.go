@@ -16,11 +16,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/audit"
-	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
@@ -222,23 +220,9 @@ func (s *Server) auditTimeline(c echo.Context) error {
 		return s.auditPoll(c, t, af, after)
 	}
 
-	// A filtered first page also reads the trail's head (one primary-key
-	// probe) so its poll starts there and never rescans the non-matching
-	// events between the newest match and the head. Read before the page:
-	// a tenant's events commit in seq order, so anything newer than the
-	// head read here is either on the page or newer than both.
-	probeHead := !hasBefore && af.query != ""
-	var page audit.Page
-	var head int64
-	err = database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) error {
-		if probeHead {
-			if _, head, err = audit.Newer(ctx, tx, t.ID, audit.Filter{}, 1<<62, 1); err != nil {
-				return err
-			}
-		}
-		page, err = audit.Timeline(ctx, tx, t.ID, af.f, before, auditPageSize)
-		return err
-	})
+	// A filtered first page also reads the trail's head so its poll starts
+	// there (see audit.Service.Timeline).
+	page, err := s.Audit.Timeline(ctx, t.ID, af.f, before, auditPageSize, !hasBefore && af.query != "")
 	if err != nil {
 		return err
 	}
@@ -258,7 +242,7 @@ func (s *Server) auditTimeline(c echo.Context) error {
 	} else {
 		// The first page polls for what arrives after its newest event or
 		// the head, whichever is later.
-		newest := head
+		newest := page.Head
 		if len(page.Rows) > 0 && page.Rows[0].Seq > newest {
 			newest = page.Rows[0].Seq
 		}
@@ -274,12 +258,7 @@ func (s *Server) auditTimeline(c echo.Context) error {
 // the page alone), else the new events newest first under a new poller.
 func (s *Server) auditPoll(c echo.Context, t *tenant.Tenant, af auditFilter, after int64) error {
 	ctx := c.Request().Context()
-	var events []audit.Recorded
-	var through int64
-	err := database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) (err error) {
-		events, through, err = audit.Newer(ctx, tx, t.ID, af.f, after, auditPollLimit)
-		return err
-	})
+	events, through, err := s.Audit.Poll(ctx, t.ID, af.f, after, auditPollLimit)
 	if err != nil {
 		return err
 	}
@@ -307,11 +286,7 @@ func (s *Server) auditEntity(c echo.Context) error {
 	if entity == "" || len(entity) > 100 || len(entityID) > 200 || !printable(entity) || !printable(entityID) {
 		return tenant.ErrNotFound
 	}
-	var events []audit.Recorded
-	err := database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) (err error) {
-		events, err = audit.EntityHistory(ctx, tx, t.ID, entity, entityID)
-		return err
-	})
+	events, err := s.Audit.EntityHistory(ctx, t.ID, entity, entityID)
 	if err != nil {
 		return err
 	}
@@ -350,21 +325,17 @@ func (s *Server) auditExport(format string) echo.HandlerFunc {
 		}
 		h := c.Response().Header()
 		name := t.Slug + "-audit"
-		write := audit.ExportCSV
 		switch format {
-		case "csv":
+		case audit.FormatCSV:
 			h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 			name += ".csv"
 		default:
 			h.Set(echo.HeaderContentType, "application/jsonl; charset=utf-8")
 			name += ".jsonl"
-			write = audit.ExportJSONLines
 		}
 		h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 		h.Set("Cache-Control", "no-store")
-		err = database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) error {
-			return write(ctx, tx, t.ID, af.f, c.Response())
-		})
+		err = s.Audit.Export(ctx, t.ID, format, af.f, c.Response())
 		if err != nil && !c.Response().Committed {
 			// Nothing sent yet: answer a normal error page instead.
 			h.Del(echo.HeaderContentDisposition)
@@ -409,7 +380,7 @@ func verifyKey(tenantID int64) string { return "audit_verify:" + strconv.FormatI
 func (s *Server) auditVerify(c echo.Context) error {
 	ctx := c.Request().Context()
 	t := currentTenant(c)
-	res, err := audit.Verify(ctx, s.App, t.ID)
+	res, err := s.Audit.Verify(ctx, t.ID)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
-	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/views/components"
 	"github.com/jejakhq/jejak/views/layout"
 )
@@ -20,7 +20,7 @@ type SearchVM struct {
 	Trace      string
 	TraceError string
 	Searched   bool
-	Jobs       []job.TraceJob
+	Jobs       []console.Row
 	Audit      []AuditRow
 	MoreAudit  bool
 	Tenants    Tenants
