@@ -38,7 +38,8 @@ func (s *Server) adminHome(c echo.Context) error {
 	if maxAge == 0 {
 		maxAge = console.DefaultStatsMaxAge
 	}
-	vm := admin.OverviewVM{O: o, Age: age, MaxAge: max(maxAge, 0), Tenants: admin.TenantMap(o.Tenants)}
+	tenants, _ := adminTenants(o.Tenants)
+	vm := admin.OverviewVM{O: adminSnapshot(o), Age: age, MaxAge: max(maxAge, 0), Tenants: tenants}
 	if partial == "overview" {
 		return render(c, http.StatusOK, admin.Overview(vm))
 	}

@@ -43,8 +43,9 @@ func (s *Server) deadVM(c echo.Context, v url.Values) (admin.DeadVM, error) {
 	if err != nil {
 		return admin.DeadVM{}, err
 	}
-	vm := admin.DeadVM{Form: form, AllTenants: res.Tenants, Tenants: admin.TenantMap(res.Tenants), FirstPage: before == 0,
-		Groups: res.Groups, Rows: res.Rows}
+	tenants, all := adminTenants(res.Tenants)
+	vm := admin.DeadVM{Form: form, AllTenants: all, Tenants: tenants, FirstPage: before == 0,
+		Groups: adminDeadGroups(res.Groups), Rows: adminRows(res.Rows)}
 	if res.Next != 0 {
 		next := form.Values()
 		next.Set("before", keyset.Format(res.Next))

@@ -47,7 +47,8 @@ func (s *Server) adminJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm := admin.JobsVM{Form: form, AllTenants: res.Tenants, Tenants: admin.TenantMap(res.Tenants), FirstPage: before == 0, Rows: res.Rows}
+	tenants, all := adminTenants(res.Tenants)
+	vm := admin.JobsVM{Form: form, AllTenants: all, Tenants: tenants, FirstPage: before == 0, Rows: adminRows(res.Rows)}
 	if res.Next != 0 {
 		next := url.Values{}
 		for k, v := range q {
@@ -94,7 +95,8 @@ func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
 		return admin.JobVM{}, err
 	}
 	r := v.Job
-	vm := admin.JobVM{R: r, Tenants: admin.TenantMap(v.Tenants), Payload: prettyJSON(r.Payload),
+	tenants, _ := adminTenants(v.Tenants)
+	vm := admin.JobVM{R: adminDetail(r), Tenants: tenants, Payload: prettyJSON(r.Payload),
 		PayloadHashHex: hex.EncodeToString(r.PayloadHash), RequestedBy: "system"}
 	if r.RequestedBy != nil {
 		names, err := s.Users.Names(ctx, []int64{*r.RequestedBy})
@@ -176,7 +178,8 @@ func (s *Server) refuseJobAction(c echo.Context, id int64, back, reason, msg str
 			if len(res.Rows) == 0 {
 				return errJobNotFound
 			}
-			return render(c, http.StatusUnprocessableEntity, admin.DeadRow(res.Rows[0], admin.TenantMap(res.Tenants), back, reason, msg))
+			tenants, _ := adminTenants(res.Tenants)
+			return render(c, http.StatusUnprocessableEntity, admin.DeadRow(adminRow(res.Rows[0]), tenants, back, reason, msg))
 		}
 		u, _ := url.Parse(back)
 		vm, err := s.deadVM(c, u.Query())

@@ -19,11 +19,13 @@ func (s *Server) adminSearch(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return render(c, http.StatusOK, admin.SearchPage(admin.SearchVM{Tenants: admin.TenantMap(names)}))
+		tenants, _ := adminTenants(names)
+		return render(c, http.StatusOK, admin.SearchPage(admin.SearchVM{Tenants: tenants}))
 	}
 	trace := strings.TrimSpace(c.QueryParam("trace"))
 	res, err := s.Console.Trace(ctx, trace)
-	vm := admin.SearchVM{Searched: true, Trace: trace, Tenants: admin.TenantMap(res.Tenants)}
+	tenants, _ := adminTenants(res.Tenants)
+	vm := admin.SearchVM{Searched: true, Trace: trace, Tenants: tenants}
 	if msg := apperr.FieldsOf(err)["trace"]; msg != "" {
 		vm.TraceError = msg
 		return render(c, http.StatusUnprocessableEntity, admin.SearchPage(vm))
@@ -31,7 +33,7 @@ func (s *Server) adminSearch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vm.Jobs, vm.MoreAudit = res.Jobs, res.MoreEvents
+	vm.Jobs, vm.MoreAudit = adminRows(res.Jobs), res.MoreEvents
 	if vm.Audit, err = s.staffAuditRows(c, res.Events); err != nil {
 		return err
 	}
