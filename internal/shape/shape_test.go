@@ -77,7 +77,9 @@ func repoRoot(t *testing.T) string {
 	}
 }
 
-func isPgx(p string) bool { return p == "github.com/jackc/pgx/v5" || strings.HasPrefix(p, "github.com/jackc/pgx/") }
+func isPgx(p string) bool {
+	return p == "github.com/jackc/pgx/v5" || strings.HasPrefix(p, "github.com/jackc/pgx/")
+}
 
 // databasePackages are the internal packages that import pgx, the
 // database helpers or sqlc's queries: domains by what they do.
