@@ -27,7 +27,7 @@ import (
 	"github.com/jejakhq/jejak/internal/web"
 )
 
-// Large-data benchmarks (SPEC P2, D9): the audit timeline and the
+// Large-data benchmarks: the audit timeline and the
 // dashboard's pages on a database of millions of audit events and jobs.
 // Seeding takes minutes, so the scale database (jejak_scale) is kept
 // between runs and reused while it holds at least the asked-for sizes

@@ -40,7 +40,7 @@ type SeedOptions struct {
 	Progress func(done int64)
 }
 
-// SeedScale appends n generated events (P2 large-data mode) to the given
+// SeedScale appends n generated events (large-data mode) to the given
 // tenants' chains, weighting tenant i by 1/(i+1) so the mix has one big
 // tenant and a long tail. Chains stay valid: hashes are computed here and
 // rows go in as multi-row INSERT ... SELECT unnest(...) batches (COPY is

@@ -1,7 +1,8 @@
 // Package billing holds plans and each tenant's subscription: subscribing
-// (which appends to the plan-change history instead of overwriting it, the
-// seed's bug) and the subscription.sweep job kind that moves a subscription
-// from active to grace to expired as its period runs out (seed 000).
+// (which appends to the plan-change history instead of overwriting it, so
+// the history of what a tenant paid for survives) and the
+// subscription.sweep job kind that moves a subscription from active to
+// grace to expired as its period runs out.
 package billing
 
 import (
@@ -16,7 +17,7 @@ import (
 	"github.com/jejakhq/jejak/internal/clock"
 )
 
-// Subscription periods and the grace that follows them (seed 000: a
+// Subscription periods and the grace that follows them (for example a
 // subscription taken on 2026-02-01 09:00 ends 2026-03-03 09:00 and is in
 // grace two days later).
 const (

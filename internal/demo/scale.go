@@ -14,7 +14,8 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 )
 
-// ScaleOptions sizes the large-data mode (SPEC P2).
+// ScaleOptions sizes the large-data mode (millions of audit events and
+// jobs, for the page benchmarks).
 type ScaleOptions struct {
 	Tenants     int // extra generated tenants besides the demo ones
 	AuditEvents int

@@ -1,6 +1,7 @@
 // Package points keeps each tenant's loyalty points: an append-only ledger,
 // a running balance per customer, and the points.award job kind. Awards are
-// idempotent per message id (seed 004): the dedup claim is an atomic
+// idempotent per message id (messages are delivered at least once): the
+// dedup claim is an atomic
 // INSERT ... ON CONFLICT DO NOTHING in the same transaction as the ledger
 // row and the balance update, so a redelivered or concurrently duplicated
 // message awards once.

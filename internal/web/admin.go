@@ -11,7 +11,7 @@ import (
 	"github.com/jejakhq/jejak/views/admin"
 )
 
-// Staff pages (SPEC D3–D5): cross-tenant, read through the system pool,
+// Staff pages: cross-tenant (the console reads through the system pool),
 // guarded by requireStaff. This file has the queue overview and the
 // helpers the other admin_*.go files share.
 
