@@ -102,27 +102,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		printDemoAccounts(out)
 	}
 	clk := clock.Database{}
-	var mailer mail.Mailer = mail.NewSink(env.App)
-	if cfg.SMTPURL != "" {
-		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
-			return fmt.Errorf("JEJAK_SMTP_URL: %w", err)
-		}
-	}
-	if cfg.Demo {
-		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
-		// retry with backoff and end as dead letters.
-		mailer = demo.BounceMailer{Next: mailer}
-	}
-	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log})
+	engine, err := startEngine(ctx, cfg, env, clk, log)
 	if err != nil {
 		return err
-	}
-	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer})
-	if cfg.Workers > 0 {
-		if err := engine.Start(ctx); err != nil {
-			return fmt.Errorf("start workers: %w", err)
-		}
-		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
 	}
 	// Shutdown order: HTTP first (below), then the workers finish in-flight
 	// jobs within a deadline and release the rest, then the pools close.
@@ -173,6 +155,35 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		return fmt.Errorf("http shutdown: %w", err)
 	}
 	return nil
+}
+
+// startEngine builds the job engine with every kind registered and, unless
+// this replica serves only, starts its workers.
+func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger) (*job.Engine, error) {
+	var mailer mail.Mailer = mail.NewSink(env.App)
+	if cfg.SMTPURL != "" {
+		var err error
+		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
+			return nil, fmt.Errorf("JEJAK_SMTP_URL: %w", err)
+		}
+	}
+	if cfg.Demo {
+		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
+		// retry with backoff and end as dead letters.
+		mailer = demo.BounceMailer{Next: mailer}
+	}
+	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer})
+	if cfg.Workers > 0 {
+		if err := engine.Start(ctx); err != nil {
+			return nil, fmt.Errorf("start workers: %w", err)
+		}
+		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
+	}
+	return engine, nil
 }
 
 // NewDeps wires the dashboard's dependencies over the two pools. serve

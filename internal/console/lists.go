@@ -164,13 +164,10 @@ func (s *Service) Jobs(ctx context.Context, q JobQuery, before int64) (Jobs, err
 	if len(errs) > 0 {
 		return out, invalid(errs)
 	}
-	limit := keyset.DefaultLimit
-	rows, err := newFilteredStore(s.system).list(ctx, f, before, limit+1)
-	if err != nil {
-		return out, err
-	}
-	out.Page = keyset.Cut(rows, limit, rowID)
-	return out, nil
+	out.Page, err = onePage(func(limit int) ([]Row, error) {
+		return newFilteredStore(s.system).list(ctx, f, before, limit)
+	})
+	return out, err
 }
 
 // DeadQuery selects dead letters for the list and the bulk actions, as
@@ -251,13 +248,10 @@ func (s *Service) Dead(ctx context.Context, q DeadQuery, before int64) (Dead, er
 	if len(errs) > 0 {
 		return out, invalid(errs)
 	}
-	limit := keyset.DefaultLimit
-	rows, err := newFilteredStore(s.system).deadList(ctx, f, before, limit+1)
-	if err != nil {
-		return out, err
-	}
-	out.Page = keyset.Cut(rows, limit, rowID)
-	return out, nil
+	out.Page, err = onePage(func(limit int) ([]Row, error) {
+		return newFilteredStore(s.system).deadList(ctx, f, before, limit)
+	})
+	return out, err
 }
 
 // DeadCount is a bulk action's preview: how many dead letters match (up to

@@ -19,15 +19,25 @@ func (s *Service) TenantJobs(ctx context.Context, tenantID int64, state job.Stat
 	if state != "" && !job.ValidState(state) {
 		return keyset.Page[Row]{}, fmt.Errorf("%w: unknown state %q", job.ErrInvalidJob, state)
 	}
-	limit := keyset.DefaultLimit
-	var rows []Row
+	var page keyset.Page[Row]
 	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
 		// Planned with the actual values: which index fits depends on the
 		// state (the pending, running and dead partial indexes lead with
 		// tenant_id).
-		rows, err = newFilteredStore(tx).tenantList(ctx, tenantID, state, before, limit+1)
+		page, err = onePage(func(limit int) ([]Row, error) {
+			return newFilteredStore(tx).tenantList(ctx, tenantID, state, before, limit)
+		})
 		return err
 	})
+	return page, err
+}
+
+// onePage reads one page of keyset.DefaultLimit rows with read, which
+// is asked for one row more: that row only tells whether another page
+// exists.
+func onePage(read func(limit int) ([]Row, error)) (keyset.Page[Row], error) {
+	limit := keyset.DefaultLimit
+	rows, err := read(limit + 1)
 	if err != nil {
 		return keyset.Page[Row]{}, err
 	}
