@@ -7,13 +7,13 @@ package billing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/clock"
 )
 
@@ -55,9 +55,9 @@ func StatusAt(periodEnd, now time.Time) Status {
 // Errors returned by the package.
 var (
 	// ErrNotFound: the tenant has no subscription.
-	ErrNotFound = errors.New("billing: not found")
+	ErrNotFound = apperr.NotFound("billing: not found")
 	// ErrUnknownPlan: no plan has that code; nothing was written.
-	ErrUnknownPlan = errors.New("billing: unknown plan")
+	ErrUnknownPlan = apperr.Invalid("plan", "Unknown plan.")
 )
 
 // Subscription is a tenant's current subscription.

@@ -9,13 +9,13 @@ package points
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
@@ -33,11 +33,11 @@ const Consumer = "points.award"
 const MaxPoints = 1_000_000
 
 // ErrNotFound is returned when a customer has no balance yet.
-var ErrNotFound = errors.New("points: not found")
+var ErrNotFound = apperr.NotFound("points: not found")
 
 // ErrInvalid is returned for an award that breaks a rule (empty customer,
 // non-positive points, missing message id).
-var ErrInvalid = errors.New("points: invalid award")
+var ErrInvalid = &apperr.Error{Code: apperr.CodeInvalid, Message: "points: invalid award"}
 
 // Award is one grant of points, identified by the message that caused it.
 type Award struct {
