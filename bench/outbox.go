@@ -158,7 +158,7 @@ func runOutbox(ctx context.Context, env *Env, system string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer sub.Unsubscribe() //nolint:errcheck
+	defer sub.Unsubscribe()      //nolint:errcheck
 	sub.SetPendingLimits(-1, -1) //nolint:errcheck
 
 	name := env.DBName("jejak_bench_outbox")

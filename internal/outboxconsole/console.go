@@ -8,7 +8,6 @@ package outboxconsole
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -19,9 +18,8 @@ import (
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/job"
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // CountCap is where the page stops counting: "10000+" costs the same as 10.
@@ -80,22 +78,17 @@ func (s *Status) DeliveredLastHour() int64 {
 
 // Status reads the counts, lag and last hour's throughput.
 func (c *Console) Status(ctx context.Context) (*Status, error) {
-	q := queries.New(c.system)
-	r, err := q.OutboxConsoleCounts(ctx, queries.OutboxConsoleCountsParams{Cap: CountCap, Now: c.clk.Now()})
+	r, err := storeCounts(ctx, c.system, c.clk.Now())
 	if err != nil {
 		return nil, fmt.Errorf("outbox counts: %w", err)
 	}
-	s := &Status{Pending: r.Pending, Processing: r.Processing, Failed: r.Failed, Now: r.Now,
-		OldestPendingAge: max(r.Now.Sub(r.OldestPending), 0)}
-	end := r.Now.UTC().Truncate(time.Minute)
+	s := &Status{Pending: r.pending, Processing: r.processing, Failed: r.failed, Now: r.now,
+		OldestPendingAge: max(r.now.Sub(r.oldestPending), 0)}
+	end := r.now.UTC().Truncate(time.Minute)
 	start := end.Add(-59 * time.Minute)
-	rows, err := q.OutboxConsoleStatsSince(ctx, start)
+	byMin, err := storeMinutesSince(ctx, c.system, start)
 	if err != nil {
 		return nil, fmt.Errorf("outbox throughput: %w", err)
-	}
-	byMin := map[time.Time]queries.OutboxStatsMinute{}
-	for _, row := range rows {
-		byMin[row.Minute.UTC()] = row
 	}
 	for m := start; !m.After(end); m = m.Add(time.Minute) {
 		row := byMin[m]
@@ -119,36 +112,15 @@ type FailedMessage struct {
 
 // Failed lists failed messages, newest first; tenantSlug "" = all tenants.
 func (c *Console) Failed(ctx context.Context, tenantSlug string, limit int) ([]FailedMessage, error) {
-	q := queries.New(c.system)
-	tid, err := c.tenant(ctx, q, tenantSlug)
+	tid, err := storeTenant(ctx, c.system, tenantSlug)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.OutboxConsoleFailed(ctx, queries.OutboxConsoleFailedParams{TenantID: tid, Lim: int32(min(max(limit, 1), 500))})
+	out, err := storeFailed(ctx, c.system, tid, min(max(limit, 1), 500))
 	if err != nil {
 		return nil, fmt.Errorf("failed outbox messages: %w", err)
 	}
-	out := make([]FailedMessage, len(rows))
-	for i, r := range rows {
-		out[i] = FailedMessage{ID: r.ID, TenantID: r.TenantID, TenantSlug: r.Slug, Type: r.EventType,
-			AggregateType: r.AggregateType, AggregateID: r.AggregateID, Attempts: int(r.Attempts),
-			LastError: r.LastError, CreatedAt: r.CreatedAt}
-	}
 	return out, nil
-}
-
-func (c *Console) tenant(ctx context.Context, q *queries.Queries, slug string) (*int64, error) {
-	if slug == "" {
-		return nil, nil
-	}
-	id, err := q.OutboxConsoleTenantBySlug(ctx, slug)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrTenantNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("find tenant %q: %w", slug, err)
-	}
-	return &id, nil
 }
 
 // Operator is who retries: a staff member at the dashboard, or an
@@ -164,14 +136,13 @@ type Operator struct {
 // tenant's trail records who did it, why and which messages, in the same
 // transaction. It returns how many messages it retried.
 func (c *Console) Retry(ctx context.Context, op Operator, reason, tenantSlug string, id int64) (int, error) {
-	reason, err := job.CheckReason(reason)
+	reason, err := console.CheckReason(reason)
 	if err != nil {
-		return 0, apperr.Invalid("reason", err.Error())
+		return 0, err
 	}
 	n := 0
 	err = database.InTx(ctx, c.system, func(tx pgx.Tx) error {
-		q := queries.New(tx)
-		tid, err := c.tenant(ctx, q, tenantSlug)
+		tid, err := storeTenant(ctx, tx, tenantSlug)
 		if err != nil {
 			return err
 		}
@@ -179,7 +150,7 @@ func (c *Console) Retry(ctx context.Context, op Operator, reason, tenantSlug str
 		if id > 0 {
 			idp = &id
 		}
-		rows, err := q.OutboxConsoleRetry(ctx, queries.OutboxConsoleRetryParams{Now: c.clk.Now(), TenantID: tid, ID: idp, Lim: MaxRetry})
+		rows, err := storeRetry(ctx, tx, c.clk.Now(), tid, idp, MaxRetry)
 		if err != nil {
 			return fmt.Errorf("retry failed outbox messages: %w", err)
 		}
@@ -189,7 +160,7 @@ func (c *Console) Retry(ctx context.Context, op Operator, reason, tenantSlug str
 		}
 		byTenant := map[int64][]int64{}
 		for _, r := range rows {
-			byTenant[r.TenantID] = append(byTenant[r.TenantID], r.ID)
+			byTenant[r.tenantID] = append(byTenant[r.tenantID], r.id)
 		}
 		tenants := make([]int64, 0, len(byTenant))
 		for t := range byTenant {
@@ -227,5 +198,5 @@ func (c *Console) Retry(ctx context.Context, op Operator, reason, tenantSlug str
 // OtherReplicas counts other job engines that heartbeated in the last
 // minute: replicas sharing this database.
 func (c *Console) OtherReplicas(ctx context.Context, workerID string) (int64, error) {
-	return queries.New(c.system).OutboxConsoleOtherReplicas(ctx, queries.OutboxConsoleOtherReplicasParams{WorkerID: workerID, Now: c.clk.Now()})
+	return storeOtherReplicas(ctx, c.system, workerID, c.clk.Now())
 }
