@@ -466,3 +466,20 @@ func TestPruneDeliveredOnTheLeader(t *testing.T) {
 		t.Fatalf("after pruning: %v, want the 10 recent delivered and the pending one", s)
 	}
 }
+
+func TestDefaultBackoffSpansMinutes(t *testing.T) {
+	t.Parallel()
+	want := []time.Duration{5 * time.Second, 20 * time.Second, 80 * time.Second, 320 * time.Second, 10 * time.Minute, 10 * time.Minute}
+	var total time.Duration
+	for i, w := range want {
+		if got := outbox.DefaultBackoff(i + 1); got != w {
+			t.Errorf("DefaultBackoff(%d) = %s, want %s", i+1, got, w)
+		}
+		if i < outbox.DefaultMaxAttempts-1 {
+			total += w
+		}
+	}
+	if total < 5*time.Minute {
+		t.Fatalf("the default attempts span only %s", total)
+	}
+}

@@ -63,10 +63,11 @@ const DefaultMaxAttempts = 5
 // DefaultReclaimAfter is how long a reservation may last.
 const DefaultReclaimAfter = 10 * time.Minute
 
-// DefaultBackoff waits 5s, 10s, 20s, 40s... after failed attempt n (capped
-// at 10 minutes): a broker outage of a few minutes costs no failed message.
+// DefaultBackoff waits 5 s, 20 s, 80 s, 320 s... after failed attempt n
+// (capped at 10 minutes): the five default attempts span about seven
+// minutes, so a broker outage of a few minutes fails no message.
 func DefaultBackoff(attempt int) time.Duration {
-	return min(5*time.Second<<min(max(attempt-1, 0), 10), 10*time.Minute)
+	return min(5*time.Second<<(2*min(max(attempt-1, 0), 10)), 10*time.Minute)
 }
 
 // Relay moves committed outbox messages to its Sink.

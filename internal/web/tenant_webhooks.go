@@ -46,8 +46,11 @@ func (s *Server) webhooksVM(c echo.Context) (viewtenant.WebhooksVM, error) {
 func webhookRow(slug string, ep webhook.Endpoint, loc *time.Location) viewtenant.WebhookRow {
 	base := fmt.Sprintf("/t/%s/webhooks/%d", slug, ep.ID)
 	r := viewtenant.WebhookRow{ID: strconv.FormatInt(ep.ID, 10), URL: ep.URL, Events: strings.Join(ep.Events, ", "),
-		Enabled: ep.Enabled, DisabledReason: ep.DisabledReason, Rotating: ep.Rotating,
+		Enabled: ep.Enabled, DisabledReason: ep.DisabledReason,
 		Created: ep.CreatedAt.In(loc).Format("2006-01-02 15:04"), DetailURL: base, RotateURL: base + "/rotate"}
+	if ep.PreviousUntil != nil {
+		r.PreviousUntil = ep.PreviousUntil.In(loc).Format("2006-01-02 15:04")
+	}
 	if ep.Enabled {
 		r.ToggleURL, r.ToggleLabel = base+"/disable", "Disable"
 	} else {

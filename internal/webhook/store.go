@@ -29,7 +29,9 @@ func toEndpoint(r queries.WebhookEndpoint) Endpoint {
 	if r.DisabledReason != nil {
 		e.DisabledReason = *r.DisabledReason
 	}
-	e.Rotating = r.PreviousSecret != nil
+	if r.PreviousSecret != nil {
+		e.PreviousUntil = r.PreviousSecretExpiresAt
+	}
 	return e
 }
 

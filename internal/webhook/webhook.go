@@ -74,7 +74,9 @@ type Endpoint struct {
 	Events         []string // "*" = every event
 	Enabled        bool
 	DisabledReason string
-	Rotating       bool // a previous secret still signs
+	// PreviousUntil is when the previous secret stops signing (nil = never
+	// rotated).
+	PreviousUntil *time.Time
 	CreatedAt      time.Time
 }
 
