@@ -77,7 +77,7 @@ type Endpoint struct {
 	// PreviousUntil is when the previous secret stops signing (nil = never
 	// rotated).
 	PreviousUntil *time.Time
-	CreatedAt      time.Time
+	CreatedAt     time.Time
 }
 
 // Delivery is one event sent (or being sent) to one endpoint.
