@@ -95,3 +95,20 @@ func TestStatusAndAuditedRetry(t *testing.T) {
 		t.Fatalf("audit: kopi %d, toko %d", kopiEvents, tokoEvents)
 	}
 }
+
+// OtherReplicas counts engines other than ours that heartbeated within a
+// minute: what the embedded-NATS warning at start relies on.
+func TestOtherReplicasSeesRecentHeartbeats(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	_, err := db.Admin.Exec(ctx, `INSERT INTO job_workers (worker_id, started_at, last_heartbeat) VALUES
+		('me', now(), now()), ('replica-b', now(), now() - interval '10 seconds'), ('gone', now(), now() - interval '10 minutes')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := outboxconsole.New(db.System, nil).OtherReplicas(ctx, "me")
+	if err != nil || n != 1 {
+		t.Fatalf("other replicas = %d, %v; want 1", n, err)
+	}
+}
