@@ -224,17 +224,4 @@ func enqueueAttempt(ctx context.Context, tx database.Querier, jobs Enqueuer, ten
 	return nil
 }
 
-// dbNow is the clock's reading, or the database's now() for the
-// production clock.
-func dbNow(ctx context.Context, q database.Querier, clk clock.Clock) (time.Time, error) {
-	if t := clk.Now(); t != nil {
-		return *t, nil
-	}
-	var t time.Time
-	if err := q.QueryRow(ctx, "SELECT now()").Scan(&t); err != nil {
-		return t, fmt.Errorf("read database time: %w", err)
-	}
-	return t, nil
-}
-
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -3,10 +3,13 @@ package webhook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -170,4 +173,17 @@ func (s store) deliveries(ctx context.Context, tenantID, endpointID int64, limit
 		out[i].Log = append(out[i].Log, x)
 	}
 	return out, nil
+}
+
+// dbNow is the clock's reading, or the database's now() for the
+// production clock.
+func dbNow(ctx context.Context, q database.Querier, clk clock.Clock) (time.Time, error) {
+	if t := clk.Now(); t != nil {
+		return *t, nil
+	}
+	var t time.Time
+	if err := q.QueryRow(ctx, "SELECT now()").Scan(&t); err != nil {
+		return t, fmt.Errorf("read database time: %w", err)
+	}
+	return t, nil
 }
