@@ -22,6 +22,7 @@ import (
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/pgcluster"
+	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
@@ -133,6 +134,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	}()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	deps.SecureCookies = cfg.SecureCookies
+	deps.TrustedProxies = cfg.TrustedProxies
 	handler := web.New(deps)
 	if cfg.Demo {
 		gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
@@ -153,7 +155,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := web.NewHTTPServer(handler, web.DefaultTimeouts)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("Jejak is listening", "url", "http://"+ln.Addr().String())
@@ -177,8 +179,10 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 // and the tests both build the handler from it (tests adjust a field or
 // two), so they exercise the same wiring.
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
-	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
-		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log}
+	users := user.NewService(user.NewStore(appPool))
+	return web.Deps{App: appPool, System: systemPool, Users: users,
+		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log,
+		SignIn: signin.NewService(appPool, users, clk, signin.DefaultLimits), CSRF: signin.NewCSRFSigner(systemPool)}
 }
 
 // Seed writes the demo data and, when scale asks for it, large-data mode's

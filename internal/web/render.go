@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -20,6 +21,23 @@ func render(c echo.Context, status int, comp templ.Component) error {
 		return err
 	}
 	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// renderThenFlush renders like render and sends the whole answer to the
+// client at once (with its length), so work the handler does afterwards
+// does not delay or show in the response.
+func renderThenFlush(c echo.Context, status int, comp templ.Component) error {
+	buf := templ.GetBuffer()
+	defer templ.ReleaseBuffer(buf)
+	if err := comp.Render(c.Request().Context(), buf); err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(buf.Len()))
+	if err := c.HTMLBlob(status, buf.Bytes()); err != nil {
+		return err
+	}
+	c.Response().Flush()
+	return nil
 }
 
 // statusOf maps an error to its HTTP status: the one place where

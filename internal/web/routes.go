@@ -12,12 +12,13 @@ import (
 // routes registers every route: reading this function tells the whole HTTP
 // surface and which guard protects each part.
 func (s *Server) routes(e *echo.Echo) {
-	e.Use(s.traceAndLog, middleware.Recover(), securityHeaders)
+	// guardInput bounds and checks the body before any session or CSRF work.
+	e.Use(s.traceAndLog, middleware.Recover(), s.securityHeaders, guardInput)
 
 	// Unauthenticated, no session.
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(static.FS)))))
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(filesOnly{static.FS})))))
 
 	// Everything below has a session and CSRF protection on every POST.
 	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.csrf, s.loadViewer)
@@ -37,8 +38,8 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/plan", s.planChange)
 	// -- tenant audit trail and jobs pages (issue 5) --
 	t.GET("/audit", s.auditTimeline)
-	t.GET("/audit/export.csv", s.auditExport("csv"))
-	t.GET("/audit/export.jsonl", s.auditExport("jsonl"))
+	t.GET("/audit/export.csv", s.auditExport("csv"), s.streamDeadline)
+	t.GET("/audit/export.jsonl", s.auditExport("jsonl"), s.streamDeadline)
 	t.POST("/audit/verify", s.auditVerify)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
