@@ -54,7 +54,9 @@ type Throttled struct {
 	RetryAfter time.Duration
 }
 
-func (t *Throttled) Error() string { return fmt.Sprintf("%v; retry after %s", ErrThrottled, t.RetryAfter) }
+func (t *Throttled) Error() string {
+	return fmt.Sprintf("%v; retry after %s", ErrThrottled, t.RetryAfter)
+}
 
 // Unwrap makes errors.Is(err, ErrThrottled) hold.
 func (t *Throttled) Unwrap() error { return ErrThrottled }
