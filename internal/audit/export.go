@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/jejakhq/jejak/internal/plaintext"
 )
 
 // exportBatch is how many rows an export reads per query; rows are written
@@ -70,6 +72,12 @@ func ExportCSV(ctx context.Context, db DB, tenantID int64, f Filter, w io.Writer
 			record[11] = hex.EncodeToString(r.PrevHash)
 			record[12] = hex.EncodeToString(r.Hash)
 			for i := range record {
+				if i != 8 {
+					// detail stays byte-identical to what was hashed
+					// (JSON, never a formula); other cells are shown
+					// as typed, direction and control characters visible.
+					record[i] = plaintext.Visible(record[i])
+				}
 				record[i] = CSVCell(record[i])
 			}
 			return cw.Write(record)

@@ -20,7 +20,7 @@ func render(c echo.Context, status int, comp templ.Component) error {
 	if err := comp.Render(c.Request().Context(), buf); err != nil {
 		return err
 	}
-	return c.HTMLBlob(status, buf.Bytes())
+	return c.HTMLBlob(status, visibleHTML(buf.Bytes()))
 }
 
 // renderThenFlush renders like render and sends the whole answer to the
@@ -32,8 +32,9 @@ func renderThenFlush(c echo.Context, status int, comp templ.Component) error {
 	if err := comp.Render(c.Request().Context(), buf); err != nil {
 		return err
 	}
-	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(buf.Len()))
-	if err := c.HTMLBlob(status, buf.Bytes()); err != nil {
+	out := visibleHTML(buf.Bytes())
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(out)))
+	if err := c.HTMLBlob(status, out); err != nil {
 		return err
 	}
 	c.Response().Flush()
