@@ -20,6 +20,7 @@ func ValidState(s State) bool {
 // state ("" = all), older than before (0 = from the newest), keyset on id.
 // Run it in database.InTenantTx for tenantID so row-level security pins the
 // tenant too.
+// Errors are as the tenant may see them (TenantError).
 func ListTenantJobs(ctx context.Context, db Querier, tenantID int64, state State, before int64, limit int) (ListPage, error) {
 	if state != "" && !ValidState(state) {
 		return ListPage{}, fmt.Errorf("%w: unknown state %q", ErrInvalidJob, state)
@@ -46,7 +47,7 @@ func ListTenantJobs(ctx context.Context, db Querier, tenantID int64, state State
 		page.Rows = append(page.Rows, ListRow{
 			ID: r.ID, Kind: r.Kind, Queue: r.Queue, State: State(r.State), Attempt: int(r.Attempt),
 			MaxAttempts: int(r.MaxAttempts), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
-			FinishedAt: r.FinishedAt, LastError: deref(r.LastError), Class: Class(deref(r.ErrorClass)),
+			FinishedAt: r.FinishedAt, LastError: TenantError(deref(r.LastError)), Class: Class(deref(r.ErrorClass)),
 			TraceID: r.TraceID,
 		})
 	}

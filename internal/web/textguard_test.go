@@ -102,3 +102,33 @@ func TestDeceptiveTextRefusedInNamesAndVisibleElsewhere(t *testing.T) {
 		t.Fatal("event missing from the export")
 	}
 }
+
+// A handler panic's stack is stored for staff; the tenant's members see a
+// short error only.
+func TestTenantSeesShortJobErrorStaffSeesStack(t *testing.T) {
+	t.Parallel()
+	f := newAdminFixture(t, -1)
+	id := f.makeDead("toko-bunga-melati", "email.weekly-report", 1,
+		"handler panic: runtime error: invalid memory address\ngoroutine 42 [running]:\ngithub.com/jejakhq/jejak/internal/kinds.secret(0xc000)\n\t/src/internal/kinds/kinds.go:99")[0]
+	for _, email := range []string{"budi@melati.test", "rina@melati.test"} {
+		c := f.client()
+		c.login(email)
+		a := c.get("/t/toko-bunga-melati/jobs?state=dead")
+		if a.status != http.StatusOK || !strings.Contains(a.body, fmt.Sprint(id)) {
+			t.Fatalf("%s: jobs page %d", email, a.status)
+		}
+		for _, leak := range []string{"goroutine", "kinds.go", "invalid memory address", "/src/"} {
+			if strings.Contains(a.body, leak) {
+				t.Fatalf("%s sees %q on the jobs page", email, leak)
+			}
+		}
+		if !strings.Contains(a.body, "handler crashed") {
+			t.Fatalf("%s does not see the short error", email)
+		}
+	}
+	staff := f.client()
+	staff.login("support@jejak.test")
+	if a := staff.get(fmt.Sprintf("/admin/jobs/%d", id)); !strings.Contains(a.body, "goroutine 42") || !strings.Contains(a.body, "kinds.go:99") {
+		t.Fatalf("staff job page lacks the stack: %d", a.status)
+	}
+}
