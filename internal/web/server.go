@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/signin"
@@ -55,6 +56,9 @@ type Server struct {
 	Deps
 	sessions *scs.SessionManager
 	timeouts Timeouts
+	// verifier runs chain verification once at a time per tenant and
+	// caches it by head.
+	verifier *audit.Verifier
 	// stats is the queue overview snapshot shared by all staff viewers.
 	stats *job.StatsCache
 }
@@ -75,7 +79,7 @@ func New(d Deps) *echo.Echo {
 	sm.Cookie.HttpOnly = true
 	sm.Cookie.SameSite = http.SameSiteLaxMode
 	sm.Cookie.Secure = d.SecureCookies
-	s := &Server{Deps: d, sessions: sm, timeouts: DefaultTimeouts}
+	s := &Server{Deps: d, sessions: sm, timeouts: DefaultTimeouts, verifier: audit.NewVerifier(d.App)}
 	if d.Timeouts != nil {
 		s.timeouts = *d.Timeouts
 	}
