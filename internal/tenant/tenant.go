@@ -17,11 +17,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/apperr"
-	"github.com/jejakhq/jejak/internal/plaintext"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/billing"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/plaintext"
 )
 
 // Membership roles within a tenant.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"mime"
@@ -22,6 +23,11 @@ type Timeouts struct {
 	Read       time.Duration // the whole request, body included
 	Write      time.Duration // the whole answer (streamed exports extend their own deadline)
 	Idle       time.Duration // a keep-alive connection waiting for its next request
+	// Request bounds a whole request's work, waiting for a pool
+	// connection included, so requests queue for a busy pool only so long
+	// and then answer 503 instead of piling up. Streamed exports are
+	// bounded per batch instead.
+	Request time.Duration
 	// StreamWrite is how long one write of a streamed answer (an export)
 	// may take: the deadline moves forward after each write, so a long
 	// export to a reading client goes on, and a client that stops reading
@@ -32,7 +38,7 @@ type Timeouts struct {
 // DefaultTimeouts are the production values.
 var DefaultTimeouts = Timeouts{
 	ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 60 * time.Second,
-	Idle: 2 * time.Minute, StreamWrite: 30 * time.Second,
+	Idle: 2 * time.Minute, Request: 20 * time.Second, StreamWrite: 30 * time.Second,
 }
 
 // NewHTTPServer returns the server that serves h with t's limits.
@@ -102,11 +108,35 @@ func badText() error {
 	return echo.NewHTTPError(http.StatusBadRequest, "The request contains text that cannot be stored (a NUL byte or invalid UTF-8).")
 }
 
+// ctxNoDeadline keeps a request's context from before requestDeadline, for
+// streamed answers.
+const ctxNoDeadline = "ctx_no_deadline"
+
+// requestDeadline gives the request's context the Request deadline.
+func (s *Server) requestDeadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.timeouts.Request <= 0 {
+			return next(c)
+		}
+		r := c.Request()
+		c.Set(ctxNoDeadline, r.Context())
+		ctx, cancel := context.WithTimeout(r.Context(), s.timeouts.Request)
+		defer cancel()
+		c.SetRequest(r.WithContext(ctx))
+		return next(c)
+	}
+}
+
 // streamDeadline lets a streamed answer run past the server's WriteTimeout
-// while the client keeps reading: every write pushes the connection's write
-// deadline StreamWrite ahead.
+// and the request deadline while the client keeps reading: every write
+// pushes the connection's write deadline StreamWrite ahead (the export
+// bounds each of its database batches itself).
 func (s *Server) streamDeadline(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if parent, ok := c.Get(ctxNoDeadline).(context.Context); ok {
+			// Keep what later middleware added (viewer, CSRF token, trace).
+			c.SetRequest(c.Request().WithContext(withoutDeadline{Context: c.Request().Context(), parent: parent}))
+		}
 		res := c.Response()
 		rc := http.NewResponseController(res.Writer)
 		res.Writer = &deadlineWriter{ResponseWriter: res.Writer, rc: rc, each: s.timeouts.StreamWrite}
@@ -114,6 +144,18 @@ func (s *Server) streamDeadline(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// withoutDeadline has the values of Context and the deadline and
+// cancellation of parent (the request before requestDeadline: it still ends
+// when the client goes away).
+type withoutDeadline struct {
+	context.Context
+	parent context.Context
+}
+
+func (w withoutDeadline) Deadline() (time.Time, bool) { return w.parent.Deadline() }
+func (w withoutDeadline) Done() <-chan struct{}       { return w.parent.Done() }
+func (w withoutDeadline) Err() error                  { return w.parent.Err() }
 
 type deadlineWriter struct {
 	http.ResponseWriter

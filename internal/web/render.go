@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -52,6 +53,11 @@ func statusOf(err error) (int, string) {
 		}
 		return he.Code, msg
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The request's deadline passed, most often waiting for a pool
+		// connection: the service is busy, not broken.
+		return http.StatusServiceUnavailable, "The service is busy. Try again in a moment."
+	}
 	var ae *apperr.Error
 	if errors.As(err, &ae) {
 		switch ae.Code {
@@ -75,7 +81,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	status, msg := statusOf(err)
-	if status >= 500 {
+	if status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", "5")
+		s.Logger.WarnContext(c.Request().Context(), "request shed", "error", err.Error(),
+			"trace_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	} else if status >= 500 {
 		s.Logger.ErrorContext(c.Request().Context(), "request failed", "error", err.Error(),
 			"trace_id", c.Response().Header().Get(echo.HeaderXRequestID))
 	}

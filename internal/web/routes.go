@@ -13,7 +13,7 @@ import (
 // surface and which guard protects each part.
 func (s *Server) routes(e *echo.Echo) {
 	// guardInput bounds and checks the body before any session or CSRF work.
-	e.Use(s.traceAndLog, middleware.Recover(), s.securityHeaders, guardInput)
+	e.Use(s.traceAndLog, middleware.Recover(), s.securityHeaders, guardInput, s.requestDeadline)
 
 	// Unauthenticated, no session.
 	e.GET("/healthz", s.healthz)

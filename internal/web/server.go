@@ -4,12 +4,13 @@
 package web
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
-	"github.com/alexedwards/scs/pgxstore"
 	"github.com/alexedwards/scs/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -72,13 +73,24 @@ func New(d Deps) *echo.Echo {
 		d.Clock = clock.Database{}
 	}
 	sm := scs.New()
-	sm.Store = pgxstore.NewWithCleanupInterval(d.App, 30*time.Minute)
+	sm.Store = signin.NewSessionStore(d.App, 30*time.Minute)
 	sm.Lifetime = 12 * time.Hour
 	sm.IdleTimeout = 2 * time.Hour
 	sm.Cookie.Name = "jejak_session"
 	sm.Cookie.HttpOnly = true
 	sm.Cookie.SameSite = http.SameSiteLaxMode
 	sm.Cookie.Secure = d.SecureCookies
+	sm.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {
+		// The session store shares the pool: a busy pool is a 503.
+		status := http.StatusInternalServerError
+		if errors.Is(err, context.DeadlineExceeded) {
+			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "5")
+		} else {
+			d.Logger.ErrorContext(r.Context(), "session store", "error", err.Error())
+		}
+		http.Error(w, http.StatusText(status), status)
+	}
 	s := &Server{Deps: d, sessions: sm, timeouts: DefaultTimeouts, verifier: audit.NewVerifier(d.App)}
 	if d.Timeouts != nil {
 		s.timeouts = *d.Timeouts
