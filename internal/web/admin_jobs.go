@@ -206,14 +206,16 @@ func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
 		}
 	}
 	// The job's own events, then the rest of its trace (other jobs,
-	// the request that enqueued it), newest first, without duplicates.
-	byJob, err := audit.Search(ctx, s.System, audit.SearchQuery{JobID: &id}, nil, 100)
+	// the request that enqueued it), newest first, without duplicates —
+	// from the job's tenant only: a trace id arrives from clients
+	// (traceparent), so another tenant can reuse it.
+	byJob, err := audit.Search(ctx, s.System, audit.SearchQuery{JobID: &id, TenantID: &r.TenantID}, nil, 100)
 	if err != nil {
 		return admin.JobVM{}, err
 	}
 	events := byJob.Events
 	if r.TraceID != "" {
-		byTrace, err := audit.Search(ctx, s.System, audit.SearchQuery{TraceID: r.TraceID}, nil, 100)
+		byTrace, err := audit.Search(ctx, s.System, audit.SearchQuery{TraceID: r.TraceID, TenantID: &r.TenantID}, nil, 100)
 		if err != nil {
 			return admin.JobVM{}, err
 		}

@@ -123,7 +123,12 @@ func (s *Server) requestDeadline(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx, cancel := context.WithTimeout(r.Context(), s.timeouts.Request)
 		defer cancel()
 		c.SetRequest(r.WithContext(ctx))
-		return next(c)
+		// Answer an error here, while the context is live: the session
+		// is saved as the answer is written, with this context.
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		return nil
 	}
 }
 
