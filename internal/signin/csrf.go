@@ -8,7 +8,7 @@ import (
 	"encoding/base64"
 	"sync"
 
-	"github.com/jejakhq/jejak/internal/queries"
+	"github.com/jejakhq/jejak/internal/database"
 )
 
 // CSRFSigner makes and checks the CSRF token of a visitor without a
@@ -17,14 +17,14 @@ import (
 // and a token is only valid together with that browser's cookie. Every
 // replica reads the same key, created once by a migration.
 type CSRFSigner struct {
-	db  queries.DBTX
+	db  database.Querier
 	mu  sync.Mutex
 	key []byte
 }
 
 // NewCSRFSigner reads its key through db (the system pool: the
 // tenant-facing role cannot read keys) on first use.
-func NewCSRFSigner(db queries.DBTX) *CSRFSigner { return &CSRFSigner{db: db} }
+func NewCSRFSigner(db database.Querier) *CSRFSigner { return &CSRFSigner{db: db} }
 
 // NewNonce returns a fresh random nonce for the visitor's cookie.
 func NewNonce() string {

@@ -2,9 +2,11 @@ package signin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jejakhq/jejak/internal/queries"
@@ -53,4 +55,29 @@ func (s *store) secret(ctx context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("read web secret %q: %w", name, err)
 	}
 	return b, nil
+}
+
+func (s *store) sessionFind(ctx context.Context, token string) ([]byte, bool, error) {
+	b, err := s.q.SessionFind(ctx, token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("find session: %w", err)
+	}
+	return b, true, nil
+}
+
+func (s *store) sessionCommit(ctx context.Context, token string, b []byte, expiry time.Time) error {
+	if err := s.q.SessionCommit(ctx, queries.SessionCommitParams{Token: token, Data: b, Expiry: expiry}); err != nil {
+		return fmt.Errorf("commit session: %w", err)
+	}
+	return nil
+}
+
+func (s *store) sessionDelete(ctx context.Context, token string) error {
+	if err := s.q.SessionDelete(ctx, token); err != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	return nil
 }
