@@ -254,3 +254,32 @@ func TestServerReadTimeout(t *testing.T) {
 		t.Fatalf("stalled body held the connection %s", d)
 	}
 }
+
+// Twenty parallel verifications by a read-only member are all refused
+// before any work; the owner's succeed.
+func TestVerifyIsForOwnersAndAdmins(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	member, owner := f.client(), f.client()
+	member.login("rina@melati.test")
+	owner.login("budi@melati.test")
+	mForm, oForm := member.withCSRF(nil), owner.withCSRF(nil)
+	type result struct{ who, status int }
+	out := make(chan result, 40)
+	for i := 0; i < 20; i++ {
+		go func() { out <- result{0, member.post("/t/toko-bunga-melati/audit/verify", mForm, true).status} }()
+		go func() { out <- result{1, owner.post("/t/toko-bunga-melati/audit/verify", oForm, true).status} }()
+	}
+	for i := 0; i < 40; i++ {
+		r := <-out
+		if r.who == 0 && r.status != http.StatusForbidden {
+			t.Fatalf("member verify: %d, want 403", r.status)
+		}
+		if r.who == 1 && r.status != http.StatusOK {
+			t.Fatalf("owner verify: %d, want 200", r.status)
+		}
+	}
+	if page := member.get("/t/toko-bunga-melati/audit"); strings.Contains(page.body, `data-testid="verify-now"`) {
+		t.Fatal("a member is offered Verify now")
+	}
+}

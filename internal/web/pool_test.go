@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -169,5 +170,58 @@ func TestPoolAcquireDeadlineAnswers503(t *testing.T) {
 	held.Release()
 	if a := c.get("/t/toko-bunga-melati/"); a.status != http.StatusOK {
 		t.Fatalf("after release: %d", a.status)
+	}
+}
+
+// A download whose client stops reading is cut off after StreamWrite
+// without progress, rather than holding its goroutine and connection.
+func TestStalledExportIsCutOff(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := web.DefaultTimeouts
+	to.StreamWrite = 300 * time.Millisecond
+	db := testdb.New(t)
+	ctx := context.Background()
+	if err := demo.Seed(ctx, db.System); err != nil {
+		t.Fatal(err)
+	}
+	engine, err := job.New(job.Config{Pool: db.System, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	deps := app.NewDeps(db.App, db.System, engine, clock.Database{}, slog.New(slog.NewJSONHandler(logs, nil)))
+	deps.Timeouts = &to
+	srv := httptest.NewUnstartedServer(web.New(deps))
+	srv.Listener.Close()
+	srv.Listener = smallBuffers{ln}
+	srv.Start()
+	defer srv.Close()
+	f := &fixture{t: t, db: db, srv: srv, jobs: engine}
+	melati := f.tenantID("toko-bunga-melati")
+	if _, err := audit.SeedScale(ctx, db.System, []int64{melati}, 6000, audit.SeedOptions{BatchSize: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	budi := f.client()
+	budi.login("budi@melati.test")
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048) })
+	}}
+	conn, err := d.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /t/toko-bunga-melati/audit/export.jsonl HTTP/1.1\r\nHost: x\r\nCookie: %s\r\n\r\n", cookieHeader(budi, f.srv.URL))
+	// Not reading: the server must give up on its own.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(strings.Join(logs.errors(), "\n"), "audit export failed") {
+		if time.Now().After(deadline) {
+			t.Fatal("a stalled export was not cut off within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
