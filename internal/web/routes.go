@@ -37,7 +37,7 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/projects", s.projectCreate)
 	t.POST("/projects/:id/delete", s.projectDelete)
 	t.POST("/plan", s.planChange)
-	// The tenant's audit trail (any member may read and verify it) and its
+	// The tenant's audit trail (any member reads it; owners and admins verify it) and its
 	// read-only jobs list.
 	t.GET("/audit", s.auditTimeline)
 	t.GET("/audit/export.csv", s.auditExport(audit.FormatCSV), s.streamDeadline)
