@@ -13,27 +13,17 @@ SELECT @tenant_id::bigint, @event_type::text, @aggregate_type::text, @aggregate_
 RETURNING id;
 
 -- name: OutboxClaim :many
--- Pending, due messages in id order whose aggregate has no older
--- undelivered message (pending, processing or failed): per-aggregate order,
--- while different aggregates flow in the same batch. The ids are handed to
--- the UPDATE as an array so it fetches them by primary key (joined to a
--- CTE, the planner hashed the whole table on every claim).
+-- outbox_claimable (db/schema/00032) picks and locks the batch: due pending
+-- messages in id order whose aggregate has no older undelivered message
+-- (pending, processing or failed), so per-aggregate order holds while
+-- different aggregates flow in the same batch. Its ids reach the UPDATE as
+-- one array (an InitPlan, evaluated once) so the rows are fetched by
+-- primary key.
 UPDATE outbox_messages m
    SET state = 'processing', attempts = m.attempts + 1, reserved_by = @worker::text,
        reserved_at = coalesce(sqlc.narg('now')::timestamptz, now())
   FROM tenants t
- WHERE m.id = ANY(ARRAY(
-           SELECT c.id
-             FROM outbox_messages c
-            WHERE c.state = 'pending'
-              AND c.available_at <= coalesce(sqlc.narg('now')::timestamptz, now())
-              AND NOT EXISTS (
-                  SELECT 1 FROM outbox_messages o
-                   WHERE o.tenant_id = c.tenant_id AND o.aggregate_type = c.aggregate_type
-                     AND o.aggregate_id = c.aggregate_id AND o.id < c.id AND o.state <> 'delivered')
-            ORDER BY c.id
-            LIMIT @lim
-              FOR UPDATE OF c SKIP LOCKED))
+ WHERE m.id = ANY((SELECT outbox_claimable(@lim::int, coalesce(sqlc.narg('now')::timestamptz, now())))::bigint[])
    AND t.id = m.tenant_id
 RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts;
 

@@ -16,18 +16,7 @@ UPDATE outbox_messages m
    SET state = 'processing', attempts = m.attempts + 1, reserved_by = $1::text,
        reserved_at = coalesce($2::timestamptz, now())
   FROM tenants t
- WHERE m.id = ANY(ARRAY(
-           SELECT c.id
-             FROM outbox_messages c
-            WHERE c.state = 'pending'
-              AND c.available_at <= coalesce($2::timestamptz, now())
-              AND NOT EXISTS (
-                  SELECT 1 FROM outbox_messages o
-                   WHERE o.tenant_id = c.tenant_id AND o.aggregate_type = c.aggregate_type
-                     AND o.aggregate_id = c.aggregate_id AND o.id < c.id AND o.state <> 'delivered')
-            ORDER BY c.id
-            LIMIT $3
-              FOR UPDATE OF c SKIP LOCKED))
+ WHERE m.id = ANY((SELECT outbox_claimable($3::int, coalesce($2::timestamptz, now())))::bigint[])
    AND t.id = m.tenant_id
 RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts
 `
@@ -51,11 +40,12 @@ type OutboxClaimRow struct {
 	Attempts      int32
 }
 
-// Pending, due messages in id order whose aggregate has no older
-// undelivered message (pending, processing or failed): per-aggregate order,
-// while different aggregates flow in the same batch. The ids are handed to
-// the UPDATE as an array so it fetches them by primary key (joined to a
-// CTE, the planner hashed the whole table on every claim).
+// outbox_claimable (db/schema/00032) picks and locks the batch: due pending
+// messages in id order whose aggregate has no older undelivered message
+// (pending, processing or failed), so per-aggregate order holds while
+// different aggregates flow in the same batch. Its ids reach the UPDATE as
+// one array (an InitPlan, evaluated once) so the rows are fetched by
+// primary key.
 func (q *Queries) OutboxClaim(ctx context.Context, arg OutboxClaimParams) ([]OutboxClaimRow, error) {
 	rows, err := q.db.Query(ctx, outboxClaim, arg.Worker, arg.Now, arg.Lim)
 	if err != nil {
