@@ -29,11 +29,15 @@ RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate
 
 -- name: OutboxMarkDelivered :one
 -- Marks a batch delivered and adds it to the minute's throughput in the
--- same statement: one commit per batch instead of two.
+-- same statement: one commit per batch instead of two. The rows are found
+-- by primary key only: written as a plain "state = 'processing'", the test
+-- let the planner AND in outbox_processing_idx, a scan of every reservation
+-- in flight and of the dead entries earlier batches left there (the same
+-- in OutboxMarkFailed and OutboxRelease).
 WITH delivered AS (
     UPDATE outbox_messages
        SET state = 'delivered', processed_at = coalesce(sqlc.narg('now')::timestamptz, now()), last_error = NULL
-     WHERE id = ANY(@ids::bigint[]) AND state = 'processing' AND reserved_by = @worker::text
+     WHERE id = ANY(@ids::bigint[]) AND (state = 'processing') IS TRUE AND reserved_by = @worker::text
     RETURNING 1
 ), stats AS (
     INSERT INTO outbox_stats_minute (minute, delivered)
@@ -53,7 +57,7 @@ UPDATE outbox_messages m
        available_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => f.delay),
        reserved_by = NULL, reserved_at = NULL
   FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@errors::text[]) AS err, unnest(@delays::float8[]) AS delay) f
- WHERE m.id = f.id AND m.state = 'processing' AND m.reserved_by = @worker::text
+ WHERE m.id = f.id AND (m.state = 'processing') IS TRUE AND m.reserved_by = @worker::text
 RETURNING m.id, m.state;
 
 -- name: OutboxRelease :execrows
@@ -61,7 +65,7 @@ RETURNING m.id, m.state;
 -- without spending an attempt.
 UPDATE outbox_messages
    SET state = 'pending', attempts = greatest(attempts - 1, 0), reserved_by = NULL, reserved_at = NULL
- WHERE id = ANY(@ids::bigint[]) AND state = 'processing' AND reserved_by = @worker::text;
+ WHERE id = ANY(@ids::bigint[]) AND (state = 'processing') IS TRUE AND reserved_by = @worker::text;
 
 -- name: OutboxReclaim :execrows
 -- Reservations older than the threshold belong to a relay that died (the

@@ -121,7 +121,7 @@ const outboxMarkDelivered = `-- name: OutboxMarkDelivered :one
 WITH delivered AS (
     UPDATE outbox_messages
        SET state = 'delivered', processed_at = coalesce($1::timestamptz, now()), last_error = NULL
-     WHERE id = ANY($2::bigint[]) AND state = 'processing' AND reserved_by = $3::text
+     WHERE id = ANY($2::bigint[]) AND (state = 'processing') IS TRUE AND reserved_by = $3::text
     RETURNING 1
 ), stats AS (
     INSERT INTO outbox_stats_minute (minute, delivered)
@@ -140,7 +140,11 @@ type OutboxMarkDeliveredParams struct {
 }
 
 // Marks a batch delivered and adds it to the minute's throughput in the
-// same statement: one commit per batch instead of two.
+// same statement: one commit per batch instead of two. The rows are found
+// by primary key only: written as a plain "state = 'processing'", the test
+// let the planner AND in outbox_processing_idx, a scan of every reservation
+// in flight and of the dead entries earlier batches left there (the same
+// in OutboxMarkFailed and OutboxRelease).
 func (q *Queries) OutboxMarkDelivered(ctx context.Context, arg OutboxMarkDeliveredParams) (int64, error) {
 	row := q.db.QueryRow(ctx, outboxMarkDelivered, arg.Now, arg.Ids, arg.Worker)
 	var marked int64
@@ -155,7 +159,7 @@ UPDATE outbox_messages m
        available_at = coalesce($2::timestamptz, now()) + make_interval(secs => f.delay),
        reserved_by = NULL, reserved_at = NULL
   FROM (SELECT unnest($4::bigint[]) AS id, unnest($5::text[]) AS err, unnest($6::float8[]) AS delay) f
- WHERE m.id = f.id AND m.state = 'processing' AND m.reserved_by = $3::text
+ WHERE m.id = f.id AND (m.state = 'processing') IS TRUE AND m.reserved_by = $3::text
 RETURNING m.id, m.state
 `
 
@@ -255,7 +259,7 @@ func (q *Queries) OutboxReclaim(ctx context.Context, arg OutboxReclaimParams) (i
 const outboxRelease = `-- name: OutboxRelease :execrows
 UPDATE outbox_messages
    SET state = 'pending', attempts = greatest(attempts - 1, 0), reserved_by = NULL, reserved_at = NULL
- WHERE id = ANY($1::bigint[]) AND state = 'processing' AND reserved_by = $2::text
+ WHERE id = ANY($1::bigint[]) AND (state = 'processing') IS TRUE AND reserved_by = $2::text
 `
 
 type OutboxReleaseParams struct {
