@@ -29,7 +29,8 @@ type RelayConfig struct {
 	// BatchSize caps one claim; 0 = 500.
 	BatchSize int
 	// Concurrency is how many claim loops run (each claims, publishes and
-	// settles its own batches); 0 = 2.
+	// settles its own batches, claiming the next while the previous one's
+	// acknowledgements are awaited); 0 = 2.
 	Concurrency int
 	// PollInterval is the fallback wake-up when no NOTIFY arrives; 0 = 1s.
 	PollInterval time.Duration
@@ -180,15 +181,44 @@ func (r *Relay) wakeAll() {
 func (r *Relay) loop(ctx context.Context, wake chan struct{}) {
 	t := time.NewTimer(r.cfg.PollInterval)
 	defer t.Stop()
+	// inflight is the previous batch being published and settled: the
+	// next claim runs while its acknowledgements are awaited, so the
+	// database and the broker work at the same time. At most two batches
+	// per loop are out. Order holds: a batch's messages stay processing
+	// until settled, which keeps their aggregates' next messages out of
+	// any claim meanwhile.
+	var inflight chan struct{}
+	await := func() {
+		if inflight != nil {
+			<-inflight
+			inflight = nil
+		}
+	}
+	defer await()
 	for ctx.Err() == nil {
-		n, err := r.RunOnce(ctx)
+		msgs, err := r.claim(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.log.Error("outbox relay batch", "err", err)
 		}
-		if err == nil && n > 0 {
-			// More may be waiting: a full batch left rows behind, and a
-			// partial one just delivered aggregate heads whose next
-			// messages are claimable now.
+		if len(msgs) > 0 {
+			prev, done := inflight, make(chan struct{})
+			inflight = done
+			go func() {
+				defer close(done)
+				if err := r.deliver(ctx, msgs); err != nil && ctx.Err() == nil {
+					r.log.Error("outbox relay batch", "err", err)
+				}
+			}()
+			if prev != nil {
+				<-prev
+			}
+			// More may be waiting: a full batch left rows behind.
+			continue
+		}
+		if err == nil && inflight != nil {
+			// Nothing claimable while a batch is out: once it is
+			// settled its aggregates' next messages may be.
+			await()
 			continue
 		}
 		t.Reset(r.cfg.PollInterval)
@@ -204,13 +234,23 @@ func (r *Relay) loop(ctx context.Context, wake chan struct{}) {
 // RunOnce claims one batch, publishes it and settles it; it returns how
 // many messages it claimed.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
+	msgs, err := r.claim(ctx)
+	if err != nil || len(msgs) == 0 {
+		return 0, err
+	}
+	return len(msgs), r.deliver(ctx, msgs)
+}
+
+func (r *Relay) claim(ctx context.Context) ([]Envelope, error) {
 	msgs, err := storeClaim(ctx, r.cfg.Pool, r.clk.Now(), r.cfg.WorkerID, r.cfg.BatchSize)
 	if err != nil {
-		return 0, fmt.Errorf("claim outbox batch: %w", err)
+		return nil, fmt.Errorf("claim outbox batch: %w", err)
 	}
-	if len(msgs) == 0 {
-		return 0, nil
-	}
+	return msgs, nil
+}
+
+// deliver publishes a claimed batch and settles it.
+func (r *Relay) deliver(ctx context.Context, msgs []Envelope) error {
 	pubCtx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	errs := r.sink.Publish(pubCtx, msgs)
 	cancel()
@@ -221,13 +261,13 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		}
 	}
 	if r.afterPublish != nil && r.afterPublish(msgs) {
-		return len(msgs), errAbandoned
+		return errAbandoned
 	}
 	// Settle even when ctx ended meanwhile: what was published must be
 	// marked, or it waits ten minutes for reclaim.
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer scancel()
-	return len(msgs), r.settle(sctx, ctx.Err() != nil, msgs, errs)
+	return r.settle(sctx, ctx.Err() != nil, msgs, errs)
 }
 
 func (r *Relay) settle(ctx context.Context, stopping bool, msgs []Envelope, errs []error) error {
