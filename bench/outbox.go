@@ -112,7 +112,7 @@ func startNATS(ctx context.Context) (*server.Server, *nats.Conn, jetstream.JetSt
 	if err != nil {
 		return ns, nil, nil, dir, err
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4000), jetstream.WithPublishAsyncTimeout(30*time.Second))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192), jetstream.WithPublishAsyncTimeout(30*time.Second))
 	if err != nil {
 		return ns, nc, nil, dir, err
 	}
@@ -260,8 +260,8 @@ func runOutbox(ctx context.Context, env *Env, system string) (Result, error) {
 	}}, nil
 }
 
-// jejakOutbox is Jejak's relay with its defaults (two claim loops of 500,
-// async JetStream publish per batch).
+// jejakOutbox is Jejak's relay with its defaults (two claim loops of 1000,
+// each with up to two batches out, async JetStream publish per batch).
 type jejakOutbox struct {
 	db     *JejakDB
 	js     jetstream.JetStream

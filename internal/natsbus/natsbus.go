@@ -83,7 +83,7 @@ func Open(ctx context.Context, cfg Config) (*Bus, error) {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", redact(url), err)
 	}
 	b.Conn = nc
-	if b.JS, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4000), jetstream.WithPublishAsyncTimeout(30*time.Second)); err != nil {
+	if b.JS, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192), jetstream.WithPublishAsyncTimeout(30*time.Second)); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}

@@ -26,7 +26,9 @@ type RelayConfig struct {
 	Clock clock.Clock
 	// WorkerID names this relay in reserved_by; "" = hostname-pid-random.
 	WorkerID string
-	// BatchSize caps one claim; 0 = 500.
+	// BatchSize caps one claim; 0 = 1000. Each loop can have two batches
+	// out, so the JetStream client must allow Concurrency × 2 × BatchSize
+	// pending asynchronous publishes (natsbus allows 8192).
 	BatchSize int
 	// Concurrency is how many claim loops run (each claims, publishes and
 	// settles its own batches, claiming the next while the previous one's
@@ -107,7 +109,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		cfg.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 500
+		cfg.BatchSize = 1000
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 2
