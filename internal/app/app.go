@@ -21,8 +21,10 @@ import (
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/pgcluster"
 	"github.com/jejakhq/jejak/internal/tenant"
+	"github.com/jejakhq/jejak/internal/tracing"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
 )
@@ -111,7 +113,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		// retry with backoff and end as dead letters.
 		mailer = demo.BounceMailer{Next: mailer}
 	}
-	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log})
+	stopTracing, err := tracing.Setup(ctx, cfg.OTelEndpoint, "jejak", Version)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stopTracing(context.Background()) }()
+	reg := NewMetrics(env)
+	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log, Observer: reg})
 	if err != nil {
 		return err
 	}
@@ -133,6 +141,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	}()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	deps.SecureCookies = cfg.SecureCookies
+	deps.Metrics, deps.MetricsToken = reg, cfg.MetricsToken
 	handler := web.New(deps)
 	if cfg.Demo {
 		gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
@@ -179,6 +188,21 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
 		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log}
+}
+
+// Version names this build in jejak_build_info and exported spans (set
+// with -ldflags "-X github.com/jejakhq/jejak/internal/app.Version=...").
+var Version = "dev"
+
+// NewMetrics builds the Prometheus registry over env's pools: the queue
+// gauges come from a snapshot of the system pool shared by all scrapes.
+func NewMetrics(env *Env) *metrics.Registry {
+	return metrics.New(metrics.Options{
+		Version:  Version,
+		Queues:   []string{"default"},
+		Snapshot: metrics.JobSnapshot(env.System, nil),
+		Pools:    map[string]*pgxpool.Pool{"app": env.App, "system": env.System},
+	})
 }
 
 // Seed writes the demo data and, when scale asks for it, large-data mode's

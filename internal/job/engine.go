@@ -71,6 +71,9 @@ type Config struct {
 	MaintenanceInterval time.Duration
 	// Logger receives operational logs; nil = slog.Default().
 	Logger *slog.Logger
+	// Observer receives enqueue, attempt and rescue events for metrics;
+	// nil = none.
+	Observer Observer
 }
 
 // Engine enqueues, claims, runs and maintains jobs.
@@ -244,6 +247,7 @@ func (e *Engine) enqueue(ctx context.Context, tx Querier, ps []EnqueueParams) ([
 		if err := e.resolve(&p); err != nil {
 			return nil, nil, err
 		}
+		traceFromContext(ctx, &p)
 		resolved[i] = p
 	}
 	now := e.clock.Now()
@@ -276,6 +280,7 @@ func (e *Engine) enqueue(ctx context.Context, tx Querier, ps []EnqueueParams) ([
 			ids[start+i], existing[start+i] = id, true
 		}
 	}
+	e.observeEnqueued(resolved, existing)
 	return ids, existing, nil
 }
 
@@ -477,6 +482,7 @@ func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
 		return 0, fmt.Errorf("rescue expired jobs: %w", err)
 	}
 	if retried+dead > 0 {
+		e.observer().JobsRescued(retried + dead)
 		e.log.Warn("rescued jobs with expired leases", "retried", retried, "dead", dead)
 		if retried > 0 {
 			_ = storeNotify(ctx, db)

@@ -290,7 +290,9 @@ func (e *Engine) execute(r *runState, j *Job) {
 			e.log.Error("audit job start", "job_id", j.ID, "err", err)
 		}
 	}
+	began := time.Now()
 	err := e.invoke(r, j)
+	run := time.Since(began)
 	if err != nil && r.hardCtx.Err() != nil {
 		// Cut short by shutdown: Stop releases the job without counting
 		// the attempt.
@@ -302,6 +304,7 @@ func (e *Engine) execute(r *runState, j *Job) {
 	}
 	ctx := context.WithoutCancel(r.ctx)
 	if err == nil {
+		e.observeAttempt(j, nil, "", run)
 		if !audited {
 			r.comp.add(j.ID)
 		} else if cerr := e.completeAudited(ctx, j); cerr != nil {
@@ -316,6 +319,7 @@ func (e *Engine) execute(r *runState, j *Job) {
 		e.log.Error("record job failure", "job_id", j.ID, "err", ferr)
 		return
 	}
+	e.observeAttempt(j, err, st, run)
 	e.log.Warn("job failed", "job_id", j.ID, "tenant_id", j.TenantID, "kind", j.Kind,
 		"trace_id", j.TraceID, "attempt", j.Attempt, "class", ClassOf(err), "state", st, "err", err)
 }
@@ -324,6 +328,8 @@ func (e *Engine) execute(r *runState, j *Job) {
 // failures, unknown kinds into permanent ones and expired jobs into policy
 // failures.
 func (e *Engine) invoke(r *runState, j *Job) (err error) {
+	ctx, span := e.attemptContext(r.hardCtx, j)
+	defer func() { span.End(err) }()
 	k, ok := e.handler(j.Kind)
 	if !ok {
 		return Permanent(fmt.Errorf("%w: %s", ErrUnknownKind, j.Kind))
@@ -331,7 +337,6 @@ func (e *Engine) invoke(r *runState, j *Job) (err error) {
 	if j.ExpiresAt != nil && !j.AttemptedAt.Before(*j.ExpiresAt) {
 		return Policy(fmt.Errorf("%w: expired at %s", ErrExpired, j.ExpiresAt.Format(time.RFC3339)))
 	}
-	ctx := r.hardCtx
 	if k.opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, k.opts.Timeout)

@@ -12,11 +12,12 @@ import (
 // routes registers every route: reading this function tells the whole HTTP
 // surface and which guard protects each part.
 func (s *Server) routes(e *echo.Echo) {
-	e.Use(s.traceAndLog, middleware.Recover(), securityHeaders)
+	e.Use(s.traceAndLog, s.observeRequest, middleware.Recover(), securityHeaders)
 
 	// Unauthenticated, no session.
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.metricsEndpoint) // bearer token, or loopback only
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(static.FS)))))
 
 	// Everything below has a session and CSRF protection on every POST.

@@ -62,6 +62,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	rules := map[string]rule{
 		"GET /healthz":                      {"/healthz", nil, everyone},
 		"GET /readyz":                       {"/readyz", nil, everyone},
+		"GET /metrics":                      {"/metrics", nil, everyone}, // loopback, no token: see metrics_test.go
 		"GET /static/*":                     {"/static/app.css", nil, everyone},
 		"GET /login":                        {"/login", nil, everyone},
 		"POST /login":                       {"/login", url.Values{"email": {"x@y.test"}, "password": {"x"}}, everyone},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 )
@@ -36,6 +37,11 @@ type Deps struct {
 	// shared snapshot per period, whatever the number of viewers);
 	// 0 = job.DefaultStatsMaxAge, negative = fresh on every request (tests).
 	StatsMaxAge time.Duration
+	// Metrics is the Prometheus registry /metrics serves and HTTP requests
+	// are counted in; nil = a registry with HTTP and process metrics only.
+	Metrics *metrics.Registry
+	// MetricsToken is the bearer token /metrics requires; "" = loopback only.
+	MetricsToken string
 }
 
 // Server holds the handlers' dependencies.
@@ -56,6 +62,9 @@ func New(d Deps) *echo.Echo {
 	}
 	if d.Clock == nil {
 		d.Clock = clock.Database{}
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.New(metrics.Options{})
 	}
 	sm := scs.New()
 	sm.Store = pgxstore.NewWithCleanupInterval(d.App, 30*time.Minute)
