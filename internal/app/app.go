@@ -18,6 +18,7 @@ import (
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/demo"
+	"github.com/jejakhq/jejak/internal/incident"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
@@ -187,7 +188,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 // two), so they exercise the same wiring.
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
-		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log}
+		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log,
+		Incidents: incident.NewService(systemPool)}
 }
 
 // Version names this build in jejak_build_info and exported spans (set

@@ -197,7 +197,9 @@ func (r *Registry) JobsEnqueued(kind string, n int) { r.enqueued.WithLabelValues
 func (r *Registry) JobIdempotentSkip(kind string) { r.idemSkips.WithLabelValues(kind).Inc() }
 
 // JobMissingMetadata implements job.Observer.
-func (r *Registry) JobMissingMetadata(kind, field string) { r.missing.WithLabelValues(kind, field).Inc() }
+func (r *Registry) JobMissingMetadata(kind, field string) {
+	r.missing.WithLabelValues(kind, field).Inc()
+}
 
 // JobStarted implements job.Observer.
 func (r *Registry) JobStarted(kind string, wait time.Duration) {

@@ -69,6 +69,13 @@ type JobStatsMinute struct {
 	Dead      int64
 }
 
+type JobTrace struct {
+	TraceID   string
+	JobID     int64
+	TenantID  int64
+	CreatedAt time.Time
+}
+
 type JobWorker struct {
 	WorkerID      string
 	StartedAt     time.Time

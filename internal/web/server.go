@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/incident"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/tenant"
@@ -40,6 +41,8 @@ type Deps struct {
 	// Metrics is the Prometheus registry /metrics serves and HTTP requests
 	// are counted in; nil = a registry with HTTP and process metrics only.
 	Metrics *metrics.Registry
+	// Incidents reads everything one trace touched (the incident page).
+	Incidents *incident.Service
 	// MetricsToken is the bearer token /metrics requires; "" = loopback only.
 	MetricsToken string
 }
