@@ -9,6 +9,43 @@ import (
 	"time"
 )
 
+type AlertEvent struct {
+	ID      int64
+	Rule    string
+	State   string
+	Value   float64
+	Summary string
+	At      time.Time
+}
+
+type AlertPrincipalMinute struct {
+	TenantID  int64
+	Principal int64
+	Minute    time.Time
+	N         int64
+}
+
+type AlertState struct {
+	Rule        string
+	State       string
+	Since       time.Time
+	Value       float64
+	Summary     string
+	EvaluatedAt time.Time
+}
+
+type AlertWatermark struct {
+	Name string
+	Upto time.Time
+}
+
+type AlertWorkerMinute struct {
+	WorkerID string
+	Minute   time.Time
+	Attempts int64
+	Failures int64
+}
+
 type AuditEvent struct {
 	TenantID   int64
 	Seq        int64
@@ -70,10 +107,11 @@ type JobStatsMinute struct {
 }
 
 type JobTrace struct {
-	TraceID   string
-	JobID     int64
-	TenantID  int64
-	CreatedAt time.Time
+	TraceID     string
+	JobID       int64
+	TenantID    int64
+	CreatedAt   time.Time
+	RequestedBy *int64
 }
 
 type JobWorker struct {
