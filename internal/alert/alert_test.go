@@ -226,4 +226,3 @@ func TestWorkerFailingAlert(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-

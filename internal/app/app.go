@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
@@ -120,7 +121,10 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	}
 	defer func() { _ = stopTracing(context.Background()) }()
 	reg := NewMetrics(env)
-	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log, Observer: reg})
+	// The tally counts this replica's attempts for the worker-outlier
+	// alert and passes every event on to the metrics.
+	tally := alert.NewWorkerTally(reg)
+	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log, Observer: tally})
 	if err != nil {
 		return err
 	}
@@ -130,6 +134,10 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 			return fmt.Errorf("start workers: %w", err)
 		}
 		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
+		go tally.Run(ctx, env.System, clk, engine.WorkerID(), 30*time.Second)
+		// Alert rules run on whichever replica holds the maintenance lock.
+		evaluator := alert.New(alert.Config{Pool: env.System, Clock: clk, Logger: log, Observe: reg.AlertTransition})
+		go evaluator.Run(ctx, 15*time.Second, engine.IsLeader)
 	}
 	// Shutdown order: HTTP first (below), then the workers finish in-flight
 	// jobs within a deadline and release the rest, then the pools close.
@@ -189,7 +197,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
 		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log,
-		Incidents: incident.NewService(systemPool)}
+		Incidents: incident.NewService(systemPool), Alerts: alert.NewService(systemPool, nil)}
 }
 
 // Version names this build in jejak_build_info and exported spans (set

@@ -9,6 +9,7 @@ import (
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/views/admin"
+	"github.com/jejakhq/jejak/views/observe"
 )
 
 // Staff pages (SPEC D3–D5): cross-tenant, read through the system pool,
@@ -43,6 +44,11 @@ func (s *Server) adminHome(c echo.Context) error {
 		maxAge = job.DefaultStatsMaxAge
 	}
 	vm := admin.OverviewVM{O: o, Age: age, MaxAge: max(maxAge, 0), Tenants: tenants}
+	firing, err := s.firingAlerts(ctx)
+	if err != nil {
+		return err
+	}
+	vm.Alerts = observe.FiringBanner(firing)
 	if partial == "overview" {
 		return render(c, http.StatusOK, admin.Overview(vm))
 	}

@@ -55,6 +55,7 @@ func (s *Server) routes(e *echo.Echo) {
 	adm.GET("/dead", s.adminDead)
 	adm.GET("/dead/bulk", s.adminDeadBulkPreview)
 	adm.POST("/dead/bulk", s.adminDeadBulk)
+	adm.GET("/alerts", s.adminAlerts)
 	adm.GET("/search", s.adminIncident) // the incident page: one trace across tenants
 
 }

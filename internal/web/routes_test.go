@@ -88,6 +88,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /admin/dead/bulk":              {"/admin/dead/bulk?action=retry", nil, staff},
 		"POST /admin/dead/bulk":             {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
 		"GET /admin/search":                 {"/admin/search", nil, staff},
+		"GET /admin/alerts":                 {"/admin/alerts", nil, staff},
 	}
 
 	e := newHandler(f.db, f.jobs, quietLog(), 0).(*echo.Echo)

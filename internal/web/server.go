@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/incident"
 	"github.com/jejakhq/jejak/internal/job"
@@ -41,6 +42,8 @@ type Deps struct {
 	// Metrics is the Prometheus registry /metrics serves and HTTP requests
 	// are counted in; nil = a registry with HTTP and process metrics only.
 	Metrics *metrics.Registry
+	// Alerts reads alert rule states for /admin/alerts and /admin.
+	Alerts *alert.Service
 	// Incidents reads everything one trace touched (the incident page).
 	Incidents *incident.Service
 	// MetricsToken is the bearer token /metrics requires; "" = loopback only.
