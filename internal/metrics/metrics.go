@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -66,7 +67,8 @@ type OutboxSnapshot struct {
 
 // Registry holds every Jejak metric.
 type Registry struct {
-	reg *prometheus.Registry
+	reg        *prometheus.Registry
+	collectors []prometheus.Collector
 
 	enqueued, idemSkips, expired, lockDelayed *prometheus.CounterVec
 	finished, failures, missing               *prometheus.CounterVec
@@ -85,7 +87,10 @@ var jobBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.
 // New registers every metric in a fresh registry.
 func New(o Options) *Registry {
 	r := &Registry{reg: prometheus.NewRegistry()}
-	f := func(c prometheus.Collector) { r.reg.MustRegister(c) }
+	f := func(c prometheus.Collector) {
+		r.reg.MustRegister(c)
+		r.collectors = append(r.collectors, c)
+	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		v := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 		f(v)
@@ -126,9 +131,7 @@ func New(o Options) *Registry {
 	build.WithLabelValues(or(o.Version, "dev"), runtime.Version()).Set(1)
 	f(build)
 	f(newSnapshotCollector(o))
-	if len(o.Pools) > 0 {
-		f(&poolCollector{pools: o.Pools})
-	}
+	f(&poolCollector{pools: o.Pools}) // no pools: described, never emitted
 	return r
 }
 
@@ -137,6 +140,30 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// Names lists every metric family the registry can export, whether or
+// not it has been observed yet (so rule files can be checked against it).
+func (r *Registry) Names() []string {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range r.collectors {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var out []string
+	for d := range ch {
+		// Desc has no accessor for its name; its String form starts with it.
+		s := d.String()
+		if i := strings.Index(s, `fqName: "`); i >= 0 {
+			rest := s[i+len(`fqName: "`):]
+			if j := strings.IndexByte(rest, '"'); j >= 0 {
+				out = append(out, rest[:j])
+			}
+		}
+	}
+	return out
 }
 
 // Gatherer exposes the registry (tests read values through it).
