@@ -242,6 +242,7 @@ func (e *Engine) enqueue(ctx context.Context, tx Querier, ps []EnqueueParams) ([
 	if len(ps) == 0 {
 		return nil, nil, nil
 	}
+	defer e.enqueueSpan(ctx, ps).End(nil)
 	resolved := make([]EnqueueParams, len(ps))
 	for i, p := range ps {
 		if err := e.resolve(&p); err != nil {

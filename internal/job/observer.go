@@ -101,6 +101,16 @@ func (e *Engine) observeEnqueued(ps []EnqueueParams, existing []bool) {
 	}
 }
 
+// enqueueSpan is the span of one enqueue call (a child of the request's
+// span when there is one); a no-op when spans are not exported.
+func (e *Engine) enqueueSpan(ctx context.Context, ps []EnqueueParams) tracing.Span {
+	if !tracing.Enabled() {
+		return tracing.Span{}
+	}
+	_, s := tracing.Start(ctx, "job.enqueue "+ps[0].Kind, "", attribute.Int("jejak.jobs", len(ps)))
+	return s
+}
+
 // attemptContext is the context a handler runs in: it carries the job's
 // trace (so jobs the handler enqueues inherit it), the identifiers logs
 // need, and the attempt's span when spans are exported.

@@ -149,7 +149,7 @@ func TestOneTraceTellsTheIncident(t *testing.T) {
 			t.Errorf("request span's parent = %s, want the caller's span", s.Parent().SpanID())
 		}
 	}
-	for _, want := range []string{"HTTP POST", "job.attempt test.parent", "job.attempt test.child"} {
+	for _, want := range []string{"HTTP POST", "job.enqueue test.parent", "job.enqueue test.child", "job.attempt test.parent", "job.attempt test.child"} {
 		if !contains(strings.Join(names, "|"), want) {
 			t.Errorf("no span %q in trace; got %v", want, names)
 		}
