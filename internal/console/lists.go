@@ -284,4 +284,3 @@ func (s *Service) BulkPreview(ctx context.Context, q DeadQuery) (Preview, error)
 	}
 	return Preview{Count: min(n.N, MaxBulk), Capped: n.N > MaxBulk, MaxID: n.MaxID}, nil
 }
-
