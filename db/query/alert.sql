@@ -47,7 +47,10 @@ SELECT count(*)::bigint FROM jobs
    AND last_error LIKE 'job expired before it ran%';
 
 -- name: AlertWatermarkGet :one
-SELECT upto FROM alert_watermarks WHERE name = @name;
+-- Locked until the evaluation commits: should two replicas briefly both
+-- believe they lead, the second waits and then reads the moved watermark
+-- instead of counting the same enqueues twice.
+SELECT upto FROM alert_watermarks WHERE name = @name FOR UPDATE;
 
 -- name: AlertWatermarkSet :exec
 INSERT INTO alert_watermarks (name, upto) VALUES (@name, @upto)

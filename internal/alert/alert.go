@@ -69,8 +69,12 @@ type Config struct {
 	// that records it (so a notification written there, e.g. an outbox
 	// message to a staff webhook, commits with it). nil = none.
 	OnTransition func(ctx context.Context, tx pgx.Tx, t Transition) error
-	// Observe reports transitions to metrics (jejak_alerts_firing); nil = none.
+	// Observe reports transitions to metrics; nil = none.
 	Observe func(rule, state string)
+	// Firing reports after every evaluation whether each rule fires (the
+	// jejak_alerts_firing gauge), and false for all when this replica stops
+	// leading, so a former leader does not keep exporting a stale alert.
+	Firing func(rule string, firing bool)
 }
 
 // Evaluator runs the rules.
@@ -100,6 +104,7 @@ func (ev *Evaluator) Rules() []Rule { return ev.cfg.Rules }
 func (ev *Evaluator) Run(ctx context.Context, every time.Duration, isLeader func() bool) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	led := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -107,8 +112,15 @@ func (ev *Evaluator) Run(ctx context.Context, every time.Duration, isLeader func
 		case <-t.C:
 		}
 		if !isLeader() {
+			if led && ev.cfg.Firing != nil {
+				for _, r := range ev.cfg.Rules {
+					ev.cfg.Firing(r.Name, false)
+				}
+			}
+			led = false
 			continue
 		}
+		led = true
 		if _, err := ev.EvaluateOnce(ctx); err != nil && ctx.Err() == nil {
 			ev.cfg.Logger.Error("evaluate alert rules", "err", err)
 		}
@@ -119,6 +131,7 @@ func (ev *Evaluator) Run(ctx context.Context, every time.Duration, isLeader func
 // records the transitions, returning them.
 func (ev *Evaluator) EvaluateOnce(ctx context.Context) ([]Transition, error) {
 	var out []Transition
+	firing := map[string]bool{}
 	err := pgx.BeginFunc(ctx, ev.cfg.Pool, func(tx pgx.Tx) error {
 		st := newStore(tx)
 		now, err := st.now(ctx, ev.cfg.Clock.Now())
@@ -142,6 +155,7 @@ func (ev *Evaluator) EvaluateOnce(ctx context.Context) ([]Transition, error) {
 				cur = Status{State: StateOK, Since: now}
 			}
 			next, recorded := step(r, cur, value > r.Threshold, now)
+			firing[r.Name] = next.State == StateFiring
 			next.Value, next.Summary, next.EvaluatedAt = value, summary, now
 			if err := st.saveState(ctx, r.Name, next); err != nil {
 				return err
@@ -175,6 +189,11 @@ func (ev *Evaluator) EvaluateOnce(ctx context.Context) ([]Transition, error) {
 		ev.cfg.Logger.Log(ctx, level, "alert "+t.State, "rule", t.Rule, "value", t.Value, "summary", t.Summary)
 		if ev.cfg.Observe != nil {
 			ev.cfg.Observe(t.Rule, t.State)
+		}
+	}
+	if ev.cfg.Firing != nil {
+		for rule, f := range firing {
+			ev.cfg.Firing(rule, f)
 		}
 	}
 	return out, nil

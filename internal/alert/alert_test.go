@@ -76,6 +76,7 @@ func TestDeadLettersAlertLifecycle(t *testing.T) {
 	}
 	tid := tenant(t, db, "alerting")
 	var notified, observed []string
+	var firingNow bool
 	ev := alert.New(alert.Config{Pool: db.System, Clock: clk, Logger: quiet,
 		Rules: only(alert.DefaultRules(alert.Sources{}), alert.RuleDeadLetters),
 		OnTransition: func(_ context.Context, _ pgx.Tx, tr alert.Transition) error {
@@ -83,6 +84,7 @@ func TestDeadLettersAlertLifecycle(t *testing.T) {
 			return nil
 		},
 		Observe: func(rule, state string) { observed = append(observed, state) },
+		Firing:  func(rule string, f bool) { firingNow = f },
 	})
 
 	eval(t, ev) // nothing dead: stays ok, nothing recorded
@@ -109,10 +111,16 @@ func TestDeadLettersAlertLifecycle(t *testing.T) {
 	eval(t, ev) // held 30s of the 1m: still pending
 	clk.Advance(30 * time.Second)
 	eval(t, ev, "dead_letters_growing:firing")
+	if !firingNow {
+		t.Fatal("the firing gauge hook was not told the rule fires")
+	}
 	clk.Advance(5 * time.Minute)
 	eval(t, ev) // still firing: nothing new
 	clk.Advance(6 * time.Minute)
 	eval(t, ev, "dead_letters_growing:resolved") // the 10-minute window moved past them
+	if firingNow {
+		t.Fatal("the firing gauge hook still says firing after resolution")
+	}
 
 	svc := alert.NewService(db.System, ev.Rules())
 	o, err := svc.Overview(ctx, 10)

@@ -198,7 +198,8 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
 		go tally.Run(ctx, env.System, clk, engine.WorkerID(), 30*time.Second)
 		// Alert rules run on whichever replica holds the maintenance lock.
-		evaluator := alert.New(alert.Config{Pool: env.System, Clock: clk, Logger: log, Observe: reg.AlertTransition})
+		evaluator := alert.New(alert.Config{Pool: env.System, Clock: clk, Logger: log,
+			Observe: reg.AlertTransition, Firing: reg.AlertFiring})
 		go evaluator.Run(ctx, 15*time.Second, engine.IsLeader)
 	}
 	return engine, nil

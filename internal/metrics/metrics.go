@@ -203,11 +203,15 @@ func (r *Registry) JobCancelled(kind string) {
 	r.finished.WithLabelValues(kind, string(job.OutcomeCancelled)).Inc()
 }
 
-// AlertTransition records an in-process alert's new state.
+// AlertTransition counts an in-process alert's change of state.
 func (r *Registry) AlertTransition(rule, state string) {
 	r.alertTransitions.WithLabelValues(rule, state).Inc()
+}
+
+// AlertFiring sets whether an in-process alert rule fires now.
+func (r *Registry) AlertFiring(rule string, firing bool) {
 	v := 0.0
-	if state == "firing" {
+	if firing {
 		v = 1
 	}
 	r.alertFiring.WithLabelValues(rule).Set(v)

@@ -310,9 +310,12 @@ func (q *Queries) AlertStateUpsert(ctx context.Context, arg AlertStateUpsertPara
 }
 
 const alertWatermarkGet = `-- name: AlertWatermarkGet :one
-SELECT upto FROM alert_watermarks WHERE name = $1
+SELECT upto FROM alert_watermarks WHERE name = $1 FOR UPDATE
 `
 
+// Locked until the evaluation commits: should two replicas briefly both
+// believe they lead, the second waits and then reads the moved watermark
+// instead of counting the same enqueues twice.
 func (q *Queries) AlertWatermarkGet(ctx context.Context, name string) (time.Time, error) {
 	row := q.db.QueryRow(ctx, alertWatermarkGet, name)
 	var upto time.Time
