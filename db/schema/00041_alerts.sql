@@ -54,4 +54,12 @@ CREATE TABLE alert_watermarks (
     upto timestamptz NOT NULL
 );
 
+-- The principal rollup is keyed by tenant: row-level security like every
+-- tenant table, although the tenant-facing role has no privilege on it.
+ALTER TABLE alert_principal_minute ENABLE ROW LEVEL SECURITY;
+ALTER TABLE alert_principal_minute FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON alert_principal_minute TO jejak_app
+    USING (tenant_id = app_tenant_id()) WITH CHECK (tenant_id = app_tenant_id());
+CREATE POLICY system_access ON alert_principal_minute TO jejak_system USING (true) WITH CHECK (true);
+
 REVOKE ALL ON alert_states, alert_events, alert_principal_minute, alert_worker_minute, alert_watermarks FROM jejak_app;
