@@ -94,7 +94,10 @@ func (s store) prune(ctx context.Context, now time.Time) error {
 	if _, err := s.q.AlertPruneEvents(ctx, now.Add(-historyRetention)); err != nil {
 		return err
 	}
-	_, err := s.q.TraceJobTracesPrune(ctx, queries.TraceJobTracesPruneParams{Now: &now, OlderThanSeconds: traceRetention.Seconds()})
+	if _, err := s.q.TraceJobTracesPrune(ctx, queries.TraceJobTracesPruneParams{Now: &now, OlderThanSeconds: traceRetention.Seconds()}); err != nil {
+		return err
+	}
+	_, err := s.q.TraceOutboxPrune(ctx, queries.TraceOutboxPruneParams{Now: &now, OlderThanSeconds: traceRetention.Seconds()})
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
@@ -25,12 +26,14 @@ import (
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/metrics"
+	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/pgcluster"
 	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/tracing"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Env is an opened, migrated database with Jejak's two pools.
@@ -106,6 +109,15 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		printDemoAccounts(out)
 	}
 	clk := clock.Database{}
+	if cfg.Demo {
+		hooks, err := startDemoHooks(ctx, env, log, out)
+		if err != nil {
+			return err
+		}
+		defer hooks.Close()
+		// The receiver is on loopback, which the SSRF guard refuses.
+		cfg.WebhookAllow = append(cfg.WebhookAllow, netip.MustParsePrefix("127.0.0.1/32"))
+	}
 	stopTracing, err := tracing.Setup(ctx, cfg.OTelEndpoint, "jejak", Version)
 	if err != nil {
 		return err
@@ -125,6 +137,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 			log.Error("stop workers", "error", err.Error())
 		}
 	}()
+	ob, err := startOutbox(ctx, cfg, env, engine, clk, log)
+	if err != nil {
+		return err
+	}
+	// Runs before the workers stop (defers unwind in reverse): the relay
+	// settles its batch in flight, then NATS closes.
+	defer ob.Close()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	deps.SecureCookies = cfg.SecureCookies
 	deps.Metrics, deps.MetricsToken = reg, cfg.MetricsToken
@@ -191,7 +210,8 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 	if err != nil {
 		return nil, err
 	}
-	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer})
+	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer,
+		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow}, WebhookOutcome: reg.WebhookDelivered})
 	if cfg.Workers > 0 {
 		if err := engine.Start(ctx); err != nil {
 			return nil, fmt.Errorf("start workers: %w", err)
@@ -200,6 +220,7 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 		go tally.Run(ctx, env.System, clk, engine.WorkerID(), 30*time.Second)
 		// Alert rules run on whichever replica holds the maintenance lock.
 		evaluator := alert.New(alert.Config{Pool: env.System, Clock: clk, Logger: log,
+			Rules:   alert.DefaultRules(alert.Sources{OutboxLag: outboxLag(env)}),
 			Observe: reg.AlertTransition, Firing: reg.AlertFiring})
 		go evaluator.Run(ctx, 15*time.Second, engine.IsLeader)
 	}
@@ -223,26 +244,13 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 			Tenants: tenants, Audit: trail}),
 		Clock:     clk,
 		Logger:    log,
+		Webhooks:  webhook.NewService(appPool, clk, engine),
+		Outbox:    outboxconsole.New(systemPool, clk),
 		SignIn:    signin.NewService(appPool, users, clk, signin.DefaultLimits),
 		CSRF:      signin.NewCSRFSigner(systemPool),
-		Incidents: incident.NewService(systemPool),
+		Incidents: incident.NewService(systemPool, incident.OutboxSource),
 		Alerts:    alert.NewService(systemPool, nil),
 	}
-}
-
-// Version names this build in jejak_build_info and exported spans (set
-// with -ldflags "-X github.com/jejakhq/jejak/internal/app.Version=...").
-var Version = "dev"
-
-// NewMetrics builds the Prometheus registry over env's pools: the queue
-// gauges come from a snapshot of the system pool shared by all scrapes.
-func NewMetrics(env *Env) *metrics.Registry {
-	return metrics.New(metrics.Options{
-		Version:  Version,
-		Queues:   []string{"default"},
-		Snapshot: metrics.JobSnapshot(env.System, nil),
-		Pools:    map[string]*pgxpool.Pool{"app": env.App, "system": env.System},
-	})
 }
 
 // Seed writes the demo data and, when scale asks for it, large-data mode's

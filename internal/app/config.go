@@ -6,8 +6,11 @@ package app
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Config is Jejak's configuration, from the environment (flags may
@@ -25,6 +28,9 @@ type Config struct {
 	LogLevel      string // JEJAK_LOG_LEVEL: debug, info, warn, error
 	MetricsToken  string // JEJAK_METRICS_TOKEN: bearer token for /metrics; "" = loopback only
 	OTelEndpoint  string // OTEL_EXPORTER_OTLP_ENDPOINT: export spans over OTLP/HTTP; "" = off
+	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
+	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
+	WebhookAllow []netip.Prefix
 	// TrustedProxies (JEJAK_TRUSTED_PROXIES, comma-separated CIDRs or
 	// addresses) are the reverse proxies whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
@@ -55,6 +61,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s must be true or false, got %q", name, v)
 			}
 		}
+	}
+	if c.WebhookAllow, err = webhook.ParseAllowCIDRs(getenv("JEJAK_WEBHOOK_ALLOW_CIDRS")); err != nil {
+		return c, fmt.Errorf("JEJAK_WEBHOOK_ALLOW_CIDRS: %w", err)
 	}
 	if c.TrustedProxies, err = parseCIDRs(getenv("JEJAK_TRUSTED_PROXIES")); err != nil {
 		return c, fmt.Errorf("JEJAK_TRUSTED_PROXIES: %w", err)

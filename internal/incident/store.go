@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/queries"
@@ -102,4 +103,52 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+type outboxRow struct {
+	id, tenantID         int64
+	eventType, aggregate string
+	state, lastError     string
+	attempts             int
+	createdAt            time.Time
+	processedAt          *time.Time
+}
+
+func (s store) outbox(ctx context.Context, traceID string, limit int) ([]outboxRow, error) {
+	rows, err := s.q.TraceOutbox(ctx, queries.TraceOutboxParams{TraceID: traceID, Lim: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]outboxRow, len(rows))
+	for i, r := range rows {
+		out[i] = outboxRow{id: r.ID, tenantID: r.TenantID, eventType: r.EventType, aggregate: r.AggregateType + " " + r.AggregateID,
+			state: r.State, lastError: deref(r.LastError), attempts: int(r.Attempts), createdAt: r.CreatedAt, processedAt: r.ProcessedAt}
+	}
+	return out, nil
+}
+
+type deliveryRow struct {
+	tenantID, eventID                int64
+	eventType, state, lastError, url string
+	attempts                         int
+	lastStatus                       *int
+	createdAt                        time.Time
+}
+
+func (s store) deliveries(ctx context.Context, eventIDs []int64, limit int) ([]deliveryRow, error) {
+	rows, err := s.q.TraceDeliveries(ctx, queries.TraceDeliveriesParams{EventIds: eventIDs, Lim: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]deliveryRow, len(rows))
+	for i, r := range rows {
+		d := deliveryRow{tenantID: r.TenantID, eventID: r.EventID, eventType: r.EventType, state: r.State,
+			lastError: deref(r.LastError), url: r.Url, attempts: int(r.Attempts), createdAt: r.CreatedAt}
+		if r.LastStatus != nil {
+			st := int(*r.LastStatus)
+			d.lastStatus = &st
+		}
+		out[i] = d
+	}
+	return out, nil
 }

@@ -25,7 +25,7 @@ var (
 var liveStates = []string{"pending", "running", "dead"}
 
 // outboxStates are always reported for the same reason.
-var outboxStates = []string{"pending", "processing", "delivered", "failed"}
+var outboxStates = []string{"pending", "processing", "failed"}
 
 // snapshotCollector reads the queue and outbox gauges at scrape time from
 // a snapshot shared by all scrapes for maxAge (single flight), so any

@@ -20,9 +20,11 @@ import (
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/incident"
 	"github.com/jejakhq/jejak/internal/metrics"
+	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Pinger reports whether the database answers (readiness).
@@ -62,6 +64,10 @@ type Deps struct {
 	Incidents *incident.Service
 	// MetricsToken is the bearer token /metrics requires; "" = loopback only.
 	MetricsToken string
+	// Webhooks is the tenant webhook service (/t/{slug}/webhooks).
+	Webhooks *webhook.Service
+	// Outbox is the staff view and repair of the outbox (/admin/outbox).
+	Outbox *outboxconsole.Console
 	// SignIn checks passwords behind the shared sign-in throttle.
 	SignIn *signin.Service
 	// CSRF signs the token of visitors who have no session yet.
