@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
@@ -22,6 +23,7 @@ import (
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/pgcluster"
+	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
@@ -178,7 +180,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 // two), so they exercise the same wiring.
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
-		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log}
+		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log,
+		Approvals: approval.NewService(systemPool, engine, clk), Support: support.NewService(systemPool, clk)}
 }
 
 // Seed writes the demo data and, when scale asks for it, large-data mode's

@@ -134,7 +134,9 @@ func (e *Engine) failJob(ctx context.Context, j *Job, cause error) (State, error
 			second = audit.JobDeadLettered
 		}
 		for _, stage := range []audit.JobStage{first, second} {
-			if _, err := rec.RecordJobEvent(ctx, tx, e.jobEvent(j, stage, detail)); err != nil {
+			ev := e.jobEvent(j, stage, detail)
+			ev.Reason = ReasonOf(cause)
+			if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
 				return err
 			}
 		}

@@ -6,6 +6,7 @@ package kinds
 import (
 	"time"
 
+	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/billing"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
@@ -16,9 +17,10 @@ import (
 
 // The shipped kinds' names, as stored in jobs.kind.
 const (
-	EmailWeeklyReport = mail.WeeklyReportKind // "email.weekly-report"
-	SubscriptionSweep = billing.SweepKind     // "subscription.sweep"
-	PointsAward       = points.Kind           // "points.award"
+	EmailWeeklyReport = mail.WeeklyReportKind      // "email.weekly-report"
+	SubscriptionSweep = billing.SweepKind          // "subscription.sweep"
+	PointsAward       = points.Kind                // "points.award"
+	DisableAccess     = approval.DisableAccessKind // "user.disable-access"
 )
 
 // KindOptions are per-kind engine settings.
@@ -52,6 +54,9 @@ var Options = map[string]KindOptions{
 	EmailWeeklyReport: {MaxAttempts: 5, Timeout: time.Minute},
 	SubscriptionSweep: {MaxAttempts: 3, Timeout: 2 * time.Minute},
 	PointsAward:       {MaxAttempts: 5, Timeout: 30 * time.Second},
+	// Sensitive: every stage in the tenant's trail; re-authorized at
+	// dequeue, so a retry after a lost approver is rejected, not run.
+	DisableAccess: {MaxAttempts: 3, Timeout: 30 * time.Second, Sensitive: true},
 }
 
 // Register adds every shipped kind's handler to e. It panics when d.App is
@@ -75,4 +80,9 @@ func Register(e Registrar, d Deps) {
 	e.Register(EmailWeeklyReport, weekly.Handle, Options[EmailWeeklyReport])
 	e.Register(SubscriptionSweep, sweep.Handle, Options[SubscriptionSweep])
 	e.Register(PointsAward, award.Handle, Options[PointsAward])
+	// Sensitive kinds work across the staff's tables on the system pool.
+	if sys, ok := d.System.(database.Pool); ok {
+		disable := &approval.DisableHandler{System: sys, Clock: c}
+		e.Register(DisableAccess, disable.Handle, Options[DisableAccess])
+	}
 }

@@ -9,6 +9,25 @@ import (
 	"time"
 )
 
+type Approval struct {
+	TenantID       int64
+	ID             int64
+	Action         string
+	TargetID       int64
+	Reason         string
+	RequestedBy    int64
+	RequestedAt    time.Time
+	ExpiresAt      time.Time
+	State          string
+	DecidedBy      *int64
+	DecidedAt      *time.Time
+	DecisionReason *string
+	JobID          *int64
+	ConsumedAt     *time.Time
+	ConsumedByJob  *int64
+	TraceID        string
+}
+
 type AuditEvent struct {
 	TenantID   int64
 	Seq        int64
@@ -30,6 +49,18 @@ type AuditHead struct {
 	TenantID int64
 	Seq      int64
 	Hash     []byte
+}
+
+type IdempotencyKey struct {
+	TenantID         int64
+	Key              string
+	Action           string
+	Target           string
+	Status           string
+	ResultRef        *string
+	JobID            *int64
+	FirstProcessedAt time.Time
+	CompletedAt      *time.Time
 }
 
 type Job struct {
@@ -91,10 +122,12 @@ type MailMessage struct {
 }
 
 type Membership struct {
-	TenantID  int64
-	UserID    int64
-	Role      string
-	CreatedAt time.Time
+	TenantID       int64
+	UserID         int64
+	Role           string
+	CreatedAt      time.Time
+	DisabledAt     *time.Time
+	DisabledReason *string
 }
 
 type Plan struct {
@@ -136,10 +169,24 @@ type Project struct {
 	CreatedAt time.Time
 }
 
+type ResourceLock struct {
+	Resource       string
+	TenantID       int64
+	Holder         string
+	AcquiredAt     time.Time
+	LeaseExpiresAt time.Time
+}
+
 type Session struct {
 	Token  string
 	Data   []byte
 	Expiry time.Time
+}
+
+type StaffAuditView struct {
+	TenantID int64
+	StaffID  int64
+	Hour     time.Time
 }
 
 type Subscription struct {
@@ -185,4 +232,10 @@ type User struct {
 	StaffRole    *string
 	Active       bool
 	CreatedAt    time.Time
+}
+
+type UserSession struct {
+	Token     string
+	UserID    int64
+	CreatedAt time.Time
 }

@@ -55,5 +55,12 @@ func (s *Server) routes(e *echo.Echo) {
 	adm.GET("/dead/bulk", s.adminDeadBulkPreview)
 	adm.POST("/dead/bulk", s.adminDeadBulk)
 	adm.GET("/search", s.adminSearch)
+	// -- staff tenant pages and two-person approvals --
+	adm.GET("/tenants", s.adminTenants)
+	adm.GET("/tenants/:slug", s.adminTenant)
+	adm.POST("/tenants/:slug/members/:user_id/disable", s.adminMemberDisable)
+	adm.GET("/approvals", s.adminApprovals)
+	adm.POST("/approvals/:id/approve", s.adminApprove)
+	adm.POST("/approvals/:id/reject", s.adminReject)
 
 }

@@ -13,8 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 )
@@ -36,6 +38,10 @@ type Deps struct {
 	// shared snapshot per period, whatever the number of viewers);
 	// 0 = job.DefaultStatsMaxAge, negative = fresh on every request (tests).
 	StatsMaxAge time.Duration
+	// Approvals holds two-person actions; Support reads a tenant for
+	// staff (both on the system pool).
+	Approvals *approval.Service
+	Support   *support.Service
 }
 
 // Server holds the handlers' dependencies.
