@@ -44,6 +44,18 @@ func TestRegisterWiresEveryShippedKind(t *testing.T) {
 		kinds.SubscriptionSweep: fmt.Sprintf(`{"tenant_id":%d}`, tenant),
 		kinds.PointsAward:       fmt.Sprintf(`{"tenant_id":%d,"message_id":"m1","customer":"c1","points":5}`, tenant),
 	}
+	// A sensitive kind without its approval is refused as a policy
+	// failure: registered, wired, and guarded.
+	if reg, ok := r[kinds.DisableAccess]; !ok || !reg.opts.Sensitive {
+		t.Fatalf("%s not registered as sensitive", kinds.DisableAccess)
+	} else {
+		p := fmt.Sprintf(`{"tenant_id":%d,"user_id":1,"approval_id":99,"scope":"tenant"}`, tenant)
+		j := &job.Job{ID: 2, TenantID: tenant, Kind: kinds.DisableAccess, Payload: json.RawMessage(p), Attempt: 1}
+		if err := reg.h(ctx, j); job.ClassOf(err) != job.ClassPolicy {
+			t.Fatalf("%s without approval: %v", kinds.DisableAccess, err)
+		}
+		delete(r, kinds.DisableAccess)
+	}
 	if len(r) != len(payloads) {
 		t.Fatalf("registered %d kinds, want %d", len(r), len(payloads))
 	}
