@@ -22,6 +22,7 @@ import (
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/pgcluster"
 	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
@@ -117,7 +118,17 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer})
+	payURL := cfg.PaymentURL
+	if payURL == "" {
+		_, url, stopSim, err := payment.StartSimulator(env.System, log)
+		if err != nil {
+			return err
+		}
+		defer stopSim()
+		payURL = url
+	}
+	payments := payment.NewService(env.App, env.System, &payment.HTTPProvider{BaseURL: payURL}, engine, clk)
+	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer, Payments: payments})
 	if cfg.Workers > 0 {
 		if err := engine.Start(ctx); err != nil {
 			return fmt.Errorf("start workers: %w", err)
@@ -134,6 +145,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		}
 	}()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
+	WithPayments(&deps, payments)
 	deps.SecureCookies = cfg.SecureCookies
 	handler := web.New(deps)
 	if cfg.Demo {
@@ -181,7 +193,16 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
 		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log,
-		Approvals: approval.NewService(systemPool, engine, clk), Support: support.NewService(systemPool, clk)}
+		Approvals: approval.NewService(systemPool, engine, clk), Support: support.NewService(systemPool, clk),
+		// No provider until WithPayments: billing shows Jejak's own records.
+		Payments: payment.NewService(appPool, systemPool, nil, engine, clk)}
+}
+
+// WithPayments adds payments to the dashboard: the billing page, staff's
+// on-demand reconciliation, and invoices with charges on plan upgrades.
+func WithPayments(d *web.Deps, p *payment.Service) {
+	d.Payments = p
+	d.Tenants.SetPlanHook(p.OnPlanChange)
 }
 
 // Seed writes the demo data and, when scale asks for it, large-data mode's

@@ -12,6 +12,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/points"
 )
 
@@ -21,6 +22,8 @@ const (
 	SubscriptionSweep = billing.SweepKind          // "subscription.sweep"
 	PointsAward       = points.Kind                // "points.award"
 	DisableAccess     = approval.DisableAccessKind // "user.disable-access"
+	PaymentCharge     = payment.ChargeKind         // "payment.charge"
+	PaymentReconcile  = payment.ReconcileKind      // "payment.reconcile"
 )
 
 // KindOptions are per-kind engine settings.
@@ -45,6 +48,9 @@ type Deps struct {
 	Mailer mail.Mailer
 	// MailFrom is the sender of Jejak's mail; "" = mail.DefaultFrom.
 	MailFrom string
+	// Payments runs payment.charge and payment.reconcile; nil leaves
+	// them unregistered.
+	Payments *payment.Service
 }
 
 // Options holds each shipped kind's settings: mail may wait out an SMTP
@@ -57,6 +63,10 @@ var Options = map[string]KindOptions{
 	// Sensitive: every stage in the tenant's trail; re-authorized at
 	// dequeue, so a retry after a lost approver is rejected, not run.
 	DisableAccess: {MaxAttempts: 3, Timeout: 30 * time.Second, Sensitive: true},
+	// A charge retries a lost answer a few times (reconciliation refunds
+	// any double charge); its stages are in the tenant's trail.
+	PaymentCharge:    {MaxAttempts: 5, Timeout: time.Minute, Sensitive: true},
+	PaymentReconcile: {MaxAttempts: 5, Timeout: 5 * time.Minute},
 }
 
 // Register adds every shipped kind's handler to e. It panics when d.App is
@@ -84,5 +94,9 @@ func Register(e Registrar, d Deps) {
 	if sys, ok := d.System.(database.Pool); ok {
 		disable := &approval.DisableHandler{System: sys, Clock: c}
 		e.Register(DisableAccess, disable.Handle, Options[DisableAccess])
+	}
+	if d.Payments != nil {
+		e.Register(PaymentCharge, d.Payments.HandleCharge, Options[PaymentCharge])
+		e.Register(PaymentReconcile, d.Payments.HandleReconcile, Options[PaymentReconcile])
 	}
 }

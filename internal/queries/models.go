@@ -63,6 +63,18 @@ type IdempotencyKey struct {
 	CompletedAt      *time.Time
 }
 
+type Invoice struct {
+	TenantID  int64
+	ID        int64
+	PlanCode  string
+	AmountIdr int64
+	Status    string
+	ChargeRef *string
+	CreatedAt time.Time
+	PaidAt    *time.Time
+	CreatedBy *int64
+}
+
 type Job struct {
 	ID             int64
 	TenantID       int64
@@ -128,6 +140,46 @@ type Membership struct {
 	CreatedAt      time.Time
 	DisabledAt     *time.Time
 	DisabledReason *string
+}
+
+type PaymentRefund struct {
+	TenantID  int64
+	ID        int64
+	InvoiceID int64
+	ChargeRef string
+	RefundRef string
+	AmountIdr int64
+	Reason    string
+	CreatedAt time.Time
+	JobID     *int64
+}
+
+type PaysimCharge struct {
+	ID             string
+	IdempotencyKey *string
+	Amount         int64
+	Currency       string
+	TenantRef      string
+	InvoiceRef     string
+	Refunded       int64
+	CreatedAt      time.Time
+}
+
+type PaysimIdempotency struct {
+	Key       string
+	Endpoint  string
+	Status    int32
+	Response  json.RawMessage
+	CreatedAt time.Time
+}
+
+type PaysimRefund struct {
+	ID             string
+	ChargeID       string
+	IdempotencyKey *string
+	Amount         int64
+	Reason         string
+	CreatedAt      time.Time
 }
 
 type Plan struct {

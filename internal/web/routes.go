@@ -42,6 +42,7 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/audit/verify", s.auditVerify)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
+	t.GET("/billing", s.tenantBilling)
 
 	// Support staff pages.
 	adm := signedIn.Group("/admin", s.requireStaff)
@@ -59,6 +60,7 @@ func (s *Server) routes(e *echo.Echo) {
 	adm.GET("/tenants", s.adminTenants)
 	adm.GET("/tenants/:slug", s.adminTenant)
 	adm.POST("/tenants/:slug/members/:user_id/disable", s.adminMemberDisable)
+	adm.POST("/tenants/:slug/reconcile", s.adminTenantReconcile)
 	adm.GET("/approvals", s.adminApprovals)
 	adm.POST("/approvals/:id/approve", s.adminApprove)
 	adm.POST("/approvals/:id/reject", s.adminReject)

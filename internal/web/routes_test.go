@@ -95,6 +95,8 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /admin/tenants":                {"/admin/tenants?q=melati", nil, staff},
 		"GET /admin/tenants/:slug":          {"/admin/tenants/toko-bunga-melati", nil, staff},
 		"POST /admin/tenants/:slug/members/:user_id/disable": {fmt.Sprintf("/admin/tenants/toko-bunga-melati/members/%d/disable", rina), reason, staff},
+		"POST /admin/tenants/:slug/reconcile":                {"/admin/tenants/toko-bunga-melati/reconcile", nil, staff},
+		"GET /t/:slug/billing":                               {"/t/toko-bunga-melati/billing", nil, tenantRead},
 		"GET /admin/approvals":                               {"/admin/approvals", nil, staff},
 		"POST /admin/approvals/:id/approve":                  {fmt.Sprintf("/admin/approvals/%d/approve", approvalIDs[0]), nil, staff},
 		"POST /admin/approvals/:id/reject":                   {fmt.Sprintf("/admin/approvals/%d/reject", approvalIDs[1]), reason, staff},

@@ -16,6 +16,7 @@ import (
 	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
@@ -42,6 +43,9 @@ type Deps struct {
 	// staff (both on the system pool).
 	Approvals *approval.Service
 	Support   *support.Service
+	// Payments serves the billing page and on-demand reconciliation;
+	// nil = billing shows nothing to reconcile.
+	Payments *payment.Service
 }
 
 // Server holds the handlers' dependencies.
