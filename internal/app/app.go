@@ -24,6 +24,7 @@ import (
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/pgcluster"
+	"github.com/jejakhq/jejak/internal/schedule"
 	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
@@ -129,6 +130,20 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	}
 	payments := payment.NewService(env.App, env.System, &payment.HTTPProvider{BaseURL: payURL}, engine, clk)
 	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer, Payments: payments})
+	// Periodic work runs on the maintenance leader (one replica), each
+	// period claimed once in the database.
+	scheduler := schedule.New(env.System, clk, engine.WorkerID(), schedule.Shipped(engine)...)
+	engine.OnMaintenance(func(ctx context.Context) error {
+		_, err := scheduler.Tick(ctx)
+		return err
+	})
+	// Retry storms: a kind failing above the threshold pauses itself (shown
+	// on /admin) until staff resume it. guard.OnPause is the alert hook.
+	guard := job.FailureGuard{}
+	engine.OnMaintenance(func(ctx context.Context) error {
+		_, err := engine.CheckFailureRates(ctx, guard)
+		return err
+	})
 	if cfg.Workers > 0 {
 		if err := engine.Start(ctx); err != nil {
 			return fmt.Errorf("start workers: %w", err)
@@ -146,6 +161,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	}()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	WithPayments(&deps, payments)
+	deps.Schedules = scheduler
 	deps.SecureCookies = cfg.SecureCookies
 	handler := web.New(deps)
 	if cfg.Demo {

@@ -338,6 +338,9 @@ func (e *Engine) invokeCtx(ctx context.Context, j *Job) (err error) {
 	if !ok {
 		return Permanent(fmt.Errorf("%w: %s", ErrUnknownKind, j.Kind))
 	}
+	if err := checkVersion(k.opts, j); err != nil {
+		return err
+	}
 	if j.ExpiresAt != nil && !j.AttemptedAt.Before(*j.ExpiresAt) {
 		return Policy(fmt.Errorf("%w: expired at %s", ErrExpired, j.ExpiresAt.Format(time.RFC3339)))
 	}
@@ -606,6 +609,7 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn) *pgxpool.
 	if _, err := StatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune job stats", "err", err)
 	}
+	e.runHooks(ctx)
 	return lead
 }
 

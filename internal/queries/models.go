@@ -101,6 +101,30 @@ type Job struct {
 	ExpiresAt      *time.Time
 	IdempotencyKey *string
 	PayloadHash    []byte
+	PayloadVersion int32
+	DependsOn      *int64
+	HasDependents  bool
+}
+
+type JobPause struct {
+	Scope    string
+	Name     string
+	Reason   string
+	PausedBy *int64
+	Auto     bool
+	PausedAt time.Time
+}
+
+type JobPauseLog struct {
+	ID      int64
+	Scope   string
+	Name    string
+	Action  string
+	Reason  string
+	ActorID *int64
+	Auto    bool
+	At      time.Time
+	Detail  json.RawMessage
 }
 
 type JobStatsMinute struct {
@@ -227,6 +251,16 @@ type ResourceLock struct {
 	Holder         string
 	AcquiredAt     time.Time
 	LeaseExpiresAt time.Time
+}
+
+type ScheduleRun struct {
+	Name        string
+	PeriodKey   string
+	PeriodStart time.Time
+	RanAt       time.Time
+	WorkerID    string
+	Jobs        int32
+	Summary     string
 }
 
 type Session struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
+	"github.com/jejakhq/jejak/internal/schedule"
 	"github.com/jejakhq/jejak/internal/testdb"
 	"github.com/jejakhq/jejak/internal/web"
 )
@@ -38,6 +39,7 @@ func newSensitiveFixture(t *testing.T, clk clock.Clock) *fixture {
 	kinds.Register(engine, kinds.Deps{App: db.App, System: db.System, Clock: clk})
 	deps := app.NewDeps(db.App, db.System, engine, clk, log)
 	deps.StatsMaxAge = -1
+	deps.Schedules = schedule.New(db.System, clk, "sensitive-test", schedule.Shipped(engine)...)
 	srv := httptest.NewServer(web.New(deps))
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, db: db, srv: srv, jobs: engine}
@@ -361,4 +363,40 @@ func (f *fixture) makeApprovals(n int) []int64 {
 		}
 	}
 	return ids
+}
+
+// TestAdminPausesAndSchedules: staff pause a kind with a reason from /admin
+// (no reason: 422, nothing paused), see it listed, resume it; /admin lists
+// the schedules with their next run.
+func TestAdminPausesAndSchedules(t *testing.T) {
+	t.Parallel()
+	f := newSensitiveFixture(t, clock.Database{})
+	sup := f.client()
+	sup.login("support@jejak.test")
+	home := sup.get("/admin")
+	if strings.Count(home.body, `data-testid="schedule-row"`) != 4 || !strings.Contains(home.body, "payment.reconcile") {
+		t.Fatalf("/admin schedules: %.3000s", home.body)
+	}
+	if a := sup.post("/admin/pauses", sup.withCSRF(url.Values{"scope": {"kind"}, "name": {"payment.charge"}}), false); a.status != http.StatusUnprocessableEntity {
+		t.Fatalf("pause without reason: %d", a.status)
+	}
+	if n := f.count(`SELECT count(*) FROM job_pauses`); n != 0 {
+		t.Fatal("pause without reason stored")
+	}
+	if a := sup.post("/admin/pauses", sup.withCSRF(url.Values{"scope": {"kind"}, "name": {"payment.charge"}, "reason": {"provider outage"}}), false); a.status != http.StatusSeeOther {
+		t.Fatalf("pause: %d %.300s", a.status, a.body)
+	}
+	if a := sup.post("/admin/pauses", sup.withCSRF(url.Values{"scope": {"kind"}, "name": {"payment.charge"}, "reason": {"again"}}), false); a.status != http.StatusConflict {
+		t.Fatalf("pause twice: %d", a.status)
+	}
+	home = sup.get("/admin")
+	if !strings.Contains(home.body, `data-name="payment.charge"`) || !strings.Contains(home.body, "provider outage") {
+		t.Fatalf("/admin pauses: %.3000s", home.body)
+	}
+	if a := sup.post("/admin/pauses/resume", sup.withCSRF(url.Values{"scope": {"kind"}, "name": {"payment.charge"}, "reason": {"provider back"}}), false); a.status != http.StatusSeeOther {
+		t.Fatalf("resume: %d", a.status)
+	}
+	if n := f.count(`SELECT count(*) FROM job_pause_log`); n != 2 {
+		t.Fatalf("pause log: %d", n)
+	}
 }

@@ -64,5 +64,7 @@ func (s *Server) routes(e *echo.Echo) {
 	adm.GET("/approvals", s.adminApprovals)
 	adm.POST("/approvals/:id/approve", s.adminApprove)
 	adm.POST("/approvals/:id/reject", s.adminReject)
+	adm.POST("/pauses", s.adminPause)
+	adm.POST("/pauses/resume", s.adminResume)
 
 }

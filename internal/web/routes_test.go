@@ -97,6 +97,8 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"POST /admin/tenants/:slug/members/:user_id/disable": {fmt.Sprintf("/admin/tenants/toko-bunga-melati/members/%d/disable", rina), reason, staff},
 		"POST /admin/tenants/:slug/reconcile":                {"/admin/tenants/toko-bunga-melati/reconcile", nil, staff},
 		"GET /t/:slug/billing":                               {"/t/toko-bunga-melati/billing", nil, tenantRead},
+		"POST /admin/pauses":                                 {"/admin/pauses", url.Values{"scope": {"kind"}, "name": {"matrix.kind"}, "reason": {"matrix"}}, staff},
+		"POST /admin/pauses/resume":                          {"/admin/pauses/resume", url.Values{"scope": {"kind"}, "name": {"matrix.kind"}, "reason": {"matrix"}}, staff},
 		"GET /admin/approvals":                               {"/admin/approvals", nil, staff},
 		"POST /admin/approvals/:id/approve":                  {fmt.Sprintf("/admin/approvals/%d/approve", approvalIDs[0]), nil, staff},
 		"POST /admin/approvals/:id/reject":                   {fmt.Sprintf("/admin/approvals/%d/reject", approvalIDs[1]), reason, staff},

@@ -17,6 +17,7 @@ import (
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/payment"
+	"github.com/jejakhq/jejak/internal/schedule"
 	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
@@ -46,6 +47,8 @@ type Deps struct {
 	// Payments serves the billing page and on-demand reconciliation;
 	// nil = billing shows nothing to reconcile.
 	Payments *payment.Service
+	// Schedules lists periodic work on /admin; nil = not shown.
+	Schedules *schedule.Scheduler
 }
 
 // Server holds the handlers' dependencies.
