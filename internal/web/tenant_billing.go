@@ -80,4 +80,3 @@ func (s *Server) adminTenantReconcile(c echo.Context) error {
 	s.setFlash(c, fmt.Sprintf("Reconciliation queued as job #%d; its findings will appear in the trail below.", id))
 	return c.Redirect(http.StatusSeeOther, "/admin/tenants/"+t.Slug)
 }
-
