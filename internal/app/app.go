@@ -12,11 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alexedwards/scs/pgxstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/job"
@@ -24,7 +26,6 @@ import (
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/pgcluster"
-	"github.com/jejakhq/jejak/internal/schedule"
 	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
@@ -104,52 +105,11 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		printDemoAccounts(out)
 	}
 	clk := clock.Database{}
-	var mailer mail.Mailer = mail.NewSink(env.App)
-	if cfg.SMTPURL != "" {
-		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
-			return fmt.Errorf("JEJAK_SMTP_URL: %w", err)
-		}
-	}
-	if cfg.Demo {
-		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
-		// retry with backoff and end as dead letters.
-		mailer = demo.BounceMailer{Next: mailer}
-	}
-	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log})
+	engine, ext, err := startEngine(ctx, cfg, env, clk, log)
 	if err != nil {
 		return err
 	}
-	payURL := cfg.PaymentURL
-	if payURL == "" {
-		_, url, stopSim, err := payment.StartSimulator(env.System, log)
-		if err != nil {
-			return err
-		}
-		defer stopSim()
-		payURL = url
-	}
-	payments := payment.NewService(env.App, env.System, &payment.HTTPProvider{BaseURL: payURL}, engine, clk)
-	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer, Payments: payments})
-	// Periodic work runs on the maintenance leader (one replica), each
-	// period claimed once in the database.
-	scheduler := schedule.New(env.System, clk, engine.WorkerID(), schedule.Shipped(engine)...)
-	engine.OnMaintenance(func(ctx context.Context) error {
-		_, err := scheduler.Tick(ctx)
-		return err
-	})
-	// Retry storms: a kind failing above the threshold pauses itself (shown
-	// on /admin) until staff resume it. guard.OnPause is the alert hook.
-	guard := job.FailureGuard{}
-	engine.OnMaintenance(func(ctx context.Context) error {
-		_, err := engine.CheckFailureRates(ctx, guard)
-		return err
-	})
-	if cfg.Workers > 0 {
-		if err := engine.Start(ctx); err != nil {
-			return fmt.Errorf("start workers: %w", err)
-		}
-		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
-	}
+	defer ext.stop()
 	// Shutdown order: HTTP first (below), then the workers finish in-flight
 	// jobs within a deadline and release the rest, then the pools close.
 	defer func() {
@@ -160,8 +120,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		}
 	}()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
-	WithPayments(&deps, payments)
-	deps.Schedules = scheduler
+	WithPayments(&deps, ext.payments)
+	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies
 	handler := web.New(deps)
 	if cfg.Demo {
@@ -203,15 +163,65 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	return nil
 }
 
+// startEngine builds the job engine with every kind registered and, unless
+// this replica serves only, starts its workers.
+func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger) (*job.Engine, *extras, error) {
+	var mailer mail.Mailer = mail.NewSink(env.App)
+	if cfg.SMTPURL != "" {
+		var err error
+		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
+			return nil, nil, fmt.Errorf("JEJAK_SMTP_URL: %w", err)
+		}
+	}
+	if cfg.Demo {
+		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
+		// retry with backoff and end as dead letters.
+		mailer = demo.BounceMailer{Next: mailer}
+	}
+	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Payments, the scheduler and the failure-rate guard are wired before
+	// Start, so no claimed job meets an unregistered kind.
+	ext, err := wireExtras(cfg, env, engine, clk, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer, Payments: ext.payments})
+	if cfg.Workers > 0 {
+		if err := engine.Start(ctx); err != nil {
+			ext.stop()
+			return nil, nil, fmt.Errorf("start workers: %w", err)
+		}
+		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
+	}
+	return engine, ext, nil
+}
+
 // NewDeps wires the dashboard's dependencies over the two pools. serve
 // and the tests both build the handler from it (tests adjust a field or
 // two), so they exercise the same wiring.
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
-	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
-		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log,
-		Approvals: approval.NewService(systemPool, engine, clk), Support: support.NewService(systemPool, clk),
+	tenants := tenant.NewService(appPool, systemPool, clk)
+	trail := audit.NewService(appPool, systemPool)
+	return web.Deps{
+		DB:       appPool,
+		Sessions: pgxstore.NewWithCleanupInterval(appPool, 30*time.Minute),
+		Users:    user.NewService(user.NewStore(appPool)),
+		Tenants:  tenants,
+		Audit:    trail,
+		Console: console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
+			Tenants: tenants, Audit: trail}),
+		Clock:  clk,
+		Logger: log,
+		// Staff tenant pages and two-person approvals (system pool).
+		Approvals: approval.NewService(systemPool, engine, clk),
+		Support:   support.NewService(systemPool, clk),
 		// No provider until WithPayments: billing shows Jejak's own records.
-		Payments: payment.NewService(appPool, systemPool, nil, engine, clk)}
+		Payments: payment.NewService(appPool, systemPool, nil, engine, clk),
+		Controls: engine,
+	}
 }
 
 // WithPayments adds payments to the dashboard: the billing page, staff's
@@ -252,44 +262,34 @@ func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Write
 		return err
 	}
 	defer env.Close()
+	tenants := tenant.NewService(env.App, env.System, nil)
+	trail := audit.NewService(env.App, env.System)
+	names, err := tenants.Names(ctx)
+	if err != nil {
+		return err
+	}
 	var results []audit.VerifyResult
 	if slug != "" {
-		var id int64
-		if err := env.System.QueryRow(ctx, `SELECT id FROM tenants WHERE slug = $1`, slug).Scan(&id); err != nil {
+		t, ok := names.BySlug(slug)
+		if !ok {
 			return fmt.Errorf("tenant %q not found", slug)
 		}
-		r, err := audit.Verify(ctx, env.System, id)
+		r, err := trail.VerifyTenant(ctx, t.ID)
 		if err != nil {
 			return err
 		}
 		results = append(results, r)
-	} else if results, err = audit.VerifyAll(ctx, env.System); err != nil {
-		return err
-	}
-	slugs := map[int64]string{}
-	rows, err := env.System.Query(ctx, `SELECT id, slug FROM tenants`)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var id int64
-		var s string
-		if err := rows.Scan(&id, &s); err != nil {
-			return err
-		}
-		slugs[id] = s
-	}
-	if err := rows.Err(); err != nil {
+	} else if results, err = trail.VerifyAll(ctx); err != nil {
 		return err
 	}
 	broken := 0
 	for _, r := range results {
 		if r.OK {
-			fmt.Fprintf(out, "%-24s ok      verified through #%d (head %x)\n", slugs[r.TenantID], r.CheckedThrough, r.HeadHash)
+			fmt.Fprintf(out, "%-24s ok      verified through #%d (head %x)\n", names.Slug(r.TenantID), r.CheckedThrough, r.HeadHash)
 			continue
 		}
 		broken++
-		fmt.Fprintf(out, "%-24s BROKEN  first bad event #%d: %s\n", slugs[r.TenantID], r.FirstBadSeq, r.Reason)
+		fmt.Fprintf(out, "%-24s BROKEN  first bad event #%d: %s\n", names.Slug(r.TenantID), r.FirstBadSeq, r.Reason)
 	}
 	if broken > 0 {
 		return fmt.Errorf("%d of %d audit chains are broken", broken, len(results))

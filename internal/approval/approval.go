@@ -9,7 +9,6 @@ package approval
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,7 +22,6 @@ import (
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
-	"github.com/jejakhq/jejak/internal/queries"
 	"github.com/jejakhq/jejak/internal/sensitive"
 )
 
@@ -144,18 +142,15 @@ func (s *Service) RequestDisable(ctx context.Context, staff Staff, tenantID, use
 	}
 	var out *Approval
 	err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-		q := queries.New(tx)
-		if err := requireStaff(ctx, q, staff.UserID); err != nil {
+		st := newStore(tx)
+		if err := requireStaff(ctx, st, staff.UserID); err != nil {
 			return err
 		}
-		m, err := q.MembershipGet(ctx, queries.MembershipGetParams{TenantID: tenantID, UserID: userID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNoMember
-		}
+		m, err := st.membership(ctx, tenantID, userID)
 		if err != nil {
-			return fmt.Errorf("read membership: %w", err)
+			return err
 		}
-		if m.DisabledAt != nil {
+		if m.Disabled {
 			return ErrDisabled
 		}
 		out, err = s.request(ctx, tx, staff, tenantID, ActionDisableAccess, userID, reason,
@@ -173,8 +168,7 @@ func (s *Service) RequestReplay(ctx context.Context, staff Staff, tenantID, jobI
 	}
 	var out *Approval
 	err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-		q := queries.New(tx)
-		if err := requireStaff(ctx, q, staff.UserID); err != nil {
+		if err := requireStaff(ctx, newStore(tx), staff.UserID); err != nil {
 			return err
 		}
 		out, err = s.request(ctx, tx, staff, tenantID, ActionReplay, jobID, reason, map[string]any{"job_id": jobID, "kind": kind})
@@ -184,8 +178,8 @@ func (s *Service) RequestReplay(ctx context.Context, staff Staff, tenantID, jobI
 }
 
 func (s *Service) request(ctx context.Context, tx pgx.Tx, staff Staff, tenantID int64, action string, target int64, reason string, detail map[string]any) (*Approval, error) {
-	q := queries.New(tx)
-	n, err := q.ApprovalPendingFor(ctx, queries.ApprovalPendingForParams{TenantID: tenantID, Action: action, TargetID: target})
+	st := newStore(tx)
+	n, err := st.pendingFor(ctx, tenantID, action, target)
 	if err != nil {
 		return nil, fmt.Errorf("look for pending approvals: %w", err)
 	}
@@ -200,14 +194,13 @@ func (s *Service) request(ctx context.Context, tx pgx.Tx, staff Staff, tenantID 
 	if trace == "" {
 		trace = "approval-" + strconv.FormatInt(now.UnixNano(), 36)
 	}
-	r, err := q.ApprovalInsert(ctx, queries.ApprovalInsertParams{
+	a, err := st.insert(ctx, Approval{
 		TenantID: tenantID, Action: action, TargetID: target, Reason: reason, RequestedBy: staff.UserID,
 		RequestedAt: now, ExpiresAt: now.Add(RequestTTL), TraceID: trace,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("insert approval: %w", err)
+		return nil, err
 	}
-	a := fromRow(r)
 	detail["action"], detail["reason"] = action, reason
 	if err := s.record(ctx, tx, a, staff.UserID, "approval.requested", detail, nil); err != nil {
 		return nil, err
@@ -241,16 +234,13 @@ func (s *Service) Reject(ctx context.Context, staff Staff, id int64, reason stri
 func (s *Service) decide(ctx context.Context, staff Staff, id int64, state, reason string) (*Approval, error) {
 	var out *Approval
 	err := database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-		q := queries.New(tx)
-		if err := requireStaff(ctx, q, staff.UserID); err != nil {
+		st := newStore(tx)
+		if err := requireStaff(ctx, st, staff.UserID); err != nil {
 			return err
 		}
-		r, err := q.ApprovalLock(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
-		}
+		r, err := st.lock(ctx, id)
 		if err != nil {
-			return fmt.Errorf("lock approval %d: %w", id, err)
+			return err
 		}
 		if r.State != StatePending {
 			return ErrDecided
@@ -269,12 +259,10 @@ func (s *Service) decide(ctx context.Context, staff Staff, id int64, state, reas
 		if reason != "" {
 			dr = &reason
 		}
-		r, err = q.ApprovalDecide(ctx, queries.ApprovalDecideParams{State: state, DecidedBy: &staff.UserID, DecidedAt: &now,
-			DecisionReason: dr, ID: id})
+		a, err := st.decide(ctx, id, state, staff.UserID, now, dr)
 		if err != nil {
-			return fmt.Errorf("decide approval %d: %w", id, err)
+			return err
 		}
-		a := fromRow(r)
 		detail := map[string]any{"action": a.Action, "target_id": a.TargetID, "requested_by": a.RequestedBy}
 		if reason != "" {
 			detail["reason"] = reason
@@ -314,8 +302,8 @@ func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, a *Approval, now time.
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %s for approval %d: %w", DisableAccessKind, a.ID, err)
 	}
-	if err := queries.New(tx).ApprovalSetJob(ctx, queries.ApprovalSetJobParams{ID: a.ID, JobID: &enq.ID}); err != nil {
-		return nil, fmt.Errorf("link approval %d to job: %w", a.ID, err)
+	if err := newStore(tx).setJob(ctx, a.ID, enq.ID); err != nil {
+		return nil, err
 	}
 	return &enq.ID, nil
 }
@@ -335,19 +323,13 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, a *Approval, actor int6
 	return nil
 }
 
-func requireStaff(ctx context.Context, q *queries.Queries, userID int64) error {
-	u, err := q.UserGetByID(ctx, userID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrNotStaff
-	}
+func requireStaff(ctx context.Context, st store, userID int64) error {
+	role, err := st.staffRole(ctx, userID)
 	if err != nil {
-		return fmt.Errorf("read staff member: %w", err)
-	}
-	if !u.Active || u.StaffRole == nil {
-		return ErrNotStaff
+		return err
 	}
 	for _, r := range StaffRoles {
-		if *u.StaffRole == r {
+		if role == r {
 			return nil
 		}
 	}
@@ -356,52 +338,20 @@ func requireStaff(ctx context.Context, q *queries.Queries, userID int64) error {
 
 // Get returns one approval.
 func (s *Service) Get(ctx context.Context, id int64) (*Approval, error) {
-	r, err := queries.New(s.system).ApprovalGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get approval %d: %w", id, err)
-	}
-	return fromRow(r), nil
+	return newStore(s.system).get(ctx, id)
 }
 
 // Pending lists requests waiting for a decision, oldest first.
 func (s *Service) Pending(ctx context.Context, limit int) ([]Approval, error) {
-	rows, err := queries.New(s.system).ApprovalListPending(ctx, int32(limit))
-	return many(rows, err)
+	return newStore(s.system).listPending(ctx, limit)
 }
 
 // Recent lists decided requests, newest first.
 func (s *Service) Recent(ctx context.Context, limit int) ([]Approval, error) {
-	rows, err := queries.New(s.system).ApprovalListRecent(ctx, int32(limit))
-	return many(rows, err)
+	return newStore(s.system).listRecent(ctx, limit)
 }
 
 // ForTenant lists a tenant's approvals, newest first.
 func (s *Service) ForTenant(ctx context.Context, tenantID int64, limit int) ([]Approval, error) {
-	rows, err := queries.New(s.system).ApprovalListByTenant(ctx, queries.ApprovalListByTenantParams{TenantID: tenantID, Limit: int32(limit)})
-	return many(rows, err)
-}
-
-func many(rows []queries.Approval, err error) ([]Approval, error) {
-	if err != nil {
-		return nil, fmt.Errorf("list approvals: %w", err)
-	}
-	out := make([]Approval, len(rows))
-	for i, r := range rows {
-		out[i] = *fromRow(r)
-	}
-	return out, nil
-}
-
-func fromRow(r queries.Approval) *Approval {
-	a := &Approval{ID: r.ID, TenantID: r.TenantID, Action: r.Action, TargetID: r.TargetID, Reason: r.Reason,
-		RequestedBy: r.RequestedBy, RequestedAt: r.RequestedAt, ExpiresAt: r.ExpiresAt, State: r.State,
-		DecidedBy: r.DecidedBy, DecidedAt: r.DecidedAt, JobID: r.JobID, ConsumedAt: r.ConsumedAt,
-		ConsumedByJob: r.ConsumedByJob, TraceID: r.TraceID}
-	if r.DecisionReason != nil {
-		a.DecisionReason = *r.DecisionReason
-	}
-	return a
+	return newStore(s.system).listByTenant(ctx, tenantID, limit)
 }

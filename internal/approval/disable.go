@@ -14,7 +14,6 @@ import (
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
-	"github.com/jejakhq/jejak/internal/queries"
 	"github.com/jejakhq/jejak/internal/sensitive"
 )
 
@@ -80,19 +79,18 @@ func (h *DisableHandler) Handle(ctx context.Context, j *job.Job) error {
 		if err != nil {
 			return err
 		}
-		q := queries.New(tx)
+		st := newStore(tx)
 		result := "disabled"
-		_, err = q.MembershipDisable(ctx, queries.MembershipDisableParams{
-			TenantID: j.TenantID, UserID: p.UserID, DisabledAt: &now, DisabledReason: &a.Reason,
-		})
-		if errors.Is(err, pgx.ErrNoRows) {
-			result = "already_disabled"
-		} else if err != nil {
-			return fmt.Errorf("disable membership: %w", err)
-		}
-		revoked, err := q.UserSessionsRevoke(ctx, p.UserID)
+		changed, err := st.disableMembership(ctx, j.TenantID, p.UserID, now, a.Reason)
 		if err != nil {
-			return fmt.Errorf("revoke sessions of user %d: %w", p.UserID, err)
+			return err
+		}
+		if !changed {
+			result = "already_disabled"
+		}
+		revoked, err := st.revokeSessions(ctx, p.UserID)
+		if err != nil {
+			return err
 		}
 		detail, _ := json.Marshal(map[string]any{
 			"user_id": p.UserID, "approval_id": a.ID, "requested_by": a.RequestedBy, "approved_by": a.DecidedBy,

@@ -14,7 +14,6 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // Payload versions, dependencies and pauses (seed 003's payload drift,
@@ -50,7 +49,6 @@ var ErrDependency = errors.New("dependency job not found in this tenant")
 // just inserted, in the enqueuing transaction. Ordinary enqueues (version
 // 1, no dependency) skip it entirely.
 func (e *Engine) stampControls(ctx context.Context, tx Querier, ps []EnqueueParams, ids []int64, existing []bool) error {
-	var q *queries.Queries
 	for i, p := range ps {
 		if existing[i] {
 			continue
@@ -65,19 +63,16 @@ func (e *Engine) stampControls(ctx context.Context, tx Querier, ps []EnqueuePara
 		if version == 1 && p.DependsOn == nil {
 			continue
 		}
-		if q == nil {
-			q = queries.New(tx)
-		}
 		wait, cancel := false, ""
 		if p.DependsOn != nil {
-			st, err := q.JobLockForDependents(ctx, queries.JobLockForDependentsParams{ID: *p.DependsOn, TenantID: p.TenantID})
+			st, err := storeLockForDependents(ctx, tx, *p.DependsOn, p.TenantID)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: job %d", ErrDependency, *p.DependsOn)
 			}
 			if err != nil {
 				return fmt.Errorf("lock dependency %d: %w", *p.DependsOn, err)
 			}
-			switch State(st) {
+			switch st {
 			case StateSucceeded:
 			case StateDead, StateCancelled:
 				cancel = fmt.Sprintf("dependency job %d ended %s", *p.DependsOn, st)
@@ -85,12 +80,11 @@ func (e *Engine) stampControls(ctx context.Context, tx Querier, ps []EnqueuePara
 				wait = true
 			}
 		}
-		if err := q.JobStampControls(ctx, queries.JobStampControlsParams{ID: ids[i], PayloadVersion: int32(version),
-			DependsOn: p.DependsOn, Wait: wait}); err != nil {
+		if err := storeStampControls(ctx, tx, ids[i], version, p.DependsOn, wait); err != nil {
 			return fmt.Errorf("stamp job %d: %w", ids[i], err)
 		}
 		if cancel != "" {
-			if err := q.JobCancelPending(ctx, queries.JobCancelPendingParams{ID: ids[i], Reason: &cancel, Now: e.clock.Now()}); err != nil {
+			if err := storeCancelPending(ctx, tx, ids[i], cancel, e.clock.Now()); err != nil {
 				return fmt.Errorf("cancel job %d: %w", ids[i], err)
 			}
 		}
@@ -108,23 +102,11 @@ type Link struct {
 // Dependencies returns what job id waits for (nil if nothing) and the
 // jobs waiting for it, for the dashboard's links both ways.
 func Dependencies(ctx context.Context, db Querier, id int64) (*int64, []Link, error) {
-	q := queries.New(db)
-	r, err := q.JobDependsOn(ctx, id)
-	if err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, nil, ErrNotFound
-		}
-		return nil, nil, err
+	waits, deps, err := storeDependencies(ctx, db, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, ErrNotFound
 	}
-	rows, err := q.JobDependents(ctx, &id)
-	if err != nil {
-		return nil, nil, err
-	}
-	out := make([]Link, len(rows))
-	for i, d := range rows {
-		out[i] = Link{ID: d.ID, Kind: d.Kind, State: State(d.State)}
-	}
-	return r.DependsOn, out, nil
+	return waits, deps, err
 }
 
 // Pause scopes.
@@ -166,7 +148,7 @@ func (e *Engine) loadPauses(ctx context.Context) ([]string, map[string]bool) {
 	if !c.at.IsZero() && time.Since(c.at) < pauseRefresh { //nolint:forbidigo // cache age, not domain time
 		return c.kinds, c.queues
 	}
-	rows, err := queries.New(e.pool).PauseList(ctx)
+	rows, err := storePauses(ctx, e.pool)
 	if err != nil {
 		e.log.Error("read paused kinds and queues; keeping the last known", "err", err)
 		return c.kinds, c.queues
@@ -214,8 +196,8 @@ func checkPause(scope, name, reason string) (string, string, error) {
 	if name == "" || len(name) > 100 || !utf8.ValidString(name) {
 		return "", "", apperr.Invalid("name", "Name the kind or queue (at most 100 characters).")
 	}
-	reason, err := CheckReason(reason)
-	if err != nil {
+	reason = strings.TrimSpace(reason)
+	if reason == "" || utf8.RuneCountInString(reason) > 500 || !utf8.ValidString(reason) || strings.ContainsRune(reason, 0) {
 		return "", "", apperr.Invalid("reason", "A reason is required (at most 500 characters).")
 	}
 	return name, reason, nil
@@ -233,23 +215,23 @@ func (e *Engine) Pause(ctx context.Context, scope, name, reason string, actorID 
 
 func (e *Engine) pause(ctx context.Context, scope, name, reason string, actorID *int64, auto bool, detail map[string]any) error {
 	err := database.InTx(ctx, e.pool, func(tx pgx.Tx) error {
-		q := queries.New(tx)
 		now, err := e.now(ctx, tx)
 		if err != nil {
 			return err
 		}
-		if _, err := q.PauseInsert(ctx, queries.PauseInsertParams{Scope: scope, Name: name, Reason: reason, PausedBy: actorID, Auto: auto, PausedAt: now}); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return ErrPaused
-			}
+		p := Pause{Scope: scope, Name: name, Reason: reason, PausedBy: actorID, Auto: auto, PausedAt: now}
+		ok, err := storePauseInsert(ctx, tx, p)
+		if err != nil {
 			return err
+		}
+		if !ok {
+			return ErrPaused
 		}
 		raw, _ := json.Marshal(detail)
 		if detail == nil {
 			raw = []byte("{}")
 		}
-		return q.PauseLogInsert(ctx, queries.PauseLogInsertParams{Scope: scope, Name: name, Action: "paused", Reason: reason,
-			ActorID: actorID, Auto: auto, At: now, Detail: raw})
+		return storePauseLog(ctx, tx, p, "paused", now, raw)
 	})
 	e.forgetPauses()
 	return err
@@ -262,19 +244,18 @@ func (e *Engine) Resume(ctx context.Context, scope, name, reason string, actorID
 		return err
 	}
 	err = database.InTx(ctx, e.pool, func(tx pgx.Tx) error {
-		q := queries.New(tx)
 		now, err := e.now(ctx, tx)
 		if err != nil {
 			return err
 		}
-		if _, err := q.PauseDelete(ctx, queries.PauseDeleteParams{Scope: scope, Name: name}); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return ErrNotPaused
-			}
+		ok, err := storePauseDelete(ctx, tx, scope, name)
+		if err != nil {
 			return err
 		}
-		return q.PauseLogInsert(ctx, queries.PauseLogInsertParams{Scope: scope, Name: name, Action: "resumed", Reason: reason,
-			ActorID: &actorID, At: now, Detail: []byte("{}")})
+		if !ok {
+			return ErrNotPaused
+		}
+		return storePauseLog(ctx, tx, Pause{Scope: scope, Name: name, Reason: reason, PausedBy: &actorID}, "resumed", now, []byte("{}"))
 	})
 	e.forgetPauses()
 	if err == nil {
@@ -285,13 +266,9 @@ func (e *Engine) Resume(ctx context.Context, scope, name, reason string, actorID
 
 // Pauses lists what is paused.
 func (e *Engine) Pauses(ctx context.Context) ([]Pause, error) {
-	rows, err := queries.New(e.pool).PauseList(ctx)
+	out, err := storePauses(ctx, e.pool)
 	if err != nil {
 		return nil, fmt.Errorf("list pauses: %w", err)
-	}
-	out := make([]Pause, len(rows))
-	for i, r := range rows {
-		out[i] = Pause{Scope: r.Scope, Name: r.Name, Reason: r.Reason, PausedBy: r.PausedBy, Auto: r.Auto, PausedAt: r.PausedAt}
 	}
 	return out, nil
 }
@@ -332,7 +309,7 @@ func (e *Engine) CheckFailureRates(ctx context.Context, g FailureGuard) ([]strin
 	if err != nil {
 		return nil, err
 	}
-	rows, err := queries.New(e.pool).KindFailureRates(ctx, now.Add(-g.Window).Truncate(time.Minute))
+	rows, err := storeKindRates(ctx, e.pool, now.Add(-g.Window).Truncate(time.Minute))
 	if err != nil {
 		return nil, fmt.Errorf("read failure rates: %w", err)
 	}

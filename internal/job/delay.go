@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/audit"
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // delayed is a handler's answer "not now, and not my fault": a resource
@@ -65,9 +64,7 @@ func (e *Engine) delayJob(ctx context.Context, j *Job, after time.Duration, reas
 		return fmt.Errorf("delay job %d: read clock: %w", j.ID, err)
 	}
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		if _, err := queries.New(tx).JobDelay(ctx, queries.JobDelayParams{
-			ID: j.ID, WorkerID: j.WorkerID, AvailableAt: base.Add(after),
-		}); err != nil {
+		if err := storeDelay(ctx, tx, j.ID, j.WorkerID, base.Add(after)); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return ErrNotHeld
 			}

@@ -17,7 +17,6 @@ import (
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
-	"github.com/jejakhq/jejak/internal/queries"
 	"github.com/jejakhq/jejak/internal/sensitive"
 )
 
@@ -102,10 +101,9 @@ type chargePayload struct {
 // plan creates an invoice and enqueues its charge with the invoice as
 // idempotency key, so the charge exists if and only if the change commits.
 func (s *Service) OnPlanChange(ctx context.Context, tx pgx.Tx, tenantID int64, actorID *int64, toPlan, traceID string) error {
-	q := queries.New(tx)
-	price, err := q.PlanPrice(ctx, toPlan)
+	price, err := planPrice(ctx, tx, toPlan)
 	if err != nil {
-		return fmt.Errorf("price of plan %s: %w", toPlan, err)
+		return err
 	}
 	if price <= 0 {
 		return nil
@@ -114,9 +112,9 @@ func (s *Service) OnPlanChange(ctx context.Context, tx pgx.Tx, tenantID int64, a
 	if err != nil {
 		return err
 	}
-	inv, err := q.InvoiceInsert(ctx, queries.InvoiceInsertParams{TenantID: tenantID, PlanCode: toPlan, AmountIdr: price, CreatedAt: now, CreatedBy: actorID})
+	inv, err := insertInvoice(ctx, tx, tenantID, toPlan, price, now, actorID)
 	if err != nil {
-		return fmt.Errorf("create invoice: %w", err)
+		return err
 	}
 	detail, _ := json.Marshal(map[string]any{"plan": toPlan, "amount_idr": price})
 	kind := audit.ActorSystem
@@ -161,7 +159,7 @@ func (s *Service) HandleCharge(ctx context.Context, j *job.Job) error {
 	}
 	release := func() { _ = lock.Release(context.WithoutCancel(ctx), s.system) }
 	key := "charge:" + resource
-	var inv queries.Invoice
+	var inv Invoice
 	done := false
 	err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
 		k, err := sensitive.ClaimKey(ctx, tx, now, j.TenantID, key, ChargeKind, resource, &j.ID)
@@ -172,16 +170,16 @@ func (s *Service) HandleCharge(ctx context.Context, j *job.Job) error {
 			done = true
 			return sensitive.RecordSkipped(ctx, tx, s.clock, j, k)
 		}
-		inv, err = queries.New(tx).InvoiceGet(ctx, queries.InvoiceGetParams{TenantID: j.TenantID, ID: p.InvoiceID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return job.Permanent(fmt.Errorf("invoice %d not found", p.InvoiceID))
+		inv, err = getInvoice(ctx, tx, j.TenantID, p.InvoiceID)
+		if errors.Is(err, ErrNoInvoice) {
+			return job.Permanent(fmt.Errorf("invoice %d: %w", p.InvoiceID, err))
 		}
 		if err != nil {
 			return err
 		}
 		if inv.Status == "paid" {
 			done = true
-			return sensitive.CompleteKey(ctx, tx, now, j.TenantID, key, deref(inv.ChargeRef))
+			return sensitive.CompleteKey(ctx, tx, now, j.TenantID, key, inv.ChargeRef)
 		}
 		return nil
 	})
@@ -190,16 +188,15 @@ func (s *Service) HandleCharge(ctx context.Context, j *job.Job) error {
 		return err
 	}
 	ch, cerr := s.provider.Charge(ctx, ChargeRequest{IdempotencyKey: "invoice:" + strconv.FormatInt(inv.ID, 10),
-		Amount: inv.AmountIdr, Currency: "IDR", Tenant: TenantRef(j.TenantID), Invoice: InvoiceRef(inv.ID)})
+		Amount: inv.Amount, Currency: "IDR", Tenant: TenantRef(j.TenantID), Invoice: InvoiceRef(inv.ID)})
 	if cerr != nil && !errors.Is(cerr, ErrDeclined) {
 		release() // transient: the engine retries with backoff
 		return cerr
 	}
 	jobID := j.ID
 	err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-		q := queries.New(tx)
 		if cerr != nil {
-			if err := q.InvoiceMarkFailed(ctx, queries.InvoiceMarkFailedParams{TenantID: j.TenantID, ID: inv.ID}); err != nil {
+			if err := markFailed(ctx, tx, j.TenantID, inv.ID); err != nil {
 				return err
 			}
 			if err := s.event(ctx, tx, j.TenantID, "payment.declined", "invoice", inv.ID, j.TraceID, &jobID,
@@ -211,7 +208,7 @@ func (s *Service) HandleCharge(ctx context.Context, j *job.Job) error {
 			}
 			return lock.Release(ctx, tx)
 		}
-		if _, err := q.InvoiceMarkPaid(ctx, queries.InvoiceMarkPaidParams{TenantID: j.TenantID, ID: inv.ID, ChargeRef: &ch.ID, PaidAt: &now}); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if _, err := markPaid(ctx, tx, j.TenantID, inv.ID, ch.ID, now); err != nil {
 			return err
 		}
 		if err := s.event(ctx, tx, j.TenantID, "payment.charged", "invoice", inv.ID, j.TraceID, &jobID,
@@ -319,8 +316,8 @@ func (s *Service) Reconcile(ctx context.Context, j *job.Job) (ReconcileResult, e
 		if !ok || err != nil {
 			continue // not one of Jejak's invoices
 		}
-		inv, err := queries.New(s.system).InvoiceGet(ctx, queries.InvoiceGetParams{TenantID: j.TenantID, ID: invID})
-		if errors.Is(err, pgx.ErrNoRows) {
+		inv, err := getInvoice(ctx, s.system, j.TenantID, invID)
+		if errors.Is(err, ErrNoInvoice) {
 			continue
 		}
 		if err != nil {
@@ -328,16 +325,13 @@ func (s *Service) Reconcile(ctx context.Context, j *job.Job) (ReconcileResult, e
 		}
 		keep := live[0]
 		for _, c := range live {
-			if inv.ChargeRef != nil && c.ID == *inv.ChargeRef {
+			if c.ID == inv.ChargeRef {
 				keep = c
 			}
 		}
 		if inv.Status != "paid" {
 			err := database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-				if _, err := queries.New(tx).InvoiceMarkPaid(ctx, queries.InvoiceMarkPaidParams{TenantID: j.TenantID, ID: inv.ID, ChargeRef: &keep.ID, PaidAt: &now}); err != nil {
-					if errors.Is(err, pgx.ErrNoRows) {
-						return nil
-					}
+				if ok, err := markPaid(ctx, tx, j.TenantID, inv.ID, keep.ID, now); err != nil || !ok {
 					return err
 				}
 				res.MarkedPaid++
@@ -360,13 +354,10 @@ func (s *Service) Reconcile(ctx context.Context, j *job.Job) (ReconcileResult, e
 				return res, fmt.Errorf("refund %s: %w", c.ID, err)
 			}
 			err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-				_, err := queries.New(tx).RefundInsert(ctx, queries.RefundInsertParams{TenantID: j.TenantID, InvoiceID: inv.ID,
-					ChargeRef: c.ID, RefundRef: r.ID, AmountIdr: amount, Reason: reason, CreatedAt: now, JobID: &jobID})
-				if errors.Is(err, pgx.ErrNoRows) {
-					return nil // refunded by an earlier or concurrent run
-				}
-				if err != nil {
-					return err
+				first, err := insertRefund(ctx, tx, j.TenantID, RefundRecord{InvoiceID: inv.ID, ChargeRef: c.ID, RefundRef: r.ID,
+					Amount: amount, Reason: reason}, now, &jobID)
+				if err != nil || !first {
+					return err // !first: refunded by an earlier or concurrent run
 				}
 				res.Refunded++
 				if err := s.event(ctx, tx, j.TenantID, "payment.duplicate_detected", "invoice", inv.ID, j.TraceID, &jobID,
@@ -419,24 +410,12 @@ func ReconcilePayload(tenantID int64) json.RawMessage {
 func (s *Service) Billing(ctx context.Context, tenantID int64) (Billing, error) {
 	var b Billing
 	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
-		q := queries.New(tx)
-		invs, err := q.InvoiceList(ctx, queries.InvoiceListParams{TenantID: tenantID, Limit: 100})
-		if err != nil {
+		var err error
+		if b.Invoices, err = listInvoices(ctx, tx, tenantID, 100); err != nil {
 			return err
 		}
-		for _, r := range invs {
-			b.Invoices = append(b.Invoices, Invoice{ID: r.ID, TenantID: r.TenantID, Plan: r.PlanCode, Amount: r.AmountIdr,
-				Status: r.Status, ChargeRef: deref(r.ChargeRef), CreatedAt: r.CreatedAt, PaidAt: r.PaidAt})
-		}
-		refs, err := q.RefundList(ctx, queries.RefundListParams{TenantID: tenantID, Limit: 100})
-		if err != nil {
-			return err
-		}
-		for _, r := range refs {
-			b.Refunds = append(b.Refunds, RefundRecord{InvoiceID: r.InvoiceID, ChargeRef: r.ChargeRef, RefundRef: r.RefundRef,
-				Amount: r.AmountIdr, Reason: r.Reason, CreatedAt: r.CreatedAt})
-		}
-		return nil
+		b.Refunds, err = listRefunds(ctx, tx, tenantID, 100)
+		return err
 	})
 	if err != nil {
 		return b, fmt.Errorf("read billing of tenant %d: %w", tenantID, err)

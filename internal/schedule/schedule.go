@@ -1,6 +1,6 @@
 // Package schedule runs Jejak's periodic work (SPEC J15): the subscription
 // sweep daily, the weekly report per tenant weekly, payment reconciliation
-// daily, job retention daily. Only the job engine's maintenance leader
+// daily. Only the job engine's maintenance leader
 // ticks the scheduler, and each schedule runs exactly once per period
 // across replicas: the period is part of a key that is claimed with
 // INSERT … ON CONFLICT DO NOTHING in the same transaction as the jobs it
@@ -18,7 +18,6 @@ import (
 
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/queries"
 	"github.com/jejakhq/jejak/internal/sensitive"
 )
 
@@ -117,21 +116,16 @@ func (s *Scheduler) tickOne(ctx context.Context, sc Schedule) (bool, error) {
 			return err
 		}
 		p := PeriodAt(sc.Every, now)
-		q := queries.New(tx)
-		_, err = q.ScheduleRunClaim(ctx, queries.ScheduleRunClaimParams{Name: sc.Name, PeriodKey: p.Key, PeriodStart: p.Start,
-			RanAt: now, WorkerID: s.workerID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // this period ran already
-		}
-		if err != nil {
-			return err
+		ok, err := claimPeriod(ctx, tx, sc.Name, p, now, s.workerID)
+		if err != nil || !ok {
+			return err // !ok: this period ran already
 		}
 		n, summary, err := sc.Action(ctx, tx, p)
 		if err != nil {
 			return err
 		}
 		claimed = true
-		return q.ScheduleRunFinish(ctx, queries.ScheduleRunFinishParams{Name: sc.Name, PeriodKey: p.Key, Jobs: int32(n), Summary: summary})
+		return finishPeriod(ctx, tx, sc.Name, p.Key, n, summary)
 	})
 	return claimed, err
 }
@@ -154,13 +148,9 @@ func (s *Scheduler) Status(ctx context.Context) ([]Status, error) {
 	for i, sc := range s.schedules {
 		names[i] = sc.Name
 	}
-	rows, err := queries.New(s.pool).ScheduleRunLatest(ctx, names)
+	last, err := latestRuns(ctx, s.pool, names)
 	if err != nil {
 		return nil, fmt.Errorf("read schedule runs: %w", err)
-	}
-	last := map[string]queries.ScheduleRun{}
-	for _, r := range rows {
-		last[r.Name] = r
 	}
 	now, err := sensitive.Now(ctx, s.pool, s.clock)
 	if err != nil {
@@ -182,9 +172,4 @@ func (s *Scheduler) Status(ctx context.Context) ([]Status, error) {
 		out[i] = st
 	}
 	return out, nil
-}
-
-// TenantIDs lists every tenant, for per-tenant schedules.
-func TenantIDs(ctx context.Context, tx pgx.Tx) ([]int64, error) {
-	return queries.New(tx).ScheduleTenantIDs(ctx)
 }

@@ -13,7 +13,6 @@ import (
 // Enqueuer is the part of the job engine schedules need.
 type Enqueuer interface {
 	EnqueueMany(ctx context.Context, tx job.Querier, ps []job.EnqueueParams) ([]int64, error)
-	Prune(ctx context.Context) (int64, error)
 }
 
 // perTenant enqueues one job of kind for every tenant, keyed by the
@@ -37,7 +36,8 @@ func perTenant(e Enqueuer, kind, keyPrefix string) Action {
 	}
 }
 
-// Shipped are Jejak's periodic tasks.
+// Shipped are Jejak's periodic tasks. Job retention is not among them:
+// the maintenance leader prunes finished jobs on every pass already.
 func Shipped(e Enqueuer) []Schedule {
 	return []Schedule{
 		{Name: "subscription.sweep", Every: Daily, About: "recompute every subscription's status (active, grace, expired)",
@@ -46,10 +46,5 @@ func Shipped(e Enqueuer) []Schedule {
 			Action: perTenant(e, "email.weekly-report", "weekly-report")},
 		{Name: "payment.reconcile", Every: Daily, About: "compare provider charges with invoices; refund duplicates",
 			Action: perTenant(e, "payment.reconcile", "reconcile")},
-		{Name: "job.retention", Every: Daily, About: "delete finished jobs past retention (the leader also prunes between runs)",
-			Action: func(ctx context.Context, _ pgx.Tx, _ Period) (int, string, error) {
-				n, err := e.Prune(ctx)
-				return 0, fmt.Sprintf("pruned %d job(s)", n), err
-			}},
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/job"
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // Grant is what a job claims authorizes it: the approval it carries and
@@ -50,8 +49,7 @@ func Authorize(ctx context.Context, tx pgx.Tx, now time.Time, j *job.Job, g Gran
 	if !j.VerifyPayload() {
 		return Approval{}, reject(ReasonPayloadTampered, "payload hash does not match the enqueued payload")
 	}
-	q := queries.New(tx)
-	a, err := q.ApprovalLock(ctx, g.ApprovalID)
+	a, err := lockApproval(ctx, tx, g.ApprovalID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Approval{}, reject(ReasonApprovalMissing, "approval %d does not exist", g.ApprovalID)
 	}
@@ -70,13 +68,13 @@ func Authorize(ctx context.Context, tx pgx.Tx, now time.Time, j *job.Job, g Gran
 	if j.RequestedBy == nil || *j.RequestedBy != a.RequestedBy {
 		return Approval{}, reject(ReasonApprovalMismatch, "job requester is not the approval's requester")
 	}
-	if err := checkStaff(ctx, q, a.RequestedBy, g.Roles, ReasonRequesterGone, ReasonRequesterRole); err != nil {
+	if err := checkStaff(ctx, tx, a.RequestedBy, g.Roles, ReasonRequesterGone, ReasonRequesterRole); err != nil {
 		return Approval{}, err
 	}
-	if err := checkStaff(ctx, q, *a.DecidedBy, g.Roles, ReasonApproverGone, ReasonApproverRole); err != nil {
+	if err := checkStaff(ctx, tx, *a.DecidedBy, g.Roles, ReasonApproverGone, ReasonApproverRole); err != nil {
 		return Approval{}, err
 	}
-	if _, err := q.ApprovalConsume(ctx, queries.ApprovalConsumeParams{Now: &now, JobID: &j.ID, ID: a.ID}); err != nil {
+	if err := consumeApproval(ctx, tx, a.ID, j.ID, now); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return Approval{}, reject(ReasonApprovalConsumed, "approval %d was used meanwhile", a.ID)
 		}
@@ -85,8 +83,8 @@ func Authorize(ctx context.Context, tx pgx.Tx, now time.Time, j *job.Job, g Gran
 	return Approval{ID: a.ID, RequestedBy: a.RequestedBy, DecidedBy: *a.DecidedBy, Reason: a.Reason}, nil
 }
 
-func checkStaff(ctx context.Context, q *queries.Queries, id int64, roles []string, gone, lost string) error {
-	u, err := q.UserGetByID(ctx, id)
+func checkStaff(ctx context.Context, tx pgx.Tx, id int64, roles []string, gone, lost string) error {
+	u, err := getStaff(ctx, tx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return reject(gone, "user %d no longer exists", id)
 	}
@@ -96,7 +94,7 @@ func checkStaff(ctx context.Context, q *queries.Queries, id int64, roles []strin
 	if !u.Active {
 		return reject(gone, "user %d is deactivated", id)
 	}
-	if u.StaffRole == nil || !slices.Contains(roles, *u.StaffRole) {
+	if u.Role == nil || !slices.Contains(roles, *u.Role) {
 		return reject(lost, "user %d no longer holds a staff role allowed to do this", id)
 	}
 	return nil

@@ -140,3 +140,42 @@ func HolderOf(j *job.Job) string { return fmt.Sprintf("job:%d", j.ID) }
 
 // LockBusy is the delay a handler returns when its resource is held.
 func LockBusy(resource string) error { return job.Delay(LockBusyRetry, "lock_busy:"+resource) }
+
+// approvalRow is what re-authorization reads of an approval.
+type approvalRow struct {
+	ID, TenantID, TargetID, RequestedBy int64
+	Action, State, Reason               string
+	DecidedBy, ConsumedByJob            *int64
+	ConsumedAt                          *time.Time
+}
+
+// lockApproval reads an approval FOR UPDATE (pgx.ErrNoRows if absent).
+func lockApproval(ctx context.Context, tx pgx.Tx, id int64) (approvalRow, error) {
+	r, err := queries.New(tx).ApprovalLock(ctx, id)
+	if err != nil {
+		return approvalRow{}, err
+	}
+	return approvalRow{ID: r.ID, TenantID: r.TenantID, TargetID: r.TargetID, RequestedBy: r.RequestedBy, Action: r.Action,
+		State: r.State, Reason: r.Reason, DecidedBy: r.DecidedBy, ConsumedByJob: r.ConsumedByJob, ConsumedAt: r.ConsumedAt}, nil
+}
+
+// consumeApproval marks the approval used by jobID; pgx.ErrNoRows when it
+// was used already (single use).
+func consumeApproval(ctx context.Context, tx pgx.Tx, id, jobID int64, now time.Time) error {
+	_, err := queries.New(tx).ApprovalConsume(ctx, queries.ApprovalConsumeParams{Now: &now, JobID: &jobID, ID: id})
+	return err
+}
+
+// staffRow is what re-authorization reads of a user.
+type staffRow struct {
+	Active bool
+	Role   *string
+}
+
+func getStaff(ctx context.Context, tx pgx.Tx, id int64) (staffRow, error) {
+	u, err := queries.New(tx).UserGetByID(ctx, id)
+	if err != nil {
+		return staffRow{}, err
+	}
+	return staffRow{Active: u.Active, Role: u.StaffRole}, nil
+}

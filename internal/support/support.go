@@ -20,7 +20,6 @@ import (
 	"github.com/jejakhq/jejak/internal/billing"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/queries"
 	"github.com/jejakhq/jejak/internal/sensitive"
 )
 
@@ -99,64 +98,24 @@ func (s *Service) Search(ctx context.Context, q string) ([]TenantSummary, error)
 	if len(q) > 200 {
 		return nil, apperr.Invalid("q", "Search for at most 200 characters.")
 	}
-	rows, err := queries.New(s.system).SupportTenantSearch(ctx, queries.SupportTenantSearchParams{Q: q, Lim: MaxSearch})
-	if err != nil {
-		return nil, fmt.Errorf("search tenants: %w", err)
-	}
-	out := make([]TenantSummary, len(rows))
-	for i, r := range rows {
-		out[i] = TenantSummary{ID: r.ID, Slug: r.Slug, Name: r.Name, Members: r.Members}
-		if r.PlanCode != nil {
-			out[i].Plan = *r.PlanCode
-		}
-		if r.Status != nil {
-			out[i].Status = *r.Status
-		}
-	}
-	return out, nil
-}
-
-// TenantBySlug resolves a slug (ErrNotFound).
-func (s *Service) TenantBySlug(ctx context.Context, slug string) (int64, string, error) {
-	t, err := queries.New(s.system).TenantGetBySlug(ctx, slug)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, "", ErrNotFound
-	}
-	if err != nil {
-		return 0, "", fmt.Errorf("get tenant %s: %w", slug, err)
-	}
-	return t.ID, t.Name, nil
+	return search(ctx, s.system, q)
 }
 
 // Read returns the staff page of the tenant with slug, its trail filtered
 // by f from cursor, and records staffID's read of the trail (once an
 // hour) in the same transaction.
-func (s *Service) Read(ctx context.Context, staffID int64, traceID, slug string, f audit.Filter, before *audit.Cursor, limit int) (*Tenant, error) {
+func (s *Service) Read(ctx context.Context, staffID int64, traceID, slug string, f audit.Filter, beforeSeq int64, limit int) (*Tenant, error) {
 	var out *Tenant
 	err := database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-		q := queries.New(tx)
-		tr, err := q.TenantGetBySlug(ctx, slug)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
-		}
+		t, err := tenantBySlug(ctx, tx, slug)
 		if err != nil {
-			return fmt.Errorf("get tenant %s: %w", slug, err)
+			return err
 		}
-		t := &Tenant{ID: tr.ID, Slug: tr.Slug, Name: tr.Name, TimeZone: tr.TimeZone}
 		if err := s.recordView(ctx, tx, t.ID, staffID, traceID, f); err != nil {
 			return err
 		}
-		ms, err := q.SupportTenantMembers(ctx, t.ID)
-		if err != nil {
-			return fmt.Errorf("list members: %w", err)
-		}
-		for _, m := range ms {
-			mm := Member{UserID: m.UserID, Name: m.Name, Email: m.Email, Role: m.Role, Since: m.CreatedAt,
-				DisabledAt: m.DisabledAt, UserActive: m.Active}
-			if m.DisabledReason != nil {
-				mm.DisabledReason = *m.DisabledReason
-			}
-			t.Members = append(t.Members, mm)
+		if t.Members, err = members(ctx, tx, t.ID); err != nil {
+			return err
 		}
 		if sub, err := billing.Get(ctx, tx, t.ID); err == nil {
 			t.Subscription = &sub
@@ -169,19 +128,10 @@ func (s *Service) Read(ctx context.Context, staffID int64, traceID, slug string,
 		if t.StatusChanges, err = billing.ListStatusChanges(ctx, tx, t.ID); err != nil {
 			return err
 		}
-		js, err := q.SupportTenantJobs(ctx, queries.SupportTenantJobsParams{TenantID: t.ID, Limit: 20})
-		if err != nil {
-			return fmt.Errorf("list jobs: %w", err)
+		if t.Jobs, err = recentJobs(ctx, tx, t.ID, 20); err != nil {
+			return err
 		}
-		for _, j := range js {
-			jj := Job{ID: j.ID, Kind: j.Kind, State: j.State, Attempt: int(j.Attempt), MaxAttempts: int(j.MaxAttempts),
-				CreatedAt: j.CreatedAt, FinishedAt: j.FinishedAt, TraceID: j.TraceID}
-			if j.LastError != nil {
-				jj.LastError = *j.LastError
-			}
-			t.Jobs = append(t.Jobs, jj)
-		}
-		if t.Audit, err = audit.Timeline(ctx, tx, t.ID, f, before, limit); err != nil {
+		if t.Audit, err = audit.Timeline(ctx, tx, t.ID, f, beforeSeq, limit); err != nil {
 			return err
 		}
 		out = t
@@ -198,14 +148,9 @@ func (s *Service) recordView(ctx context.Context, tx pgx.Tx, tenantID, staffID i
 	if err != nil {
 		return err
 	}
-	_, err = queries.New(tx).StaffAuditViewClaim(ctx, queries.StaffAuditViewClaimParams{
-		TenantID: tenantID, StaffID: staffID, Hour: now.UTC().Truncate(time.Hour),
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // already recorded this hour
-	}
-	if err != nil {
-		return fmt.Errorf("record staff view: %w", err)
+	first, err := claimViewHour(ctx, tx, tenantID, staffID, now.UTC().Truncate(time.Hour))
+	if err != nil || !first {
+		return err // !first: already recorded this hour
 	}
 	detail := map[string]any{"hour": now.UTC().Truncate(time.Hour).Format(time.RFC3339)}
 	if f.Action != "" {

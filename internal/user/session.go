@@ -1,11 +1,6 @@
 package user
 
-import (
-	"context"
-	"fmt"
-
-	"github.com/jejakhq/jejak/internal/queries"
-)
+import "context"
 
 // TrackSession remembers that a session token belongs to userID, so that
 // revoking the user's access can find and delete their sessions (the
@@ -14,8 +9,5 @@ func (s *Service) TrackSession(ctx context.Context, token string, userID int64) 
 	if token == "" {
 		return nil
 	}
-	if err := s.store.q.UserSessionTrack(ctx, queries.UserSessionTrackParams{Token: token, UserID: userID}); err != nil {
-		return fmt.Errorf("track session of user %d: %w", userID, err)
-	}
-	return nil
+	return s.store.TrackSession(ctx, token, userID)
 }

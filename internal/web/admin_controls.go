@@ -31,8 +31,8 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 			vm.Schedules = append(vm.Schedules, row)
 		}
 	}
-	if s.Jobs != nil {
-		ps, err := s.Jobs.Pauses(ctx)
+	if s.Controls != nil {
+		ps, err := s.Controls.Pauses(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -68,9 +68,9 @@ func (s *Server) adminPauseAction(c echo.Context, pause bool) error {
 	scope, name, reason := c.FormValue("scope"), c.FormValue("name"), c.FormValue("reason")
 	var err error
 	if pause {
-		err = s.Jobs.Pause(ctx, scope, name, reason, viewer(c).UserID)
+		err = s.Controls.Pause(ctx, scope, name, reason, viewer(c).UserID)
 	} else {
-		err = s.Jobs.Resume(ctx, scope, name, reason, viewer(c).UserID)
+		err = s.Controls.Resume(ctx, scope, name, reason, viewer(c).UserID)
 	}
 	if err != nil {
 		// Invalid input answers 422, a repeated pause or resume 409, with

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/approval"
-	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/views/support"
@@ -66,16 +65,12 @@ func (s *Server) adminTenant(c echo.Context) error {
 	if ferr != nil {
 		return render(c, http.StatusUnprocessableEntity, support.TenantPage(vm))
 	}
-	before, hasBefore, err := seqParam(c, "before")
+	before, _, err := seqParam(c, "before")
 	if err != nil {
 		return err
 	}
-	var cursor *audit.Cursor
-	if hasBefore {
-		cursor = &audit.Cursor{Seq: before}
-	}
 	v := viewer(c)
-	page, err := s.Support.Read(ctx, v.UserID, reqctx.Trace(ctx), slug, af.f, cursor, auditPageSize)
+	page, err := s.Support.Read(ctx, v.UserID, reqctx.Trace(ctx), slug, af.f, before, auditPageSize)
 	if err != nil {
 		return err
 	}
@@ -142,11 +137,11 @@ func (s *Server) adminTenant(c echo.Context) error {
 	for _, a := range approvals {
 		vm.Approvals = append(vm.Approvals, approvalRow(a, slugs, names, v.UserID))
 	}
-	if vm.Audit, err = s.auditRows(ctx, t, page.Audit.Events); err != nil {
+	if vm.Audit, err = s.auditRows(ctx, t, page.Audit.Rows); err != nil {
 		return err
 	}
-	if page.Audit.Next != nil {
-		vm.OlderURL = linkWith("/admin/tenants/"+t.Slug, af.query, "before", page.Audit.Next.String())
+	if page.Audit.Next != 0 {
+		vm.OlderURL = linkWith("/admin/tenants/"+t.Slug, af.query, "before", strconv.FormatInt(page.Audit.Next, 10))
 	}
 	return render(c, http.StatusOK, support.TenantPage(vm))
 }
@@ -230,13 +225,9 @@ func (s *Server) adminApprovals(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, all, err := s.tenantNames(c)
+	slugs, err := s.tenantSlugs(c)
 	if err != nil {
 		return err
-	}
-	slugs := make(map[int64]string, len(all))
-	for _, t := range all {
-		slugs[t.ID] = t.Slug
 	}
 	var ids []int64
 	for _, a := range append(append([]approval.Approval{}, pending...), recent...) {
@@ -309,13 +300,9 @@ func (s *Server) renderApprovalsWith(c echo.Context, status int, vm support.Appr
 	if err != nil {
 		return err
 	}
-	_, all, err := s.tenantNames(c)
+	slugs, err := s.tenantSlugs(c)
 	if err != nil {
 		return err
-	}
-	slugs := make(map[int64]string, len(all))
-	for _, t := range all {
-		slugs[t.ID] = t.Slug
 	}
 	var ids []int64
 	for _, a := range pending {
@@ -329,4 +316,17 @@ func (s *Server) renderApprovalsWith(c echo.Context, status int, vm support.Appr
 		vm.Pending = append(vm.Pending, approvalRow(a, slugs, names, viewer(c).UserID))
 	}
 	return render(c, status, support.ApprovalsPage(vm))
+}
+
+// tenantSlugs names every tenant by id (a small table), for labels.
+func (s *Server) tenantSlugs(c echo.Context) (map[int64]string, error) {
+	names, err := s.Tenants.Names(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]string, len(names))
+	for _, n := range names {
+		out[n.ID] = n.Slug
+	}
+	return out, nil
 }

@@ -374,7 +374,7 @@ func TestAdminPausesAndSchedules(t *testing.T) {
 	sup := f.client()
 	sup.login("support@jejak.test")
 	home := sup.get("/admin")
-	if strings.Count(home.body, `data-testid="schedule-row"`) != 4 || !strings.Contains(home.body, "payment.reconcile") {
+	if strings.Count(home.body, `data-testid="schedule-row"`) != 3 || !strings.Contains(home.body, "payment.reconcile") {
 		t.Fatalf("/admin schedules: %.3000s", home.body)
 	}
 	if a := sup.post("/admin/pauses", sup.withCSRF(url.Values{"scope": {"kind"}, "name": {"payment.charge"}}), false); a.status != http.StatusUnprocessableEntity {
