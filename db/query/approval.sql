@@ -38,3 +38,7 @@ SELECT * FROM approvals WHERE tenant_id = $1 ORDER BY id DESC LIMIT $2;
 -- name: ApprovalPendingFor :one
 SELECT count(*) FROM approvals
  WHERE tenant_id = $1 AND action = $2 AND target_id = $3 AND state = 'pending';
+
+-- name: JobRefreshExpiry :exec
+-- An approved replay gives a sensitive job a fresh time to live.
+UPDATE jobs SET expires_at = $2 WHERE id = $1 AND state = 'dead' AND expires_at IS NOT NULL;

@@ -205,18 +205,19 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	tenants := tenant.NewService(appPool, systemPool, clk)
 	trail := audit.NewService(appPool, systemPool)
+	cons := console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
+		Tenants: tenants, Audit: trail})
 	return web.Deps{
 		DB:       appPool,
 		Sessions: pgxstore.NewWithCleanupInterval(appPool, 30*time.Minute),
 		Users:    user.NewService(user.NewStore(appPool)),
 		Tenants:  tenants,
 		Audit:    trail,
-		Console: console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
-			Tenants: tenants, Audit: trail}),
-		Clock:  clk,
-		Logger: log,
+		Console:  cons,
+		Clock:    clk,
+		Logger:   log,
 		// Staff tenant pages and two-person approvals (system pool).
-		Approvals: approval.NewService(systemPool, engine, clk),
+		Approvals: approval.NewService(systemPool, engine, clk).WithReplayer(cons),
 		Support:   support.NewService(systemPool, clk),
 		// No provider until WithPayments: billing shows Jejak's own records.
 		Payments: payment.NewService(appPool, systemPool, nil, engine, clk),

@@ -20,9 +20,11 @@ import (
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/sensitive"
+	"github.com/jejakhq/jejak/internal/tenant"
 )
 
 // Actions that need two people.
@@ -104,6 +106,11 @@ type DisablePayload struct {
 	Reason     string `json:"reason"`
 }
 
+// Replayer retries a dead letter (the staff console).
+type Replayer interface {
+	Act(ctx context.Context, op console.Operator, action console.Action, id int64, reason string) (tenant.Name, error)
+}
+
 // Service requests, decides and lists approvals on the system pool (staff
 // act across tenants).
 type Service struct {
@@ -111,6 +118,13 @@ type Service struct {
 	clock  clock.Clock
 	rec    *audit.Recorder
 	jobs   Enqueuer
+	replay Replayer
+}
+
+// WithReplayer lets approved job.replay requests retry their dead job.
+func (s *Service) WithReplayer(r Replayer) *Service {
+	s.replay = r
+	return s
 }
 
 // NewService returns a Service; jobs enqueues the approved work.
@@ -233,6 +247,7 @@ func (s *Service) Reject(ctx context.Context, staff Staff, id int64, reason stri
 
 func (s *Service) decide(ctx context.Context, staff Staff, id int64, state, reason string) (*Approval, error) {
 	var out *Approval
+	var now time.Time
 	err := database.InTx(ctx, s.system, func(tx pgx.Tx) error {
 		st := newStore(tx)
 		if err := requireStaff(ctx, st, staff.UserID); err != nil {
@@ -248,8 +263,7 @@ func (s *Service) decide(ctx context.Context, staff Staff, id int64, state, reas
 		if r.RequestedBy == staff.UserID {
 			return ErrSelfApproval
 		}
-		now, err := sensitive.Now(ctx, tx, s.clock)
-		if err != nil {
+		if now, err = sensitive.Now(ctx, tx, s.clock); err != nil {
 			return err
 		}
 		if state == StateApproved && !now.Before(r.ExpiresAt) {
@@ -276,11 +290,45 @@ func (s *Service) decide(ctx context.Context, staff Staff, id int64, state, reas
 			if a.JobID, err = s.enqueue(ctx, tx, a, now); err != nil {
 				return err
 			}
+			if a.Action == ActionReplay {
+				// Used by this decision: the replay runs now, once.
+				if err := st.consumeNow(ctx, a.ID, a.TargetID, now); err != nil {
+					return fmt.Errorf("consume approval %d: %w", a.ID, err)
+				}
+				jid := a.TargetID
+				a.JobID = &jid
+			}
 		}
 		out = a
 		return nil
 	})
-	return out, err
+	if err != nil || out.Action != ActionReplay || state != StateApproved {
+		return out, err
+	}
+	return out, s.replayApproved(ctx, staff, out, now)
+}
+
+// replayApproved retries the dead job of an approved replay with a fresh
+// time to live; the console records job.replayed with both people.
+func (s *Service) replayApproved(ctx context.Context, staff Staff, a *Approval, now time.Time) error {
+	if s.replay == nil {
+		return fmt.Errorf("approval %d: no replayer configured", a.ID)
+	}
+	if err := newStore(s.system).refreshExpiry(ctx, a.TargetID, now.Add(JobTTL)); err != nil {
+		return fmt.Errorf("refresh expiry of job %d: %w", a.TargetID, err)
+	}
+	reason := fmt.Sprintf("approved replay #%d (requested by user %d): %s", a.ID, a.RequestedBy, a.Reason)
+	_, err := s.replay.Act(ctx, console.Operator{UserID: staff.UserID, TraceID: staff.TraceID, ApprovalID: a.ID},
+		console.ActionRetry, a.TargetID, clipReason(reason))
+	return err
+}
+
+func clipReason(s string) string {
+	r := []rune(s)
+	if len(r) <= MaxReason {
+		return s
+	}
+	return string(r[:MaxReason-1]) + "…"
 }
 
 // enqueue starts the approved action's job, carrying the approval, its

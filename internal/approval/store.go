@@ -164,3 +164,9 @@ func fromRow(r queries.Approval) *Approval {
 	}
 	return a
 }
+
+// refreshExpiry gives a dead sensitive job a new expiry before its
+// approved replay.
+func (s store) refreshExpiry(ctx context.Context, jobID int64, at time.Time) error {
+	return s.q.JobRefreshExpiry(ctx, queries.JobRefreshExpiryParams{ID: jobID, ExpiresAt: &at})
+}

@@ -359,3 +359,18 @@ func (q *Queries) ApprovalSetJob(ctx context.Context, arg ApprovalSetJobParams) 
 	_, err := q.db.Exec(ctx, approvalSetJob, arg.ID, arg.JobID)
 	return err
 }
+
+const jobRefreshExpiry = `-- name: JobRefreshExpiry :exec
+UPDATE jobs SET expires_at = $2 WHERE id = $1 AND state = 'dead' AND expires_at IS NOT NULL
+`
+
+type JobRefreshExpiryParams struct {
+	ID        int64
+	ExpiresAt *time.Time
+}
+
+// An approved replay gives a sensitive job a fresh time to live.
+func (q *Queries) JobRefreshExpiry(ctx context.Context, arg JobRefreshExpiryParams) error {
+	_, err := q.db.Exec(ctx, jobRefreshExpiry, arg.ID, arg.ExpiresAt)
+	return err
+}

@@ -138,6 +138,9 @@ func (s *Server) adminJobAction(action console.Action) echo.HandlerFunc {
 		if msg := apperr.FieldsOf(err)["reason"]; msg != "" {
 			return s.refuseJobAction(c, id, back, reason, msg)
 		}
+		if need, ok := errors.AsType[*console.NeedsApprovalError](err); ok {
+			return s.requestReplay(c, need, reason)
+		}
 		msg := actionDoneMessage(id, action, t.Slug)
 		switch {
 		case errors.Is(err, console.ErrNotDead):

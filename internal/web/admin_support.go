@@ -12,8 +12,10 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/approval"
+	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/tenant"
+	"github.com/jejakhq/jejak/views/admin"
 	"github.com/jejakhq/jejak/views/support"
 )
 
@@ -329,4 +331,22 @@ func (s *Server) tenantSlugs(c echo.Context) (map[int64]string, error) {
 		out[n.ID] = n.Slug
 	}
 	return out, nil
+}
+
+// requestReplay turns a retry of a dead sensitive job into a request for a
+// second staff member's approval; nothing runs until it is approved.
+func (s *Server) requestReplay(c echo.Context, need *console.NeedsApprovalError, reason string) error {
+	ctx := c.Request().Context()
+	a, err := s.Approvals.RequestReplay(ctx, approval.Staff{UserID: viewer(c).UserID, TraceID: need.TraceID},
+		need.TenantID, need.JobID, need.Kind, reason)
+	if err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("Job #%d is a %s job: replaying it needs a second staff member. Request #%d is waiting on the approvals page.",
+		need.JobID, need.Kind, a.ID)
+	if isHTMX(c) {
+		return render(c, http.StatusAccepted, admin.DeadRowDone(need.JobID, "none", msg))
+	}
+	s.setFlash(c, msg)
+	return c.Redirect(http.StatusSeeOther, "/admin/approvals")
 }

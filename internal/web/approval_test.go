@@ -400,3 +400,75 @@ func TestAdminPausesAndSchedules(t *testing.T) {
 		t.Fatalf("pause log: %d", n)
 	}
 }
+
+// TestDeadSensitiveJobReplayNeedsSecondPerson: retrying a dead
+// user.disable-access job from the dashboard opens an approval request
+// instead (nothing runs); a bulk retry passes over it; the requester
+// cannot approve; once a second staff member approves, the job runs again
+// with a fresh expiry and the replay names the approval in the trail.
+func TestDeadSensitiveJobReplayNeedsSecondPerson(t *testing.T) {
+	t.Parallel()
+	f := newSensitiveFixture(t, clock.Database{})
+	ctx := context.Background()
+	rina := f.userID("rina@melati.test")
+	sup, adm := f.client(), f.client()
+	sup.login("support@jejak.test")
+	adm.login("admin@jejak.test")
+	_, jobID := requestAndApprove(t, f, sup, adm, "akun dibajak")
+	// It died of transient failures (its approval unused) and expired.
+	if _, err := f.db.Admin.Exec(ctx, `UPDATE jobs SET state = 'dead', finished_at = now(), attempt = 3, error_class = 'transient',
+		last_error = 'database timeout', expires_at = now() - interval '1 hour' WHERE id = $1`, jobID); err != nil {
+		t.Fatal(err)
+	}
+	path := "/admin/jobs/" + strconv.FormatInt(jobID, 10) + "/retry"
+	a := sup.post(path, sup.withCSRF(url.Values{"reason": {"database is back"}}), false)
+	if a.status != http.StatusSeeOther || a.location != "/admin/approvals" {
+		t.Fatalf("retry of a sensitive dead job: %d → %q %.300s", a.status, a.location, a.body)
+	}
+	if st := f.jobState(jobID); st != "dead" {
+		t.Fatalf("job ran without approval: %s", st)
+	}
+	var replayID int64
+	if err := f.db.Admin.QueryRow(ctx, `SELECT id FROM approvals WHERE action = 'job.replay' AND target_id = $1 AND state = 'pending'`, jobID).Scan(&replayID); err != nil {
+		t.Fatalf("no replay request: %v", err)
+	}
+	// Bulk retry passes over sensitive kinds.
+	bulk := sup.post("/admin/dead/bulk", sup.withCSRF(url.Values{"action": {"retry"}, "reason": {"bulk"}, "max_id": {strconv.FormatInt(jobID, 10)}}), false)
+	if bulk.status >= 500 {
+		t.Fatalf("bulk: %d", bulk.status)
+	}
+	if st := f.jobState(jobID); st != "dead" {
+		t.Fatalf("bulk retry replayed a sensitive job: %s", st)
+	}
+	ap := "/admin/approvals/" + strconv.FormatInt(replayID, 10) + "/approve"
+	if a := sup.post(ap, sup.withCSRF(nil), false); a.status != http.StatusForbidden {
+		t.Fatalf("self-approval of a replay: %d", a.status)
+	}
+	if a := adm.post(ap, adm.withCSRF(nil), false); a.status != http.StatusSeeOther {
+		t.Fatalf("approve replay: %d %.300s", a.status, a.body)
+	}
+	if st := f.jobState(jobID); st != "pending" {
+		t.Fatalf("approved replay left the job %s", st)
+	}
+	f.work(5)
+	if st := f.jobState(jobID); st != "succeeded" {
+		t.Fatalf("replayed job is %s", st)
+	}
+	if n := f.count(`SELECT count(*) FROM memberships WHERE user_id = $1 AND disabled_at IS NOT NULL`, rina); n != 1 {
+		t.Fatal("replayed job had no effect")
+	}
+	var approvalInDetail string
+	if err := f.db.Admin.QueryRow(ctx, `SELECT detail->>'approval_id' FROM audit_events WHERE job_id = $1 AND action = 'job.replayed'`, jobID).Scan(&approvalInDetail); err != nil {
+		t.Fatal(err)
+	}
+	if approvalInDetail != strconv.FormatInt(replayID, 10) {
+		t.Fatalf("job.replayed names approval %q", approvalInDetail)
+	}
+	if n := f.count(`SELECT count(*) FROM approvals WHERE id = $1 AND consumed_at IS NOT NULL`, replayID); n != 1 {
+		t.Fatal("replay approval not consumed")
+	}
+	// The approval is single use: approving again is refused.
+	if a := adm.post(ap, adm.withCSRF(nil), false); a.status != http.StatusConflict {
+		t.Fatalf("second approval of a replay: %d", a.status)
+	}
+}
