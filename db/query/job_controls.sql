@@ -50,3 +50,11 @@ SELECT kind, sum(succeeded)::bigint AS succeeded, sum(failed)::bigint AS failed
   FROM job_stats_minute
  WHERE minute >= sqlc.arg(since)
  GROUP BY kind;
+
+-- name: JobExpiredSensitive :many
+-- Running jobs of sensitive kinds whose lease has passed, locked so the
+-- rescue that follows in the same transaction is the one recorded.
+SELECT id, tenant_id, kind, trace_id, attempt, max_attempts, worker_id FROM jobs
+ WHERE state = 'running' AND lease_expires_at < coalesce(sqlc.narg('now')::timestamptz, now())
+   AND kind = ANY(@kinds::text[])
+ FOR UPDATE;

@@ -125,6 +125,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	deps.SecureCookies = cfg.SecureCookies
 	handler := web.New(deps)
 	if cfg.Demo {
+		if err := demo.SeedSensitive(ctx, demo.SensitiveDeps{System: env.System, Approvals: deps.Approvals, Payments: ext.payments}); err != nil {
+			log.Warn("demo approvals and payments", "error", err.Error())
+		}
 		gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
 		// A burst first, so every page has something to show at once.
 		for i := 0; i < 40; i++ {

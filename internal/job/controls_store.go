@@ -103,3 +103,16 @@ func noRowsFalse(err error) (bool, error) {
 	}
 	return err == nil, err
 }
+
+func storeExpiredSensitive(ctx context.Context, db Querier, now *time.Time, kinds []string) ([]*Job, error) {
+	rows, err := queries.New(db).JobExpiredSensitive(ctx, queries.JobExpiredSensitiveParams{Now: now, Kinds: kinds})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Job, len(rows))
+	for i, r := range rows {
+		out[i] = &Job{ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, TraceID: r.TraceID, Attempt: int(r.Attempt),
+			MaxAttempts: int(r.MaxAttempts), WorkerID: deref(r.WorkerID)}
+	}
+	return out, nil
+}

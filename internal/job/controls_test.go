@@ -227,3 +227,27 @@ func TestFailureRateAutoPause(t *testing.T) {
 		t.Fatalf("auto-paused kind was claimed: %s", st)
 	}
 }
+
+// TestSensitiveRescueIsInTheTrail: a sensitive job whose worker vanished
+// is rescued after its lease, and the trail says so before it runs again.
+func TestSensitiveRescueIsInTheTrail(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenant := newTenants(t, db, 1)[0]
+	clk := clock.NewFrozen(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
+	e := newEngine(t, db, job.Config{Clock: clk, WorkerID: "lifecycle-worker", LeaseDuration: time.Minute})
+	e.Register("user.disable-access", func(context.Context, *job.Job) error { return nil }, job.KindOptions{Sensitive: true})
+	id := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "user.disable-access", Payload: json.RawMessage(`{}`)}).ID
+	if js, err := e.Claim(context.Background(), "lifecycle-worker", 1); err != nil || len(js) != 1 {
+		t.Fatalf("claim: %v %d", err, len(js))
+	} // ...and the worker crashes
+	clk.Advance(2 * time.Minute)
+	if n, err := e.RescueExpired(context.Background()); err != nil || n != 1 {
+		t.Fatalf("rescue: %d %v", n, err)
+	}
+	work(t, e)
+	got := strings.Join(stages(t, db, tenant, id), " ")
+	if got != "queued rescued claimed started succeeded" {
+		t.Fatalf("trail: %s", got)
+	}
+}

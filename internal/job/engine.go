@@ -488,6 +488,9 @@ func (e *Engine) failIn(ctx context.Context, db Querier, workerID string, id int
 // crashed or lost the database) to pending, or dead when that was their
 // last attempt. It reports how many jobs it rescued.
 func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
+	if kinds := e.sensitiveKinds(); len(kinds) > 0 {
+		return e.rescueAudited(ctx, kinds)
+	}
 	retried, dead, err := storeRescue(ctx, db, e.clock.Now())
 	if err != nil {
 		return 0, fmt.Errorf("rescue expired jobs: %w", err)

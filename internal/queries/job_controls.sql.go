@@ -73,6 +73,58 @@ func (q *Queries) JobDependsOn(ctx context.Context, id int64) (JobDependsOnRow, 
 	return i, err
 }
 
+const jobExpiredSensitive = `-- name: JobExpiredSensitive :many
+SELECT id, tenant_id, kind, trace_id, attempt, max_attempts, worker_id FROM jobs
+ WHERE state = 'running' AND lease_expires_at < coalesce($1::timestamptz, now())
+   AND kind = ANY($2::text[])
+ FOR UPDATE
+`
+
+type JobExpiredSensitiveParams struct {
+	Now   *time.Time
+	Kinds []string
+}
+
+type JobExpiredSensitiveRow struct {
+	ID          int64
+	TenantID    int64
+	Kind        string
+	TraceID     string
+	Attempt     int32
+	MaxAttempts int32
+	WorkerID    *string
+}
+
+// Running jobs of sensitive kinds whose lease has passed, locked so the
+// rescue that follows in the same transaction is the one recorded.
+func (q *Queries) JobExpiredSensitive(ctx context.Context, arg JobExpiredSensitiveParams) ([]JobExpiredSensitiveRow, error) {
+	rows, err := q.db.Query(ctx, jobExpiredSensitive, arg.Now, arg.Kinds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []JobExpiredSensitiveRow{}
+	for rows.Next() {
+		var i JobExpiredSensitiveRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.Kind,
+			&i.TraceID,
+			&i.Attempt,
+			&i.MaxAttempts,
+			&i.WorkerID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobLockForDependents = `-- name: JobLockForDependents :one
 UPDATE jobs SET has_dependents = true
  WHERE id = $1 AND tenant_id = $2
