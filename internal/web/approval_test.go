@@ -472,3 +472,22 @@ func TestDeadSensitiveJobReplayNeedsSecondPerson(t *testing.T) {
 		t.Fatalf("second approval of a replay: %d", a.status)
 	}
 }
+
+// TestJobPageShowsDependenciesBothWays: a job enqueued to run after
+// another links to it, and the other lists it as waiting.
+func TestJobPageShowsDependenciesBothWays(t *testing.T) {
+	t.Parallel()
+	f := newSensitiveFixture(t, clock.Database{})
+	first := f.enqueue("toko-bunga-melati", job.EnqueueParams{Kind: "points.award", Payload: json.RawMessage(`{"customer":"c","points":1,"message_id":"m1"}`)})
+	second := f.enqueue("toko-bunga-melati", job.EnqueueParams{Kind: "points.award", Payload: json.RawMessage(`{"customer":"c","points":2,"message_id":"m2"}`), DependsOn: &first})
+	sup := f.client()
+	sup.login("support@jejak.test")
+	a := sup.get("/admin/jobs/" + strconv.FormatInt(second, 10))
+	if !strings.Contains(a.body, `href="/admin/jobs/`+strconv.FormatInt(first, 10)+`"`) {
+		t.Fatalf("dependent's page does not link its prerequisite: %.2000s", a.body)
+	}
+	b := sup.get("/admin/jobs/" + strconv.FormatInt(first, 10))
+	if !strings.Contains(b.body, `href="/admin/jobs/`+strconv.FormatInt(second, 10)+`"`) {
+		t.Fatal("prerequisite's page does not list its dependent")
+	}
+}
