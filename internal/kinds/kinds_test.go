@@ -80,6 +80,15 @@ func TestRegisterWiresEveryShippedKind(t *testing.T) {
 	if mails != 1 || awards != 1 {
 		t.Fatalf("mail_messages %d, points_ledger %d; want 1 and 1", mails, awards)
 	}
+	// What the workers did is in the tenant's trail, by the system.
+	var work int
+	if err := db.Admin.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND actor_kind = 'system'
+		AND action IN ('points.awarded', 'report.sent')`, tenant).Scan(&work); err != nil {
+		t.Fatal(err)
+	}
+	if work != 2 {
+		t.Fatalf("worker events in the trail: %d, want 2 (points.awarded, report.sent)", work)
+	}
 }
 
 func TestRegisterRequiresAppPool(t *testing.T) {
