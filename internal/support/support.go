@@ -111,7 +111,7 @@ func (s *Service) Read(ctx context.Context, staffID int64, traceID, slug string,
 		if err != nil {
 			return err
 		}
-		if err := s.recordView(ctx, tx, t.ID, staffID, traceID, f); err != nil {
+		if err := s.recordView(ctx, tx, t.ID, staffID, traceID, "/admin/tenants/"+t.Slug, f); err != nil {
 			return err
 		}
 		if t.Members, err = members(ctx, tx, t.ID); err != nil {
@@ -143,7 +143,7 @@ func (s *Service) Read(ctx context.Context, staffID int64, traceID, slug string,
 // recordView writes staff.viewed_audit unless this staff member already
 // read this tenant's trail in the current hour: the insert that wins the
 // hour's row records the event, so concurrent reads record it once.
-func (s *Service) recordView(ctx context.Context, tx pgx.Tx, tenantID, staffID int64, traceID string, f audit.Filter) error {
+func (s *Service) recordView(ctx context.Context, tx pgx.Tx, tenantID, staffID int64, traceID, page string, f audit.Filter) error {
 	now, err := sensitive.Now(ctx, tx, s.clock)
 	if err != nil {
 		return err
@@ -152,7 +152,7 @@ func (s *Service) recordView(ctx context.Context, tx pgx.Tx, tenantID, staffID i
 	if err != nil || !first {
 		return err // !first: already recorded this hour
 	}
-	detail := map[string]any{"hour": now.UTC().Truncate(time.Hour).Format(time.RFC3339)}
+	detail := map[string]any{"hour": now.UTC().Truncate(time.Hour).Format(time.RFC3339), "page": page}
 	if f.Action != "" {
 		detail["filter_action"] = f.Action
 	}
@@ -166,6 +166,26 @@ func (s *Service) recordView(ctx context.Context, tx pgx.Tx, tenantID, staffID i
 	})
 	if err != nil {
 		return fmt.Errorf("audit staff view: %w", err)
+	}
+	return nil
+}
+
+// RecordViews records staffID's read of the trails of the given tenants
+// (other staff pages that show audit events: a job's page, trace search),
+// once per tenant and hour like Read does.
+func (s *Service) RecordViews(ctx context.Context, staffID int64, traceID, page string, tenantIDs []int64) error {
+	seen := map[int64]bool{}
+	for _, id := range tenantIDs {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		err := database.InTx(ctx, s.system, func(tx pgx.Tx) error {
+			return s.recordView(ctx, tx, id, staffID, traceID, page, audit.Filter{})
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

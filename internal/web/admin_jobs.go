@@ -111,6 +111,9 @@ func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
 	if vm.Audit, err = s.staffAuditRows(c, v.Events); err != nil {
 		return admin.JobVM{}, err
 	}
+	if err := s.recordStaffViews(c, "/admin/jobs", v.Events); err != nil {
+		return admin.JobVM{}, err
+	}
 	links, err := s.Console.Dependencies(ctx, id)
 	if err != nil {
 		return admin.JobVM{}, err

@@ -37,5 +37,8 @@ func (s *Server) adminSearch(c echo.Context) error {
 	if vm.Audit, err = s.staffAuditRows(c, res.Events); err != nil {
 		return err
 	}
+	if err := s.recordStaffViews(c, "/admin/search", res.Events); err != nil {
+		return err
+	}
 	return render(c, http.StatusOK, admin.SearchPage(vm))
 }

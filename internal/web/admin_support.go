@@ -12,6 +12,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/approval"
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/tenant"
@@ -349,4 +350,18 @@ func (s *Server) requestReplay(c echo.Context, need *console.NeedsApprovalError,
 	}
 	s.setFlash(c, msg)
 	return c.Redirect(http.StatusSeeOther, "/admin/approvals")
+}
+
+// recordStaffViews records the staff member's read of every tenant trail
+// whose events a staff page shows (once per tenant and hour).
+func (s *Server) recordStaffViews(c echo.Context, page string, events []audit.Recorded) error {
+	if s.Support == nil || len(events) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, 4)
+	for _, e := range events {
+		ids = append(ids, e.TenantID)
+	}
+	ctx := c.Request().Context()
+	return s.Support.RecordViews(ctx, viewer(c).UserID, reqctx.Trace(ctx), page, ids)
 }

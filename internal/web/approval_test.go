@@ -231,6 +231,11 @@ func TestDisableAccessTwoPersonFlow(t *testing.T) {
 	if a := adm.get("/admin/search?trace=" + trace); !strings.Contains(a.body, "member.access_disabled") {
 		t.Fatalf("trace search misses the revocation: %.300s", a.body)
 	}
+	// Admin's read of the trail through trace search is recorded too.
+	if n := f.count(`SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND action = 'staff.viewed_audit' AND actor_id = $2`,
+		melati, f.userID("admin@jejak.test")); n != 1 {
+		t.Fatalf("admin's trace search recorded %d staff.viewed_audit", n)
+	}
 
 	// The approval is used up: another job carrying it is rejected.
 	var payload json.RawMessage
