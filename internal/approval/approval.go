@@ -64,6 +64,7 @@ var (
 	ErrDuplicate    = &apperr.Error{Code: apperr.CodeConflict, Message: "an identical request is already waiting for approval"}
 	ErrNoMember     = apperr.NotFound("no such member in this tenant")
 	ErrDisabled     = &apperr.Error{Code: apperr.CodeConflict, Message: "this member's access is already disabled"}
+	ErrLastOwner    = &apperr.Error{Code: apperr.CodeConflict, Message: "this is the tenant's only active owner: add another owner first"}
 )
 
 // Approval is one request and its decision.
@@ -166,6 +167,15 @@ func (s *Service) RequestDisable(ctx context.Context, staff Staff, tenantID, use
 		}
 		if m.Disabled {
 			return ErrDisabled
+		}
+		if m.Role == "owner" {
+			n, err := st.otherActiveOwners(ctx, tenantID, userID)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return ErrLastOwner
+			}
 		}
 		out, err = s.request(ctx, tx, staff, tenantID, ActionDisableAccess, userID, reason,
 			map[string]any{"user_id": userID, "role": m.Role})

@@ -215,6 +215,9 @@ func TestApprovalRules(t *testing.T) {
 		t.Fatalf("duplicate request: %v", err)
 	}
 	budi := v.id(`SELECT id FROM users WHERE email = 'budi@melati.test'`)
+	if _, err := v.svc.RequestDisable(ctx, approval.Staff{UserID: v.support}, v.tenant, budi, "pemilik"); err != approval.ErrLastOwner {
+		t.Fatalf("disabling the only owner: %v", err)
+	}
 	if _, err := v.svc.Approve(ctx, approval.Staff{UserID: budi}, a.ID, ""); err != approval.ErrNotStaff {
 		t.Fatalf("tenant owner approving: %v", err)
 	}

@@ -170,3 +170,8 @@ func fromRow(r queries.Approval) *Approval {
 func (s store) refreshExpiry(ctx context.Context, jobID int64, at time.Time) error {
 	return s.q.JobRefreshExpiry(ctx, queries.JobRefreshExpiryParams{ID: jobID, ExpiresAt: &at})
 }
+
+// otherActiveOwners counts the tenant's active owners other than userID.
+func (s store) otherActiveOwners(ctx context.Context, tenantID, userID int64) (int64, error) {
+	return s.q.ApprovalOtherActiveOwners(ctx, queries.ApprovalOtherActiveOwnersParams{TenantID: tenantID, UserID: userID})
+}

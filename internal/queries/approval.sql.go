@@ -328,6 +328,23 @@ func (q *Queries) ApprovalLock(ctx context.Context, id int64) (Approval, error) 
 	return i, err
 }
 
+const approvalOtherActiveOwners = `-- name: ApprovalOtherActiveOwners :one
+SELECT count(*) FROM memberships
+ WHERE tenant_id = $1 AND role = 'owner' AND disabled_at IS NULL AND user_id <> $2
+`
+
+type ApprovalOtherActiveOwnersParams struct {
+	TenantID int64
+	UserID   int64
+}
+
+func (q *Queries) ApprovalOtherActiveOwners(ctx context.Context, arg ApprovalOtherActiveOwnersParams) (int64, error) {
+	row := q.db.QueryRow(ctx, approvalOtherActiveOwners, arg.TenantID, arg.UserID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const approvalPendingFor = `-- name: ApprovalPendingFor :one
 SELECT count(*) FROM approvals
  WHERE tenant_id = $1 AND action = $2 AND target_id = $3 AND state = 'pending'

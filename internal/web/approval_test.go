@@ -290,7 +290,16 @@ func TestDisableAccessRejectedWhenRequesterDemoted(t *testing.T) {
 	if _, err := f.db.Admin.Exec(context.Background(), `UPDATE users SET staff_role = NULL WHERE email = 'support@jejak.test'`); err != nil {
 		t.Fatal(err)
 	}
-	f.work(5)
+	// The dashboard's engine is a web-only replica; a separate worker
+	// replica starts only now and runs the job.
+	worker, err := job.New(job.Config{Pool: f.db.System, Clock: clock.Database{}, Logger: quietLog(), WorkerID: "worker-replica"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds.Register(worker, kinds.Deps{App: f.db.App, System: f.db.System})
+	if n, err := worker.WorkOnce(context.Background(), 5); err != nil || n != 1 {
+		t.Fatalf("worker replica ran %d jobs: %v", n, err)
+	}
 	if st := f.jobState(jobID); st != "dead" {
 		t.Fatalf("job is %s, want dead", st)
 	}
