@@ -143,6 +143,13 @@ func (s *Server) adminTenant(c echo.Context) error {
 	if vm.Audit, err = s.auditRows(ctx, t, page.Audit.Rows); err != nil {
 		return err
 	}
+	// Entity links stay on the staff page: the entity's history is this
+	// trail filtered by entity and id.
+	for i := range vm.Audit {
+		if r := &vm.Audit[i]; r.EntityID != "" {
+			r.EntityURL = "/admin/tenants/" + url.PathEscape(t.Slug) + "?" + url.Values{"entity": {r.Entity}, "entity_id": {r.EntityID}}.Encode()
+		}
+	}
 	if page.Audit.Next != 0 {
 		vm.OlderURL = linkWith("/admin/tenants/"+t.Slug, af.query, "before", strconv.FormatInt(page.Audit.Next, 10))
 	}

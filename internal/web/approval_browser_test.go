@@ -24,9 +24,11 @@ func TestBrowserTwoPersonDisable(t *testing.T) {
 		t.Fatalf("sign in: %v", err)
 	}
 	row := fmt.Sprintf(`[data-testid="member-row"][data-user-id="%d"]`, rina)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/admin/tenants/toko-bunga-melati"), chromedp.WaitVisible(chromedp.CSS(row))); err != nil {
+		t.Fatalf("tenant page: %v", err)
+	}
+	browsertest.Screenshot(t, ctx, "staff-tenant-page")
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(f.srv.URL+"/admin/tenants/toko-bunga-melati"),
-		chromedp.WaitVisible(chromedp.CSS(row)),
 		chromedp.SendKeys(chromedp.CSS(row+` input[name="reason"]`), "Ponsel Rina hilang, tiket SUP-7"),
 		chromedp.Click(chromedp.CSS(row+` button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash"]`)),
@@ -62,6 +64,10 @@ func TestBrowserTwoPersonDisable(t *testing.T) {
 	if err != nil || !strings.Contains(flash, "approved") {
 		t.Fatalf("flash %q %v", flash, err)
 	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/admin"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="schedules"]`))); err != nil {
+		t.Fatalf("admin home: %v", err)
+	}
+	browsertest.Screenshot(t, ctx, "admin-schedules")
 	f.work(5)
 	if n := f.count(`SELECT count(*) FROM memberships WHERE user_id = $1 AND disabled_at IS NOT NULL`, rina); n != 1 {
 		t.Fatal("membership not disabled after approval")
