@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alexedwards/scs/pgxstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/approval"
@@ -26,6 +25,7 @@ import (
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/pgcluster"
+	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
@@ -123,6 +123,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	WithPayments(&deps, ext.payments)
 	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies
+	deps.TrustedProxies = cfg.TrustedProxies
 	handler := web.New(deps)
 	if cfg.Demo {
 		if err := demo.SeedSensitive(ctx, demo.SensitiveDeps{System: env.System, Approvals: deps.Approvals, Payments: ext.payments}); err != nil {
@@ -146,7 +147,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := web.NewHTTPServer(handler, web.DefaultTimeouts)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("Jejak is listening", "url", "http://"+ln.Addr().String())
@@ -208,17 +209,20 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	tenants := tenant.NewService(appPool, systemPool, clk)
 	trail := audit.NewService(appPool, systemPool)
+	users := user.NewService(user.NewStore(appPool))
 	cons := console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
 		Tenants: tenants, Audit: trail})
 	return web.Deps{
 		DB:       appPool,
-		Sessions: pgxstore.NewWithCleanupInterval(appPool, 30*time.Minute),
-		Users:    user.NewService(user.NewStore(appPool)),
+		Sessions: signin.NewSessionStore(appPool, 30*time.Minute),
+		Users:    users,
 		Tenants:  tenants,
 		Audit:    trail,
 		Console:  cons,
 		Clock:    clk,
 		Logger:   log,
+		SignIn:   signin.NewService(appPool, users, clk, signin.DefaultLimits),
+		CSRF:     signin.NewCSRFSigner(systemPool),
 		// Staff tenant pages and two-person approvals (system pool).
 		Approvals: approval.NewService(systemPool, engine, clk).WithReplayer(cons),
 		Support:   support.NewService(systemPool, clk),

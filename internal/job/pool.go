@@ -351,7 +351,7 @@ func (e *Engine) invokeCtx(ctx context.Context, j *Job) (err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("handler panic: %v\n%s", p, debug.Stack())
+			err = fmt.Errorf(panicPrefix+"%v\n%s", p, debug.Stack())
 		}
 	}()
 	return k.h(ctx, j)

@@ -269,6 +269,12 @@ type Session struct {
 	Expiry time.Time
 }
 
+type SigninThrottle struct {
+	Key         string
+	WindowStart time.Time
+	Attempts    int32
+}
+
 type StaffAuditView struct {
 	TenantID int64
 	StaffID  int64
@@ -324,4 +330,9 @@ type UserSession struct {
 	Token     string
 	UserID    int64
 	CreatedAt time.Time
+}
+
+type WebSecret struct {
+	Name   string
+	Secret []byte
 }
