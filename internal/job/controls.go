@@ -347,3 +347,20 @@ func (e *Engine) CheckFailureRates(ctx context.Context, g FailureGuard) ([]strin
 	}
 	return out, nil
 }
+
+// PauseEvent is one pause or resume, from the append-only log.
+type PauseEvent struct {
+	Scope, Name, Action, Reason string
+	ActorID                     *int64
+	Auto                        bool
+	At                          time.Time
+}
+
+// PauseLog returns the latest pauses and resumes, newest first.
+func (e *Engine) PauseLog(ctx context.Context, limit int) ([]PauseEvent, error) {
+	out, err := storePauseLogRecent(ctx, e.pool, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read pause log: %w", err)
+	}
+	return out, nil
+}

@@ -116,3 +116,15 @@ func storeExpiredSensitive(ctx context.Context, db Querier, now *time.Time, kind
 	}
 	return out, nil
 }
+
+func storePauseLogRecent(ctx context.Context, db Querier, limit int) ([]PauseEvent, error) {
+	rows, err := queries.New(db).PauseLogRecent(ctx, int32(limit))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PauseEvent, len(rows))
+	for i, r := range rows {
+		out[i] = PauseEvent{Scope: r.Scope, Name: r.Name, Action: r.Action, Reason: r.Reason, ActorID: r.ActorID, Auto: r.Auto, At: r.At}
+	}
+	return out, nil
+}

@@ -36,10 +36,19 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 		if err != nil {
 			return nil, err
 		}
+		log, err := s.Controls.PauseLog(ctx, 20)
+		if err != nil {
+			return nil, err
+		}
 		var ids []int64
 		for _, p := range ps {
 			if p.PausedBy != nil {
 				ids = append(ids, *p.PausedBy)
+			}
+		}
+		for _, l := range log {
+			if l.ActorID != nil {
+				ids = append(ids, *l.ActorID)
 			}
 		}
 		names, err := s.Users.Names(ctx, ids)
@@ -52,6 +61,13 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 				row.By = nameOr(names, *p.PausedBy)
 			}
 			vm.Pauses = append(vm.Pauses, row)
+		}
+		for _, l := range log {
+			row := support.PauseLogRow{When: fmtUTC(l.At), Action: l.Action, Scope: l.Scope, Name: l.Name, Reason: l.Reason, By: "automatic"}
+			if l.ActorID != nil {
+				row.By = nameOr(names, *l.ActorID)
+			}
+			vm.PauseLog = append(vm.PauseLog, row)
 		}
 	}
 	return support.Extras(vm), nil

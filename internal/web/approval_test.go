@@ -413,6 +413,9 @@ func TestAdminPausesAndSchedules(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM job_pause_log`); n != 2 {
 		t.Fatalf("pause log: %d", n)
 	}
+	if home := sup.get("/admin"); !strings.Contains(home.body, `data-testid="pause-log"`) || !strings.Contains(home.body, "provider back") {
+		t.Fatalf("/admin pause log: %.3000s", home.body)
+	}
 }
 
 // TestDeadSensitiveJobReplayNeedsSecondPerson: retrying a dead

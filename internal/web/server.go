@@ -83,6 +83,7 @@ type JobControls interface {
 	Pause(ctx context.Context, scope, name, reason string, actorID int64) error
 	Resume(ctx context.Context, scope, name, reason string, actorID int64) error
 	Pauses(ctx context.Context) ([]job.Pause, error)
+	PauseLog(ctx context.Context, limit int) ([]job.PauseEvent, error)
 }
 
 // Server holds the handlers' dependencies.
