@@ -14,6 +14,7 @@ import (
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/points"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // The shipped kinds' names, as stored in jobs.kind.
@@ -24,6 +25,7 @@ const (
 	DisableAccess     = approval.DisableAccessKind // "user.disable-access"
 	PaymentCharge     = payment.ChargeKind         // "payment.charge"
 	PaymentReconcile  = payment.ReconcileKind      // "payment.reconcile"
+	WebhookDeliver    = webhook.Kind               // "webhook.deliver"
 )
 
 // KindOptions are per-kind engine settings.
@@ -51,6 +53,13 @@ type Deps struct {
 	// Payments runs payment.charge and payment.reconcile; nil leaves
 	// them unregistered.
 	Payments *payment.Service
+	// Jobs enqueues follow-up jobs (webhook retries); nil leaves
+	// webhook.deliver unregistered.
+	Jobs webhook.Enqueuer
+	// WebhookGuard decides which addresses webhooks may reach.
+	WebhookGuard webhook.Guard
+	// WebhookOutcome, when set, is told each webhook attempt's outcome.
+	WebhookOutcome func(outcome string)
 }
 
 // Options holds each shipped kind's settings: mail may wait out an SMTP
@@ -67,6 +76,9 @@ var Options = map[string]KindOptions{
 	// any double charge); its stages are in the tenant's trail.
 	PaymentCharge:    {MaxAttempts: 5, Timeout: time.Minute, Sensitive: true},
 	PaymentReconcile: {MaxAttempts: 5, Timeout: 5 * time.Minute},
+	// One attempt per job (retries on the webhook schedule are new jobs);
+	// the job's own attempts only cover database trouble.
+	WebhookDeliver: {MaxAttempts: 3, Timeout: time.Minute},
 }
 
 // Register adds every shipped kind's handler to e. It panics when d.App is
@@ -98,5 +110,9 @@ func Register(e Registrar, d Deps) {
 	if d.Payments != nil {
 		e.Register(PaymentCharge, d.Payments.HandleCharge, Options[PaymentCharge])
 		e.Register(PaymentReconcile, d.Payments.HandleReconcile, Options[PaymentReconcile])
+	}
+	if d.Jobs != nil {
+		wh := &webhook.Deliverer{App: d.App, Jobs: d.Jobs, Clock: c, Client: d.WebhookGuard.Client(), OnOutcome: d.WebhookOutcome}
+		e.Register(WebhookDeliver, wh.Handle, Options[WebhookDeliver])
 	}
 }

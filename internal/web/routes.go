@@ -46,6 +46,14 @@ func (s *Server) routes(e *echo.Echo) {
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
 	t.GET("/billing", s.tenantBilling)
+	// -- tenant webhooks (owners/admins; members 403) --
+	t.GET("/webhooks", s.tenantWebhooks)
+	t.POST("/webhooks", s.tenantWebhookCreate)
+	t.GET("/webhooks/:id", s.tenantWebhookDeliveries)
+	t.POST("/webhooks/:id/enable", s.tenantWebhookSetEnabled(true))
+	t.POST("/webhooks/:id/disable", s.tenantWebhookSetEnabled(false))
+	t.POST("/webhooks/:id/rotate", s.tenantWebhookRotate)
+	t.POST("/webhooks/:id/deliveries/:delivery/resend", s.tenantWebhookResend)
 
 	// Support staff pages.
 	adm := signedIn.Group("/admin", s.requireStaff)
@@ -71,5 +79,8 @@ func (s *Server) routes(e *echo.Echo) {
 	adm.POST("/approvals/:id/reject", s.adminReject)
 	adm.POST("/pauses", s.adminPause)
 	adm.POST("/pauses/resume", s.adminResume)
+	// -- outbox (staff) --
+	adm.GET("/outbox", s.adminOutbox)
+	adm.POST("/outbox/retry", s.adminOutboxRetry)
 
 }
