@@ -28,6 +28,7 @@ type Config struct {
 	LogLevel      string // JEJAK_LOG_LEVEL: debug, info, warn, error
 	MetricsToken  string // JEJAK_METRICS_TOKEN: bearer token for /metrics; "" = loopback only
 	OTelEndpoint  string // OTEL_EXPORTER_OTLP_ENDPOINT: export spans over OTLP/HTTP; "" = off
+	PaymentURL    string // JEJAK_PAYMENT_URL; "" = the built-in payment simulator on loopback
 	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
 	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
 	WebhookAllow []netip.Prefix
@@ -46,6 +47,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		NATSURL:      getenv("NATS_URL"),
 		SMTPURL:      getenv("JEJAK_SMTP_URL"),
 		LogLevel:     or(getenv("JEJAK_LOG_LEVEL"), "info"),
+		PaymentURL:   getenv("JEJAK_PAYMENT_URL"),
 		MetricsToken: getenv("JEJAK_METRICS_TOKEN"),
 		OTelEndpoint: getenv("OTEL_EXPORTER_OTLP_ENDPOINT"),
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/incident"
+	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/views/observe"
 )
 
@@ -28,6 +30,9 @@ func (s *Server) adminIncident(c echo.Context) error {
 		return render(c, http.StatusUnprocessableEntity, observe.IncidentPage(vm))
 	}
 	if err != nil {
+		return err
+	}
+	if err := s.recordIncidentViews(c, in); err != nil {
 		return err
 	}
 	slugs := map[int64]string{}
@@ -55,4 +60,24 @@ func (s *Server) adminIncident(c echo.Context) error {
 		vm.Rows = append(vm.Rows, r)
 	}
 	return render(c, http.StatusOK, observe.IncidentPage(vm))
+}
+
+// recordIncidentViews records, in each tenant whose audit events the page
+// shows, that this staff member read them (staff.viewed_audit, at most
+// once per staff member, tenant and hour).
+func (s *Server) recordIncidentViews(c echo.Context, in *incident.Incident) error {
+	if s.Support == nil {
+		return nil
+	}
+	var ids []int64
+	for _, e := range in.Entries {
+		if e.Kind == incident.KindAudit {
+			ids = append(ids, e.TenantID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	ctx := c.Request().Context()
+	return s.Support.RecordViews(ctx, viewer(c).UserID, reqctx.Trace(ctx), "/admin/search", ids)
 }
