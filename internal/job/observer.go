@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -46,6 +47,9 @@ type Observer interface {
 	JobExpired(kind string)
 	// JobsRescued: the leader took back n jobs whose worker lost its lease.
 	JobsRescued(n int)
+	// JobDelayed: a handler put its job back for later; reason is the
+	// delay's short token (e.g. "lock_busy"), never the resource it names.
+	JobDelayed(kind, reason string)
 }
 
 // NopObserver ignores every event.
@@ -59,6 +63,7 @@ func (NopObserver) JobFinished(string, Outcome, time.Duration) {}
 func (NopObserver) JobFailed(string, Class)                    {}
 func (NopObserver) JobExpired(string)                          {}
 func (NopObserver) JobsRescued(int)                            {}
+func (NopObserver) JobDelayed(string, string)                  {}
 
 func (e *Engine) observer() Observer {
 	if e.cfg.Observer == nil {
@@ -151,4 +156,14 @@ func (e *Engine) observeAttempt(j *Job, err error, st State, run time.Duration) 
 	default:
 		o.JobFinished(j.Kind, OutcomeRetried, run)
 	}
+}
+
+// observeDelay reports a delay by its reason's token: the part before the
+// first ':' ("lock_busy:invoice-7" counts as "lock_busy"), which keeps the
+// label bounded.
+func (e *Engine) observeDelay(j *Job, reason string) {
+	if i := strings.IndexByte(reason, ':'); i >= 0 {
+		reason = reason[:i]
+	}
+	e.observer().JobDelayed(j.Kind, reason)
 }

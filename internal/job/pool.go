@@ -317,6 +317,7 @@ func (e *Engine) execute(r *runState, j *Job) {
 		if derr := e.delayJob(ctx, j, after, reason); derr != nil {
 			e.log.Error("delay job", "job_id", j.ID, "err", derr)
 		}
+		e.observeDelay(j, reason)
 		return
 	}
 	// Failures are rare: record them one by one, with the attempt history.

@@ -71,6 +71,7 @@ type Registry struct {
 	collectors []prometheus.Collector
 
 	enqueued, idemSkips, expired, lockDelayed *prometheus.CounterVec
+	delayed                                   *prometheus.CounterVec
 	finished, failures, missing               *prometheus.CounterVec
 	rescued                                   prometheus.Counter
 	wait, run                                 *prometheus.HistogramVec
@@ -102,6 +103,7 @@ func New(o Options) *Registry {
 	r.expired = counter("jobs_expired_total", "Jobs that reached their expiry before they could run.", "kind")
 	r.idemSkips = counter("jobs_idempotent_skips_total", "Enqueues that matched an existing idempotency key and wrote nothing.", "kind")
 	r.lockDelayed = counter("jobs_lock_delayed_total", "Job attempts delayed because a resource lock was held by another job.", "kind")
+	r.delayed = counter("jobs_delayed_total", "Job attempts a handler put back for later, by reason (lock_busy, unknown_version, ...).", "kind", "reason")
 	r.missing = counter("jobs_missing_metadata_total", "Jobs enqueued without a request trace or without a requesting user.", "kind", "field")
 	r.rescued = prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "jobs_rescued_total",
 		Help: "Running jobs taken back after their worker lost its lease (crashed or disconnected)."})
@@ -250,6 +252,15 @@ func (r *Registry) JobFailed(kind string, class job.Class) {
 
 // JobExpired implements job.Observer.
 func (r *Registry) JobExpired(kind string) { r.expired.WithLabelValues(kind).Inc() }
+
+// JobDelayed implements job.Observer; lock contention also counts in
+// jejak_jobs_lock_delayed_total.
+func (r *Registry) JobDelayed(kind, reason string) {
+	r.delayed.WithLabelValues(kind, reason).Inc()
+	if reason == "lock_busy" {
+		r.lockDelayed.WithLabelValues(kind).Inc()
+	}
+}
 
 // JobsRescued implements job.Observer.
 func (r *Registry) JobsRescued(n int) { r.rescued.Add(float64(n)) }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +72,13 @@ func TestMetricsAfterRealWork(t *testing.T) {
 		return job.Permanent(errors.New("bad input"))
 	}, job.KindOptions{})
 	engine.Register("test.flaky", func(context.Context, *job.Job) error { return errors.New("timeout") }, job.KindOptions{MaxAttempts: 2})
+	var locked atomic.Int32
+	engine.Register("test.locked", func(context.Context, *job.Job) error {
+		if locked.Add(1) == 1 {
+			return job.Delay(time.Millisecond, "lock_busy:invoice-7") // another job holds the resource
+		}
+		return nil
+	}, job.KindOptions{})
 
 	tenant := f.tenantID("toko-bunga-melati")
 	user := f.userID("budi@melati.test")
@@ -96,6 +104,7 @@ func TestMetricsAfterRealWork(t *testing.T) {
 	enqueue(reqCtx, job.EnqueueParams{Kind: "test.ok", RequestedBy: &user, IdempotencyKey: "once"}) // skipped
 	enqueue(ctx, job.EnqueueParams{Kind: "test.broken"})                                            // no trace, no actor
 	enqueue(reqCtx, job.EnqueueParams{Kind: "test.flaky", RequestedBy: &user})
+	enqueue(reqCtx, job.EnqueueParams{Kind: "test.locked", RequestedBy: &user})
 	// A due job in a queue nobody works: it waits, and the gauge shows it.
 	past := time.Now().Add(-90 * time.Second)
 	enqueue(reqCtx, job.EnqueueParams{Kind: "test.ok", Queue: "slow", RequestedBy: &user, AvailableAt: &past})
@@ -159,6 +168,9 @@ func TestMetricsAfterRealWork(t *testing.T) {
 		`jejak_job_failures_total{class="transient",kind="test.flaky"}`:            2,
 		`jejak_job_run_seconds_count{kind="test.ok"}`:                              4,
 		`jejak_job_wait_seconds_count{kind="test.flaky"}`:                          2,
+		`jejak_jobs_delayed_total{kind="test.locked",reason="lock_busy"}`:          1,
+		`jejak_jobs_lock_delayed_total{kind="test.locked"}`:                        1,
+		`jejak_jobs_finished_total{kind="test.locked",outcome="succeeded"}`:        1,
 		`jejak_jobs{state="dead"}`:                                                 2,
 		`jejak_jobs{state="pending"}`:                                              1,
 		`jejak_jobs{state="running"}`:                                              0,
