@@ -72,6 +72,9 @@ type Config struct {
 	MaintenanceInterval time.Duration
 	// Logger receives operational logs; nil = slog.Default().
 	Logger *slog.Logger
+	// Observer receives enqueue, attempt and rescue events for metrics;
+	// nil = none.
+	Observer Observer
 }
 
 // Engine enqueues, claims, runs and maintains jobs.
@@ -91,6 +94,11 @@ type Engine struct {
 	jitOff sync.Map // *pgx.Conn → struct{}: connections with JIT disabled
 
 	stats engineStats
+
+	pauses pauseCache // paused kinds and queues, refreshed about once a second
+
+	hooksMu sync.Mutex
+	hooks   []func(context.Context) error // run by the maintenance leader
 
 	run     *runState // non-nil between Start and Stop
 	runMu   sync.Mutex
@@ -215,6 +223,9 @@ func (e *Engine) Enqueue(ctx context.Context, tx Querier, p EnqueueParams) (Enqu
 	if err != nil {
 		return Enqueued{}, err
 	}
+	if err := e.stampControls(ctx, tx, []EnqueueParams{p}, ids, existing); err != nil {
+		return Enqueued{}, err
+	}
 	if err := e.recordQueued(ctx, tx, []EnqueueParams{p}, ids, existing); err != nil {
 		return Enqueued{}, err
 	}
@@ -232,6 +243,9 @@ func (e *Engine) EnqueueMany(ctx context.Context, tx Querier, ps []EnqueueParams
 	if err != nil {
 		return nil, err
 	}
+	if err := e.stampControls(ctx, tx, ps, ids, existing); err != nil {
+		return nil, err
+	}
 	return ids, e.recordQueued(ctx, tx, ps, ids, existing)
 }
 
@@ -243,11 +257,13 @@ func (e *Engine) enqueue(ctx context.Context, tx Querier, ps []EnqueueParams) ([
 	if len(ps) == 0 {
 		return nil, nil, nil
 	}
+	defer e.enqueueSpan(ctx, ps).End(nil)
 	resolved := make([]EnqueueParams, len(ps))
 	for i, p := range ps {
 		if err := e.resolve(&p); err != nil {
 			return nil, nil, err
 		}
+		traceFromContext(ctx, &p)
 		resolved[i] = p
 	}
 	now := e.clock.Now()
@@ -280,6 +296,7 @@ func (e *Engine) enqueue(ctx context.Context, tx Querier, ps []EnqueueParams) ([
 			ids[start+i], existing[start+i] = id, true
 		}
 	}
+	e.observeEnqueued(resolved, existing)
 	return ids, existing, nil
 }
 
@@ -344,6 +361,9 @@ func (e *Engine) Claim(ctx context.Context, workerID string, n int) ([]*Job, err
 	var out []*Job
 	for i := 0; i < len(queues) && len(out) < n; i++ {
 		q := queues[(startQ+i)%len(queues)]
+		if e.queuePaused(ctx, q) {
+			continue
+		}
 		jobs, err := e.claimQueue(ctx, now, q, workerID, n-len(out))
 		if err != nil {
 			return out, err
@@ -395,6 +415,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 			now: now, queue: queue, workerID: workerID, batch: n - len(out), lease: e.cfg.LeaseDuration,
 			afterTenant: cursor, maxTenants: maxTenants, perTenant: perTenant,
 			tenantConcurrency: e.cfg.TenantConcurrency, fair: !e.cfg.DisableTenantFairness,
+			pausedKinds: e.pausedKinds(ctx),
 		})
 		if err != nil {
 			return out, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
@@ -473,11 +494,15 @@ func (e *Engine) failIn(ctx context.Context, db Querier, workerID string, id int
 // crashed or lost the database) to pending, or dead when that was their
 // last attempt. It reports how many jobs it rescued.
 func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
+	if kinds := e.sensitiveKinds(); len(kinds) > 0 {
+		return e.rescueAudited(ctx, kinds)
+	}
 	retried, dead, err := storeRescue(ctx, db, e.clock.Now())
 	if err != nil {
 		return 0, fmt.Errorf("rescue expired jobs: %w", err)
 	}
 	if retried+dead > 0 {
+		e.observer().JobsRescued(retried + dead)
 		e.log.Warn("rescued jobs with expired leases", "retried", retried, "dead", dead)
 		if retried > 0 {
 			_ = storeNotify(ctx, db)

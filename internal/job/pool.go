@@ -290,7 +290,9 @@ func (e *Engine) execute(r *runState, j *Job) {
 			e.log.Error("audit job start", "job_id", j.ID, "err", err)
 		}
 	}
+	began := time.Now()
 	err := e.invoke(r, j)
+	run := time.Since(began)
 	if err != nil && r.hardCtx.Err() != nil {
 		// Cut short by shutdown: Stop releases the job without counting
 		// the attempt.
@@ -302,6 +304,7 @@ func (e *Engine) execute(r *runState, j *Job) {
 	}
 	ctx := context.WithoutCancel(r.ctx)
 	if err == nil {
+		e.observeAttempt(j, nil, "", run)
 		if !audited {
 			r.comp.add(j.ID)
 		} else if cerr := e.completeAudited(ctx, j); cerr != nil {
@@ -310,12 +313,20 @@ func (e *Engine) execute(r *runState, j *Job) {
 		}
 		return
 	}
+	if after, reason, ok := DelayOf(err); ok {
+		if derr := e.delayJob(ctx, j, after, reason); derr != nil {
+			e.log.Error("delay job", "job_id", j.ID, "err", derr)
+		}
+		e.observeDelay(j, reason)
+		return
+	}
 	// Failures are rare: record them one by one, with the attempt history.
 	st, ferr := e.failJob(ctx, j, err)
 	if ferr != nil {
 		e.log.Error("record job failure", "job_id", j.ID, "err", ferr)
 		return
 	}
+	e.observeAttempt(j, err, st, run)
 	e.log.Warn("job failed", "job_id", j.ID, "tenant_id", j.TenantID, "kind", j.Kind,
 		"trace_id", j.TraceID, "attempt", j.Attempt, "class", ClassOf(err), "state", st, "err", err)
 }
@@ -324,14 +335,22 @@ func (e *Engine) execute(r *runState, j *Job) {
 // failures, unknown kinds into permanent ones and expired jobs into policy
 // failures.
 func (e *Engine) invoke(r *runState, j *Job) (err error) {
+	return e.invokeCtx(r.hardCtx, j)
+}
+
+func (e *Engine) invokeCtx(ctx context.Context, j *Job) (err error) {
+	ctx, span := e.attemptContext(ctx, j)
+	defer func() { span.End(err) }()
 	k, ok := e.handler(j.Kind)
 	if !ok {
 		return Permanent(fmt.Errorf("%w: %s", ErrUnknownKind, j.Kind))
 	}
+	if err := checkVersion(k.opts, j); err != nil {
+		return err
+	}
 	if j.ExpiresAt != nil && !j.AttemptedAt.Before(*j.ExpiresAt) {
 		return Policy(fmt.Errorf("%w: expired at %s", ErrExpired, j.ExpiresAt.Format(time.RFC3339)))
 	}
-	ctx := r.hardCtx
 	if k.opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, k.opts.Timeout)
@@ -597,6 +616,7 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn) *pgxpool.
 	if _, err := storeStatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune job stats", "err", err)
 	}
+	e.runHooks(ctx)
 	return lead
 }
 
