@@ -7,6 +7,7 @@
 -- sentinels (epoch, zero, empty string) because the arrays cannot carry NULLs through
 -- the generated types. Idempotency conflicts are skipped; the caller looks up the
 -- existing job. Rows are produced in input order, so ids ascend with it.
+WITH ins AS (
 INSERT INTO jobs (tenant_id, kind, queue, priority, payload, max_attempts,
                   available_at, created_at, trace_id, requested_by, requested_at,
                   expires_at, idempotency_key, payload_hash)
@@ -27,7 +28,14 @@ FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@kinds::text[]) 
              unnest(@expires_ats::timestamptz[]) AS expires_at,
              unnest(@idempotency_keys::text[]) AS idempotency_key) u
 ON CONFLICT (tenant_id, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id, tenant_id, kind, idempotency_key;
+RETURNING id, tenant_id, kind, idempotency_key
+), counted AS (
+    -- The overview's unfinished count: appended, never upserted, because
+    -- this runs in the caller's transaction (see job_count_deltas).
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, count(*) FROM ins GROUP BY tenant_id, kind
+)
+SELECT id, tenant_id, kind, idempotency_key FROM ins;
 
 -- name: JobGetByIdempotencyKey :one
 SELECT id FROM jobs WHERE tenant_id = $1 AND kind = $2 AND idempotency_key = $3;
@@ -62,6 +70,9 @@ WITH done AS (
       ORDER BY tenant_id, kind
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET succeeded = job_stats_minute.succeeded + EXCLUDED.succeeded
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -count(*) FROM done GROUP BY tenant_id, kind
 )
 SELECT id FROM done;
 
@@ -79,6 +90,9 @@ WITH done AS (
       FROM done
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET succeeded = job_stats_minute.succeeded + 1
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -1 FROM done
 )
 SELECT id FROM done;
 
@@ -110,7 +124,7 @@ WITH failed AS (
                'attempt', attempt, 'at', coalesce(sqlc.narg('now')::timestamptz, now()),
                'worker', worker_id, 'class', @class::text, 'error', @error::text))
      WHERE id = @id AND attempt = @attempt AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
-    RETURNING state, available_at, tenant_id, kind
+    RETURNING id, state, available_at, finished_at, tenant_id, kind, flagged
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, failed, dead)
     SELECT tenant_id, date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), kind,
@@ -118,13 +132,27 @@ WITH failed AS (
       FROM failed
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET failed = job_stats_minute.failed + 1, dead = job_stats_minute.dead + EXCLUDED.dead
+), grouped AS (
+    -- A dead letter joins its group for the dead-letter page and leaves
+    -- the unfinished count.
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged, last_at, last_id)
+    SELECT tenant_id, kind, @class::text, 1, CASE WHEN flagged THEN 1 ELSE 0 END, finished_at, id
+      FROM failed WHERE state = 'dead'
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + 1, flagged = g.flagged + EXCLUDED.flagged,
+           last_at = greatest(g.last_at, EXCLUDED.last_at), last_id = greatest(g.last_id, EXCLUDED.last_id)
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -1 FROM failed WHERE state = 'dead'
 )
 SELECT state, available_at FROM failed;
 
 -- name: JobRescueExpired :many
 -- Jobs whose worker stopped extending the lease (crashed, partitioned):
 -- retried now, or dead when the attempt was the last one. The lost attempt
--- is recorded in the history like any transient failure.
+-- is recorded in the history like any transient failure. Those that die
+-- join their dead-letter group and leave the unfinished count.
+WITH rescued AS (
 UPDATE jobs
    SET state = CASE WHEN attempt < max_attempts THEN 'pending' ELSE 'dead' END,
        available_at = CASE WHEN attempt < max_attempts
@@ -139,7 +167,21 @@ UPDATE jobs
            'worker', worker_id, 'class', 'transient',
            'error', 'lease expired: worker ' || worker_id || ' stopped heartbeating'))
  WHERE state = 'running' AND lease_expires_at < coalesce(sqlc.narg('now')::timestamptz, now())
-RETURNING id, state;
+RETURNING id, state, tenant_id, kind, flagged, finished_at
+), grouped AS (
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged, last_at, last_id)
+    SELECT tenant_id, kind, 'transient', count(*), count(*) FILTER (WHERE flagged), max(finished_at), max(id)
+      FROM rescued WHERE state = 'dead'
+     GROUP BY tenant_id, kind
+     ORDER BY tenant_id, kind
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + EXCLUDED.n, flagged = g.flagged + EXCLUDED.flagged,
+           last_at = greatest(g.last_at, EXCLUDED.last_at), last_id = greatest(g.last_id, EXCLUDED.last_id)
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -count(*) FROM rescued WHERE state = 'dead' GROUP BY tenant_id, kind
+)
+SELECT id, state FROM rescued;
 
 -- name: JobReleaseMany :execrows
 -- Graceful shutdown: hand unfinished jobs back without consuming an attempt.
@@ -164,13 +206,26 @@ SELECT id, tenant_id, kind, queue, payload, attempt, max_attempts, last_error,
 -- name: JobGet :one
 SELECT * FROM jobs WHERE id = $1;
 
--- name: JobDeleteFinished :execrows
--- Retention in bounded slices so a prune never holds long locks.
+-- name: JobDeleteFinished :one
+-- Retention in bounded slices so a prune never holds long locks. Pruned
+-- dead letters leave their groups in the same statement.
+WITH gone AS (
 DELETE FROM jobs
  WHERE id IN (SELECT f.id FROM jobs f
                WHERE f.state = ANY(@states::text[])
                  AND f.finished_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8)
-               LIMIT @max_rows::int);
+               LIMIT @max_rows::int)
+RETURNING tenant_id, kind, state, error_class, flagged
+), ungrouped AS (
+    UPDATE job_dead_groups g
+       SET n = g.n - d.n, flagged = g.flagged - d.flagged
+      FROM (SELECT tenant_id, kind, coalesce(error_class, '') AS error_class, count(*) AS n,
+                   count(*) FILTER (WHERE flagged) AS flagged
+              FROM gone WHERE state = 'dead'
+             GROUP BY 1, 2, 3) d
+     WHERE g.tenant_id = d.tenant_id AND g.kind = d.kind AND g.error_class = d.error_class
+)
+SELECT count(*)::bigint FROM gone;
 
 -- name: JobNotify :exec
 SELECT pg_notify('jejak_jobs', '');

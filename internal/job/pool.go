@@ -593,6 +593,11 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn) *pgxpool.
 	if _, err := storeWorkerDeleteStale(ctx, lead, e.clock.Now(), 24*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune stale workers", "err", err)
 	}
+	// Keep the overview's unfinished counts a short sum: fold the deltas
+	// appended since the last pass.
+	if _, err := storeCountsFold(ctx, lead); err != nil && ctx.Err() == nil {
+		e.log.Error("maintenance: fold job counts", "err", err)
+	}
 	// The overview charts the last hour; keep two days of minutes.
 	if _, err := storeStatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune job stats", "err", err)

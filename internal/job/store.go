@@ -261,3 +261,25 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
+
+// storeCountsFold folds the appended unfinished-count deltas into
+// job_counts (see JobCountsFold).
+func storeCountsFold(ctx context.Context, db queries.DBTX) (int64, error) {
+	return queries.New(db).JobCountsFold(ctx)
+}
+
+// storeRebuildCounts recounts job_counts and job_dead_groups from jobs;
+// the caller provides the transaction.
+func storeRebuildCounts(ctx context.Context, tx queries.DBTX) error {
+	q := queries.New(tx)
+	if err := q.JobCountsRebuild(ctx); err != nil {
+		return err
+	}
+	if _, err := q.JobCountsFold(ctx); err != nil {
+		return err
+	}
+	if err := q.JobDeadGroupsClear(ctx); err != nil {
+		return err
+	}
+	return q.JobDeadGroupsRebuild(ctx)
+}

@@ -11,12 +11,24 @@ import (
 	"time"
 )
 
-const jobDeleteFinished = `-- name: JobDeleteFinished :execrows
+const jobDeleteFinished = `-- name: JobDeleteFinished :one
+WITH gone AS (
 DELETE FROM jobs
  WHERE id IN (SELECT f.id FROM jobs f
                WHERE f.state = ANY($1::text[])
                  AND f.finished_at < coalesce($2::timestamptz, now()) - make_interval(secs => $3::float8)
                LIMIT $4::int)
+RETURNING tenant_id, kind, state, error_class, flagged
+), ungrouped AS (
+    UPDATE job_dead_groups g
+       SET n = g.n - d.n, flagged = g.flagged - d.flagged
+      FROM (SELECT tenant_id, kind, coalesce(error_class, '') AS error_class, count(*) AS n,
+                   count(*) FILTER (WHERE flagged) AS flagged
+              FROM gone WHERE state = 'dead'
+             GROUP BY 1, 2, 3) d
+     WHERE g.tenant_id = d.tenant_id AND g.kind = d.kind AND g.error_class = d.error_class
+)
+SELECT count(*)::bigint FROM gone
 `
 
 type JobDeleteFinishedParams struct {
@@ -26,18 +38,18 @@ type JobDeleteFinishedParams struct {
 	MaxRows          int32
 }
 
-// Retention in bounded slices so a prune never holds long locks.
+// Retention in bounded slices so a prune never holds long locks. Pruned
+// dead letters leave their groups in the same statement.
 func (q *Queries) JobDeleteFinished(ctx context.Context, arg JobDeleteFinishedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, jobDeleteFinished,
+	row := q.db.QueryRow(ctx, jobDeleteFinished,
 		arg.States,
 		arg.Now,
 		arg.OlderThanSeconds,
 		arg.MaxRows,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const jobExtendLeases = `-- name: JobExtendLeases :execrows
@@ -144,6 +156,7 @@ func (q *Queries) JobGetHeld(ctx context.Context, arg JobGetHeldParams) (JobGetH
 
 const jobInsertMany = `-- name: JobInsertMany :many
 
+WITH ins AS (
 INSERT INTO jobs (tenant_id, kind, queue, priority, payload, max_attempts,
                   available_at, created_at, trace_id, requested_by, requested_at,
                   expires_at, idempotency_key, payload_hash)
@@ -165,6 +178,13 @@ FROM (SELECT unnest($2::bigint[]) AS tenant_id, unnest($3::text[]) AS kind,
              unnest($12::text[]) AS idempotency_key) u
 ON CONFLICT (tenant_id, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, tenant_id, kind, idempotency_key
+), counted AS (
+    -- The overview's unfinished count: appended, never upserted, because
+    -- this runs in the caller's transaction (see job_count_deltas).
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, count(*) FROM ins GROUP BY tenant_id, kind
+)
+SELECT id, tenant_id, kind, idempotency_key FROM ins
 `
 
 type JobInsertManyParams struct {
@@ -327,6 +347,7 @@ func (q *Queries) JobReleaseMany(ctx context.Context, arg JobReleaseManyParams) 
 }
 
 const jobRescueExpired = `-- name: JobRescueExpired :many
+WITH rescued AS (
 UPDATE jobs
    SET state = CASE WHEN attempt < max_attempts THEN 'pending' ELSE 'dead' END,
        available_at = CASE WHEN attempt < max_attempts
@@ -341,7 +362,21 @@ UPDATE jobs
            'worker', worker_id, 'class', 'transient',
            'error', 'lease expired: worker ' || worker_id || ' stopped heartbeating'))
  WHERE state = 'running' AND lease_expires_at < coalesce($1::timestamptz, now())
-RETURNING id, state
+RETURNING id, state, tenant_id, kind, flagged, finished_at
+), grouped AS (
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged, last_at, last_id)
+    SELECT tenant_id, kind, 'transient', count(*), count(*) FILTER (WHERE flagged), max(finished_at), max(id)
+      FROM rescued WHERE state = 'dead'
+     GROUP BY tenant_id, kind
+     ORDER BY tenant_id, kind
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + EXCLUDED.n, flagged = g.flagged + EXCLUDED.flagged,
+           last_at = greatest(g.last_at, EXCLUDED.last_at), last_id = greatest(g.last_id, EXCLUDED.last_id)
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -count(*) FROM rescued WHERE state = 'dead' GROUP BY tenant_id, kind
+)
+SELECT id, state FROM rescued
 `
 
 type JobRescueExpiredRow struct {
@@ -351,7 +386,8 @@ type JobRescueExpiredRow struct {
 
 // Jobs whose worker stopped extending the lease (crashed, partitioned):
 // retried now, or dead when the attempt was the last one. The lost attempt
-// is recorded in the history like any transient failure.
+// is recorded in the history like any transient failure. Those that die
+// join their dead-letter group and leave the unfinished count.
 func (q *Queries) JobRescueExpired(ctx context.Context, now *time.Time) ([]JobRescueExpiredRow, error) {
 	rows, err := q.db.Query(ctx, jobRescueExpired, now)
 	if err != nil {
@@ -385,6 +421,9 @@ WITH done AS (
       FROM done
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET succeeded = job_stats_minute.succeeded + 1
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -1 FROM done
 )
 SELECT id FROM done
 `
@@ -431,6 +470,9 @@ WITH done AS (
       ORDER BY tenant_id, kind
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET succeeded = job_stats_minute.succeeded + EXCLUDED.succeeded
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -count(*) FROM done GROUP BY tenant_id, kind
 )
 SELECT id FROM done
 `
@@ -494,7 +536,7 @@ WITH failed AS (
                'attempt', attempt, 'at', coalesce($2::timestamptz, now()),
                'worker', worker_id, 'class', $1::text, 'error', $4::text))
      WHERE id = $5 AND attempt = $6 AND lease_expires_at IS NOT NULL AND worker_id = $7::text
-    RETURNING state, available_at, tenant_id, kind
+    RETURNING id, state, available_at, finished_at, tenant_id, kind, flagged
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, failed, dead)
     SELECT tenant_id, date_trunc('minute', coalesce($2::timestamptz, now()), 'UTC'), kind,
@@ -502,6 +544,18 @@ WITH failed AS (
       FROM failed
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET failed = job_stats_minute.failed + 1, dead = job_stats_minute.dead + EXCLUDED.dead
+), grouped AS (
+    -- A dead letter joins its group for the dead-letter page and leaves
+    -- the unfinished count.
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged, last_at, last_id)
+    SELECT tenant_id, kind, $1::text, 1, CASE WHEN flagged THEN 1 ELSE 0 END, finished_at, id
+      FROM failed WHERE state = 'dead'
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + 1, flagged = g.flagged + EXCLUDED.flagged,
+           last_at = greatest(g.last_at, EXCLUDED.last_at), last_id = greatest(g.last_id, EXCLUDED.last_id)
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -1 FROM failed WHERE state = 'dead'
 )
 SELECT state, available_at FROM failed
 `

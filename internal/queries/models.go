@@ -60,6 +60,28 @@ type Job struct {
 	PayloadHash    []byte
 }
 
+type JobCount struct {
+	TenantID   int64
+	Kind       string
+	Unfinished int64
+}
+
+type JobCountDelta struct {
+	TenantID   int64
+	Kind       string
+	Unfinished int64
+}
+
+type JobDeadGroup struct {
+	TenantID   int64
+	Kind       string
+	ErrorClass string
+	N          int64
+	Flagged    int64
+	LastAt     *time.Time
+	LastID     *int64
+}
+
 type JobStatsMinute struct {
 	TenantID  int64
 	Minute    time.Time
