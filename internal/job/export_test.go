@@ -116,3 +116,6 @@ func (e *Engine) Prune(ctx context.Context) (int64, error) { return e.prune(ctx,
 func StatsPrune(ctx context.Context, db Querier, now *time.Time, olderThan time.Duration) (int64, error) {
 	return storeStatsPrune(ctx, db, now, olderThan)
 }
+
+// FoldCounts runs the maintenance leader's fold of the count deltas.
+func (e *Engine) FoldCounts(ctx context.Context) (int64, error) { return storeCountsFold(ctx, e.pool) }
