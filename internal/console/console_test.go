@@ -270,3 +270,48 @@ func TestStatsCacheSharesOneLoad(t *testing.T) {
 		t.Fatalf("negative max age: loads = %d, want 3", loads.Load())
 	}
 }
+
+// TestDeadGroupsFollowOperatorActions: retry and discard move dead
+// letters out of the maintained groups the dead-letter page and the
+// overview read, in the statement that changes the job.
+func TestDeadGroupsFollowOperatorActions(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenants := newTenants(t, db, 1)
+	e := newEngine(t, db, job.Config{})
+	staff := staffUser(t, db)
+	first, second := deadJob(t, db, e, tenants[0]), deadJob(t, db, e, tenants[0])
+	c := newConsole(db, e, nil)
+	ctx := context.Background()
+	check := func(when string, dead, flagged, pending int64) {
+		t.Helper()
+		d, err := c.Dead(ctx, console.DeadQuery{}, 0)
+		if err != nil {
+			t.Fatalf("%s: dead page: %v", when, err)
+		}
+		var n, f int64
+		for _, g := range d.Groups {
+			n, f = n+g.Count, f+g.Flagged
+			if g.Kind != "k" || g.Class != job.ClassPolicy || g.Example != "approval revoked" {
+				t.Fatalf("%s: group %+v", when, g)
+			}
+		}
+		o, err := c.Overview(ctx)
+		if err != nil {
+			t.Fatalf("%s: overview: %v", when, err)
+		}
+		if n != dead || f != flagged || int64(len(d.Rows)) != dead || o.Totals.Dead != dead || o.Totals.Flagged != flagged || o.Totals.Pending != pending {
+			t.Fatalf("%s: groups %d/%d, %d rows, overview %+v; want dead %d flagged %d pending %d",
+				when, n, f, len(d.Rows), o.Totals, dead, flagged, pending)
+		}
+	}
+	check("two dead", 2, 2, 0)
+	if _, err := c.Act(ctx, console.Operator{UserID: staff}, console.ActionRetry, first, "fixed"); err != nil {
+		t.Fatal(err)
+	}
+	check("after retry", 1, 1, 1)
+	if _, err := c.Act(ctx, console.Operator{UserID: staff}, console.ActionDiscard, second, "obsolete"); err != nil {
+		t.Fatal(err)
+	}
+	check("after discard", 0, 0, 1)
+}
