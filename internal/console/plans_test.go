@@ -177,7 +177,7 @@ func (s *planSeed) exec(t *testing.T, sql string, args ...any) {
 }
 
 // seedJobsSQL inserts jobs g in ($2, $3] of tenant $1 with state $4 (or a
-// mix when $4 is ”): in the mix 90% succeeded, 4% pending and due, 3%
+// mix when $4 is empty): in the mix 90% succeeded, 4% pending and due, 3%
 // dead, 3% cancelled, like the large-data seeder.
 const seedJobsSQL = `
 INSERT INTO jobs (tenant_id, kind, queue, state, payload, attempt, max_attempts, available_at, created_at,
