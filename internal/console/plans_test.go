@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -316,6 +317,20 @@ func TestPagePlansDoNotGrowWithTable(t *testing.T) {
 	for i, size := range sizes {
 		s.growTo(t, size.jobs, size.events)
 		got[i] = map[string]int64{}
+		// The claim must keep its plan: the new indexes are not for it.
+		claimSQL, err := os.ReadFile("../job/claim.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		claim := explain(t, db, "jejak_system", 0, captured{name: "claim", sql: string(claimSQL),
+			args: []any{nil, "default", "w", 100, 60.0, 0, 100, 1, 0, true}})
+		for _, ix := range claim.Indexes {
+			if ix != "jobs_claim_idx" && ix != "jobs_pkey" {
+				t.Errorf("the claim scans %s (all: %v)", ix, claim.Indexes)
+			}
+		}
+		// Its buffers (index inserts of 100 updated rows) are logged only.
+		t.Logf("claim of 100 jobs (rolled back): %d shared buffers at %d jobs", claim.Buffers, size.jobs)
 		for _, pc := range cases {
 			appRec.take()
 			sysRec.take()
