@@ -12,7 +12,8 @@
 -- where a tenant filter reads only that tenant's rows through
 -- jobs_tenant_idx, and running jobs through jobs_running_idx (few).
 -- with_others / with_running switch a branch off when the state filter
--- excludes it.
+-- excludes it. floor_id, when set, bounds the scan to ids in
+-- [floor_id, before_id) for filters no index serves (see console.Jobs).
 SELECT j.id, j.tenant_id, j.kind, j.queue, j.priority, j.state, j.attempt, j.max_attempts,
        j.available_at, j.created_at, j.finished_at, j.last_error, j.error_class, j.flagged,
        j.trace_id, j.worker_id
@@ -31,6 +32,7 @@ FROM (
         AND (sqlc.narg('idempotency_key')::text IS NULL OR o.idempotency_key = sqlc.narg('idempotency_key')::text)
         AND (sqlc.narg('payload_contains')::jsonb IS NULL OR o.payload @> sqlc.narg('payload_contains')::jsonb)
         AND (sqlc.narg('before_id')::bigint IS NULL OR o.id < sqlc.narg('before_id')::bigint)
+        AND (sqlc.narg('floor_id')::bigint IS NULL OR o.id >= sqlc.narg('floor_id')::bigint)
       ORDER BY o.id DESC
       LIMIT @lim::int)
     UNION ALL
@@ -48,11 +50,16 @@ FROM (
         AND (sqlc.narg('idempotency_key')::text IS NULL OR r.idempotency_key = sqlc.narg('idempotency_key')::text)
         AND (sqlc.narg('payload_contains')::jsonb IS NULL OR r.payload @> sqlc.narg('payload_contains')::jsonb)
         AND (sqlc.narg('before_id')::bigint IS NULL OR r.id < sqlc.narg('before_id')::bigint)
+        AND (sqlc.narg('floor_id')::bigint IS NULL OR r.id >= sqlc.narg('floor_id')::bigint)
       ORDER BY r.id DESC
       LIMIT @lim::int)
 ) j
 ORDER BY j.id DESC
 LIMIT @lim::int;
+
+-- name: JobAdminMaxID :one
+-- The newest job id (0 when none): one probe at the end of the primary key.
+SELECT coalesce(max(id), 0)::bigint FROM jobs;
 
 -- name: JobAdminDeadGroups :many
 -- Dead letters grouped by kind and failure class, from the maintained

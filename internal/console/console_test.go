@@ -315,3 +315,55 @@ func TestDeadGroupsFollowOperatorActions(t *testing.T) {
 	}
 	check("after discard", 0, 0, 1)
 }
+
+// TestJobsUnindexedFilterSearchesWindows: a filter no index serves (a
+// kind, without a tenant) searches one window of ids per page; a page that
+// finds too few continues below its window, and following "older" reaches
+// an old match.
+func TestJobsUnindexedFilterSearchesWindows(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenants := newTenants(t, db, 1)
+	e := newEngine(t, db, job.Config{})
+	ctx := context.Background()
+	rare := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenants[0], Kind: "rare", Payload: json.RawMessage(`{}`)})
+	ps := make([]job.EnqueueParams, 250)
+	for i := range ps {
+		ps[i] = job.EnqueueParams{TenantID: tenants[0], Kind: "common", Payload: json.RawMessage(`{}`)}
+	}
+	if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error { _, err := e.EnqueueMany(ctx, tx, ps); return err }); err != nil {
+		t.Fatal(err)
+	}
+	c := console.New(console.Config{App: db.App, System: db.System, Kinds: e, ScanWindow: 100,
+		Tenants: tenant.NewService(db.App, db.System, nil), Audit: audit.NewService(db.App, db.System)})
+
+	common, err := c.Jobs(ctx, console.JobQuery{Kind: "common"}, 0)
+	if err != nil || len(common.Rows) != 50 || common.SearchedFrom != 0 || common.Next == 0 {
+		t.Fatalf("common kind: %d rows, searched from %d, next %d, %v", len(common.Rows), common.SearchedFrom, common.Next, err)
+	}
+	var before int64
+	for page := 1; ; page++ {
+		res, err := c.Jobs(ctx, console.JobQuery{Kind: "rare"}, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Rows) == 1 && res.Rows[0].ID == rare.ID {
+			if page != 3 || res.Next != 0 {
+				t.Fatalf("found the rare job on page %d (next %d), want page 3 of windows of 100 over 251 jobs, the last", page, res.Next)
+			}
+			break
+		}
+		if len(res.Rows) != 0 || res.SearchedFrom == 0 || res.Next != res.SearchedFrom || (before != 0 && before-res.SearchedFrom != 100) {
+			t.Fatalf("page %d below %d: %d rows, searched from %d, next %d", page, before, len(res.Rows), res.SearchedFrom, res.Next)
+		}
+		before = res.Next
+		if page > 3 {
+			t.Fatal("did not reach the rare job")
+		}
+	}
+	// With a tenant the filter is served by an index: no window.
+	one, err := c.Jobs(ctx, console.JobQuery{Kind: "rare", Tenant: "tenant-1"}, 0)
+	if err != nil || len(one.Rows) != 1 || one.SearchedFrom != 0 {
+		t.Fatalf("rare kind of one tenant: %d rows, searched from %d, %v", len(one.Rows), one.SearchedFrom, err)
+	}
+}

@@ -262,7 +262,7 @@ func TestPagePlansDoNotGrowWithTable(t *testing.T) {
 	e := newEngine(t, db, job.Config{})
 	tenants := tenant.NewService(app, system, nil)
 	as := audit.NewService(app, system)
-	c := console.New(console.Config{App: app, System: system, Kinds: e, Tenants: tenants, Audit: as})
+	c := console.New(console.Config{App: app, System: system, Kinds: e, Tenants: tenants, Audit: as, ScanWindow: 1000})
 	smallSlug := "tenant-2"
 	small := func(s *planSeed) int64 { return s.small }
 	big := func(s *planSeed) int64 { return s.big }
@@ -286,6 +286,10 @@ func TestPagePlansDoNotGrowWithTable(t *testing.T) {
 			_, err := c.Jobs(ctx, console.JobQuery{Tenant: smallSlug}, 0)
 			return err
 		}, map[string]string{"JobAdminList": "jobs_tenant_idx"}},
+		{"staff jobs: a kind that rarely matches", "jejak_system", nil, func(ctx context.Context, _ *planSeed, c *console.Service, _ *audit.Service) error {
+			_, err := c.Jobs(ctx, console.JobQuery{Kind: "small.kind"}, 0)
+			return err
+		}, map[string]string{"JobAdminList": "jobs_pkey"}},
 		{"dead letters", "jejak_system", nil, func(ctx context.Context, _ *planSeed, c *console.Service, _ *audit.Service) error {
 			_, err := c.Dead(ctx, console.DeadQuery{}, 0)
 			return err

@@ -46,11 +46,19 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func (s store) list(ctx context.Context, f jobFilter, before int64, limit int) ([]Row, error) {
+func (s store) maxID(ctx context.Context) (int64, error) {
+	id, err := s.q.JobAdminMaxID(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("newest job id: %w", err)
+	}
+	return id, nil
+}
+
+func (s store) list(ctx context.Context, f jobFilter, before, floor int64, limit int) ([]Row, error) {
 	rows, err := s.q.JobAdminList(ctx, queries.JobAdminListParams{
 		State: strPtr(string(f.State)), Kind: strPtr(f.Kind), TenantID: idPtr(f.TenantID), Queue: strPtr(f.Queue),
 		ID: idPtr(f.ID), TraceID: strPtr(f.TraceID), IdempotencyKey: strPtr(f.IdempotencyKey),
-		PayloadContains: f.PayloadContains, BeforeID: idPtr(before), Lim: int32(limit),
+		PayloadContains: f.PayloadContains, BeforeID: idPtr(before), FloorID: idPtr(floor), Lim: int32(limit),
 		WithOthers: f.State != job.StateRunning, WithRunning: f.State == "" || f.State == job.StateRunning,
 	})
 	if err != nil {

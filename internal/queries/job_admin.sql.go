@@ -396,14 +396,15 @@ FROM (
         AND ($8::text IS NULL OR o.idempotency_key = $8::text)
         AND ($9::jsonb IS NULL OR o.payload @> $9::jsonb)
         AND ($10::bigint IS NULL OR o.id < $10::bigint)
+        AND ($11::bigint IS NULL OR o.id >= $11::bigint)
       ORDER BY o.id DESC
-      LIMIT $11::int)
+      LIMIT $12::int)
     UNION ALL
     (SELECT r.id, r.tenant_id, r.kind, r.queue, r.priority, r.state, r.attempt, r.max_attempts,
             r.available_at, r.created_at, r.finished_at, r.last_error, r.error_class, r.flagged,
             r.trace_id, r.worker_id
        FROM jobs r
-      WHERE $12::bool AND r.state = 'running'
+      WHERE $13::bool AND r.state = 'running'
         AND ($2::text IS NULL OR r.state = $2::text)
         AND ($3::text IS NULL OR r.kind = $3::text)
         AND ($4::bigint IS NULL OR r.tenant_id = $4::bigint)
@@ -413,11 +414,12 @@ FROM (
         AND ($8::text IS NULL OR r.idempotency_key = $8::text)
         AND ($9::jsonb IS NULL OR r.payload @> $9::jsonb)
         AND ($10::bigint IS NULL OR r.id < $10::bigint)
+        AND ($11::bigint IS NULL OR r.id >= $11::bigint)
       ORDER BY r.id DESC
-      LIMIT $11::int)
+      LIMIT $12::int)
 ) j
 ORDER BY j.id DESC
-LIMIT $11::int
+LIMIT $12::int
 `
 
 type JobAdminListParams struct {
@@ -431,6 +433,7 @@ type JobAdminListParams struct {
 	IdempotencyKey  *string
 	PayloadContains json.RawMessage
 	BeforeID        *int64
+	FloorID         *int64
 	Lim             int32
 	WithRunning     bool
 }
@@ -466,7 +469,8 @@ type JobAdminListRow struct {
 // where a tenant filter reads only that tenant's rows through
 // jobs_tenant_idx, and running jobs through jobs_running_idx (few).
 // with_others / with_running switch a branch off when the state filter
-// excludes it.
+// excludes it. floor_id, when set, bounds the scan to ids in
+// [floor_id, before_id) for filters no index serves (see console.Jobs).
 func (q *Queries) JobAdminList(ctx context.Context, arg JobAdminListParams) ([]JobAdminListRow, error) {
 	rows, err := q.db.Query(ctx, jobAdminList,
 		arg.WithOthers,
@@ -479,6 +483,7 @@ func (q *Queries) JobAdminList(ctx context.Context, arg JobAdminListParams) ([]J
 		arg.IdempotencyKey,
 		arg.PayloadContains,
 		arg.BeforeID,
+		arg.FloorID,
 		arg.Lim,
 		arg.WithRunning,
 	)
@@ -581,6 +586,18 @@ func (q *Queries) JobAdminLiveCounts(ctx context.Context, now time.Time) ([]JobA
 		return nil, err
 	}
 	return items, nil
+}
+
+const jobAdminMaxID = `-- name: JobAdminMaxID :one
+SELECT coalesce(max(id), 0)::bigint FROM jobs
+`
+
+// The newest job id (0 when none): one probe at the end of the primary key.
+func (q *Queries) JobAdminMaxID(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, jobAdminMaxID)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const jobAdminNow = `-- name: JobAdminNow :one
