@@ -79,6 +79,9 @@ CREATE POLICY system_access ON job_count_deltas TO jejak_system USING (true) WIT
 REVOKE ALL ON job_count_deltas FROM jejak_app;
 GRANT INSERT ON job_count_deltas TO jejak_app;
 REVOKE ALL ON job_counts, job_dead_groups FROM jejak_app;
+-- Explicit, not left to default privileges, so a later narrowing of the
+-- defaults cannot take them from the engine and the staff pages.
+GRANT SELECT, INSERT, UPDATE, DELETE ON job_counts, job_count_deltas, job_dead_groups TO jejak_system;
 
 -- Oldest due job and jobs scheduled ahead, for the overview's lag and "due
 -- now": one probe at the low end, and a range over the jobs scheduled in
