@@ -78,6 +78,18 @@ CREATE POLICY tenant_isolation ON job_count_deltas TO jejak_app
 CREATE POLICY system_access ON job_count_deltas TO jejak_system USING (true) WITH CHECK (true);
 REVOKE ALL ON job_count_deltas FROM jejak_app;
 GRANT INSERT ON job_count_deltas TO jejak_app;
+-- The counts are tenant rows like any other: isolated the same way, though
+-- only the engine and staff (jejak_system) are granted them.
+ALTER TABLE job_counts ENABLE ROW LEVEL SECURITY;
+ALTER TABLE job_counts FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON job_counts TO jejak_app
+    USING (tenant_id = app_tenant_id()) WITH CHECK (tenant_id = app_tenant_id());
+CREATE POLICY system_access ON job_counts TO jejak_system USING (true) WITH CHECK (true);
+ALTER TABLE job_dead_groups ENABLE ROW LEVEL SECURITY;
+ALTER TABLE job_dead_groups FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON job_dead_groups TO jejak_app
+    USING (tenant_id = app_tenant_id()) WITH CHECK (tenant_id = app_tenant_id());
+CREATE POLICY system_access ON job_dead_groups TO jejak_system USING (true) WITH CHECK (true);
 REVOKE ALL ON job_counts, job_dead_groups FROM jejak_app;
 -- Explicit, not left to default privileges, so a later narrowing of the
 -- defaults cannot take them from the engine and the staff pages.
