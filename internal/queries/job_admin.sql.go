@@ -339,12 +339,16 @@ UPDATE jobs
  WHERE id = ANY($2::bigint[]) AND state = 'dead'
 RETURNING id, tenant_id, kind, error_class, flagged
 ), ungrouped AS (
-    UPDATE job_dead_groups g
-       SET n = g.n - d.n, flagged = g.flagged - d.flagged
-      FROM (SELECT tenant_id, kind, coalesce(error_class, '') AS error_class, count(*) AS n,
-                   count(*) FILTER (WHERE flagged) AS flagged
-              FROM discarded GROUP BY 1, 2, 3) d
-     WHERE g.tenant_id = d.tenant_id AND g.kind = d.kind AND g.error_class = d.error_class
+    -- An upsert in key order rather than an UPDATE ... FROM: rows are
+    -- locked in the order inserted, the same order every writer of
+    -- job_dead_groups uses, so two writers cannot deadlock.
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged)
+    SELECT tenant_id, kind, coalesce(error_class, ''), -count(*), -count(*) FILTER (WHERE flagged)
+      FROM discarded
+     GROUP BY 1, 2, 3
+     ORDER BY 1, 2, 3
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + EXCLUDED.n, flagged = g.flagged + EXCLUDED.flagged
 )
 SELECT id FROM discarded
 `
@@ -654,12 +658,16 @@ UPDATE jobs
  WHERE jobs.id = u.id AND was.id = u.id AND jobs.state = 'dead'
 RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.error_class, was.flagged
 ), ungrouped AS (
-    UPDATE job_dead_groups g
-       SET n = g.n - d.n, flagged = g.flagged - d.flagged
-      FROM (SELECT tenant_id, kind, coalesce(error_class, '') AS error_class, count(*) AS n,
-                   count(*) FILTER (WHERE flagged) AS flagged
-              FROM retried GROUP BY 1, 2, 3) d
-     WHERE g.tenant_id = d.tenant_id AND g.kind = d.kind AND g.error_class = d.error_class
+    -- An upsert in key order rather than an UPDATE ... FROM: rows are
+    -- locked in the order inserted, the same order every writer of
+    -- job_dead_groups uses, so two writers cannot deadlock.
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged)
+    SELECT tenant_id, kind, coalesce(error_class, ''), -count(*), -count(*) FILTER (WHERE flagged)
+      FROM retried
+     GROUP BY 1, 2, 3
+     ORDER BY 1, 2, 3
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + EXCLUDED.n, flagged = g.flagged + EXCLUDED.flagged
 ), counted AS (
     INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
     SELECT tenant_id, kind, count(*) FROM retried GROUP BY tenant_id, kind
