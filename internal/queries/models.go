@@ -164,6 +164,12 @@ type Session struct {
 	Expiry time.Time
 }
 
+type SigninThrottle struct {
+	Key         string
+	WindowStart time.Time
+	Attempts    int32
+}
+
 type Subscription struct {
 	TenantID           int64
 	PlanCode           string
@@ -207,4 +213,9 @@ type User struct {
 	StaffRole    *string
 	Active       bool
 	CreatedAt    time.Time
+}
+
+type WebSecret struct {
+	Name   string
+	Secret []byte
 }
