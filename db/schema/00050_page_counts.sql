@@ -73,8 +73,6 @@ SELECT tenant_id, kind, count(*) FROM jobs WHERE state IN ('pending', 'running')
 -- engine's and staff's.
 ALTER TABLE job_count_deltas ENABLE ROW LEVEL SECURITY;
 ALTER TABLE job_count_deltas FORCE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON job_count_deltas TO jejak_app
-    USING (tenant_id = app_tenant_id()) WITH CHECK (tenant_id = app_tenant_id());
 CREATE POLICY system_access ON job_count_deltas TO jejak_system USING (true) WITH CHECK (true);
 REVOKE ALL ON job_count_deltas FROM jejak_app;
 GRANT INSERT ON job_count_deltas TO jejak_app;
@@ -82,14 +80,26 @@ GRANT INSERT ON job_count_deltas TO jejak_app;
 -- only the engine and staff (jejak_system) are granted them.
 ALTER TABLE job_counts ENABLE ROW LEVEL SECURITY;
 ALTER TABLE job_counts FORCE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON job_counts TO jejak_app
-    USING (tenant_id = app_tenant_id()) WITH CHECK (tenant_id = app_tenant_id());
 CREATE POLICY system_access ON job_counts TO jejak_system USING (true) WITH CHECK (true);
 ALTER TABLE job_dead_groups ENABLE ROW LEVEL SECURITY;
 ALTER TABLE job_dead_groups FORCE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON job_dead_groups TO jejak_app
-    USING (tenant_id = app_tenant_id()) WITH CHECK (tenant_id = app_tenant_id());
 CREATE POLICY system_access ON job_dead_groups TO jejak_system USING (true) WITH CHECK (true);
+-- The tenant policies are the same expression as every other tenant
+-- table's: scoped by app_tenant_id(), and by membership where the schema
+-- checks it (app_is_member(), when an earlier migration defined it).
+-- +goose StatementBegin
+DO $$
+DECLARE
+    scope text := 'tenant_id = app_tenant_id()'
+        || CASE WHEN to_regprocedure('app_is_member()') IS NULL THEN '' ELSE ' AND (SELECT app_is_member())' END;
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['job_count_deltas', 'job_counts', 'job_dead_groups'] LOOP
+        EXECUTE format('CREATE POLICY tenant_isolation ON %I TO jejak_app USING (%s) WITH CHECK (%s)', t, scope, scope);
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd
 REVOKE ALL ON job_counts, job_dead_groups FROM jejak_app;
 -- Explicit, not left to default privileges, so a later narrowing of the
 -- defaults cannot take them from the engine and the staff pages.
