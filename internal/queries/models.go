@@ -106,27 +106,6 @@ type Job struct {
 	HasDependents  bool
 }
 
-type JobPause struct {
-	Scope    string
-	Name     string
-	Reason   string
-	PausedBy *int64
-	Auto     bool
-	PausedAt time.Time
-}
-
-type JobPauseLog struct {
-	ID      int64
-	Scope   string
-	Name    string
-	Action  string
-	Reason  string
-	ActorID *int64
-	Auto    bool
-	At      time.Time
-	Detail  json.RawMessage
-}
-
 type JobCount struct {
 	TenantID   int64
 	Kind       string
@@ -147,6 +126,27 @@ type JobDeadGroup struct {
 	Flagged    int64
 	LastAt     *time.Time
 	LastID     *int64
+}
+
+type JobPause struct {
+	Scope    string
+	Name     string
+	Reason   string
+	PausedBy *int64
+	Auto     bool
+	PausedAt time.Time
+}
+
+type JobPauseLog struct {
+	ID      int64
+	Scope   string
+	Name    string
+	Action  string
+	Reason  string
+	ActorID *int64
+	Auto    bool
+	At      time.Time
+	Detail  json.RawMessage
 }
 
 type JobStatsMinute struct {
