@@ -97,6 +97,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		if err := demo.Seed(ctx, env.System); err != nil {
 			return err
 		}
+		if err := demo.SeedHistory(ctx, env.System, nil); err != nil {
+			return err
+		}
 		printDemoAccounts(out)
 	}
 	clk := clock.Database{}
@@ -190,6 +193,9 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 	}
 	defer env.Close()
 	if err := demo.Seed(ctx, env.System); err != nil {
+		return err
+	}
+	if err := demo.SeedHistory(ctx, env.System, nil); err != nil {
 		return err
 	}
 	printDemoAccounts(out)

@@ -35,7 +35,7 @@ func TestSeedIsIdempotent(t *testing.T) {
 		}
 	}
 	got := counts()
-	want := [5]int{3, 8, 6, 7, 3}
+	want := [5]int{3, 11, 9, 7, 3}
 	if got != want {
 		t.Fatalf("after two seeds (tenants, users, memberships, projects, plan history) = %v, want %v", got, want)
 	}
