@@ -7,7 +7,15 @@ package queries
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
+
+type AuditDayCount struct {
+	TenantID int64
+	Day      pgtype.Date
+	Events   int64
+}
 
 type AuditEvent struct {
 	TenantID   int64
@@ -30,6 +38,17 @@ type AuditHead struct {
 	TenantID int64
 	Seq      int64
 	Hash     []byte
+}
+
+type Invitation struct {
+	TenantID   int64
+	ID         int64
+	Email      string
+	Role       string
+	InvitedBy  *int64
+	CreatedAt  time.Time
+	AcceptedAt *time.Time
+	RevokedAt  *time.Time
 }
 
 type Job struct {
@@ -58,6 +77,14 @@ type Job struct {
 	ExpiresAt      *time.Time
 	IdempotencyKey *string
 	PayloadHash    []byte
+}
+
+type JobStatsDay struct {
+	TenantID  int64
+	Day       pgtype.Date
+	Succeeded int64
+	Failed    int64
+	Dead      int64
 }
 
 type JobStatsMinute struct {
@@ -185,4 +212,5 @@ type User struct {
 	StaffRole    *string
 	Active       bool
 	CreatedAt    time.Time
+	Locale       *string
 }

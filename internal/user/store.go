@@ -56,6 +56,9 @@ func fromRow(r queries.User) *User {
 	if r.StaffRole != nil {
 		u.StaffRole = *r.StaffRole
 	}
+	if r.Locale != nil {
+		u.Locale = *r.Locale
+	}
 	return u
 }
 

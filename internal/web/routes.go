@@ -20,8 +20,9 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(static.FS)))))
 
 	// Everything below has a session and CSRF protection on every POST.
-	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.csrf, s.loadViewer)
+	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.csrf, s.loadViewer, s.locale)
 	app.GET("/login", s.loginForm)
+	app.POST("/locale", s.localeSet)
 	app.POST("/login", s.login)
 	app.POST("/logout", s.logout)
 

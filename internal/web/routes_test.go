@@ -66,6 +66,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /login":                        {"/login", nil, everyone},
 		"POST /login":                       {"/login", url.Values{"email": {"x@y.test"}, "password": {"x"}}, everyone},
 		"POST /logout":                      {"/logout", nil, everyone},
+		"POST /locale":                      {"/locale", url.Values{"locale": {"id"}}, everyone},
 		"GET /":                             {"/", nil, signedIn},
 		"GET /t/:slug/":                     {"/t/toko-bunga-melati/", nil, tenantRead},
 		"GET /t/:slug":                      {"/t/toko-bunga-melati", nil, tenantRead},
