@@ -21,6 +21,7 @@ import (
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/member"
 	"github.com/jejakhq/jejak/internal/pgcluster"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
@@ -136,6 +137,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	}()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	deps.SecureCookies = cfg.SecureCookies
+	deps.Members = member.NewService(env.App, clk, mailer, deps.Tenants)
 	handler := web.New(deps)
 	if cfg.Demo {
 		gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
@@ -180,8 +182,11 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 // and the tests both build the handler from it (tests adjust a field or
 // two), so they exercise the same wiring.
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
+	tenants := tenant.NewService(appPool, systemPool, clk)
 	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
-		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log}
+		Tenants: tenants, Jobs: engine, Clock: clk, Logger: log,
+		// Invitations go to the dev mail sink unless serve sets its mailer.
+		Members: member.NewService(appPool, clk, mail.NewSink(appPool), tenants)}
 }
 
 // Seed writes the demo data and, when scale asks for it, large-data mode's

@@ -43,6 +43,12 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/audit/verify", s.auditVerify)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
+	// -- the team: any member reads it, owners change it --
+	t.GET("/members", s.tenantMembers)
+	t.POST("/members/invite", s.memberInvite)
+	t.POST("/members/:user_id/role", s.memberRole)
+	t.POST("/members/:user_id/remove", s.memberRemove)
+	t.POST("/invitations/:id/revoke", s.invitationRevoke)
 
 	// Support staff pages.
 	adm := signedIn.Group("/admin", s.requireStaff)

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -35,6 +36,18 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	owner.login("budi@melati.test")
 	owner.post("/t/toko-bunga-melati/projects", owner.withCSRF(url.Values{"name": {"Matriks"}}), false)
 	project := f.projectID("toko-bunga-melati", "Matriks")
+	// The team routes act on people outside the roles below, so no role's
+	// own access changes while the matrix runs.
+	eko := f.userID("eko@melati.test")
+	var leaving int64
+	if err := f.db.Admin.QueryRow(context.Background(), `WITH u AS (INSERT INTO users (email, name, password_hash)
+		VALUES ('pergi@melati.test', 'Pergi', 'x') RETURNING id)
+		INSERT INTO memberships (tenant_id, user_id, role) SELECT $1, id, 'member' FROM u RETURNING user_id`,
+		f.tenantID("toko-bunga-melati")).Scan(&leaving); err != nil {
+		t.Fatal(err)
+	}
+	owner.post("/t/toko-bunga-melati/members/invite", owner.withCSRF(url.Values{"email": {"baru@example.com"}, "role": {"member"}}), false)
+	invitation := f.count(`SELECT id FROM invitations WHERE email = 'baru@example.com'`)
 	deadByRole := map[string]int64{}
 	for _, r := range roles {
 		deadByRole[r] = f.makeDead("toko-bunga-melati", "email.weekly-report", 1, "smtp 550")[0]
@@ -60,34 +73,39 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	}
 	reason := url.Values{"reason": {"matrix test"}}
 	rules := map[string]rule{
-		"GET /healthz":                      {"/healthz", nil, everyone},
-		"GET /readyz":                       {"/readyz", nil, everyone},
-		"GET /static/*":                     {"/static/app.css", nil, everyone},
-		"GET /login":                        {"/login", nil, everyone},
-		"POST /login":                       {"/login", url.Values{"email": {"x@y.test"}, "password": {"x"}}, everyone},
-		"POST /logout":                      {"/logout", nil, everyone},
-		"POST /locale":                      {"/locale", url.Values{"locale": {"id"}}, everyone},
-		"GET /":                             {"/", nil, signedIn},
-		"GET /t/:slug/":                     {"/t/toko-bunga-melati/", nil, tenantRead},
-		"GET /t/:slug":                      {"/t/toko-bunga-melati", nil, tenantRead},
-		"POST /t/:slug/projects":            {"/t/toko-bunga-melati/projects", url.Values{"name": {""}}, tenantWrite},
-		"POST /t/:slug/projects/:id/delete": {fmt.Sprintf("/t/toko-bunga-melati/projects/%d/delete", project), nil, tenantWrite},
-		"POST /t/:slug/plan":                {"/t/toko-bunga-melati/plan", url.Values{"plan": {"pro"}}, tenantWrite},
-		"GET /t/:slug/audit":                {"/t/toko-bunga-melati/audit", nil, tenantRead},
-		"GET /t/:slug/audit/export.csv":     {"/t/toko-bunga-melati/audit/export.csv", nil, tenantRead},
-		"GET /t/:slug/audit/export.jsonl":   {"/t/toko-bunga-melati/audit/export.jsonl", nil, tenantRead},
-		"POST /t/:slug/audit/verify":        {"/t/toko-bunga-melati/audit/verify", nil, tenantRead},
-		"GET /t/:slug/audit/:entity/:id":    {fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), nil, tenantRead},
-		"GET /t/:slug/jobs":                 {"/t/toko-bunga-melati/jobs", nil, tenantRead},
-		"GET /admin":                        {"/admin", nil, staff},
-		"GET /admin/jobs":                   {"/admin/jobs", nil, staff},
-		"GET /admin/jobs/:id":               {"/admin/jobs/{dead}", nil, staff},
-		"POST /admin/jobs/:id/retry":        {"/admin/jobs/{dead}/retry", reason, staff},
-		"POST /admin/jobs/:id/discard":      {"/admin/jobs/{dead}/discard", reason, staff},
-		"GET /admin/dead":                   {"/admin/dead", nil, staff},
-		"GET /admin/dead/bulk":              {"/admin/dead/bulk?action=retry", nil, staff},
-		"POST /admin/dead/bulk":             {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
-		"GET /admin/search":                 {"/admin/search", nil, staff},
+		"GET /healthz":                          {"/healthz", nil, everyone},
+		"GET /readyz":                           {"/readyz", nil, everyone},
+		"GET /static/*":                         {"/static/app.css", nil, everyone},
+		"GET /login":                            {"/login", nil, everyone},
+		"POST /login":                           {"/login", url.Values{"email": {"x@y.test"}, "password": {"x"}}, everyone},
+		"POST /logout":                          {"/logout", nil, everyone},
+		"POST /locale":                          {"/locale", url.Values{"locale": {"id"}}, everyone},
+		"GET /":                                 {"/", nil, signedIn},
+		"GET /t/:slug/":                         {"/t/toko-bunga-melati/", nil, tenantRead},
+		"GET /t/:slug":                          {"/t/toko-bunga-melati", nil, tenantRead},
+		"POST /t/:slug/projects":                {"/t/toko-bunga-melati/projects", url.Values{"name": {""}}, tenantWrite},
+		"POST /t/:slug/projects/:id/delete":     {fmt.Sprintf("/t/toko-bunga-melati/projects/%d/delete", project), nil, tenantWrite},
+		"POST /t/:slug/plan":                    {"/t/toko-bunga-melati/plan", url.Values{"plan": {"pro"}}, tenantWrite},
+		"GET /t/:slug/audit":                    {"/t/toko-bunga-melati/audit", nil, tenantRead},
+		"GET /t/:slug/audit/export.csv":         {"/t/toko-bunga-melati/audit/export.csv", nil, tenantRead},
+		"GET /t/:slug/audit/export.jsonl":       {"/t/toko-bunga-melati/audit/export.jsonl", nil, tenantRead},
+		"POST /t/:slug/audit/verify":            {"/t/toko-bunga-melati/audit/verify", nil, tenantRead},
+		"GET /t/:slug/audit/:entity/:id":        {fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), nil, tenantRead},
+		"GET /t/:slug/jobs":                     {"/t/toko-bunga-melati/jobs", nil, tenantRead},
+		"GET /t/:slug/members":                  {"/t/toko-bunga-melati/members", nil, tenantRead},
+		"POST /t/:slug/members/invite":          {"/t/toko-bunga-melati/members/invite", url.Values{"email": {"lagi@example.com"}, "role": {"member"}}, tenantWrite},
+		"POST /t/:slug/members/:user_id/role":   {fmt.Sprintf("/t/toko-bunga-melati/members/%d/role", eko), url.Values{"role": {"member"}}, tenantWrite},
+		"POST /t/:slug/members/:user_id/remove": {fmt.Sprintf("/t/toko-bunga-melati/members/%d/remove", leaving), nil, tenantWrite},
+		"POST /t/:slug/invitations/:id/revoke":  {fmt.Sprintf("/t/toko-bunga-melati/invitations/%d/revoke", invitation), nil, tenantWrite},
+		"GET /admin":                            {"/admin", nil, staff},
+		"GET /admin/jobs":                       {"/admin/jobs", nil, staff},
+		"GET /admin/jobs/:id":                   {"/admin/jobs/{dead}", nil, staff},
+		"POST /admin/jobs/:id/retry":            {"/admin/jobs/{dead}/retry", reason, staff},
+		"POST /admin/jobs/:id/discard":          {"/admin/jobs/{dead}/discard", reason, staff},
+		"GET /admin/dead":                       {"/admin/dead", nil, staff},
+		"GET /admin/dead/bulk":                  {"/admin/dead/bulk?action=retry", nil, staff},
+		"POST /admin/dead/bulk":                 {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
+		"GET /admin/search":                     {"/admin/search", nil, staff},
 	}
 
 	e := newHandler(f.db, f.jobs, quietLog(), 0).(*echo.Echo)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/member"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 )
@@ -25,6 +26,8 @@ type Deps struct {
 	System  *pgxpool.Pool // cross-tenant pool (jejak_system) for staff pages
 	Users   *user.Service
 	Tenants *tenant.Service
+	// Members is the team page's service (invitations go through its mailer).
+	Members *member.Service
 	Clock   clock.Clock
 	Logger  *slog.Logger
 	// SecureCookies marks cookies Secure; set it when served behind TLS.
