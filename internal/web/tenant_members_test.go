@@ -51,7 +51,7 @@ func TestMembersPage(t *testing.T) {
 	}{
 		{url.Values{"email": {"not an address"}, "role": {"member"}}, "email"},
 		{url.Values{"email": {"x@example.com"}, "role": {"owner"}}, "role"},
-		{url.Values{"email": {"wati@example.com"}, "role": {"member"}}, "email"},  // already pending
+		{url.Values{"email": {"wati@example.com"}, "role": {"member"}}, "email"}, // already pending
 		{url.Values{"email": {"rina@melati.test"}, "role": {"member"}}, "email"}, // already a member
 	} {
 		a := owner.post("/t/toko-bunga-melati/members/invite", owner.withCSRF(tc.form), true)
