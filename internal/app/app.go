@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
@@ -184,7 +185,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	tenants := tenant.NewService(appPool, systemPool, clk)
 	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
-		Tenants: tenants, Jobs: engine, Clock: clk, Logger: log,
+		Tenants: tenants, Jobs: engine, Clock: clk, Logger: log, Activity: activity.NewService(appPool),
 		// Invitations go to the dev mail sink unless serve sets its mailer.
 		Members: member.NewService(appPool, clk, mail.NewSink(appPool), tenants)}
 }

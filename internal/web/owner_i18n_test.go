@@ -147,3 +147,40 @@ var spaces = regexp.MustCompile(`\s+`)
 
 // squash collapses whitespace runs, as a browser does when it renders.
 func squash(s string) string { return spaces.ReplaceAllString(s, " ") }
+
+// TestHomeChartsLinkToTheirDay: the owner's home draws 30 days of activity
+// and job outcomes with text alternatives, and a day's bar leads to the
+// timeline filtered to that day.
+func TestHomeChartsLinkToTheirDay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if err := demo.SeedHistory(context.Background(), f.db.System, clock.Database{}); err != nil {
+		t.Fatal(err)
+	}
+	c := f.client()
+	c.login("budi@melati.test")
+	home := c.getLang("/t/toko-bunga-melati/", "id").body
+	for _, want := range []string{`data-testid="activity-chart"`, `data-testid="jobs-chart"`, "Aktivitas, 30 hari terakhir",
+		`aria-describedby="activity-chart-desc"`, "Tampilkan angkanya", `data-testid="activity-chart-table"`} {
+		if !strings.Contains(home, want) {
+			t.Errorf("home lacks %q", want)
+		}
+	}
+	if n := strings.Count(home, `data-day="`); n != 2*30 {
+		t.Errorf("%d day bars, want 60", n)
+	}
+	// The day Rina deleted the project: its bar links to that day's events.
+	var day string
+	if err := f.db.Admin.QueryRow(context.Background(), `SELECT to_char(occurred_at AT TIME ZONE 'Asia/Jakarta', 'YYYY-MM-DD')
+		FROM audit_events WHERE action = 'project.delete' AND detail->>'name' = 'Katalog Musim Hujan'`).Scan(&day); err != nil {
+		t.Fatal(err)
+	}
+	link := `/t/toko-bunga-melati/audit?from=` + day + `&amp;to=` + day
+	if !strings.Contains(home, `href="`+link+`"`) {
+		t.Fatalf("no bar links to %s", link)
+	}
+	filtered := squash(c.getLang(strings.ReplaceAll(link, "&amp;", "&"), "en").body)
+	if !strings.Contains(filtered, "Rina Wulandari</span> deleted project") || strings.Contains(filtered, "changed <a") {
+		t.Fatalf("the day's timeline: %.1500s", filtered)
+	}
+}

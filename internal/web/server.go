@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/member"
@@ -26,6 +27,8 @@ type Deps struct {
 	System  *pgxpool.Pool // cross-tenant pool (jejak_system) for staff pages
 	Users   *user.Service
 	Tenants *tenant.Service
+	// Activity reads the owner home's 30-day figures.
+	Activity *activity.Service
 	// Members is the team page's service (invitations go through its mailer).
 	Members *member.Service
 	Clock   clock.Clock
