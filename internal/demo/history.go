@@ -258,6 +258,20 @@ func seedTenantHistory(ctx context.Context, tx pgx.Tx, slug string, projects []s
 	signin(at(2, 16, 5), member)
 	signin(at(1, 8, 30), owner)
 
+	// Memberships date from the story's invitations.
+	for _, m := range []struct {
+		id   int64
+		days int
+	}{{owner, 42}, {member, 40}} {
+		if _, err := tx.Exec(ctx, `UPDATE memberships SET created_at = $1 WHERE tenant_id = $2 AND user_id = $3`,
+			at(m.days, 9, 0), tenantID, m.id); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE memberships m SET created_at = $1 FROM users u
+		WHERE m.tenant_id = $2 AND m.user_id = u.id AND m.role = 'admin' AND u.email LIKE '%@%'`, at(37, 9, 0), tenantID); err != nil {
+		return err
+	}
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
 	clk := clock.NewFrozen(evs[0].at)
 	rec := audit.NewRecorder(clk)

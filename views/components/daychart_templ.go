@@ -90,7 +90,7 @@ func dayGeometry(c DayChart) dayGeom {
 			rs = append(rs, dayRect{X: x + 1, Y: y, W: max(g.Slot-2, 1), H: h, Class: class})
 		}
 		g.Rects = append(g.Rects, rs)
-		if i%7 == 0 || i == len(c.Bars)-1 {
+		if i%7 == 0 || (i == len(c.Bars)-1 && i%7 >= 4) {
 			g.Labels = append(g.Labels, chartLabel{X: x + g.Slot/2, Y: dayH - 5, Text: b.Label})
 		}
 	}
