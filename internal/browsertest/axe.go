@@ -1,8 +1,8 @@
 package browsertest
 
 import (
-	_ "embed"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"strings"
