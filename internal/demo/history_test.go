@@ -52,11 +52,11 @@ func TestSeedHistoryTellsTheStory(t *testing.T) {
 
 	who := func(action, key, value string) (string, time.Time) {
 		t.Helper()
-		p, err := audit.Timeline(ctx, db.System, melati, audit.Filter{Action: action}, nil, 100)
+		p, err := audit.Timeline(ctx, db.System, melati, audit.Filter{Action: action}, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range p.Events {
+		for _, e := range p.Rows {
 			var d map[string]any
 			_ = json.Unmarshal(e.Detail, &d)
 			if d[key] == value && e.ActorID != nil {

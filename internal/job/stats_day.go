@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // StatsFoldDays folds every tenant's per-minute rollup of yesterday and
@@ -13,7 +11,7 @@ import (
 // rollup that owners' 30-day charts read. The maintenance leader runs it
 // before pruning minutes, so a day is folded whole before its minutes go.
 func StatsFoldDays(ctx context.Context, db Querier, now *time.Time) (int64, error) {
-	n, err := queries.New(db).JobStatsFoldDays(ctx, now)
+	n, err := storeStatsFoldDays(ctx, db, now)
 	if err != nil {
 		return 0, fmt.Errorf("fold job stats into days: %w", err)
 	}

@@ -2,11 +2,9 @@ package user
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/i18n"
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // ErrInvalidLocale: the language is not one the dashboard speaks.
@@ -22,11 +20,11 @@ func (s *Service) SetLocale(ctx context.Context, userID int64, locale string) er
 		}
 		l = &locale
 	}
-	n, err := s.store.q.UserSetLocale(ctx, queries.UserSetLocaleParams{Locale: l, ID: userID})
+	found, err := s.store.SetLocale(ctx, userID, l)
 	if err != nil {
-		return fmt.Errorf("set locale of user %d: %w", userID, err)
+		return err
 	}
-	if n == 0 {
+	if !found {
 		return ErrNotFound
 	}
 	return nil

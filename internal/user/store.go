@@ -68,3 +68,13 @@ func mapErr(err error, what string) error {
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+// SetLocale saves a user's language (nil = follow the browser); false when
+// no such user.
+func (s *Store) SetLocale(ctx context.Context, id int64, locale *string) (bool, error) {
+	n, err := s.q.UserSetLocale(ctx, queries.UserSetLocaleParams{Locale: locale, ID: id})
+	if err != nil {
+		return false, fmt.Errorf("set locale of user %d: %w", id, err)
+	}
+	return n > 0, nil
+}
