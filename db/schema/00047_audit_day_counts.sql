@@ -14,11 +14,11 @@ CREATE TABLE audit_day_counts (
     PRIMARY KEY (tenant_id, day)
 );
 
--- SECURITY DEFINER: the counts are written only by this trigger, as the
--- table's owner; the application roles may only read them.
+-- The trigger runs as the inserting role, under the same row-level security
+-- as the events it counts (a tenant-scoped writer counts only its tenant).
 -- +goose StatementBegin
 CREATE FUNCTION audit_count_days() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO audit_day_counts AS c (tenant_id, day, events)
     SELECT n.tenant_id, (n.occurred_at AT TIME ZONE t.time_zone)::date, count(*)
@@ -41,9 +41,11 @@ SELECT e.tenant_id, (e.occurred_at AT TIME ZONE t.time_zone)::date, count(*)
 FROM audit_events e JOIN tenants t ON t.id = e.tenant_id
 GROUP BY 1, 2;
 
--- Row-level security enabled but not forced: the owner (the trigger) writes
--- for every tenant; jejak_app reads its own tenant's days only.
+-- Tenant isolation as for every tenant table; the counts only grow (the
+-- trigger's upsert needs INSERT and UPDATE).
 ALTER TABLE audit_day_counts ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_isolation ON audit_day_counts TO jejak_app USING (tenant_id = app_tenant_id());
-CREATE POLICY system_access ON audit_day_counts TO jejak_system USING (true);
-REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON audit_day_counts FROM jejak_app, jejak_system;
+ALTER TABLE audit_day_counts FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON audit_day_counts TO jejak_app
+    USING (tenant_id = app_tenant_id()) WITH CHECK (tenant_id = app_tenant_id());
+CREATE POLICY system_access ON audit_day_counts TO jejak_system USING (true) WITH CHECK (true);
+REVOKE DELETE, TRUNCATE ON audit_day_counts FROM jejak_app, jejak_system;

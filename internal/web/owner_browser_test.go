@@ -31,7 +31,7 @@ func checkPage(t *testing.T, ctx context.Context, base, who, path string) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		browsertest.Wait(t, ctx, name+" settled", `document.readyState === "complete"`)
-		browsertest.Screenshot(t, ctx, fmt.Sprintf("%s-%d", strings.NewReplacer("/", "_", "?", "_", "=", "_", "&", "_").Replace(path), w))
+		browsertest.Screenshot(t, ctx, fmt.Sprintf("%s%s-%d", who, strings.NewReplacer("/", "_", "?", "_", "=", "_", "&", "_").Replace(path), w))
 		browsertest.AxeClean(t, ctx, name)
 		if w >= 700 {
 			shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll(".nav-menu nav a")].every(a => a.checkVisibility())`))

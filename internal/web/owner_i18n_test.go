@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/demo"
 )
@@ -182,5 +183,56 @@ func TestHomeChartsLinkToTheirDay(t *testing.T) {
 	filtered := squash(c.getLang(strings.ReplaceAll(link, "&amp;", "&"), "en").body)
 	if !strings.Contains(filtered, "Rina Wulandari</span> deleted project") || strings.Contains(filtered, "changed <a") {
 		t.Fatalf("the day's timeline: %.1500s", filtered)
+	}
+}
+
+// TestLocaleReturnsOnlyToThisSite: the chooser goes back to the page it was
+// on, and never to another site named in the Referer.
+func TestLocaleReturnsOnlyToThisSite(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := f.client()
+	for referer, want := range map[string]string{
+		f.srv.URL + "/login?x=1": "/login?x=1",
+		"https://evil.example/t/": "/",
+		"":                        "/",
+	} {
+		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/locale", strings.NewReader(c.withCSRF(url.Values{"locale": {"id"}}).Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if referer != "" {
+			req.Header.Set("Referer", referer)
+		}
+		if a := c.do(req); a.status != http.StatusSeeOther || a.location != want {
+			t.Errorf("Referer %q: %d → %q, want %q", referer, a.status, a.location, want)
+		}
+	}
+	// The session remembers the choice before any sign-in.
+	if a := c.get("/login"); !strings.Contains(a.body, `<html lang="id">`) {
+		t.Fatal("the anonymous choice was not kept in the session")
+	}
+}
+
+// TestUnknownActionKeepsTheRawForm: an action without a sentence shows the
+// recorded form (actor, action, entity, detail) and no sentence; a known
+// one shows its sentence with the raw form behind <details>.
+func TestUnknownActionKeepsTheRawForm(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.record("toko-bunga-melati", nil,
+		audit.Event{ActorKind: audit.ActorSystem, Action: "order.paid", Entity: "order", EntityID: "A-1", Detail: []byte(`{"amount": 150000}`)},
+		audit.Event{ActorKind: audit.ActorSystem, Action: "report.sent", Entity: "report", EntityID: "2026-W48", Detail: []byte(`{"to": "budi@melati.test"}`)})
+	c := f.client()
+	c.login("budi@melati.test")
+	page := squash(c.getLang("/t/toko-bunga-melati/audit?actor=system", "id").body)
+	unknown := page[strings.Index(page, `data-action="order.paid"`):]
+	unknown = unknown[:strings.Index(unknown, "</li>")]
+	if strings.Contains(unknown, "audit-sentence") || !strings.Contains(unknown, `<code class="action">order.paid</code>`) ||
+		!strings.Contains(unknown, "&#34;amount&#34;: 150000") || strings.Contains(unknown, "<details") {
+		t.Fatalf("unknown action not in its raw form: %s", unknown)
+	}
+	known := page[strings.Index(page, `data-action="report.sent"`):]
+	known = known[:strings.Index(known, "</li>")]
+	if !strings.Contains(known, "Sistem</span> mengirim laporan mingguan") || !strings.Contains(known, "<summary>Rincian</summary>") {
+		t.Fatalf("known action: %s", known)
 	}
 }
