@@ -193,7 +193,7 @@ func TestLocaleReturnsOnlyToThisSite(t *testing.T) {
 	f := newFixture(t)
 	c := f.client()
 	for referer, want := range map[string]string{
-		f.srv.URL + "/login?x=1": "/login?x=1",
+		f.srv.URL + "/login?x=1":  "/login?x=1",
 		"https://evil.example/t/": "/",
 		"":                        "/",
 	} {
