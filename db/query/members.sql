@@ -29,3 +29,23 @@ LIMIT 100;
 UPDATE invitations SET revoked_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE tenant_id = sqlc.arg('tenant_id') AND id = sqlc.arg('id') AND accepted_at IS NULL AND revoked_at IS NULL
 RETURNING email;
+
+-- name: InvitationListForEmail :many
+-- Pending invitations addressed to one e-mail, across tenants (system pool).
+SELECT i.tenant_id, i.id, i.role, i.created_at, t.slug, t.name AS tenant_name,
+       coalesce(u.name, '')::text AS invited_by_name
+FROM invitations i
+JOIN tenants t ON t.id = i.tenant_id
+LEFT JOIN users u ON u.id = i.invited_by
+WHERE i.email = $1 AND i.accepted_at IS NULL AND i.revoked_at IS NULL
+ORDER BY i.created_at DESC, i.id DESC
+LIMIT 50;
+
+-- name: InvitationAccept :one
+UPDATE invitations SET accepted_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = sqlc.arg('id') AND email = sqlc.arg('email') AND accepted_at IS NULL AND revoked_at IS NULL
+RETURNING tenant_id, role;
+
+-- name: MemberAdd :execrows
+INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, $3)
+ON CONFLICT (tenant_id, user_id) DO NOTHING;

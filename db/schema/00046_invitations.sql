@@ -18,6 +18,9 @@ CREATE TABLE invitations (
 );
 CREATE UNIQUE INDEX invitations_pending_idx ON invitations (tenant_id, email)
     WHERE accepted_at IS NULL AND revoked_at IS NULL;
+-- An invited person, once signed in, finds their invitations across tenants.
+CREATE INDEX invitations_email_idx ON invitations (email)
+    WHERE accepted_at IS NULL AND revoked_at IS NULL;
 
 ALTER TABLE invitations ENABLE ROW LEVEL SECURITY;
 ALTER TABLE invitations FORCE ROW LEVEL SECURITY;

@@ -127,7 +127,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	deps.Members = member.NewService(env.App, clk, mailer, deps.Tenants)
+	deps.Members = member.NewService(env.App, env.System, clk, mailer, deps.Tenants)
 	handler := web.New(deps)
 	if cfg.Demo {
 		gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
@@ -224,7 +224,7 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 		Logger:   log,
 		Activity: activity.NewService(appPool),
 		// Invitations go to the dev mail sink unless serve sets its mailer.
-		Members: member.NewService(appPool, clk, mail.NewSink(appPool), tenants),
+		Members: member.NewService(appPool, systemPool, clk, mail.NewSink(appPool), tenants),
 	}
 }
 

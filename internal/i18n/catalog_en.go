@@ -221,6 +221,11 @@ var en = map[string]string{
 	"The before cursor is not valid; go back to the newest jobs.":           "The before cursor is not valid; go back to the newest jobs.",
 
 	// Members page.
+	"invites.title":               "Invitations",
+	"invites.none":                "No invitations are waiting for you.",
+	"invites.line":                "Join %s as %s",
+	"invites.accept":              "Accept",
+	"invites.accept_label":        "Accept the invitation to %s",
 	"members.title":               "Members",
 	"members.col_name":            "Name",
 	"members.col_email":           "E-mail",

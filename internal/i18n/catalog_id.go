@@ -210,6 +210,11 @@ var id = map[string]string{
 	"Unknown state: choose pending, running, succeeded, dead or cancelled.": "Status tidak dikenal: pilih pending, running, succeeded, dead, atau cancelled.",
 	"The before cursor is not valid; go back to the newest jobs.":           "Kursor before tidak sah; kembali ke tugas terbaru.",
 
+	"invites.title":               "Undangan",
+	"invites.none":                "Tidak ada undangan yang menunggu Anda.",
+	"invites.line":                "Bergabung dengan %s sebagai %s",
+	"invites.accept":              "Terima",
+	"invites.accept_label":        "Terima undangan ke %s",
 	"members.title":               "Anggota",
 	"members.col_name":            "Nama",
 	"members.col_email":           "E-mail",

@@ -65,19 +65,22 @@ type Invitation struct {
 // Service manages a tenant's team.
 type Service struct {
 	app     database.Pool
+	system  database.Pool
 	clock   clock.Clock
 	audit   *audit.Recorder
 	mailer  mail.Mailer
 	tenants *tenant.Service
 }
 
-// NewService returns a Service over the tenant-facing pool; invitations go
-// out through mailer (the dev sink in development and the demo).
-func NewService(app database.Pool, clk clock.Clock, mailer mail.Mailer, tenants *tenant.Service) *Service {
+// NewService returns a Service over the tenant-facing pool (app) and, for
+// what spans tenants (an invited person's invitations), the system pool;
+// invitations go out through mailer (the dev sink in development and the
+// demo).
+func NewService(app, system database.Pool, clk clock.Clock, mailer mail.Mailer, tenants *tenant.Service) *Service {
 	if clk == nil {
 		clk = clock.Database{}
 	}
-	return &Service{app: app, clock: clk, audit: audit.NewRecorder(clk), mailer: mailer, tenants: tenants}
+	return &Service{app: app, system: system, clock: clk, audit: audit.NewRecorder(clk), mailer: mailer, tenants: tenants}
 }
 
 // List returns the team (owners first) and the pending invitations.

@@ -94,3 +94,29 @@ func (s store) revoke(ctx context.Context, tenantID, id int64, now *time.Time) (
 	}
 	return email, err
 }
+
+func (s store) invitedFor(ctx context.Context, email string) ([]Invited, error) {
+	rows, err := s.q.InvitationListForEmail(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Invited, len(rows))
+	for i, r := range rows {
+		out[i] = Invited{ID: r.ID, TenantSlug: r.Slug, TenantName: r.TenantName, Role: r.Role,
+			InvitedBy: r.InvitedByName, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+func (s store) accept(ctx context.Context, id int64, email string, now *time.Time) (tenantID int64, role string, err error) {
+	r, err := s.q.InvitationAccept(ctx, queries.InvitationAcceptParams{Now: now, ID: id, Email: email})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", ErrNotFound
+	}
+	return r.TenantID, r.Role, err
+}
+
+func (s store) add(ctx context.Context, tenantID, userID int64, role string) (bool, error) {
+	n, err := s.q.MemberAdd(ctx, queries.MemberAddParams{TenantID: tenantID, UserID: userID, Role: role})
+	return n > 0, err
+}

@@ -10,6 +10,30 @@ import (
 	"time"
 )
 
+const invitationAccept = `-- name: InvitationAccept :one
+UPDATE invitations SET accepted_at = coalesce($1::timestamptz, now())
+WHERE id = $2 AND email = $3 AND accepted_at IS NULL AND revoked_at IS NULL
+RETURNING tenant_id, role
+`
+
+type InvitationAcceptParams struct {
+	Now   *time.Time
+	ID    int64
+	Email string
+}
+
+type InvitationAcceptRow struct {
+	TenantID int64
+	Role     string
+}
+
+func (q *Queries) InvitationAccept(ctx context.Context, arg InvitationAcceptParams) (InvitationAcceptRow, error) {
+	row := q.db.QueryRow(ctx, invitationAccept, arg.Now, arg.ID, arg.Email)
+	var i InvitationAcceptRow
+	err := row.Scan(&i.TenantID, &i.Role)
+	return i, err
+}
+
 const invitationInsert = `-- name: InvitationInsert :one
 INSERT INTO invitations (tenant_id, email, role, invited_by, created_at)
 VALUES ($1, $2, $3, $4,
@@ -42,6 +66,56 @@ func (q *Queries) InvitationInsert(ctx context.Context, arg InvitationInsertPara
 	var i InvitationInsertRow
 	err := row.Scan(&i.ID, &i.CreatedAt)
 	return i, err
+}
+
+const invitationListForEmail = `-- name: InvitationListForEmail :many
+SELECT i.tenant_id, i.id, i.role, i.created_at, t.slug, t.name AS tenant_name,
+       coalesce(u.name, '')::text AS invited_by_name
+FROM invitations i
+JOIN tenants t ON t.id = i.tenant_id
+LEFT JOIN users u ON u.id = i.invited_by
+WHERE i.email = $1 AND i.accepted_at IS NULL AND i.revoked_at IS NULL
+ORDER BY i.created_at DESC, i.id DESC
+LIMIT 50
+`
+
+type InvitationListForEmailRow struct {
+	TenantID      int64
+	ID            int64
+	Role          string
+	CreatedAt     time.Time
+	Slug          string
+	TenantName    string
+	InvitedByName string
+}
+
+// Pending invitations addressed to one e-mail, across tenants (system pool).
+func (q *Queries) InvitationListForEmail(ctx context.Context, email string) ([]InvitationListForEmailRow, error) {
+	rows, err := q.db.Query(ctx, invitationListForEmail, email)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []InvitationListForEmailRow{}
+	for rows.Next() {
+		var i InvitationListForEmailRow
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.Role,
+			&i.CreatedAt,
+			&i.Slug,
+			&i.TenantName,
+			&i.InvitedByName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const invitationListPending = `-- name: InvitationListPending :many
@@ -103,6 +177,25 @@ func (q *Queries) InvitationRevoke(ctx context.Context, arg InvitationRevokePara
 	var email string
 	err := row.Scan(&email)
 	return email, err
+}
+
+const memberAdd = `-- name: MemberAdd :execrows
+INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, $3)
+ON CONFLICT (tenant_id, user_id) DO NOTHING
+`
+
+type MemberAddParams struct {
+	TenantID int64
+	UserID   int64
+	Role     string
+}
+
+func (q *Queries) MemberAdd(ctx context.Context, arg MemberAddParams) (int64, error) {
+	result, err := q.db.Exec(ctx, memberAdd, arg.TenantID, arg.UserID, arg.Role)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const memberDelete = `-- name: MemberDelete :one

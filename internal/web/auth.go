@@ -91,6 +91,9 @@ func (s *Server) logout(c echo.Context) error {
 // of one tenant straight to it, others to a chooser.
 func (s *Server) start(c echo.Context) error {
 	v := viewer(c)
+	if s.pendingInvitations(c) {
+		return c.Redirect(http.StatusSeeOther, "/invitations")
+	}
 	ts, err := s.Tenants.TenantsOf(c.Request().Context(), v.UserID)
 	if err != nil {
 		return err

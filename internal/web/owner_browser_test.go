@@ -71,7 +71,7 @@ func TestBrowserEveryPageAtTwoWidthsPassesAxe(t *testing.T) {
 	}
 	for _, p := range []string{"/t/toko-bunga-melati/", "/t/toko-bunga-melati/audit", "/t/toko-bunga-melati/audit?action=project.delete",
 		fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), "/t/toko-bunga-melati/jobs", "/t/toko-bunga-melati/jobs?state=dead",
-		"/t/toko-bunga-melati/members", "/t/toko-bunga-melati/audit?from=bad"} {
+		"/t/toko-bunga-melati/members", "/t/toko-bunga-melati/audit?from=bad", "/invitations"} {
 		checkPage(t, ctx, f.srv.URL, "owner", p)
 	}
 	// The same owner in Indonesian.

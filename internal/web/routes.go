@@ -29,6 +29,8 @@ func (s *Server) routes(e *echo.Echo) {
 
 	signedIn := app.Group("", s.requireViewer)
 	signedIn.GET("/", s.start)
+	signedIn.GET("/invitations", s.myInvitations)
+	signedIn.POST("/invitations/:id/accept", s.invitationAccept)
 
 	// Tenant owner/admin/member pages: membership required, else 404.
 	t := signedIn.Group("/t/:slug", s.requireMember)

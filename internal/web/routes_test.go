@@ -21,6 +21,7 @@ const (
 	toLogin                 // anonymous: 303 to /login
 	forbidden               // 403: known, not allowed
 	notFound                // 404: must not even learn the resource exists
+	notTheirs               // 404 on the viewer's own route (their name may show in the page's header)
 )
 
 var roles = []string{"anonymous", "budi@melati.test", "rina@melati.test", "sari@senja.test", "support@jejak.test", "admin@jejak.test"}
@@ -48,6 +49,9 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	}
 	owner.post("/t/toko-bunga-melati/members/invite", owner.withCSRF(url.Values{"email": {"baru@example.com"}, "role": {"member"}}), false)
 	invitation := f.count(`SELECT id FROM invitations WHERE email = 'baru@example.com'`)
+	owner.post("/t/toko-bunga-melati/members/invite", owner.withCSRF(url.Values{"email": {"tamu@example.com"}, "role": {"member"}}), false)
+	// Addressed to nobody in the matrix: accepting it is a 404 for all.
+	guestInvitation := f.count(`SELECT id FROM invitations WHERE email = 'tamu@example.com'`)
 	deadByRole := map[string]int64{}
 	for _, r := range roles {
 		deadByRole[r] = f.makeDead("toko-bunga-melati", "email.weekly-report", 1, "smtp 550")[0]
@@ -65,6 +69,9 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"sari@senja.test": allowed, "support@jejak.test": allowed, "admin@jejak.test": allowed}
 	signedIn := map[string]access{"anonymous": toLogin, "budi@melati.test": allowed, "rina@melati.test": allowed,
 		"sari@senja.test": allowed, "support@jejak.test": allowed, "admin@jejak.test": allowed}
+
+	nobody := map[string]access{"anonymous": toLogin, "budi@melati.test": notTheirs, "rina@melati.test": notFound,
+		"sari@senja.test": notFound, "support@jejak.test": notFound, "admin@jejak.test": notFound}
 
 	type rule struct {
 		path string // concrete path
@@ -92,6 +99,8 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"POST /t/:slug/audit/verify":            {"/t/toko-bunga-melati/audit/verify", nil, tenantRead},
 		"GET /t/:slug/audit/:entity/:id":        {fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), nil, tenantRead},
 		"GET /t/:slug/jobs":                     {"/t/toko-bunga-melati/jobs", nil, tenantRead},
+		"GET /invitations":                      {"/invitations", nil, signedIn},
+		"POST /invitations/:id/accept":          {fmt.Sprintf("/invitations/%d/accept", guestInvitation), nil, nobody},
 		"GET /t/:slug/members":                  {"/t/toko-bunga-melati/members", nil, tenantRead},
 		"POST /t/:slug/members/invite":          {"/t/toko-bunga-melati/members/invite", url.Values{"email": {"lagi@example.com"}, "role": {"member"}}, tenantWrite},
 		"POST /t/:slug/members/:user_id/role":   {fmt.Sprintf("/t/toko-bunga-melati/members/%d/role", eko), url.Values{"role": {"member"}}, tenantWrite},
@@ -170,6 +179,10 @@ func checkAccess(t *testing.T, want access, a answer, path string) {
 			if strings.Contains(a.body, leak) {
 				t.Fatalf("404 page leaks %q", leak)
 			}
+		}
+	case notTheirs:
+		if a.status != http.StatusNotFound {
+			t.Fatalf("got %d, want 404", a.status)
 		}
 	case allowed:
 		// Sign-out legitimately sends everyone to /login; anywhere else

@@ -111,3 +111,48 @@ func TestMembersPage(t *testing.T) {
 		t.Fatalf("removing another tenant's member: %d, want 404", a.status)
 	}
 }
+
+// TestInvitationAccepted: an owner invites someone who already has an
+// account; after signing in they are shown the invitation first, accept it,
+// and are a member with the invited role; member.join is in the trail.
+// Nobody else can accept it, and it cannot be accepted twice.
+func TestInvitationAccepted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	melati := f.tenantID("toko-bunga-melati")
+	owner := f.client()
+	owner.login("budi@melati.test")
+	owner.post("/t/toko-bunga-melati/members/invite", owner.withCSRF(url.Values{"email": {"sari@senja.test"}, "role": {"admin"}}), false)
+	id := f.count(`SELECT id FROM invitations WHERE email = 'sari@senja.test'`)
+
+	agus := f.client()
+	agus.login("agus@senja.test")
+	if a := agus.post(fmt.Sprintf("/invitations/%d/accept", id), agus.withCSRF(nil), false); a.status != http.StatusNotFound {
+		t.Fatalf("someone else accepting: %d, want 404", a.status)
+	}
+
+	sari := f.client()
+	sari.login("sari@senja.test")
+	if a := sari.get("/"); a.status != http.StatusSeeOther || a.location != "/invitations" {
+		t.Fatalf("start with a pending invitation: %d → %q", a.status, a.location)
+	}
+	page := sari.getLang("/invitations", "id")
+	if !strings.Contains(page.body, "Bergabung dengan Toko Bunga Melati sebagai admin") || !strings.Contains(page.body, "Kopi Senja") {
+		t.Fatalf("invitations page: %.600s", page.body)
+	}
+	if a := sari.post(fmt.Sprintf("/invitations/%d/accept", id), sari.withCSRF(nil), false); a.status != http.StatusSeeOther || a.location != "/t/toko-bunga-melati/" {
+		t.Fatalf("accept: %d → %q", a.status, a.location)
+	}
+	if f.count(`SELECT count(*) FROM memberships WHERE tenant_id = $1 AND user_id = $2 AND role = 'admin'`, melati, f.userID("sari@senja.test")) != 1 {
+		t.Fatal("Sari is not an admin of Melati")
+	}
+	if f.count(`SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND action = 'member.join'`, melati) != 1 {
+		t.Fatal("member.join not recorded")
+	}
+	if a := sari.post(fmt.Sprintf("/invitations/%d/accept", id), sari.withCSRF(nil), false); a.status != http.StatusNotFound {
+		t.Fatalf("accepting twice: %d, want 404", a.status)
+	}
+	if a := sari.get("/t/toko-bunga-melati/members"); a.status != http.StatusOK {
+		t.Fatalf("the new member's view of the team: %d", a.status)
+	}
+}
