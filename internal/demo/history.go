@@ -69,8 +69,9 @@ func seedTenantHistory(ctx context.Context, tx pgx.Tx, slug string, projects []s
 	if hasEvents {
 		return nil
 	}
-	// Lock the tenant's audit head (created if absent) so a concurrent
-	// seeder waits here and then sees the events written by this one.
+	// Two seeders at once (two replicas starting with --demo): a per-tenant
+	// advisory lock makes the second wait here, and the re-check below (a
+	// new statement at READ COMMITTED) then sees the first one's events.
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('demo-history'), $1::int)`, tenantID); err != nil {
 		return err
 	}
