@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alexedwards/scs/pgxstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/activity"
@@ -26,6 +25,7 @@ import (
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/member"
 	"github.com/jejakhq/jejak/internal/pgcluster"
+	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
@@ -122,6 +122,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	}()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	deps.SecureCookies = cfg.SecureCookies
+	deps.TrustedProxies = cfg.TrustedProxies
 	// Invitations go out through the same mailer as the weekly reports.
 	mailer, err := newMailer(cfg, env)
 	if err != nil {
@@ -148,7 +149,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := web.NewHTTPServer(handler, web.DefaultTimeouts)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("Jejak is listening", "url", "http://"+ln.Addr().String())
@@ -212,16 +213,19 @@ func newMailer(cfg Config, env *Env) (mail.Mailer, error) {
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	tenants := tenant.NewService(appPool, systemPool, clk)
 	trail := audit.NewService(appPool, systemPool)
+	users := user.NewService(user.NewStore(appPool))
 	return web.Deps{
 		DB:       appPool,
-		Sessions: pgxstore.NewWithCleanupInterval(appPool, 30*time.Minute),
-		Users:    user.NewService(user.NewStore(appPool)),
+		Sessions: signin.NewSessionStore(appPool, 30*time.Minute),
+		Users:    users,
 		Tenants:  tenants,
 		Audit:    trail,
 		Console: console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
 			Tenants: tenants, Audit: trail}),
 		Clock:    clk,
 		Logger:   log,
+		SignIn:   signin.NewService(appPool, users, clk, signin.DefaultLimits),
+		CSRF:     signin.NewCSRFSigner(systemPool),
 		Activity: activity.NewService(appPool),
 		// Invitations go to the dev mail sink unless serve sets its mailer.
 		Members: member.NewService(appPool, systemPool, clk, mail.NewSink(appPool), tenants),

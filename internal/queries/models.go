@@ -169,6 +169,12 @@ type Session struct {
 	Expiry time.Time
 }
 
+type SigninThrottle struct {
+	Key         string
+	WindowStart time.Time
+	Attempts    int32
+}
+
 type Subscription struct {
 	TenantID           int64
 	PlanCode           string
@@ -213,4 +219,9 @@ type User struct {
 	Active       bool
 	CreatedAt    time.Time
 	Locale       *string
+}
+
+type WebSecret struct {
+	Name   string
+	Secret []byte
 }
