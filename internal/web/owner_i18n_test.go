@@ -57,6 +57,11 @@ func TestAcceptLanguageChoosesTheLanguage(t *testing.T) {
 			}
 		}
 	}
+	// Error pages too (and still leak nothing of the other tenant).
+	if a := c.getLang("/t/kopi-senja/", "id"); a.status != http.StatusNotFound || !strings.Contains(a.body, "Halaman tidak ditemukan.") ||
+		!strings.Contains(a.body, `<html lang="id">`) || strings.Contains(a.body, "Kopi Senja") {
+		t.Fatalf("Indonesian 404: %d %.300s", a.status, a.body)
+	}
 	// Validation messages follow the language.
 	a := c.postLang("/t/toko-bunga-melati/projects", c.withCSRF(url.Values{"name": {"  "}}), "id")
 	if a.status != http.StatusUnprocessableEntity || !strings.Contains(a.body, "Nama proyek wajib diisi.") {
