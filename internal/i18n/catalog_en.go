@@ -201,6 +201,13 @@ var en = map[string]string{
 	"event.job.replayed":        "%[1]s retried job %[2]s (%[3]s): “%[5]s”",
 	"event.job.discarded":       "%[1]s discarded job %[2]s (%[3]s): “%[5]s”",
 	"event.job.succeeded":       "%[1]s: job %[2]s (%[3]s) succeeded on attempt %[4]s",
+	"event.job.queued":          "%[1]s queued job %[2]s (%[3]s)",
+	"event.job.claimed":         "%[1]s: job %[2]s (%[3]s) claimed by a worker, attempt %[4]s",
+	"event.job.started":         "%[1]s: job %[2]s (%[3]s) started, attempt %[4]s",
+	"event.job.retried":         "%[1]s: job %[2]s (%[3]s) will be retried after attempt %[4]s",
+	"event.job.rejected":        "%[1]s: job %[2]s (%[3]s) was rejected: %[5]s",
+	"event.job.skipped":         "%[1]s: job %[2]s (%[3]s) skipped, already done",
+	"event.job.delayed":         "%[1]s: job %[2]s (%[3]s) delayed, its resource is busy",
 	"event.system.daily-export": "%[1]s ran the daily export of %[3]s",
 	"event.audit.verify":        "%[1]s verified the audit chain",
 

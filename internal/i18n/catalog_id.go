@@ -192,6 +192,13 @@ var id = map[string]string{
 	"event.job.replayed":        "%[1]s mengulang tugas %[2]s (%[3]s): “%[5]s”",
 	"event.job.discarded":       "%[1]s membuang tugas %[2]s (%[3]s): “%[5]s”",
 	"event.job.succeeded":       "%[1]s: tugas %[2]s (%[3]s) berhasil pada percobaan ke-%[4]s",
+	"event.job.queued":          "%[1]s mengantrekan tugas %[2]s (%[3]s)",
+	"event.job.claimed":         "%[1]s: tugas %[2]s (%[3]s) diambil pekerja, percobaan ke-%[4]s",
+	"event.job.started":         "%[1]s: tugas %[2]s (%[3]s) dimulai, percobaan ke-%[4]s",
+	"event.job.retried":         "%[1]s: tugas %[2]s (%[3]s) akan diulang setelah percobaan ke-%[4]s",
+	"event.job.rejected":        "%[1]s: tugas %[2]s (%[3]s) ditolak: %[5]s",
+	"event.job.skipped":         "%[1]s: tugas %[2]s (%[3]s) dilewati, sudah pernah dikerjakan",
+	"event.job.delayed":         "%[1]s: tugas %[2]s (%[3]s) ditunda, sumber dayanya sedang dipakai",
 	"event.system.daily-export": "%[1]s menjalankan ekspor harian %[3]s",
 	"event.audit.verify":        "%[1]s memverifikasi rantai audit",
 
