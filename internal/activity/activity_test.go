@@ -98,3 +98,33 @@ func TestDaysCountsEventsAndJobsPerLocalDay(t *testing.T) {
 		}
 	}
 }
+
+// TestDayCountsMatchTheTrailAfterABulkLoad: the large-data seeder's
+// multi-row inserts keep the per-day counts exact.
+func TestDayCountsMatchTheTrailAfterABulkLoad(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	var a, b int64
+	if err := db.Admin.QueryRow(ctx, `INSERT INTO tenants (slug, name) VALUES ('a', 'A') RETURNING id`).Scan(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Admin.QueryRow(ctx, `INSERT INTO tenants (slug, name, time_zone) VALUES ('b', 'B', 'UTC') RETURNING id`).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.SeedScale(ctx, db.System, []int64{a, b}, 20000, audit.SeedOptions{BatchSize: 3000, Step: 17 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	var mismatched, days int
+	if err := db.Admin.QueryRow(ctx, `
+		WITH truth AS (
+			SELECT e.tenant_id, (e.occurred_at AT TIME ZONE t.time_zone)::date AS day, count(*) AS n
+			FROM audit_events e JOIN tenants t ON t.id = e.tenant_id GROUP BY 1, 2)
+		SELECT count(*) FILTER (WHERE c.events IS DISTINCT FROM truth.n), count(*)
+		FROM truth FULL JOIN audit_day_counts c USING (tenant_id, day)`).Scan(&mismatched, &days); err != nil {
+		t.Fatal(err)
+	}
+	if mismatched != 0 || days < 4 {
+		t.Fatalf("%d of %d tenant-days counted wrong", mismatched, days)
+	}
+}
