@@ -11,6 +11,8 @@ var en = map[string]string{
 	"nav.audit":                           "Audit trail",
 	"nav.jobs":                            "Jobs",
 	"nav.members":                         "Members",
+	"nav.webhooks":                        "Webhooks",
+	"nav.outbox":                          "Outbox",
 	"nav.queues":                          "Queues",
 	"nav.staff_jobs":                      "Jobs",
 	"nav.dead":                            "Dead letters",

@@ -8,6 +8,8 @@ var id = map[string]string{
 	"nav.audit":                           "Jejak audit",
 	"nav.jobs":                            "Tugas",
 	"nav.members":                         "Anggota",
+	"nav.webhooks":                        "Webhook",
+	"nav.outbox":                          "Outbox",
 	"nav.queues":                          "Antrean",
 	"nav.staff_jobs":                      "Tugas",
 	"nav.dead":                            "Surat mati",
