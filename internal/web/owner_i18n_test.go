@@ -57,6 +57,9 @@ func TestAcceptLanguageChoosesTheLanguage(t *testing.T) {
 			}
 		}
 	}
+	if a := c.getLang("/t/toko-bunga-melati/webhooks", "id"); !strings.Contains(a.body, "Tambah endpoint") || !strings.Contains(a.body, `<html lang="id">`) {
+		t.Fatalf("webhooks page in Indonesian: %d", a.status)
+	}
 	// Error pages too (and still leak nothing of the other tenant).
 	if a := c.getLang("/t/kopi-senja/", "id"); a.status != http.StatusNotFound || !strings.Contains(a.body, "Halaman tidak ditemukan.") ||
 		!strings.Contains(a.body, `<html lang="id">`) || strings.Contains(a.body, "Kopi Senja") {
