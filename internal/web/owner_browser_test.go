@@ -71,7 +71,7 @@ func TestBrowserEveryPageAtTwoWidthsPassesAxe(t *testing.T) {
 	}
 	for _, p := range []string{"/t/toko-bunga-melati/", "/t/toko-bunga-melati/audit", "/t/toko-bunga-melati/audit?action=project.delete",
 		fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), "/t/toko-bunga-melati/jobs", "/t/toko-bunga-melati/jobs?state=dead",
-		"/t/toko-bunga-melati/members", "/t/toko-bunga-melati/audit?from=bad", "/invitations", "/t/toko-bunga-melati/webhooks"} {
+		"/t/toko-bunga-melati/members", "/t/toko-bunga-melati/audit?from=bad", "/invitations", "/t/toko-bunga-melati/webhooks", "/t/toko-bunga-melati/billing"} {
 		checkPage(t, ctx, f.srv.URL, "owner", p)
 	}
 	// The same owner in Indonesian.
@@ -93,7 +93,8 @@ func TestBrowserEveryPageAtTwoWidthsPassesAxe(t *testing.T) {
 		t.Fatalf("sign in staff: %v", err)
 	}
 	for _, p := range []string{"/admin", "/admin/jobs", fmt.Sprintf("/admin/jobs/%d", dead[0]), "/admin/dead",
-		"/admin/dead/bulk?action=retry", "/admin/search", "/admin/search?trace=demo", "/admin/outbox"} {
+		"/admin/dead/bulk?action=retry", "/admin/search", "/admin/search?trace=demo", "/admin/outbox", "/admin/tenants",
+		"/admin/tenants/toko-bunga-melati", "/admin/approvals"} {
 		checkPage(t, staff, f.srv.URL, "staff", p)
 	}
 }
