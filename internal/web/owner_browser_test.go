@@ -94,7 +94,7 @@ func TestBrowserEveryPageAtTwoWidthsPassesAxe(t *testing.T) {
 	}
 	for _, p := range []string{"/admin", "/admin/jobs", fmt.Sprintf("/admin/jobs/%d", dead[0]), "/admin/dead",
 		"/admin/dead/bulk?action=retry", "/admin/search", "/admin/search?trace=demo", "/admin/outbox", "/admin/tenants",
-		"/admin/tenants/toko-bunga-melati", "/admin/approvals"} {
+		"/admin/tenants/toko-bunga-melati", "/admin/approvals", "/admin/alerts"} {
 		checkPage(t, staff, f.srv.URL, "staff", p)
 	}
 }
