@@ -176,6 +176,35 @@ func run() int {
 			}
 		}
 	}
+	// Variants side by side: fairness cost across tenant counts, replica
+	// scaling, pages under load against quiet.
+	type group struct {
+		labels []string
+		rounds [][]Result
+	}
+	var order []key
+	groups := map[key]*group{}
+	for _, b := range benches {
+		if b.Labels == "" {
+			continue
+		}
+		for _, sys := range b.systems() {
+			k := key{b.Name, sys}
+			g, ok := groups[k]
+			if !ok {
+				g = &group{}
+				groups[k] = g
+				order = append(order, k)
+			}
+			g.labels = append(g.labels, b.Labels)
+			g.rounds = append(g.rounds, results[key{b.ID(), sys}])
+		}
+	}
+	for _, k := range order {
+		if line := variantLine(k.bench, k.system, groups[k].labels, groups[k].rounds); line != "" {
+			fmt.Println(line)
+		}
+	}
 	if ctx.Err() != nil {
 		fmt.Println("# interrupted")
 		return 130

@@ -208,3 +208,33 @@ func formatValue(key string, v float64) string {
 		return strconv.FormatFloat(v, 'g', 6, 64)
 	}
 }
+
+// variantLine compares the variants of one benchmark (same name, different
+// labels) on their primary metric's median, each relative to the first
+// variant: "# tenants burndown system=jejak jobs_per_sec relative to
+// tenants=10: tenants=1000 0.97×, tenants=10000 0.91×". It returns "" when
+// fewer than two variants have results.
+func variantLine(name, system string, labels []string, rounds [][]Result) string {
+	var base float64
+	var baseLabel, primary string
+	var parts []string
+	for i, rs := range rounds {
+		if len(rs) == 0 || len(rs[0].Metrics) == 0 {
+			continue
+		}
+		key := rs[0].Metrics[0].Key
+		v := median(values(rs, key))
+		if primary == "" {
+			primary, base, baseLabel = key, v, labels[i]
+			continue
+		}
+		if key != primary || base == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2f×", labels[i], v/base))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("# %s system=%s %s relative to %s: %s", name, system, primary, baseLabel, strings.Join(parts, ", "))
+}

@@ -31,6 +31,20 @@ func TestSummaryLine(t *testing.T) {
 	}
 }
 
+func TestVariantLine(t *testing.T) {
+	t.Parallel()
+	r := func(v float64) []Result { return []Result{{Metrics: []Metric{{"jobs_per_sec", v}}}} }
+	got := variantLine("tenants burndown", "jejak", []string{"tenants=10", "tenants=1000", "tenants=10000"},
+		[][]Result{r(20000), nil, r(18000)})
+	want := "# tenants burndown system=jejak jobs_per_sec relative to tenants=10: tenants=10000 0.90×"
+	if got != want {
+		t.Fatalf("variantLine:\n got %s\nwant %s", got, want)
+	}
+	if got := variantLine("replicas", "jejak", []string{"replicas=1"}, [][]Result{r(5)}); got != "" {
+		t.Fatalf("one variant: got %q, want none", got)
+	}
+}
+
 func TestMedianPercentile(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
