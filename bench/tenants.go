@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,10 +53,18 @@ type tenantsRun struct {
 	live   bool // started and not yet stopped
 
 	mu sync.Mutex
-	// since returns the wait of a small tenant's job that starts now, and
-	// whether it counts.
-	since func(j *job.Job, now time.Time) (time.Duration, bool)
+	// since, when set, returns the wait of an untagged small tenant's job
+	// that starts now (burn-down: time since the engine started).
+	since func(now time.Time) time.Duration
 	waits []float64 // ms, small tenants' jobs only
+
+	// Continuous: while tag is set, small tenants' jobs are inserted with
+	// taggedPayload; their wait is from enqueue (available_at) to handler
+	// start, and the run waits until every tagged job has started, so a
+	// long wait is not left out of the figures because the window closed.
+	tag          atomic.Bool
+	taggedQueued atomic.Int64
+	taggedDone   atomic.Int64
 }
 
 func openTenants(ctx context.Context, env *Env, n int) (*tenantsRun, error) {
@@ -82,13 +91,18 @@ func openTenants(ctx context.Context, env *Env, n int) (*tenantsRun, error) {
 	r.eng.Register(jejakKind, func(_ context.Context, j *job.Job) error {
 		if j.TenantID != r.flood {
 			now := time.Now()
+			tagged := bytes.Equal(j.Payload, taggedPayload)
 			r.mu.Lock()
-			if r.since != nil {
-				if d, ok := r.since(j, now); ok {
-					r.waits = append(r.waits, float64(d.Microseconds())/1000)
-				}
+			switch {
+			case tagged:
+				r.waits = append(r.waits, float64(now.Sub(j.AvailableAt).Microseconds())/1000)
+			case r.since != nil:
+				r.waits = append(r.waits, float64(r.since(now).Microseconds())/1000)
 			}
 			r.mu.Unlock()
+			if tagged {
+				r.taggedDone.Add(1)
+			}
 		}
 		r.cnt.inc()
 		return nil
@@ -115,13 +129,20 @@ func (r *tenantsRun) insert(ctx context.Context, n, flood int) error {
 		r.params = make([]job.EnqueueParams, n)
 	}
 	ps := r.params[:n]
+	tag := r.tag.Load()
 	for i := range ps {
-		t := r.flood
+		t, payload := r.flood, json.RawMessage(`{}`)
 		if i >= flood {
 			t = r.small[r.next%len(r.small)]
 			r.next++
+			if tag {
+				payload = taggedPayload
+			}
 		}
-		ps[i] = job.EnqueueParams{TenantID: t, Kind: jejakKind, Payload: json.RawMessage(`{}`)}
+		ps[i] = job.EnqueueParams{TenantID: t, Kind: jejakKind, Payload: payload}
+	}
+	if tag { // counted before the commit, so a waiter never misses this batch
+		r.taggedQueued.Add(int64(n - flood))
 	}
 	return database.InTx(ctx, r.db.System, func(tx pgx.Tx) error {
 		_, err := r.eng.EnqueueMany(ctx, tx, ps)
@@ -129,16 +150,23 @@ func (r *tenantsRun) insert(ctx context.Context, n, flood int) error {
 	})
 }
 
+// taggedPayload marks a small tenant's job enqueued in the measured
+// window (PostgreSQL's canonical jsonb text, as a claimed job carries it).
+var taggedPayload = json.RawMessage(`{"w": 1}`)
+
 // mixed inserts n jobs with the flood's share.
 func (r *tenantsRun) mixed(ctx context.Context, n int) error {
 	return r.insert(ctx, n, int(floodShare*float64(n)))
 }
 
 // backlog inserts total jobs in batches: the flood's share first, then the
-// small tenants' (at least one job each).
+// small tenants' (at least one job each, so when total is too small for
+// that the flood's share shrinks and the total stays, keeping throughput
+// comparable across tenant counts).
 func (r *tenantsRun) backlog(ctx context.Context, total, batch int) (int, error) {
-	flood := int(floodShare * float64(total))
-	small := max(total-flood, len(r.small))
+	total = max(total, len(r.small)+1)
+	small := max(total-int(floodShare*float64(total)), len(r.small))
+	flood := total - small
 	for left := flood; left > 0; left -= batch {
 		if err := r.insert(ctx, min(batch, left), min(batch, left)); err != nil {
 			return 0, err
@@ -149,7 +177,7 @@ func (r *tenantsRun) backlog(ctx context.Context, total, batch int) (int, error)
 			return 0, err
 		}
 	}
-	return flood + small, nil
+	return total, nil
 }
 
 func (r *tenantsRun) prepare(ctx context.Context) error {
@@ -199,7 +227,7 @@ func tenantsBurndown(n int) func(context.Context, *Env, string) (Result, error) 
 		defer cancel()
 		start := time.Now()
 		r.mu.Lock()
-		r.since = func(_ *job.Job, now time.Time) (time.Duration, bool) { return now.Sub(start), true }
+		r.since = func(now time.Time) time.Duration { return now.Sub(start) }
 		r.mu.Unlock()
 		if err := r.eng.Start(ctx); err != nil {
 			return Result{}, fmt.Errorf("start: %w", err)
@@ -229,8 +257,8 @@ func tenantsBurndown(n int) func(context.Context, *Env, string) (Result, error) 
 // tenantsContinuous keeps about Cfg.TenantsBacklog jobs queued over n
 // tenants (every insert 90% flood) and counts jobs handled in the measured
 // window; a small tenant's wait is from its job's availability (database
-// clock, same machine) to its handler start, for jobs enqueued in the
-// window (so the initial backlog's set-up time is not counted).
+// clock, same machine) to its handler start, for every small tenant's job
+// enqueued during the window (the run goes on until the last has started).
 func tenantsContinuous(n int) func(context.Context, *Env, string) (Result, error) {
 	return func(ctx context.Context, env *Env, _ string) (Result, error) {
 		cfg := env.Cfg
@@ -276,18 +304,17 @@ func tenantsContinuous(n int) func(context.Context, *Env, string) (Result, error
 			return Result{}, err
 		}
 		n0, t0 := r.cnt.n.Load(), time.Now()
-		r.mu.Lock()
-		r.since = func(j *job.Job, now time.Time) (time.Duration, bool) {
-			return now.Sub(j.AvailableAt), !j.AvailableAt.Before(t0)
-		}
-		r.mu.Unlock()
+		r.tag.Store(true)
 		if err := sleepCtx(ctx, cfg.Duration); err != nil {
 			return Result{}, err
 		}
-		r.mu.Lock()
-		r.since = nil
-		r.mu.Unlock()
+		r.tag.Store(false)
 		n1, secs := r.cnt.n.Load(), time.Since(t0).Seconds()
+		// The producer keeps the flood going while the last tagged jobs
+		// wait their turn.
+		if err := waitTagged(ctx, r); err != nil {
+			return Result{}, err
+		}
 		if err := stopProd(); err != nil {
 			return Result{}, fmt.Errorf("producer: %w", err)
 		}
@@ -295,11 +322,30 @@ func tenantsContinuous(n int) func(context.Context, *Env, string) (Result, error
 		if err := r.eng.Stop(ctx); err != nil {
 			return Result{}, fmt.Errorf("stop: %w", err)
 		}
+		waits := r.waitMetrics()
+		if n, _ := (Result{Metrics: waits}).Get("small_jobs"); n == 0 {
+			return Result{}, fmt.Errorf("no small tenant's job was enqueued during the %s window (lengthen -duration)", cfg.Duration)
+		}
 		return Result{Metrics: append([]Metric{
 			{"jobs_per_sec", float64(n1-n0) / secs},
 			{"seconds", secs},
-		}, r.waitMetrics()...)}, nil
+		}, waits...)}, nil
 	}
+}
+
+// waitTagged waits until every small tenant's job enqueued in the window
+// has started.
+func waitTagged(ctx context.Context, r *tenantsRun) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for r.taggedDone.Load() < r.taggedQueued.Load() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d small tenants' jobs from the window started: %w", r.taggedDone.Load(), r.taggedQueued.Load(), ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 // unfinishedJobs adapts a Jejak database to waitFinished.
