@@ -99,8 +99,9 @@ func startLoad(ctx context.Context, env *Env, name string, tenants []int64) (*en
 	return l, nil
 }
 
-// stop ends the load, removes its jobs (and their rollup rows) so the
-// database is as before, and returns the jobs/s it handled after warm-up.
+// stop ends the load, removes its jobs (and their rollup rows) and
+// vacuums, so the database is as before, and returns the jobs/s it handled
+// after warm-up.
 func (l *engineLoad) stop(ctx context.Context, env *Env) (float64, error) {
 	secs := time.Since(l.started).Seconds()
 	handled := l.handled.Load() - l.h0
@@ -123,6 +124,11 @@ func (l *engineLoad) stop(ctx context.Context, env *Env) (float64, error) {
 	}
 	if _, err := admin.Exec(ctx, `DELETE FROM job_stats_minute WHERE kind = $1`, loadKind); err != nil {
 		return 0, fmt.Errorf("remove load rollup: %w", err)
+	}
+	// The next quiet measurement starts from a vacuumed table, not from
+	// the load's dead rows.
+	if _, err := admin.Exec(ctx, `VACUUM (ANALYZE) jobs`); err != nil {
+		return 0, fmt.Errorf("vacuum after load: %w", err)
 	}
 	if err := errors.Join(perr, serr); err != nil {
 		return 0, fmt.Errorf("engine load: %w", err)
