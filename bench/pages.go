@@ -66,7 +66,7 @@ type page struct {
 // jobs tabs of a small tenant (Batik Nusantara: one tenant's share of the
 // jobs, so a tab that walks all jobs for a few rows shows), and every staff
 // page. In a path, {older} is a cursor at a random depth of Melati's trail
-// and {trace} the trace id of a seeded job.
+// and {trace} the trace id of a seeded job picked at random.
 var pages = []page{
 	{name: "page /t/{slug}/audit", path: "/t/toko-bunga-melati/audit", as: "budi@melati.test"},
 	{name: "page /t/{slug}/audit?before", path: "/t/toko-bunga-melati/audit?before={older}", as: "budi@melati.test"},
@@ -87,8 +87,8 @@ var pages = []page{
 // by every large-data benchmark of one run.
 type scaleEnv struct {
 	name, url    string
-	tenants      []int64 // every tenant, for the engine load
-	trace        string  // a seeded job's trace id
+	tenants      []int64  // every tenant, for the engine load
+	traces       []string // seeded jobs' trace ids
 	app, system  *pgxpool.Pool
 	melati       int64
 	maxSeq       int64
@@ -138,8 +138,15 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 	if s.tenants, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}
-	if err := s.system.QueryRow(ctx, `SELECT trace_id FROM jobs WHERE trace_id IS NOT NULL ORDER BY id LIMIT 1`).Scan(&s.trace); err != nil {
-		return nil, fmt.Errorf("find a trace id: %w", err)
+	// Trace ids of jobs spread over the table, so the trace page is not
+	// timed on one cached trace.
+	rows, err = s.system.Query(ctx, `(SELECT trace_id FROM jobs TABLESAMPLE BERNOULLI (1) LIMIT 100)
+		UNION ALL (SELECT trace_id FROM jobs ORDER BY id LIMIT 1)`)
+	if err != nil {
+		return nil, err
+	}
+	if s.traces, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(s.traces) == 0 {
+		return nil, fmt.Errorf("find trace ids (%d): %w", len(s.traces), err)
 	}
 	var counts [2]int64
 	if err := s.system.QueryRow(ctx, `SELECT (SELECT reltuples::bigint FROM pg_class WHERE relname = 'audit_events'),
@@ -263,7 +270,7 @@ func pageBench(p page, withLoad bool) func(context.Context, *Env, string) (Resul
 			}()
 		}
 		res, err := timeIt(env.Cfg.Requests, func() error {
-			path := strings.ReplaceAll(p.path, "{trace}", s.trace)
+			path := strings.ReplaceAll(p.path, "{trace}", s.traces[rng.IntN(len(s.traces))])
 			path = strings.ReplaceAll(path, "{older}", strconv.FormatInt(50+rng.Int64N(max(s.maxSeq-50, 1)), 10))
 			res, err := c.Get(srv.URL + path)
 			if err != nil {
