@@ -165,7 +165,7 @@ SELECT id, tenant_id, kind, queue, payload, attempt, max_attempts, last_error,
 SELECT * FROM jobs WHERE id = $1;
 
 -- name: JobDeleteFinished :execrows
--- Retention (J13) in bounded slices so a prune never holds long locks.
+-- Retention in bounded slices so a prune never holds long locks.
 DELETE FROM jobs
  WHERE id IN (SELECT f.id FROM jobs f
                WHERE f.state = ANY(@states::text[])

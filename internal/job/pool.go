@@ -187,7 +187,7 @@ func (r *runState) untrack(id int64) {
 	r.heldMu.Unlock()
 }
 
-// release drops j from the held set if it is still this claim of the job,
+// releaseHeld drops j from the held set if it is still this claim of the job,
 // and reports whether it was: a job rescued and re-claimed by this same
 // engine while an old attempt was still running must not be completed or
 // failed by that old attempt.
@@ -594,7 +594,7 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn) *pgxpool.
 		e.log.Error("maintenance: prune stale workers", "err", err)
 	}
 	// The overview charts the last hour; keep two days of minutes.
-	if _, err := StatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
+	if _, err := storeStatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune job stats", "err", err)
 	}
 	return lead
