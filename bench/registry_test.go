@@ -158,9 +158,12 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 	}
 	for _, n := range []int{10, 50} {
 		benches = append(benches,
-			Bench{Name: "tenants burndown", Labels: fmt.Sprintf("tenants=%d", n), Run: tenantsBurndown(n)},
-			Bench{Name: "tenants continuous", Labels: fmt.Sprintf("tenants=%d", n), Run: tenantsContinuous(n)})
+			Bench{Name: "tenants burndown", Labels: fmt.Sprintf("tenants=%d", n), Run: tenantsBurndown(n, true)},
+			Bench{Name: "tenants continuous", Labels: fmt.Sprintf("tenants=%d", n), Run: tenantsContinuous(n, true)})
 	}
+	benches = append(benches,
+		Bench{Name: "tenants burndown", Labels: "tenants=50 fairness=off", Run: tenantsBurndown(50, false)},
+		Bench{Name: "tenants continuous", Labels: "tenants=50 fairness=off", Run: tenantsContinuous(50, false)})
 	for _, n := range []int{1, 2} {
 		benches = append(benches, Bench{Name: "replicas", Labels: fmt.Sprintf("replicas=%d", n), Run: replicasBench(n)})
 	}

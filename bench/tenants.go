@@ -32,11 +32,15 @@ const floodShare = 0.9
 
 func init() {
 	for _, n := range tenantCounts {
-		register(Bench{Name: "tenants burndown", Labels: fmt.Sprintf("tenants=%d", n), Run: tenantsBurndown(n)})
+		register(Bench{Name: "tenants burndown", Labels: fmt.Sprintf("tenants=%d", n), Run: tenantsBurndown(n, true)})
 	}
+	// What fairness buys and costs at the largest count, measured directly:
+	// the same run with the plain priority/due-time claim.
+	register(Bench{Name: "tenants burndown", Labels: "tenants=10000 fairness=off", Run: tenantsBurndown(10_000, false)})
 	for _, n := range tenantCounts {
-		register(Bench{Name: "tenants continuous", Labels: fmt.Sprintf("tenants=%d", n), Run: tenantsContinuous(n)})
+		register(Bench{Name: "tenants continuous", Labels: fmt.Sprintf("tenants=%d", n), Run: tenantsContinuous(n, true)})
 	}
+	register(Bench{Name: "tenants continuous", Labels: "tenants=10000 fairness=off", Run: tenantsContinuous(10_000, false)})
 }
 
 // tenantsRun is a fresh database with n tenants and an engine (no-op
@@ -67,7 +71,7 @@ type tenantsRun struct {
 	taggedDone   atomic.Int64
 }
 
-func openTenants(ctx context.Context, env *Env, n int) (*tenantsRun, error) {
+func openTenants(ctx context.Context, env *Env, n int, fair bool) (*tenantsRun, error) {
 	if n < 2 {
 		return nil, errors.New("tenants benchmark needs at least 2 tenants")
 	}
@@ -83,6 +87,8 @@ func openTenants(ctx context.Context, env *Env, n int) (*tenantsRun, error) {
 		PollInterval: env.Cfg.PollInterval,
 		Retention:    -1,
 		Logger:       env.Log,
+
+		DisableTenantFairness: !fair,
 	})
 	if err != nil {
 		r.close(ctx)
@@ -207,10 +213,10 @@ func (r *tenantsRun) waitMetrics() []Metric {
 // tenantsBurndown pre-inserts Cfg.Jobs jobs (the flood's 90% first) over
 // n tenants and times until all are finished; a small tenant's wait is
 // from the engine's start to its job's handler start.
-func tenantsBurndown(n int) func(context.Context, *Env, string) (Result, error) {
+func tenantsBurndown(n int, fair bool) func(context.Context, *Env, string) (Result, error) {
 	return func(ctx context.Context, env *Env, _ string) (Result, error) {
 		cfg := env.Cfg
-		r, err := openTenants(ctx, env, n)
+		r, err := openTenants(ctx, env, n, fair)
 		if err != nil {
 			return Result{}, err
 		}
@@ -259,10 +265,10 @@ func tenantsBurndown(n int) func(context.Context, *Env, string) (Result, error) 
 // window; a small tenant's wait is from its job's availability (database
 // clock, same machine) to its handler start, for every small tenant's job
 // enqueued during the window (the run goes on until the last has started).
-func tenantsContinuous(n int) func(context.Context, *Env, string) (Result, error) {
+func tenantsContinuous(n int, fair bool) func(context.Context, *Env, string) (Result, error) {
 	return func(ctx context.Context, env *Env, _ string) (Result, error) {
 		cfg := env.Cfg
-		r, err := openTenants(ctx, env, n)
+		r, err := openTenants(ctx, env, n, fair)
 		if err != nil {
 			return Result{}, err
 		}
