@@ -142,7 +142,9 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 		t.Fatalf("resolve server: %v", err)
 	}
 	t.Cleanup(cleanup)
-	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: "_smoketest", Cfg: Config{
+	// The suffix is per process: engineers' test runs share the machine's
+	// server, and one run's fresh databases must not be dropped by another.
+	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smoketest_%d", os.Getpid()), Cfg: Config{
 		Jobs: 3000, Workers: 20, InsertBatch: 1000, Duration: time.Second, Warmup: 200 * time.Millisecond,
 		Backlog: 2000, PollInterval: 20 * time.Millisecond, FetchCooldown: 2 * time.Millisecond,
 		ClaimBatch: 20, Conns: 4, Tenants: 3, LatencyJobs: 20, LatencyRate: 200, Timeout: time.Minute,
@@ -150,6 +152,11 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 		TenantsBacklog: 500, ReplicaJobs: 300, ReplicaWorkers: 5,
 	}}
 	t.Cleanup(runAtExit)
+	t.Cleanup(func() {
+		if err := env.DropDatabase(context.Background(), env.DBName(scaleDBName)); err != nil {
+			t.Logf("drop the smoke scale database: %v", err)
+		}
+	})
 	var benches []Bench
 	for _, b := range registry {
 		if b.Name != "replicas" && !strings.HasPrefix(b.Name, "tenants ") {
