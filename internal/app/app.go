@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alexedwards/scs/pgxstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/audit"
@@ -24,6 +23,7 @@ import (
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/pgcluster"
+	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
@@ -117,6 +117,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	}()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	deps.SecureCookies = cfg.SecureCookies
+	deps.TrustedProxies = cfg.TrustedProxies
 	handler := web.New(deps)
 	if cfg.Demo {
 		gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
@@ -137,7 +138,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := web.NewHTTPServer(handler, web.DefaultTimeouts)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("Jejak is listening", "url", "http://"+ln.Addr().String())
@@ -192,16 +193,19 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	tenants := tenant.NewService(appPool, systemPool, clk)
 	trail := audit.NewService(appPool, systemPool)
+	users := user.NewService(user.NewStore(appPool))
 	return web.Deps{
 		DB:       appPool,
-		Sessions: pgxstore.NewWithCleanupInterval(appPool, 30*time.Minute),
-		Users:    user.NewService(user.NewStore(appPool)),
+		Sessions: signin.NewSessionStore(appPool, 30*time.Minute),
+		Users:    users,
 		Tenants:  tenants,
 		Audit:    trail,
 		Console: console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
 			Tenants: tenants, Audit: trail}),
 		Clock:  clk,
 		Logger: log,
+		SignIn: signin.NewService(appPool, users, clk, signin.DefaultLimits),
+		CSRF:   signin.NewCSRFSigner(systemPool),
 	}
 }
 

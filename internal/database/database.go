@@ -48,6 +48,7 @@ func open(ctx context.Context, url, role string, maxConns int32) (*pgxpool.Pool,
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	limitsFor(role).apply(cfg)
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		if _, err := c.Exec(ctx, "SET ROLE "+role); err != nil {
 			return fmt.Errorf("set role %s: %w", role, err)

@@ -339,7 +339,7 @@ func (e *Engine) invoke(r *runState, j *Job) (err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("handler panic: %v\n%s", p, debug.Stack())
+			err = fmt.Errorf(panicPrefix+"%v\n%s", p, debug.Stack())
 		}
 	}()
 	return k.h(ctx, j)
