@@ -5,6 +5,8 @@
 //	web seed              write the demo data
 //	web seed --audit-events N --jobs N   large-data mode
 //	web audit verify [--tenant SLUG]      check audit hash chains
+//	web outbox status                     outbox counts, lag, failed messages
+//	web outbox retry-failed [--tenant SLUG] --reason TEXT
 package main
 
 import (
@@ -46,6 +48,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		}
 		cmd, args = "audit verify", args[1:]
 	}
+	if cmd == "outbox" {
+		if len(args) == 0 || (args[0] != "status" && args[0] != "retry-failed") {
+			return fmt.Errorf("usage: web outbox status | web outbox retry-failed [--tenant SLUG] --reason TEXT")
+		}
+		cmd, args = "outbox "+args[0], args[1:]
+	}
+	var reason string
 	var scale demo.ScaleOptions
 	var tenantSlug string
 	fs := flag.NewFlagSet("web "+cmd, flag.ContinueOnError)
@@ -64,9 +73,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		fs.IntVar(&scale.Tenants, "tenants", 20, "generated tenants for large-data mode, besides the demo ones")
 	case "audit verify":
 		fs.StringVar(&tenantSlug, "tenant", "", "verify only this tenant (slug)")
+	case "outbox status":
+	case "outbox retry-failed":
+		fs.StringVar(&tenantSlug, "tenant", "", "retry only this tenant's failed messages (slug)")
+		fs.StringVar(&reason, "reason", "", "why (required; recorded in each affected tenant's audit trail)")
 	case "migrate":
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, seed or audit verify)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, migrate, seed, audit verify or outbox)", cmd)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -88,6 +101,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return app.Seed(ctx, cfg, log, out, scale)
 	case "audit verify":
 		return app.AuditVerify(ctx, cfg, log, out, tenantSlug)
+	case "outbox status":
+		return app.OutboxStatus(ctx, cfg, log, out)
+	case "outbox retry-failed":
+		if strings.TrimSpace(reason) == "" {
+			return fmt.Errorf("--reason is required: it is recorded in each affected tenant's audit trail")
+		}
+		return app.OutboxRetryFailed(ctx, cfg, log, out, tenantSlug, reason)
 	default:
 		return app.Serve(ctx, cfg, log, out)
 	}

@@ -6,8 +6,11 @@ package app
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Config is Jejak's configuration, from the environment (flags may
@@ -23,6 +26,9 @@ type Config struct {
 	SMTPURL       string // JEJAK_SMTP_URL (smtp://host:port); "" = the dev mail sink in the database
 	SecureCookies bool   // JEJAK_SECURE_COOKIES; set behind TLS
 	LogLevel      string // JEJAK_LOG_LEVEL: debug, info, warn, error
+	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
+	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
+	WebhookAllow []netip.Prefix
 	// TrustedProxies (JEJAK_TRUSTED_PROXIES, comma-separated CIDRs or
 	// addresses) are the reverse proxies whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
@@ -51,6 +57,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s must be true or false, got %q", name, v)
 			}
 		}
+	}
+	if c.WebhookAllow, err = webhook.ParseAllowCIDRs(getenv("JEJAK_WEBHOOK_ALLOW_CIDRS")); err != nil {
+		return c, fmt.Errorf("JEJAK_WEBHOOK_ALLOW_CIDRS: %w", err)
 	}
 	if c.TrustedProxies, err = parseCIDRs(getenv("JEJAK_TRUSTED_PROXIES")); err != nil {
 		return c, fmt.Errorf("JEJAK_TRUSTED_PROXIES: %w", err)

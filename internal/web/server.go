@@ -17,9 +17,11 @@ import (
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Pinger reports whether the database answers (readiness).
@@ -50,6 +52,10 @@ type Deps struct {
 	// shared snapshot per period, whatever the number of viewers);
 	// 0 = console.DefaultStatsMaxAge, negative = fresh on every request (tests).
 	StatsMaxAge time.Duration
+	// Webhooks is the tenant webhook service (/t/{slug}/webhooks).
+	Webhooks *webhook.Service
+	// Outbox is the staff view and repair of the outbox (/admin/outbox).
+	Outbox *outboxconsole.Console
 	// SignIn checks passwords behind the shared sign-in throttle.
 	SignIn *signin.Service
 	// CSRF signs the token of visitors who have no session yet.
