@@ -26,6 +26,7 @@ type Config struct {
 	SMTPURL       string // JEJAK_SMTP_URL (smtp://host:port); "" = the dev mail sink in the database
 	SecureCookies bool   // JEJAK_SECURE_COOKIES; set behind TLS
 	LogLevel      string // JEJAK_LOG_LEVEL: debug, info, warn, error
+	PaymentURL    string // JEJAK_PAYMENT_URL; "" = the built-in payment simulator on loopback
 	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
 	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
 	WebhookAllow []netip.Prefix
@@ -44,6 +45,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		NATSURL:     getenv("NATS_URL"),
 		SMTPURL:     getenv("JEJAK_SMTP_URL"),
 		LogLevel:    or(getenv("JEJAK_LOG_LEVEL"), "info"),
+		PaymentURL:  getenv("JEJAK_PAYMENT_URL"),
 	}
 	var err error
 	if v := getenv("JEJAK_WORKERS"); v != "" {

@@ -310,6 +310,12 @@ func (e *Engine) execute(r *runState, j *Job) {
 		}
 		return
 	}
+	if after, reason, ok := DelayOf(err); ok {
+		if derr := e.delayJob(ctx, j, after, reason); derr != nil {
+			e.log.Error("delay job", "job_id", j.ID, "err", derr)
+		}
+		return
+	}
 	// Failures are rare: record them one by one, with the attempt history.
 	st, ferr := e.failJob(ctx, j, err)
 	if ferr != nil {
@@ -324,14 +330,20 @@ func (e *Engine) execute(r *runState, j *Job) {
 // failures, unknown kinds into permanent ones and expired jobs into policy
 // failures.
 func (e *Engine) invoke(r *runState, j *Job) (err error) {
+	return e.invokeCtx(r.hardCtx, j)
+}
+
+func (e *Engine) invokeCtx(ctx context.Context, j *Job) (err error) {
 	k, ok := e.handler(j.Kind)
 	if !ok {
 		return Permanent(fmt.Errorf("%w: %s", ErrUnknownKind, j.Kind))
 	}
+	if err := checkVersion(k.opts, j); err != nil {
+		return err
+	}
 	if j.ExpiresAt != nil && !j.AttemptedAt.Before(*j.ExpiresAt) {
 		return Policy(fmt.Errorf("%w: expired at %s", ErrExpired, j.ExpiresAt.Format(time.RFC3339)))
 	}
-	ctx := r.hardCtx
 	if k.opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, k.opts.Timeout)
@@ -597,6 +609,7 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn) *pgxpool.
 	if _, err := storeStatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune job stats", "err", err)
 	}
+	e.runHooks(ctx)
 	return lead
 }
 

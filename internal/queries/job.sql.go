@@ -67,7 +67,7 @@ func (q *Queries) JobExtendLeases(ctx context.Context, arg JobExtendLeasesParams
 }
 
 const jobGet = `-- name: JobGet :one
-SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash FROM jobs WHERE id = $1
+SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, payload_version, depends_on, has_dependents FROM jobs WHERE id = $1
 `
 
 func (q *Queries) JobGet(ctx context.Context, id int64) (Job, error) {
@@ -99,6 +99,9 @@ func (q *Queries) JobGet(ctx context.Context, id int64) (Job, error) {
 		&i.ExpiresAt,
 		&i.IdempotencyKey,
 		&i.PayloadHash,
+		&i.PayloadVersion,
+		&i.DependsOn,
+		&i.HasDependents,
 	)
 	return i, err
 }
