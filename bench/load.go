@@ -119,6 +119,11 @@ func (l *engineLoad) stop(ctx context.Context, env *Env) (float64, error) {
 		return 0, err
 	}
 	defer admin.Close()
+	// Side tables filled by triggers on jobs (the trace index) go first,
+	// while the jobs still say which rows are the load's.
+	if _, err := admin.Exec(ctx, `DELETE FROM job_traces t USING jobs j WHERE j.queue = $1 AND t.job_id = j.id`, loadQueue); err != nil {
+		return 0, fmt.Errorf("remove load trace index rows: %w", err)
+	}
 	if _, err := admin.Exec(ctx, `DELETE FROM jobs WHERE queue = $1`, loadQueue); err != nil {
 		return 0, fmt.Errorf("remove load jobs: %w", err)
 	}
