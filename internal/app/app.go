@@ -15,21 +15,27 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/activity"
+	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/demo"
+	"github.com/jejakhq/jejak/internal/incident"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/member"
+	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/pgcluster"
 	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
+	"github.com/jejakhq/jejak/internal/tracing"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
 	"github.com/jejakhq/jejak/internal/webhook"
@@ -105,6 +111,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		if err := demo.Seed(ctx, env.System); err != nil {
 			return err
 		}
+		if err := demo.SeedHistory(ctx, env.System, nil); err != nil {
+			return err
+		}
 		printDemoAccounts(out)
 	}
 	clk := clock.Database{}
@@ -117,7 +126,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		// The receiver is on loopback, which the SSRF guard refuses.
 		cfg.WebhookAllow = append(cfg.WebhookAllow, netip.MustParsePrefix("127.0.0.1/32"))
 	}
-	engine, ext, err := startEngine(ctx, cfg, env, clk, log)
+	stopTracing, err := tracing.Setup(ctx, cfg.OTelEndpoint, "jejak", Version)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stopTracing(context.Background()) }()
+	reg := NewMetrics(env)
+	engine, ext, err := startEngine(ctx, cfg, env, clk, log, reg)
 	if err != nil {
 		return err
 	}
@@ -143,6 +158,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies
 	deps.TrustedProxies = cfg.TrustedProxies
+	// Invitations go out through the same mailer as the weekly reports.
+	mailer, err := newMailer(cfg, env)
+	if err != nil {
+		return err
+	}
+	deps.Members = member.NewService(env.App, env.System, clk, mailer, deps.Tenants)
+	deps.Metrics, deps.MetricsToken = reg, cfg.MetricsToken
 	handler := web.New(deps)
 	if cfg.Demo {
 		if err := demo.SeedSensitive(ctx, demo.SensitiveDeps{System: env.System, Approvals: deps.Approvals, Payments: ext.payments}); err != nil {
@@ -188,20 +210,15 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 
 // startEngine builds the job engine with every kind registered and, unless
 // this replica serves only, starts its workers.
-func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger) (*job.Engine, *extras, error) {
-	var mailer mail.Mailer = mail.NewSink(env.App)
-	if cfg.SMTPURL != "" {
-		var err error
-		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
-			return nil, nil, fmt.Errorf("JEJAK_SMTP_URL: %w", err)
-		}
+func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger, reg *metrics.Registry) (*job.Engine, *extras, error) {
+	mailer, err := newMailer(cfg, env)
+	if err != nil {
+		return nil, nil, err
 	}
-	if cfg.Demo {
-		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
-		// retry with backoff and end as dead letters.
-		mailer = demo.BounceMailer{Next: mailer}
-	}
-	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log})
+	// The tally counts this replica's attempts for the worker-outlier
+	// alert and passes every event on to the metrics.
+	tally := alert.NewWorkerTally(reg)
+	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log, Observer: tally})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -212,15 +229,39 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 		return nil, nil, err
 	}
 	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer,
-		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow}, Payments: ext.payments})
+		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow}, Payments: ext.payments,
+		WebhookOutcome: reg.WebhookDelivered})
 	if cfg.Workers > 0 {
 		if err := engine.Start(ctx); err != nil {
 			ext.stop()
 			return nil, nil, fmt.Errorf("start workers: %w", err)
 		}
 		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
+		go tally.Run(ctx, env.System, clk, engine.WorkerID(), 30*time.Second)
+		// Alert rules run on whichever replica holds the maintenance lock.
+		evaluator := alert.New(alert.Config{Pool: env.System, Clock: clk, Logger: log,
+			Rules:   alert.DefaultRules(alert.Sources{OutboxLag: outboxLag(env)}),
+			Observe: reg.AlertTransition, Firing: reg.AlertFiring})
+		go evaluator.Run(ctx, 15*time.Second, engine.IsLeader)
 	}
 	return engine, ext, nil
+}
+
+// newMailer is the configured mailer: SMTP when JEJAK_SMTP_URL is set, else
+// the dev sink; in the demo, mail to bounce.test fails like an SMTP outage,
+// so some jobs retry with backoff and end as dead letters.
+func newMailer(cfg Config, env *Env) (mail.Mailer, error) {
+	var mailer mail.Mailer = mail.NewSink(env.App)
+	if cfg.SMTPURL != "" {
+		var err error
+		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
+			return nil, fmt.Errorf("JEJAK_SMTP_URL: %w", err)
+		}
+	}
+	if cfg.Demo {
+		mailer = demo.BounceMailer{Next: mailer}
+	}
+	return mailer, nil
 }
 
 // NewDeps wires the dashboard's dependencies over the two pools. serve
@@ -245,12 +286,18 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 		Outbox:   outboxconsole.New(systemPool, clk),
 		SignIn:   signin.NewService(appPool, users, clk, signin.DefaultLimits),
 		CSRF:     signin.NewCSRFSigner(systemPool),
+		Activity: activity.NewService(appPool),
+		// Invitations go to the dev mail sink unless serve sets its mailer.
+		Members: member.NewService(appPool, systemPool, clk, mail.NewSink(appPool), tenants),
 		// Staff tenant pages and two-person approvals (system pool).
 		Approvals: approval.NewService(systemPool, engine, clk).WithReplayer(cons),
 		Support:   support.NewService(systemPool, clk),
 		// No provider until WithPayments: billing shows Jejak's own records.
 		Payments: payment.NewService(appPool, systemPool, nil, engine, clk),
-		Controls: engine,
+		// The incident page and alerts (system pool).
+		Incidents: incident.NewService(systemPool, incident.OutboxSource),
+		Alerts:    alert.NewService(systemPool, nil),
+		Controls:  engine,
 	}
 }
 
@@ -270,6 +317,9 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 	}
 	defer env.Close()
 	if err := demo.Seed(ctx, env.System); err != nil {
+		return err
+	}
+	if err := demo.SeedHistory(ctx, env.System, nil); err != nil {
 		return err
 	}
 	printDemoAccounts(out)

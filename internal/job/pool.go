@@ -290,7 +290,9 @@ func (e *Engine) execute(r *runState, j *Job) {
 			e.log.Error("audit job start", "job_id", j.ID, "err", err)
 		}
 	}
+	began := time.Now()
 	err := e.invoke(r, j)
+	run := time.Since(began)
 	if err != nil && r.hardCtx.Err() != nil {
 		// Cut short by shutdown: Stop releases the job without counting
 		// the attempt.
@@ -302,6 +304,7 @@ func (e *Engine) execute(r *runState, j *Job) {
 	}
 	ctx := context.WithoutCancel(r.ctx)
 	if err == nil {
+		e.observeAttempt(j, nil, "", run)
 		if !audited {
 			r.comp.add(j.ID)
 		} else if cerr := e.completeAudited(ctx, j); cerr != nil {
@@ -314,6 +317,7 @@ func (e *Engine) execute(r *runState, j *Job) {
 		if derr := e.delayJob(ctx, j, after, reason); derr != nil {
 			e.log.Error("delay job", "job_id", j.ID, "err", derr)
 		}
+		e.observeDelay(j, reason)
 		return
 	}
 	// Failures are rare: record them one by one, with the attempt history.
@@ -322,6 +326,7 @@ func (e *Engine) execute(r *runState, j *Job) {
 		e.log.Error("record job failure", "job_id", j.ID, "err", ferr)
 		return
 	}
+	e.observeAttempt(j, err, st, run)
 	e.log.Warn("job failed", "job_id", j.ID, "tenant_id", j.TenantID, "kind", j.Kind,
 		"trace_id", j.TraceID, "attempt", j.Attempt, "class", ClassOf(err), "state", st, "err", err)
 }
@@ -334,6 +339,8 @@ func (e *Engine) invoke(r *runState, j *Job) (err error) {
 }
 
 func (e *Engine) invokeCtx(ctx context.Context, j *Job) (err error) {
+	ctx, span := e.attemptContext(ctx, j)
+	defer func() { span.End(err) }()
 	k, ok := e.handler(j.Kind)
 	if !ok {
 		return Permanent(fmt.Errorf("%w: %s", ErrUnknownKind, j.Kind))
@@ -609,6 +616,10 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn) *pgxpool.
 	// appended since the last pass.
 	if _, err := storeCountsFold(ctx, lead); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: fold job counts", "err", err)
+	}
+	// Owners chart 30 days: fold the minutes into days before pruning them.
+	if _, err := StatsFoldDays(ctx, lead, e.clock.Now()); err != nil && ctx.Err() == nil {
+		e.log.Error("maintenance: fold job stats", "err", err)
 	}
 	// The overview charts the last hour; keep two days of minutes.
 	if _, err := storeStatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {

@@ -7,7 +7,46 @@ package queries
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
+
+type AlertEvent struct {
+	ID      int64
+	Rule    string
+	State   string
+	Value   float64
+	Summary string
+	At      time.Time
+}
+
+type AlertPrincipalMinute struct {
+	TenantID  int64
+	Principal int64
+	Minute    time.Time
+	N         int64
+}
+
+type AlertState struct {
+	Rule        string
+	State       string
+	Since       time.Time
+	Value       float64
+	Summary     string
+	EvaluatedAt time.Time
+}
+
+type AlertWatermark struct {
+	Name string
+	Upto time.Time
+}
+
+type AlertWorkerMinute struct {
+	WorkerID string
+	Minute   time.Time
+	Attempts int64
+	Failures int64
+}
 
 type Approval struct {
 	TenantID       int64
@@ -26,6 +65,12 @@ type Approval struct {
 	ConsumedAt     *time.Time
 	ConsumedByJob  *int64
 	TraceID        string
+}
+
+type AuditDayCount struct {
+	TenantID int64
+	Day      pgtype.Date
+	Events   int64
 }
 
 type AuditEvent struct {
@@ -61,6 +106,17 @@ type IdempotencyKey struct {
 	JobID            *int64
 	FirstProcessedAt time.Time
 	CompletedAt      *time.Time
+}
+
+type Invitation struct {
+	TenantID   int64
+	ID         int64
+	Email      string
+	Role       string
+	InvitedBy  *int64
+	CreatedAt  time.Time
+	AcceptedAt *time.Time
+	RevokedAt  *time.Time
 }
 
 type Invoice struct {
@@ -149,6 +205,14 @@ type JobPauseLog struct {
 	Detail  json.RawMessage
 }
 
+type JobStatsDay struct {
+	TenantID  int64
+	Day       pgtype.Date
+	Succeeded int64
+	Failed    int64
+	Dead      int64
+}
+
 type JobStatsMinute struct {
 	TenantID  int64
 	Minute    time.Time
@@ -156,6 +220,14 @@ type JobStatsMinute struct {
 	Succeeded int64
 	Failed    int64
 	Dead      int64
+}
+
+type JobTrace struct {
+	TraceID     string
+	JobID       int64
+	TenantID    int64
+	CreatedAt   time.Time
+	RequestedBy *int64
 }
 
 type JobWorker struct {
@@ -210,6 +282,13 @@ type OutboxStatsMinute struct {
 	Minute    time.Time
 	Delivered int64
 	Failed    int64
+}
+
+type OutboxTrace struct {
+	TraceID   string
+	MessageID int64
+	TenantID  int64
+	CreatedAt time.Time
 }
 
 type PaymentRefund struct {
@@ -370,6 +449,7 @@ type User struct {
 	StaffRole    *string
 	Active       bool
 	CreatedAt    time.Time
+	Locale       *string
 }
 
 type UserSession struct {

@@ -14,21 +14,25 @@ import (
 // surface and which guard protects each part.
 func (s *Server) routes(e *echo.Echo) {
 	// guardInput bounds and checks the body before any session or CSRF work.
-	e.Use(s.traceAndLog, middleware.Recover(), s.securityHeaders, guardInput, s.requestDeadline)
+	e.Use(s.traceAndLog, s.observeRequest, middleware.Recover(), s.securityHeaders, guardInput, s.requestDeadline)
 
 	// Unauthenticated, no session.
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.metricsEndpoint) // bearer token, or loopback only
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(filesOnly{static.FS})))))
 
 	// Everything below has a session and CSRF protection on every POST.
-	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.csrf, s.loadViewer)
+	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.csrf, s.loadViewer, s.locale)
 	app.GET("/login", s.loginForm)
+	app.POST("/locale", s.localeSet)
 	app.POST("/login", s.login)
 	app.POST("/logout", s.logout)
 
 	signedIn := app.Group("", s.requireViewer)
 	signedIn.GET("/", s.start)
+	signedIn.GET("/invitations", s.myInvitations)
+	signedIn.POST("/invitations/:id/accept", s.invitationAccept)
 
 	// Tenant owner/admin/member pages: membership required, else 404.
 	t := signedIn.Group("/t/:slug", s.requireMember)
@@ -45,6 +49,12 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/audit/verify", s.auditVerify)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
+	// -- the team: any member reads it, owners change it --
+	t.GET("/members", s.tenantMembers)
+	t.POST("/members/invite", s.memberInvite)
+	t.POST("/members/:user_id/role", s.memberRole)
+	t.POST("/members/:user_id/remove", s.memberRemove)
+	t.POST("/invitations/:id/revoke", s.invitationRevoke)
 	t.GET("/billing", s.tenantBilling)
 	// -- tenant webhooks (owners/admins; members 403) --
 	t.GET("/webhooks", s.tenantWebhooks)
@@ -68,7 +78,6 @@ func (s *Server) routes(e *echo.Echo) {
 	adm.GET("/dead", s.adminDead)
 	adm.GET("/dead/bulk", s.adminDeadBulkPreview)
 	adm.POST("/dead/bulk", s.adminDeadBulk)
-	adm.GET("/search", s.adminSearch)
 	// -- staff tenant pages and two-person approvals --
 	adm.GET("/tenants", s.adminTenants)
 	adm.GET("/tenants/:slug", s.adminTenant)
@@ -82,5 +91,7 @@ func (s *Server) routes(e *echo.Echo) {
 	// -- outbox (staff) --
 	adm.GET("/outbox", s.adminOutbox)
 	adm.POST("/outbox/retry", s.adminOutboxRetry)
+	adm.GET("/alerts", s.adminAlerts)
+	adm.GET("/search", s.adminIncident) // the incident page: one trace across tenants
 
 }

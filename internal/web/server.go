@@ -14,11 +14,16 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/activity"
+	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/incident"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/member"
+	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/schedule"
@@ -49,6 +54,10 @@ type Deps struct {
 	// Console is the staff's view of the job engine and a tenant's list of
 	// its own jobs; the workers themselves run beside the server.
 	Console *console.Service
+	// Activity reads the owner home's 30-day figures.
+	Activity *activity.Service
+	// Members is the team page's service (invitations go through its mailer).
+	Members *member.Service
 	Clock   clock.Clock
 	Logger  *slog.Logger
 	// SecureCookies marks cookies Secure; set it when served behind TLS.
@@ -57,6 +66,15 @@ type Deps struct {
 	// shared snapshot per period, whatever the number of viewers);
 	// 0 = console.DefaultStatsMaxAge, negative = fresh on every request (tests).
 	StatsMaxAge time.Duration
+	// Metrics is the Prometheus registry /metrics serves and HTTP requests
+	// are counted in; nil = a registry with HTTP and process metrics only.
+	Metrics *metrics.Registry
+	// Alerts reads alert rule states for /admin/alerts and /admin.
+	Alerts *alert.Service
+	// Incidents reads everything one trace touched (the incident page).
+	Incidents *incident.Service
+	// MetricsToken is the bearer token /metrics requires; "" = loopback only.
+	MetricsToken string
 	// Webhooks is the tenant webhook service (/t/{slug}/webhooks).
 	Webhooks *webhook.Service
 	// Outbox is the staff view and repair of the outbox (/admin/outbox).
@@ -108,6 +126,9 @@ func New(d Deps) *echo.Echo {
 	}
 	if d.Clock == nil {
 		d.Clock = clock.Database{}
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.New(metrics.Options{})
 	}
 	sm := scs.New()
 	if d.Sessions != nil {
