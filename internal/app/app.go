@@ -111,7 +111,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		// retry with backoff and end as dead letters.
 		mailer = demo.BounceMailer{Next: mailer}
 	}
-	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log})
+	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log,
+		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat})
 	if err != nil {
 		return err
 	}

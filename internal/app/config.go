@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is Jejak's configuration, from the environment (flags may
@@ -22,6 +23,12 @@ type Config struct {
 	SMTPURL       string // JEJAK_SMTP_URL (smtp://host:port); "" = the dev mail sink in the database
 	SecureCookies bool   // JEJAK_SECURE_COOKIES; set behind TLS
 	LogLevel      string // JEJAK_LOG_LEVEL: debug, info, warn, error
+
+	Lease     time.Duration // JEJAK_LEASE; job claim lease, 0 = the engine's default (15s)
+	Heartbeat time.Duration // JEJAK_HEARTBEAT; lease renewal interval, 0 = min(5s, lease/3)
+
+	AppDatabaseURL    string // JEJAK_APP_DATABASE_URL; tenant pool's own login (optional)
+	SystemDatabaseURL string // JEJAK_SYSTEM_DATABASE_URL; cross-tenant pool's own login (optional)
 }
 
 // FromEnv reads Config from getenv.
@@ -48,6 +55,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
+	for name, dst := range map[string]*time.Duration{"JEJAK_LEASE": &c.Lease, "JEJAK_HEARTBEAT": &c.Heartbeat} {
+		if v := getenv(name); v != "" {
+			if *dst, err = time.ParseDuration(v); err != nil || *dst <= 0 {
+				return c, fmt.Errorf("%s must be a positive duration such as 15s, got %q", name, v)
+			}
+		}
+	}
+	if c.Lease > 0 && c.Heartbeat > 0 && c.Heartbeat >= c.Lease {
+		return c, fmt.Errorf("JEJAK_HEARTBEAT (%s) must be shorter than JEJAK_LEASE (%s)", c.Heartbeat, c.Lease)
+	}
+	c.AppDatabaseURL = getenv("JEJAK_APP_DATABASE_URL")
+	c.SystemDatabaseURL = getenv("JEJAK_SYSTEM_DATABASE_URL")
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
 	default:

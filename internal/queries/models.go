@@ -9,6 +9,13 @@ import (
 	"time"
 )
 
+type AppSecret struct {
+	Name string
+	Key  []byte
+	Ipad []byte
+	Opad []byte
+}
+
 type AuditEvent struct {
 	TenantID   int64
 	Seq        int64
