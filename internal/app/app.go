@@ -54,14 +54,26 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Env, error) {
 		env.Close()
 		return nil, err
 	}
+	// Each pool logs in as its own role: derived from DATABASE_URL (the
+	// login roles are created on first start), or given explicitly.
 	var err error
-	if env.App, err = database.Open(ctx, env.URL, 20); err != nil {
-		env.Close()
-		return nil, err
+	if cfg.AppDatabaseURL != "" {
+		env.App, err = database.OpenExplicit(ctx, cfg.AppDatabaseURL, database.AppRole, 20)
+	} else {
+		env.App, err = database.Open(ctx, env.URL, 20)
 	}
-	if env.System, err = database.OpenSystem(ctx, env.URL, 20); err != nil {
+	if err != nil {
 		env.Close()
-		return nil, err
+		return nil, fmt.Errorf("tenant pool: %w", err)
+	}
+	if cfg.SystemDatabaseURL != "" {
+		env.System, err = database.OpenExplicit(ctx, cfg.SystemDatabaseURL, database.SystemRole, 20)
+	} else {
+		env.System, err = database.OpenSystem(ctx, env.URL, 20)
+	}
+	if err != nil {
+		env.Close()
+		return nil, fmt.Errorf("system pool: %w", err)
 	}
 	return env, nil
 }
