@@ -186,6 +186,13 @@ func (e *Engine) actBatch(ctx context.Context, rec *audit.Recorder, op Operator,
 		if err != nil {
 			return fmt.Errorf("%s dead letters: %w", action, err)
 		}
+		heads := make([]int64, len(done))
+		for i, jid := range done {
+			heads[i] = byID[jid].TenantID
+		}
+		if err := rec.LockHeads(ctx, tx, heads); err != nil {
+			return err
+		}
 		for _, jid := range done {
 			r := byID[jid]
 			detail := map[string]any{
