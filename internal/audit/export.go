@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"strconv"
 	"time"
@@ -53,9 +54,11 @@ func ExportCSV(ctx context.Context, db DB, tenantID int64, f Filter, w io.Writer
 		return wrapf(err, "write audit export")
 	}
 	record := make([]string, len(CSVHeader))
-	return exportRows(ctx, db, tenantID, f,
+	var count int64
+	err := exportRows(ctx, db, tenantID, f,
 		func() error { cw.Flush(); return cw.Error() },
 		func(r *scanned) error {
+			count++
 			record[0] = strconv.FormatInt(r.TenantID, 10)
 			record[1] = strconv.FormatInt(r.Seq, 10)
 			record[2] = r.OccurredAt.UTC().Format(time.RFC3339Nano)
@@ -74,6 +77,42 @@ func ExportCSV(ctx context.Context, db DB, tenantID int64, f Filter, w io.Writer
 			}
 			return cw.Write(record)
 		})
+	if err != nil {
+		return err
+	}
+	t, err := exportTrailer(ctx, db, tenantID, count)
+	if err != nil {
+		return err
+	}
+	row := make([]string, len(CSVHeader))
+	row[0], row[1], row[2], row[3] = "#trailer", strconv.FormatInt(t.Count, 10), strconv.FormatInt(t.HeadSeq, 10), t.HeadHash
+	if err := cw.Write(row); err != nil {
+		return wrapf(err, "write audit export")
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Trailer ends every export: how many events it holds and the tenant's
+// chain head when the export finished, so a reader can tell a complete
+// export from a cut one and compare the head with a signed checkpoint.
+// CSV: a row "#trailer,<count>,<head seq>,<head hash>" (padded to the
+// header's width); JSON Lines: {"trailer":{...}}.
+type Trailer struct {
+	Count    int64  `json:"count"`
+	HeadSeq  int64  `json:"head_seq"`
+	HeadHash string `json:"head_hash"`
+}
+
+func exportTrailer(ctx context.Context, db DB, tenantID, count int64) (Trailer, error) {
+	seq, hash, err := newStore(db).head(ctx, tenantID)
+	if err != nil && !errors.Is(err, errNoHead) {
+		return Trailer{}, wrapf(err, "read audit head of tenant %d for export", tenantID)
+	}
+	if hash == nil {
+		hash = genesisHash
+	}
+	return Trailer{Count: count, HeadSeq: seq, HeadHash: hex.EncodeToString(hash)}, nil
 }
 
 // CSVCell makes a value safe to open in a spreadsheet: a cell starting with
@@ -101,6 +140,9 @@ type jsonLine struct {
 	Entity     string          `json:"entity"`
 	EntityID   string          `json:"entity_id"`
 	Detail     json.RawMessage `json:"detail"`
+	// DetailText is detail exactly as hashed (jsonb's text, spaces and
+	// all); Detail is re-encoded compactly by the JSON encoder.
+	DetailText string          `json:"detail_text"`
 	TraceID    string          `json:"trace_id"`
 	JobID      *int64          `json:"job_id"`
 	PrevHash   string          `json:"prev_hash"`
@@ -113,7 +155,9 @@ func ExportJSONLines(ctx context.Context, db DB, tenantID int64, f Filter, w io.
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	return exportRows(ctx, db, tenantID, f, bw.Flush, func(r *scanned) error {
+	var count int64
+	err := exportRows(ctx, db, tenantID, f, bw.Flush, func(r *scanned) error {
+		count++
 		return enc.Encode(jsonLine{
 			TenantID:   r.TenantID,
 			Seq:        r.Seq,
@@ -124,12 +168,26 @@ func ExportJSONLines(ctx context.Context, db DB, tenantID int64, f Filter, w io.
 			Entity:     r.Entity,
 			EntityID:   r.EntityID,
 			Detail:     json.RawMessage(r.DetailText),
+			DetailText: r.DetailText,
 			TraceID:    r.TraceID,
 			JobID:      r.JobID,
 			PrevHash:   hex.EncodeToString(r.PrevHash),
 			Hash:       hex.EncodeToString(r.Hash),
 		})
 	})
+	if err != nil {
+		return err
+	}
+	t, err := exportTrailer(ctx, db, tenantID, count)
+	if err != nil {
+		return err
+	}
+	if err := enc.Encode(struct {
+		Trailer Trailer `json:"trailer"`
+	}{t}); err != nil {
+		return wrapf(err, "write audit export")
+	}
+	return bw.Flush()
 }
 
 func formatNullInt(v *int64) string {
