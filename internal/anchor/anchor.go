@@ -221,8 +221,23 @@ func (s *Store) Write(ctx context.Context, db database.Querier, force bool) (int
 	if err != nil {
 		return 0, err
 	}
+	return s.write(ctx, db, latest, force, 0)
+}
+
+// WriteTenant is Write for one tenant (on demand, e.g. when its owner
+// downloads a checkpoint).
+func (s *Store) WriteTenant(ctx context.Context, db database.Querier, tenantID int64) (int, error) {
+	latest, err := Latest(s.dir, s.pub)
+	if err != nil {
+		return 0, err
+	}
+	return s.write(ctx, db, latest, false, tenantID)
+}
+
+func (s *Store) write(ctx context.Context, db database.Querier, latest map[int64]Checkpoint, force bool, only int64) (int, error) {
 	rows, err := db.Query(ctx, `SELECT h.tenant_id, t.slug, h.seq, h.hash, now()
-		FROM audit_heads h JOIN tenants t ON t.id = h.tenant_id ORDER BY h.tenant_id`)
+		FROM audit_heads h JOIN tenants t ON t.id = h.tenant_id
+		WHERE $1::bigint = 0 OR h.tenant_id = $1 ORDER BY h.tenant_id`, only)
 	if err != nil {
 		return 0, fmt.Errorf("read audit heads: %w", err)
 	}

@@ -2,18 +2,23 @@ package app
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/anchor"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
@@ -146,6 +151,12 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	}()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	deps.SecureCookies = cfg.SecureCookies
+	anchors, err := anchor.Open(cfg.AnchorDirectory())
+	if err != nil {
+		return err
+	}
+	deps.Anchors = anchors
+	go runAnchors(ctx, anchors, env.System, engine, cfg.AnchorInterval, log)
 	handler := web.New(deps)
 	if cfg.Demo {
 		gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
@@ -217,9 +228,87 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 	return nil
 }
 
+// runAnchors writes signed checkpoints of the audit heads that moved, every
+// interval, while this replica leads job maintenance (one writer at a time).
+func runAnchors(ctx context.Context, s *anchor.Store, system *pgxpool.Pool, engine *job.Engine, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !engine.IsLeader() {
+			continue
+		}
+		if n, err := s.Write(ctx, system, false); err != nil {
+			log.Error("write audit anchors", "error", err.Error())
+		} else if n > 0 {
+			log.Info("audit anchors written", "tenants", n, "dir", s.Dir())
+		}
+	}
+}
+
+// AuditAnchor writes a signed checkpoint of every tenant's audit head now
+// (on demand; the leader also does it every JEJAK_ANCHOR_INTERVAL).
+func AuditAnchor(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) error {
+	env, err := Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	s, err := anchor.Open(cfg.AnchorDirectory())
+	if err != nil {
+		return err
+	}
+	n, err := s.Write(ctx, env.System, true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "anchored %d tenant(s) in %s (public key %x)\n", n, filepath.Join(s.Dir(), anchor.AnchorsFile), s.Public())
+	return nil
+}
+
+// AuditVerifyExport checks a JSON Lines export against a downloaded
+// checkpoint file, offline (no database). pubHex is the operator's
+// published anchor key; "" trusts the key inside the checkpoint file.
+func AuditVerifyExport(out io.Writer, exportPath, checkpointPath, pubHex string) error {
+	raw, err := os.ReadFile(checkpointPath)
+	if err != nil {
+		return err
+	}
+	var cp struct {
+		anchor.Checkpoint
+		PublicKey string `json:"public_key"`
+	}
+	if err := json.Unmarshal(raw, &cp); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", checkpointPath, err)
+	}
+	if pubHex == "" {
+		pubHex = cp.PublicKey
+	}
+	pub, err := hex.DecodeString(pubHex)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return fmt.Errorf("public key %q is not a hex Ed25519 key", pubHex)
+	}
+	f, err := os.Open(exportPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := anchor.VerifyExport(f, cp.Checkpoint, pub); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "ok: export verified through the checkpoint #%d of %s (tenant %d)\n", cp.Seq, cp.At.Format(time.RFC3339), cp.TenantID)
+	return nil
+}
+
 // AuditVerify checks the hash chain of one tenant (slug) or of all tenants,
-// prints one line per tenant and fails when any chain is broken.
-func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, slug string) error {
+// prints one line per tenant and fails when any chain is broken. With an
+// anchor directory it also compares every chain with its last signed
+// checkpoint (anchor.Check).
+func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, slug string, anchorDir ...string) error {
 	env, err := Open(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -256,6 +345,29 @@ func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Write
 		return err
 	}
 	broken := 0
+	if len(anchorDir) > 0 && anchorDir[0] != "" {
+		pub, err := anchor.LoadPublic(anchorDir[0])
+		if err != nil {
+			return err
+		}
+		latest, err := anchor.Latest(anchorDir[0], pub)
+		if err != nil {
+			return fmt.Errorf("anchors: %w", err)
+		}
+		problems, err := anchor.Check(ctx, env.System, latest)
+		if err != nil {
+			return err
+		}
+		for _, p := range problems {
+			broken++
+			name := slugs[p.TenantID]
+			if name == "" {
+				name = fmt.Sprintf("tenant %d", p.TenantID)
+			}
+			fmt.Fprintf(out, "%-24s ANCHOR  %s\n", name, p.Reason)
+		}
+		fmt.Fprintf(out, "checked %d anchored tenant(s) against %s\n", len(latest), anchorDir[0])
+	}
 	for _, r := range results {
 		if r.OK {
 			fmt.Fprintf(out, "%-24s ok      verified through #%d (head %x)\n", slugs[r.TenantID], r.CheckedThrough, r.HeadHash)
@@ -265,7 +377,7 @@ func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Write
 		fmt.Fprintf(out, "%-24s BROKEN  first bad event #%d: %s\n", slugs[r.TenantID], r.FirstBadSeq, r.Reason)
 	}
 	if broken > 0 {
-		return fmt.Errorf("%d of %d audit chains are broken", broken, len(results))
+		return fmt.Errorf("%d problem(s) in %d audit chains", broken, len(results))
 	}
 	return nil
 }

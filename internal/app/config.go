@@ -5,6 +5,7 @@ package app
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,9 @@ type Config struct {
 
 	Lease     time.Duration // JEJAK_LEASE; job claim lease, 0 = the engine's default (15s)
 	Heartbeat time.Duration // JEJAK_HEARTBEAT; lease renewal interval, 0 = min(5s, lease/3)
+
+	AnchorDir      string        // JEJAK_ANCHOR_DIR; signed audit checkpoints, default <data dir>/anchors
+	AnchorInterval time.Duration // JEJAK_ANCHOR_INTERVAL; how often the leader anchors, default 5m
 
 	AppDatabaseURL    string // JEJAK_APP_DATABASE_URL; tenant pool's own login (optional)
 	SystemDatabaseURL string // JEJAK_SYSTEM_DATABASE_URL; cross-tenant pool's own login (optional)
@@ -55,7 +59,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
-	for name, dst := range map[string]*time.Duration{"JEJAK_LEASE": &c.Lease, "JEJAK_HEARTBEAT": &c.Heartbeat} {
+	c.AnchorDir = getenv("JEJAK_ANCHOR_DIR")
+	c.AnchorInterval = 5 * time.Minute
+	for name, dst := range map[string]*time.Duration{"JEJAK_LEASE": &c.Lease, "JEJAK_HEARTBEAT": &c.Heartbeat,
+		"JEJAK_ANCHOR_INTERVAL": &c.AnchorInterval} {
 		if v := getenv(name); v != "" {
 			if *dst, err = time.ParseDuration(v); err != nil || *dst <= 0 {
 				return c, fmt.Errorf("%s must be a positive duration such as 15s, got %q", name, v)
@@ -80,4 +87,12 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// AnchorDirectory is JEJAK_ANCHOR_DIR, or anchors/ under the data directory.
+func (c Config) AnchorDirectory() string {
+	if c.AnchorDir != "" {
+		return c.AnchorDir
+	}
+	return filepath.Join(c.DataDir, "anchors")
 }

@@ -40,6 +40,7 @@ func (s *Server) routes(e *echo.Echo) {
 	t.GET("/audit/export.csv", s.auditExport("csv"))
 	t.GET("/audit/export.jsonl", s.auditExport("jsonl"))
 	t.POST("/audit/verify", s.auditVerify)
+	t.GET("/audit/checkpoint", s.auditCheckpoint)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
 

@@ -4,6 +4,8 @@
 package web
 
 import (
+	"github.com/jejakhq/jejak/internal/anchor"
+
 	"log/slog"
 	"net/http"
 	"time"
@@ -36,6 +38,9 @@ type Deps struct {
 	// shared snapshot per period, whatever the number of viewers);
 	// 0 = job.DefaultStatsMaxAge, negative = fresh on every request (tests).
 	StatsMaxAge time.Duration
+	// Anchors holds the signed audit checkpoints owners download; nil =
+	// no checkpoint route answers (404).
+	Anchors *anchor.Store
 }
 
 // Server holds the handlers' dependencies.
