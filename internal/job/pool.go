@@ -495,6 +495,11 @@ func (e *Engine) heartbeat(r *runState) {
 }
 
 func (e *Engine) beat(ctx context.Context, r *runState) {
+	// A renewal that hangs (a network that drops packets rather than
+	// refusing them) must count as a failed one, or the local lease check
+	// below would never run.
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.HeartbeatInterval)
+	defer cancel()
 	began := time.Now() //nolint:forbidigo // local lease deadline, not domain time
 	var tokens []claimToken
 	jobs := map[int64]*Job{}
@@ -671,7 +676,7 @@ func (e *Engine) maintain(r *runState) {
 	var lead *pgxpool.Conn
 	defer func() {
 		if lead != nil {
-			_, _ = lead.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", maintenanceLockKey)
+			_, _ = lead.Exec(context.Background(), "SELECT pg_advisory_unlock($1), set_config('idle_session_timeout', '0', false)", maintenanceLockKey)
 			lead.Release()
 			e.leader.Store(false)
 		}
@@ -709,6 +714,16 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune boo
 		}
 		var got bool
 		if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", maintenanceLockKey).Scan(&got); err != nil || !got {
+			c.Release()
+			return nil, false
+		}
+		// The lock lives as long as this session. If the leader is cut off
+		// without the connection closing, the server ends the session once
+		// it has been silent for a lease (the leader speaks every beat), so
+		// another replica can take over and rescue.
+		if _, err := c.Exec(ctx, "SELECT set_config('idle_session_timeout', $1, false)",
+			fmt.Sprintf("%dms", e.cfg.LeaseDuration.Milliseconds())); err != nil {
+			_, _ = c.Exec(ctx, "SELECT pg_advisory_unlock($1)", maintenanceLockKey)
 			c.Release()
 			return nil, false
 		}
