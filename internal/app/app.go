@@ -20,6 +20,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/anchor"
 	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/chaos"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/demo"
@@ -134,6 +135,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		return err
 	}
 	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer})
+	if cfg.ChaosKind {
+		chaos.Register(engine, env.App)
+	}
 	if cfg.Workers > 0 {
 		if err := engine.Start(ctx); err != nil {
 			return fmt.Errorf("start workers: %w", err)

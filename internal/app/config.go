@@ -31,6 +31,8 @@ type Config struct {
 	AnchorDir      string        // JEJAK_ANCHOR_DIR; signed audit checkpoints, default <data dir>/anchors
 	AnchorInterval time.Duration // JEJAK_ANCHOR_INTERVAL; how often the leader anchors, default 5m
 
+	ChaosKind bool // JEJAK_CHAOS_KIND; registers the chaos suite's test kind (never in production)
+
 	AppDatabaseURL    string // JEJAK_APP_DATABASE_URL; tenant pool's own login (optional)
 	SystemDatabaseURL string // JEJAK_SYSTEM_DATABASE_URL; cross-tenant pool's own login (optional)
 }
@@ -52,7 +54,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("JEJAK_WORKERS must be a whole number ≥ 0, got %q", v)
 		}
 	}
-	for name, dst := range map[string]*bool{"JEJAK_WORKERS_ONLY": &c.WorkersOnly, "JEJAK_DEMO": &c.Demo, "JEJAK_SECURE_COOKIES": &c.SecureCookies} {
+	for name, dst := range map[string]*bool{"JEJAK_WORKERS_ONLY": &c.WorkersOnly, "JEJAK_DEMO": &c.Demo, "JEJAK_SECURE_COOKIES": &c.SecureCookies,
+		"JEJAK_CHAOS_KIND": &c.ChaosKind} {
 		if v := getenv(name); v != "" {
 			if *dst, err = strconv.ParseBool(v); err != nil {
 				return c, fmt.Errorf("%s must be true or false, got %q", name, v)
