@@ -109,7 +109,7 @@ LIMIT sqlc.arg('lim');
 SELECT coalesce(max(seq), 0)::bigint FROM audit_events WHERE tenant_id = $1;
 
 -- name: AuditEventEntityHistory :many
--- One entity's story in one tenant, oldest first (seed 000's riwayat()).
+-- One entity's story in one tenant, oldest first (its history page).
 SELECT tenant_id, seq, id, actor_kind, actor_id, action, entity, entity_id,
        detail, occurred_at, trace_id, job_id, prev_hash, hash
 FROM audit_events

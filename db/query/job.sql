@@ -183,7 +183,7 @@ SELECT *, job_payload_intact(id, tenant_id, kind, payload, payload_hash) AS payl
   FROM jobs WHERE id = $1;
 
 -- name: JobDeleteFinished :execrows
--- Retention (J13) in bounded slices so a prune never holds long locks.
+-- Retention in bounded slices so a prune never holds long locks.
 DELETE FROM jobs
  WHERE id IN (SELECT f.id FROM jobs f
                WHERE f.state = ANY(@states::text[])

@@ -1,7 +1,7 @@
--- Staff dashboard reads and operator actions on jobs (SPEC D3–D5), and the
--- per-minute statistics rollup. The filtered reads are written as
+-- Staff console reads and operator actions on jobs (internal/console), and
+-- the per-minute statistics rollup. The filtered reads are written as
 -- "(narg IS NULL OR col = narg)" and planned with their actual parameters
--- (job.customPlans), so each plan uses the index that fits the filters
+-- (database.FreshPlans), so each plan uses the index that fits the filters
 -- present.
 
 -- name: JobAdminList :many
@@ -120,10 +120,6 @@ FROM jobs
 WHERE trace_id = @trace_id::text
 ORDER BY id
 LIMIT @lim::int;
-
--- name: JobAdminTenants :many
--- Tenant names for the staff pages (a small table).
-SELECT id, slug, name FROM tenants ORDER BY slug;
 
 -- name: JobAdminNow :one
 SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz;

@@ -1,5 +1,5 @@
 -- name: ProcessedMessageClaim :execrows
--- The atomic dedup claim (seed 004): 1 row = first delivery, 0 = a repeat.
+-- The atomic dedup claim: 1 row = first delivery, 0 = a repeat.
 -- A concurrent claimer of the same id waits here until the first commits.
 INSERT INTO processed_messages (tenant_id, consumer, message_id, processed_at)
 VALUES (@tenant_id, @consumer, @message_id, coalesce(sqlc.narg('now')::timestamptz, now()))

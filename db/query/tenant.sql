@@ -1,6 +1,11 @@
 -- name: TenantGetBySlug :one
 SELECT * FROM tenants WHERE slug = $1;
 
+-- name: TenantListNames :many
+-- Every tenant's id, slug and name (a small table), for staff labels and
+-- filters and the command line.
+SELECT id, slug, name FROM tenants ORDER BY slug;
+
 -- name: MembershipGet :one
 SELECT * FROM memberships WHERE tenant_id = $1 AND user_id = $2;
 

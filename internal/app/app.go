@@ -16,12 +16,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alexedwards/scs/pgxstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/anchor"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/chaos"
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/job"
@@ -118,31 +120,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		printDemoAccounts(out)
 	}
 	clk := clock.Database{}
-	var mailer mail.Mailer = mail.NewSink(env.App)
-	if cfg.SMTPURL != "" {
-		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
-			return fmt.Errorf("JEJAK_SMTP_URL: %w", err)
-		}
-	}
-	if cfg.Demo {
-		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
-		// retry with backoff and end as dead letters.
-		mailer = demo.BounceMailer{Next: mailer}
-	}
-	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log,
-		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat})
+	engine, err := startEngine(ctx, cfg, env, clk, log)
 	if err != nil {
 		return err
-	}
-	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer})
-	if cfg.ChaosKind {
-		chaos.Register(engine, env.App)
-	}
-	if cfg.Workers > 0 {
-		if err := engine.Start(ctx); err != nil {
-			return fmt.Errorf("start workers: %w", err)
-		}
-		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
 	}
 	// Shutdown order: HTTP first (below), then the workers finish in-flight
 	// jobs within a deadline and release the rest, then the pools close.
@@ -159,7 +139,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	deps.Anchors = anchors
+	deps.Anchors = anchor.NewService(anchors, env.System)
 	go runAnchors(ctx, anchors, env.System, engine, cfg.AnchorInterval, log)
 	handler := web.New(deps)
 	if cfg.Demo {
@@ -201,12 +181,56 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	return nil
 }
 
+// startEngine builds the job engine with every kind registered and, unless
+// this replica serves only, starts its workers.
+func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger) (*job.Engine, error) {
+	var mailer mail.Mailer = mail.NewSink(env.App)
+	if cfg.SMTPURL != "" {
+		var err error
+		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
+			return nil, fmt.Errorf("JEJAK_SMTP_URL: %w", err)
+		}
+	}
+	if cfg.Demo {
+		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
+		// retry with backoff and end as dead letters.
+		mailer = demo.BounceMailer{Next: mailer}
+	}
+	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log,
+		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat})
+	if err != nil {
+		return nil, err
+	}
+	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer})
+	if cfg.ChaosKind {
+		chaos.Register(engine, env.App)
+	}
+	if cfg.Workers > 0 {
+		if err := engine.Start(ctx); err != nil {
+			return nil, fmt.Errorf("start workers: %w", err)
+		}
+		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
+	}
+	return engine, nil
+}
+
 // NewDeps wires the dashboard's dependencies over the two pools. serve
 // and the tests both build the handler from it (tests adjust a field or
 // two), so they exercise the same wiring.
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
-	return web.Deps{App: appPool, System: systemPool, Users: user.NewService(user.NewStore(appPool)),
-		Tenants: tenant.NewService(appPool, systemPool, clk), Jobs: engine, Clock: clk, Logger: log}
+	tenants := tenant.NewService(appPool, systemPool, clk)
+	trail := audit.NewService(appPool, systemPool)
+	return web.Deps{
+		DB:       appPool,
+		Sessions: pgxstore.NewWithCleanupInterval(appPool, 30*time.Minute),
+		Users:    user.NewService(user.NewStore(appPool)),
+		Tenants:  tenants,
+		Audit:    trail,
+		Console: console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
+			Tenants: tenants, Audit: trail}),
+		Clock:  clk,
+		Logger: log,
+	}
 }
 
 // Seed writes the demo data and, when scale asks for it, large-data mode's
@@ -318,34 +342,24 @@ func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Write
 		return err
 	}
 	defer env.Close()
+	tenants := tenant.NewService(env.App, env.System, nil)
+	trail := audit.NewService(env.App, env.System)
+	names, err := tenants.Names(ctx)
+	if err != nil {
+		return err
+	}
 	var results []audit.VerifyResult
 	if slug != "" {
-		var id int64
-		if err := env.System.QueryRow(ctx, `SELECT id FROM tenants WHERE slug = $1`, slug).Scan(&id); err != nil {
+		t, ok := names.BySlug(slug)
+		if !ok {
 			return fmt.Errorf("tenant %q not found", slug)
 		}
-		r, err := audit.Verify(ctx, env.System, id)
+		r, err := trail.VerifyTenant(ctx, t.ID)
 		if err != nil {
 			return err
 		}
 		results = append(results, r)
-	} else if results, err = audit.VerifyAll(ctx, env.System); err != nil {
-		return err
-	}
-	slugs := map[int64]string{}
-	rows, err := env.System.Query(ctx, `SELECT id, slug FROM tenants`)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var id int64
-		var s string
-		if err := rows.Scan(&id, &s); err != nil {
-			return err
-		}
-		slugs[id] = s
-	}
-	if err := rows.Err(); err != nil {
+	} else if results, err = trail.VerifyAll(ctx); err != nil {
 		return err
 	}
 	broken := 0
@@ -364,7 +378,7 @@ func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Write
 		}
 		for _, p := range problems {
 			broken++
-			name := slugs[p.TenantID]
+			name := names.Slug(p.TenantID)
 			if name == "" {
 				name = fmt.Sprintf("tenant %d", p.TenantID)
 			}
@@ -374,11 +388,11 @@ func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Write
 	}
 	for _, r := range results {
 		if r.OK {
-			fmt.Fprintf(out, "%-24s ok      verified through #%d (head %x)\n", slugs[r.TenantID], r.CheckedThrough, r.HeadHash)
+			fmt.Fprintf(out, "%-24s ok      verified through #%d (head %x)\n", names.Slug(r.TenantID), r.CheckedThrough, r.HeadHash)
 			continue
 		}
 		broken++
-		fmt.Fprintf(out, "%-24s BROKEN  first bad event #%d: %s\n", slugs[r.TenantID], r.FirstBadSeq, r.Reason)
+		fmt.Fprintf(out, "%-24s BROKEN  first bad event #%d: %s\n", names.Slug(r.TenantID), r.FirstBadSeq, r.Reason)
 	}
 	if broken > 0 {
 		return fmt.Errorf("%d problem(s) in %d audit chains", broken, len(results))

@@ -15,6 +15,7 @@ type Code string
 // The codes the web layer understands.
 const (
 	CodeInvalid   Code = "invalid"   // bad input; Fields says which
+	CodeMalformed Code = "malformed" // a request no form produces (a forged cursor, an unknown action)
 	CodeNotFound  Code = "not_found" // absent, or belongs to another tenant
 	CodeConflict  Code = "conflict"
 	CodeForbidden Code = "forbidden" // known but not allowed
@@ -49,6 +50,19 @@ func (e *Error) Error() string {
 func Invalid(field, msg string) *Error {
 	return &Error{Code: CodeInvalid, Message: "invalid input", Fields: map[string]string{field: msg}}
 }
+
+// InvalidFields returns a validation error for several fields at once, so
+// a form can show every message next to its field.
+func InvalidFields(fields map[string]string) *Error {
+	return &Error{Code: CodeInvalid, Message: "invalid input", Fields: fields}
+}
+
+// Malformed returns an error for a request that no page of ours sends; msg
+// is shown to the user.
+func Malformed(msg string) *Error { return &Error{Code: CodeMalformed, Message: msg} }
+
+// Conflict returns a conflict error with a user-safe message.
+func Conflict(msg string) *Error { return &Error{Code: CodeConflict, Message: msg} }
 
 // NotFound returns a not-found error with a user-safe message.
 func NotFound(msg string) *Error { return &Error{Code: CodeNotFound, Message: msg} }

@@ -11,16 +11,14 @@
 package audit
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/clip"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 )
@@ -38,13 +36,13 @@ const (
 	ActorSystem ActorKind = "system"
 )
 
-// Errors returned by this package.
+// Errors returned by this package, with their application error codes.
 var (
 	// ErrInvalid means the event or query was rejected before touching the
 	// database; nothing was written.
-	ErrInvalid = errors.New("invalid audit input")
+	ErrInvalid = &apperr.Error{Code: apperr.CodeInvalid, Message: "invalid audit input"}
 	// ErrNotFound means no such event (for this tenant).
-	ErrNotFound = errors.New("audit event not found")
+	ErrNotFound = apperr.NotFound("audit event not found")
 )
 
 // DB is what the read functions need: a pool, a connection or a
@@ -53,9 +51,7 @@ type DB = database.Querier
 
 // TxBeginner starts transactions with options; pools and connections are
 // TxBeginners. Verify uses it for one consistent snapshot.
-type TxBeginner interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
-}
+type TxBeginner = database.TxBeginner
 
 // Event is one fact to record.
 type Event struct {
@@ -98,6 +94,14 @@ func NewRecorder(clk clock.Clock) *Recorder {
 
 var actionPattern = regexp.MustCompile(`^[a-z][a-z0-9_.:-]*$`)
 
+// MaxActionLen bounds an action's name.
+const MaxActionLen = 100
+
+// ValidAction reports whether s can name an action: lower-case, starting
+// with a letter, like "project.delete", at most MaxActionLen bytes. Filters
+// use it too, so a filter never asks for an action that cannot exist.
+func ValidAction(s string) bool { return len(s) <= MaxActionLen && actionPattern.MatchString(s) }
+
 // validate checks what the database would refuse, so that a bad event is
 // an ErrInvalid and the caller's transaction stays usable. It returns the
 // detail to send ({} for nil).
@@ -117,7 +121,7 @@ func (e *Event) validate() (json.RawMessage, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown actor kind %q", ErrInvalid, e.ActorKind)
 	}
-	if len(e.Action) > 100 || !actionPattern.MatchString(e.Action) {
+	if !ValidAction(e.Action) {
 		return nil, fmt.Errorf("%w: action %q must be lower-case like \"project.delete\"", ErrInvalid, e.Action)
 	}
 	if e.Entity == "" || len(e.Entity) > 100 || !utf8.ValidString(e.Entity) {
@@ -142,7 +146,7 @@ func validDetail(d json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`{}`), nil
 	}
 	if !json.Valid(d) {
-		return nil, fmt.Errorf("%w: detail must be valid JSON, got %q", ErrInvalid, truncate(string(d), 80))
+		return nil, fmt.Errorf("%w: detail must be valid JSON, got %q", ErrInvalid, clip.Runes(string(d), 80))
 	}
 	if !utf8.Valid(d) {
 		return nil, fmt.Errorf("%w: detail must be UTF-8", ErrInvalid)
@@ -169,11 +173,4 @@ func containsNULEscape(d []byte) bool {
 		i++ // skip the escaped character, so "\\u0000" is literal text
 	}
 	return false
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -38,12 +38,12 @@ func TestAppRoleSeesOnlyItsTenant(t *testing.T) {
 			t.Errorf("tenant 1 sees %d heads, want 1", n)
 		}
 		// Asking for tenant 2 by id finds nothing.
-		p, err := audit.Timeline(ctx, tx, t2, audit.Filter{}, nil, 50)
-		if err != nil || len(p.Events) != 0 {
-			t.Errorf("tenant 1 reading tenant 2's timeline: %d events, %v", len(p.Events), err)
+		p, err := audit.Timeline(ctx, tx, t2, audit.Filter{}, 0, 50)
+		if err != nil || len(p.Rows) != 0 {
+			t.Errorf("tenant 1 reading tenant 2's timeline: %d events, %v", len(p.Rows), err)
 		}
-		res, err := audit.Search(ctx, tx, audit.SearchQuery{JobID: ptr(int64(1))}, nil, 10)
-		if err != nil || len(res.Events) != 0 {
+		res, err := audit.Search(ctx, tx, audit.SearchQuery{JobID: ptr(int64(1))}, 0, 10)
+		if err != nil || len(res.Rows) != 0 {
 			t.Errorf("search leaked: %+v %v", res, err)
 		}
 		return nil

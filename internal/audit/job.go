@@ -9,7 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// JobStage is a step in a sensitive job's life (SPEC A6, seed 003).
+// JobStage is a step in a sensitive job's life (and the operator actions
+// on dead letters): a job that acts on a tenant's behalf leaves its story
+// in that tenant's trail.
 type JobStage string
 
 // Job lifecycle stages; each is recorded as action "job.<stage>".

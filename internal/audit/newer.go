@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/jejakhq/jejak/internal/keyset"
 )
 
 // Newer returns tenantID's events after afterSeq that match f, oldest first,
@@ -14,7 +16,7 @@ import (
 // than the last matching seq keeps a filtered poll from rescanning the same
 // non-matching events each time.
 func Newer(ctx context.Context, db DB, tenantID int64, f Filter, afterSeq int64, limit int) ([]Recorded, int64, error) {
-	limit = clampLimit(limit)
+	limit = keyset.Limit(limit)
 	last, err := newStore(db).lastSeq(ctx, tenantID)
 	if err != nil {
 		return nil, afterSeq, wrapf(err, "read newest audit seq of tenant %d", tenantID)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/keyset"
 )
 
 // TestTimelineKeysetPagination: walking pages with a cursor returns every
@@ -67,7 +68,7 @@ func TestTimelineKeysetPagination(t *testing.T) {
 			}
 		}
 		var got []int64
-		var cursor *audit.Cursor
+		var cursor int64
 		pages := 0
 		for {
 			var p audit.Page
@@ -79,17 +80,17 @@ func TestTimelineKeysetPagination(t *testing.T) {
 				t.Fatalf("%s: %v", c.name, err)
 			}
 			pages++
-			for _, e := range p.Events {
+			for _, e := range p.Rows {
 				if e.TenantID != tn {
 					t.Fatalf("%s: event of tenant %d in tenant %d's timeline", c.name, e.TenantID, tn)
 				}
 				got = append(got, e.Seq)
 			}
-			if p.Next == nil {
+			if p.Next == 0 {
 				break
 			}
 			// The cursor survives a round trip through a URL.
-			if cursor, err = audit.ParseCursor(p.Next.String()); err != nil {
+			if cursor, err = keyset.Cursor("before", keyset.Format(p.Next)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -116,16 +117,16 @@ func TestSearchAcrossTenants(t *testing.T) {
 	}
 	for _, q := range []audit.SearchQuery{{TraceID: "trace-abc"}, {JobID: ptr(int64(77))}, {TraceID: "trace-abc", JobID: ptr(int64(77))}} {
 		var ids []int64
-		var cursor *audit.Cursor
+		var cursor int64
 		for {
 			p, err := audit.Search(ctx, f.db.System, q, cursor, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, e := range p.Events {
+			for _, e := range p.Rows {
 				ids = append(ids, e.ID)
 			}
-			if cursor = p.Next; cursor == nil {
+			if cursor = p.Next; cursor == 0 {
 				break
 			}
 		}
@@ -134,20 +135,20 @@ func TestSearchAcrossTenants(t *testing.T) {
 		}
 	}
 	q := audit.SearchQuery{TraceID: "trace-abc", TenantID: &t2}
-	if p, err := audit.Search(ctx, f.db.System, q, nil, 10); err != nil || len(p.Events) != 1 {
-		t.Errorf("staff search within tenant 2: %d events, %v", len(p.Events), err)
+	if p, err := audit.Search(ctx, f.db.System, q, 0, 10); err != nil || len(p.Rows) != 1 {
+		t.Errorf("staff search within tenant 2: %d events, %v", len(p.Rows), err)
 	}
 	err := database.InTenantTx(ctx, f.db.App, t2, func(tx pgx.Tx) error {
-		p, err := audit.Search(ctx, tx, audit.SearchQuery{TraceID: "trace-abc"}, nil, 10)
-		if err != nil || len(p.Events) != 1 || p.Events[0].TenantID != t2 {
-			t.Errorf("tenant 2 search: %+v, %v", p.Events, err)
+		p, err := audit.Search(ctx, tx, audit.SearchQuery{TraceID: "trace-abc"}, 0, 10)
+		if err != nil || len(p.Rows) != 1 || p.Rows[0].TenantID != t2 {
+			t.Errorf("tenant 2 search: %+v, %v", p.Rows, err)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := audit.Search(ctx, f.db.System, audit.SearchQuery{}, nil, 10); err == nil {
+	if _, err := audit.Search(ctx, f.db.System, audit.SearchQuery{}, 0, 10); err == nil {
 		t.Error("search with no trace or job id was accepted")
 	}
 }
@@ -276,11 +277,11 @@ func TestRecordJobEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := audit.Search(ctx, f.db.System, audit.SearchQuery{JobID: ptr(int64(987))}, nil, 10)
-	if err != nil || len(p.Events) != 4 {
-		t.Fatalf("job events: %d, %v", len(p.Events), err)
+	p, err := audit.Search(ctx, f.db.System, audit.SearchQuery{JobID: ptr(int64(987))}, 0, 10)
+	if err != nil || len(p.Rows) != 4 {
+		t.Fatalf("job events: %d, %v", len(p.Rows), err)
 	}
-	rejected := p.Events[1]
+	rejected := p.Rows[1]
 	var d map[string]any
 	if err := json.Unmarshal(rejected.Detail, &d); err != nil {
 		t.Fatal(err)
@@ -289,7 +290,7 @@ func TestRecordJobEvent(t *testing.T) {
 		d["worker_id"] != "worker-a-3" || d["attempt"] != 1.0 || d["reason"] != "expired" || d["kind"] != "user.disable-access" || d["approval_id"] != 456.0 {
 		t.Errorf("rejected event = %s %s/%s trace %s detail %v", rejected.Action, rejected.Entity, rejected.EntityID, rejected.TraceID, d)
 	}
-	if r := p.Events[0]; r.ActorKind != audit.ActorStaff || *r.ActorID != staff {
+	if r := p.Rows[0]; r.ActorKind != audit.ActorStaff || *r.ActorID != staff {
 		t.Errorf("replay actor = %s %v", r.ActorKind, r.ActorID)
 	}
 	err = database.InTx(ctx, f.db.System, func(tx pgx.Tx) error {

@@ -11,7 +11,9 @@ import (
 )
 
 // Record appends e to its tenant's chain inside the caller's transaction,
-// so the event commits or rolls back with the change it describes (A5).
+// so the event commits or rolls back with the change it describes: a trail
+// that could miss a committed change, or record one that rolled back,
+// would not be evidence.
 // tx is a tenant-scoped jejak_app transaction (database.InTenantTx) for
 // e.TenantID, or a jejak_system transaction. The tenant's head row stays
 // locked until tx ends: keep such transactions short. tx must run at READ

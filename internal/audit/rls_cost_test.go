@@ -72,9 +72,9 @@ func TestTimelineMembershipCheckCost(t *testing.T) {
 	timeline := func() float64 {
 		began := time.Now()
 		err := database.InTenantUserTx(ctx, f.db.App, tn, member, func(tx pgx.Tx) error {
-			p, err := audit.Timeline(ctx, tx, tn, audit.Filter{}, nil, 50)
-			if err == nil && len(p.Events) != 50 {
-				err = fmt.Errorf("%d events", len(p.Events))
+			p, err := audit.Timeline(ctx, tx, tn, audit.Filter{}, 0, 50)
+			if err == nil && len(p.Rows) != 50 {
+				err = fmt.Errorf("%d events", len(p.Rows))
 			}
 			return err
 		})

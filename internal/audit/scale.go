@@ -40,7 +40,7 @@ type SeedOptions struct {
 	Progress func(done int64)
 }
 
-// SeedScale appends n generated events (P2 large-data mode) to the given
+// SeedScale appends n generated events (large-data mode) to the given
 // tenants' chains, weighting tenant i by 1/(i+1) so the mix has one big
 // tenant and a long tail. Chains stay valid: hashes are computed here and
 // rows go in as multi-row INSERT ... SELECT unnest(...) batches (COPY is
@@ -193,30 +193,10 @@ func (g *seedGen) run(ctx context.Context, db database.Beginner, n int, done *at
 
 func (g *seedGen) insert(ctx context.Context, tx pgx.Tx, picks []int) error {
 	s := newStore(tx)
-	used := make([]int64, 0, len(g.tenants))
-	for _, p := range picks {
-		if !slices.Contains(used, g.tenants[p]) {
-			used = append(used, g.tenants[p])
-		}
-	}
-	slices.Sort(used)
-	heads, err := s.lockHeads(ctx, used)
+	heads, err := g.lockHeads(ctx, s, picks)
 	if err != nil {
-		return wrapf(err, "lock audit heads for seed")
+		return err
 	}
-	if len(heads) < len(used) {
-		for _, t := range used {
-			if _, ok := heads[t]; !ok {
-				if err := s.createHead(ctx, t); err != nil {
-					return wrapf(err, "create audit head of tenant %d", t)
-				}
-			}
-		}
-		if heads, err = s.lockHeads(ctx, used); err != nil {
-			return wrapf(err, "lock audit heads for seed")
-		}
-	}
-
 	size := len(picks)
 	b := &batch{
 		TenantIds: make([]int64, size), Seqs: make([]int64, size), ActorKinds: make([]string, size),
@@ -227,50 +207,7 @@ func (g *seedGen) insert(ctx context.Context, tx pgx.Tx, picks []int) error {
 	}
 	for i, p := range picks {
 		tenant := g.tenants[p]
-		h := heads[tenant]
-		g.counter++
-		a := seedActions[g.rng.IntN(len(seedActions))]
-		f := chainFields{
-			TenantID:   tenant,
-			Seq:        h.Seq + 1,
-			ActorKind:  string(a.actor),
-			Action:     a.action,
-			Entity:     a.entity,
-			EntityID:   strconv.Itoa(1 + g.rng.IntN(5000)),
-			OccurredAt: g.opts.Start.Add(time.Duration(g.counter) * g.opts.Step).UTC().Truncate(time.Microsecond),
-			PrevHash:   h.Hash,
-		}
-		// Details are written in jsonb's canonical text form (one key, no
-		// characters that need escaping), so the hash matches detail::text.
-		switch a.entity {
-		case "project":
-			f.DetailText = `{"name": "Proyek ` + f.EntityID + `"}`
-		case "job":
-			f.DetailText = `{"attempt": ` + strconv.Itoa(1+g.rng.IntN(3)) + `}`
-			job := g.counter*int64(len(g.tenants)) + int64(p) // unique per worker and tenant slot
-			f.JobID = &job
-		default:
-			f.DetailText = `{"n": ` + strconv.FormatInt(g.counter, 10) + `}`
-		}
-		switch a.actor {
-		case ActorUser:
-			if m := g.members[tenant]; len(m) > 0 {
-				id := m[g.rng.IntN(len(m))]
-				f.ActorID = &id
-			} else {
-				f.ActorKind = string(ActorSystem)
-			}
-		case ActorStaff:
-			if len(g.staff) > 0 {
-				id := g.staff[g.rng.IntN(len(g.staff))]
-				f.ActorID = &id
-			} else {
-				f.ActorKind = string(ActorSystem)
-			}
-		}
-		if f.ActorKind != string(ActorSystem) || f.JobID != nil {
-			f.TraceID = fmt.Sprintf("%016x%016x", g.rng.Uint64(), g.rng.Uint64())
-		}
+		f := g.event(p, heads[tenant])
 		hash := eventHash(&f)
 		heads[tenant] = chainHead{Seq: f.Seq, Hash: hash}
 
@@ -288,4 +225,83 @@ func (g *seedGen) insert(ctx context.Context, tx pgx.Tx, picks []int) error {
 		return wrapf(err, "insert %d generated audit events", size)
 	}
 	return nil
+}
+
+// lockHeads locks the chain heads of the tenants in picks (in id order, so
+// concurrent seeders never deadlock), creating the missing ones.
+func (g *seedGen) lockHeads(ctx context.Context, s store, picks []int) (map[int64]chainHead, error) {
+	used := make([]int64, 0, len(g.tenants))
+	for _, p := range picks {
+		if !slices.Contains(used, g.tenants[p]) {
+			used = append(used, g.tenants[p])
+		}
+	}
+	slices.Sort(used)
+	heads, err := s.lockHeads(ctx, used)
+	if err != nil {
+		return nil, wrapf(err, "lock audit heads for seed")
+	}
+	if len(heads) == len(used) {
+		return heads, nil
+	}
+	for _, t := range used {
+		if _, ok := heads[t]; !ok {
+			if err := s.createHead(ctx, t); err != nil {
+				return nil, wrapf(err, "create audit head of tenant %d", t)
+			}
+		}
+	}
+	if heads, err = s.lockHeads(ctx, used); err != nil {
+		return nil, wrapf(err, "lock audit heads for seed")
+	}
+	return heads, nil
+}
+
+// event generates the next event of the tenant in slot p after head h.
+func (g *seedGen) event(p int, h chainHead) chainFields {
+	tenant := g.tenants[p]
+	g.counter++
+	a := seedActions[g.rng.IntN(len(seedActions))]
+	f := chainFields{
+		TenantID:   tenant,
+		Seq:        h.Seq + 1,
+		ActorKind:  string(a.actor),
+		Action:     a.action,
+		Entity:     a.entity,
+		EntityID:   strconv.Itoa(1 + g.rng.IntN(5000)),
+		OccurredAt: g.opts.Start.Add(time.Duration(g.counter) * g.opts.Step).UTC().Truncate(time.Microsecond),
+		PrevHash:   h.Hash,
+	}
+	// Details are written in jsonb's canonical text form (one key, no
+	// characters that need escaping), so the hash matches detail::text.
+	switch a.entity {
+	case "project":
+		f.DetailText = `{"name": "Proyek ` + f.EntityID + `"}`
+	case "job":
+		f.DetailText = `{"attempt": ` + strconv.Itoa(1+g.rng.IntN(3)) + `}`
+		job := g.counter*int64(len(g.tenants)) + int64(p) // unique per worker and tenant slot
+		f.JobID = &job
+	default:
+		f.DetailText = `{"n": ` + strconv.FormatInt(g.counter, 10) + `}`
+	}
+	switch a.actor {
+	case ActorUser:
+		if m := g.members[tenant]; len(m) > 0 {
+			id := m[g.rng.IntN(len(m))]
+			f.ActorID = &id
+		} else {
+			f.ActorKind = string(ActorSystem)
+		}
+	case ActorStaff:
+		if len(g.staff) > 0 {
+			id := g.staff[g.rng.IntN(len(g.staff))]
+			f.ActorID = &id
+		} else {
+			f.ActorKind = string(ActorSystem)
+		}
+	}
+	if f.ActorKind != string(ActorSystem) || f.JobID != nil {
+		f.TraceID = fmt.Sprintf("%016x%016x", g.rng.Uint64(), g.rng.Uint64())
+	}
+	return f
 }

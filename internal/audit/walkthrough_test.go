@@ -14,7 +14,8 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 )
 
-// TestSeedWalkthrough replays seed 000's audit walkthrough on PostgreSQL.
+// TestSeedWalkthrough runs the audit trail's reference story (record,
+// read back by entity, verify) on PostgreSQL.
 func TestSeedWalkthrough(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

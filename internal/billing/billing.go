@@ -1,22 +1,23 @@
 // Package billing holds plans and each tenant's subscription: subscribing
-// (which appends to the plan-change history instead of overwriting it, the
-// seed's bug) and the subscription.sweep job kind that moves a subscription
-// from active to grace to expired as its period runs out (seed 000).
+// (which appends to the plan-change history instead of overwriting it, so
+// the history of what a tenant paid for survives) and the
+// subscription.sweep job kind that moves a subscription from active to
+// grace to expired as its period runs out.
 package billing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/clock"
 )
 
-// Subscription periods and the grace that follows them (seed 000: a
+// Subscription periods and the grace that follows them (for example a
 // subscription taken on 2026-02-01 09:00 ends 2026-03-03 09:00 and is in
 // grace two days later).
 const (
@@ -54,9 +55,9 @@ func StatusAt(periodEnd, now time.Time) Status {
 // Errors returned by the package.
 var (
 	// ErrNotFound: the tenant has no subscription.
-	ErrNotFound = errors.New("billing: not found")
+	ErrNotFound = apperr.NotFound("billing: not found")
 	// ErrUnknownPlan: no plan has that code; nothing was written.
-	ErrUnknownPlan = errors.New("billing: unknown plan")
+	ErrUnknownPlan = apperr.Invalid("plan", "Unknown plan.")
 )
 
 // Subscription is a tenant's current subscription.

@@ -38,3 +38,16 @@ func (f freshPlans) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 func (f freshPlans) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return f.Querier.QueryRow(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
 }
+
+// TxBeginner starts transactions with options (isolation level, read-only);
+// pools and connections are TxBeginners.
+type TxBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// SnapshotPool is a Pool that also begins transactions with options, for
+// services that read a consistent snapshot (repeatable read, read-only).
+type SnapshotPool interface {
+	Pool
+	TxBeginner
+}

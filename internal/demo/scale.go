@@ -12,10 +12,10 @@ import (
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/job"
 )
 
-// ScaleOptions sizes the large-data mode (SPEC P2).
+// ScaleOptions sizes the large-data mode (millions of audit events and
+// jobs, for the page benchmarks).
 type ScaleOptions struct {
 	Tenants     int // extra generated tenants besides the demo ones
 	AuditEvents int
@@ -58,7 +58,7 @@ func SeedScale(ctx context.Context, system *pgxpool.Pool, ownerURL string, o Sca
 		}
 	}
 	if o.Jobs > 0 {
-		if _, err := job.SeedScale(ctx, system, tenants, o.Jobs, progress("jobs", o.Jobs)); err != nil {
+		if _, err := seedJobs(ctx, system, tenants, o.Jobs, progress("jobs", o.Jobs)); err != nil {
 			return err
 		}
 	}

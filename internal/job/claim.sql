@@ -1,4 +1,6 @@
--- The fair batch claim (SPEC J4, J10), one statement per batch.
+-- The fair batch claim (each tenant with due work gets a share of the
+-- batch, round robin, so one tenant cannot starve the others), one
+-- statement per batch.
 -- Kept here rather than in db/query because sqlc's analyzer cannot follow
 -- the recursive CTE and the lateral LIMIT; store.go runs it and scans rows.
 --

@@ -52,7 +52,8 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// DisableTenantFairness turns the fair claim (equal share of each batch
 	// per tenant with due work, round robin) into plain priority/due-time
-	// order across tenants. Fairness is on by default (SPEC J10).
+	// order across tenants. Fairness is on by default, so one tenant's
+	// burst cannot starve the others.
 	DisableTenantFairness bool
 	// PerTenantBatch is the minimum share of a batch each tenant with due
 	// work may take; 0 = the equal share ceil(batch / tenants).
@@ -62,7 +63,7 @@ type Config struct {
 	// at most one batch share.
 	TenantConcurrency int
 	// Backoff is the delay before retry n+1 after failed attempt n;
-	// nil = 2^n minutes plus up to 10% jitter (seed 000: 2 min, then 4).
+	// nil = DefaultBackoff: 2^n minutes plus up to 10% jitter (2 min, then 4).
 	Backoff func(attempt int) time.Duration
 	// Retention prunes succeeded and cancelled jobs finished longer ago
 	// than this; 0 = 7 days; negative = never.
@@ -109,7 +110,10 @@ type kindEntry struct {
 // DefaultLease is the claim lease when Config.LeaseDuration is zero.
 const DefaultLease = 15 * time.Second
 
-// DefaultMaxAttempts is seed 000's MAX_ATTEMPTS.
+// DefaultMaxAttempts is a kind's attempt budget unless it registers
+// another: a transient outage usually passes within two retries (2 and 4
+// minutes with the default backoff), and a failure that outlives them
+// wants a person.
 const DefaultMaxAttempts = 3
 
 // New validates cfg, fills defaults and returns an engine that is not yet
@@ -206,8 +210,8 @@ func (e *Engine) handler(kind string) (kindEntry, bool) {
 	return k, ok
 }
 
-// Querier is what Enqueue needs: normally the caller's pgx.Tx (SPEC J1), so
-// the job exists if and only if the caller's transaction commits.
+// Querier is what Enqueue needs: normally the caller's pgx.Tx, so the job
+// exists if and only if the caller's transaction commits.
 type Querier = database.Querier
 
 // Enqueue writes one job inside the caller's transaction. With an
@@ -315,8 +319,9 @@ func (e *Engine) resolve(p *EnqueueParams) error {
 	return nil
 }
 
-// checkPayloadTenant refuses a payload whose own tenant_id (seed 000: the
-// payload carries its tenant) names a different tenant than the job row.
+// checkPayloadTenant refuses a payload whose own tenant_id (payloads carry
+// their tenant so a handler can check it) names a different tenant than the
+// job row.
 func checkPayloadTenant(payload json.RawMessage, tenantID int64) error {
 	if len(payload) == 0 || payload[0] != '{' {
 		return nil
@@ -497,13 +502,9 @@ func (e *Engine) failIn(ctx context.Context, db Querier, workerID string, id int
 	return st, nil
 }
 
-// RescueExpired returns running jobs whose lease has expired (their worker
+// rescue returns running jobs whose lease has expired (their worker
 // crashed or lost the database) to pending, or dead when that was their
 // last attempt. It reports how many jobs it rescued.
-func (e *Engine) RescueExpired(ctx context.Context) (int, error) {
-	return e.rescue(ctx, e.pool)
-}
-
 func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
 	retried, dead, err := storeRescue(ctx, db, e.clock.Now())
 	if err != nil {
@@ -518,53 +519,9 @@ func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
 	return retried + dead, nil
 }
 
-// DeadLetterFilter narrows DeadLetters.
-type DeadLetterFilter struct {
-	TenantID int64 // 0 = all tenants
-	Limit    int   // 0 = 100
-}
-
-// DeadLetters lists dead jobs, oldest first, with tenant, error and attempts.
-func (e *Engine) DeadLetters(ctx context.Context, f DeadLetterFilter) ([]DeadLetter, error) {
-	var tenant *int64
-	if f.TenantID > 0 {
-		tenant = &f.TenantID
-	}
-	if f.Limit <= 0 {
-		f.Limit = 100
-	}
-	d, err := storeListDead(ctx, e.pool, tenant, f.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("list dead letters: %w", err)
-	}
-	return d, nil
-}
-
-// Get returns a job's full record, or ErrNotFound.
-func (e *Engine) Get(ctx context.Context, id int64) (*Record, error) {
-	r, err := storeGet(ctx, e.pool, id)
-	if err != nil {
-		return nil, fmt.Errorf("get job %d: %w", id, err)
-	}
-	return r, nil
-}
-
-// Workers lists the engines' heartbeat rows (all replicas).
-func (e *Engine) Workers(ctx context.Context) ([]WorkerInfo, error) {
-	w, err := storeWorkerList(ctx, e.pool)
-	if err != nil {
-		return nil, fmt.Errorf("list job workers: %w", err)
-	}
-	return w, nil
-}
-
-// Prune deletes finished jobs past retention (succeeded and cancelled after
+// prune deletes finished jobs past retention (succeeded and cancelled after
 // Retention, dead after DeadRetention when set) in bounded slices, and
 // reports how many it deleted. The maintenance leader calls it.
-func (e *Engine) Prune(ctx context.Context) (int64, error) {
-	return e.prune(ctx, e.pool)
-}
-
 func (e *Engine) prune(ctx context.Context, db Querier) (int64, error) {
 	const slice = 5000
 	var total int64

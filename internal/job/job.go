@@ -3,8 +3,8 @@
 // retries with backoff, dead letters, leases and rescue, and a goroutine
 // worker pool. Every reading of time comes from an injected clock.Clock.
 //
-// This file is the engine's public contract; handlers and the benchmark
-// build against it.
+// This file is the engine's public contract; handlers, the staff console
+// (internal/console) and the benchmark build against it.
 package job
 
 import (
@@ -12,12 +12,16 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/jejakhq/jejak/internal/apperr"
 )
 
 // State is a job's lifecycle state; a CHECK constraint admits only these.
 type State string
 
-// The job states (SPEC J3). Pending includes jobs scheduled in the future.
+// The job states. Pending includes jobs scheduled in the future; dead is
+// a dead letter (attempts exhausted or a permanent or policy failure),
+// kept until an operator retries or discards it.
 const (
 	StatePending   State = "pending"
 	StateRunning   State = "running"
@@ -25,6 +29,22 @@ const (
 	StateDead      State = "dead"
 	StateCancelled State = "cancelled"
 )
+
+// States lists every state in lifecycle order, for filters and tabs.
+var States = []State{StatePending, StateRunning, StateSucceeded, StateDead, StateCancelled}
+
+// ValidState reports whether s names a job state.
+func ValidState(s State) bool {
+	for _, st := range States {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxKindLen bounds a kind's name, and so every kind filter.
+const MaxKindLen = 100
 
 // Job is one claimed job as a handler sees it.
 type Job struct {
@@ -65,9 +85,9 @@ func (j *Job) VerifyPayload() bool { return j.payloadIntact }
 
 // KindOptions configures one registered kind.
 type KindOptions struct {
-	MaxAttempts int           // 0 = 3 (seed 000's MAX_ATTEMPTS)
+	MaxAttempts int           // 0 = DefaultMaxAttempts
 	Timeout     time.Duration // 0 = no per-attempt deadline beyond shutdown
-	Sensitive   bool          // sensitive kinds record every lifecycle stage in the audit trail (SPEC A6)
+	Sensitive   bool          // sensitive kinds record every lifecycle stage in the tenant's audit trail
 }
 
 // Enqueued is the outcome of one enqueue.
@@ -78,40 +98,14 @@ type Enqueued struct {
 	Existing bool
 }
 
-// DeadLetter is a job that exhausted its attempts or failed permanently.
-type DeadLetter struct {
-	ID          int64
-	TenantID    int64
-	Kind        string
-	Queue       string
-	Payload     json.RawMessage
-	Attempts    int
-	MaxAttempts int
-	LastError   string
-	Class       Class
-	Flagged     bool
-	FinishedAt  time.Time
-	TraceID     string
-}
-
-// AttemptError is one failed attempt in a job's history (SPEC J6).
+// AttemptError is one failed attempt in a job's history (the jobs.errors
+// column keeps every one, so a dead letter shows why each attempt failed).
 type AttemptError struct {
 	Attempt int       `json:"attempt"`
 	At      time.Time `json:"at"`
 	Worker  string    `json:"worker"`
 	Class   Class     `json:"class"`
 	Error   string    `json:"error"`
-}
-
-// Record is the full stored state of a job, for tests and the dashboard.
-type Record struct {
-	Job
-	State      State
-	FinishedAt *time.Time
-	LastError  string
-	Class      Class
-	Flagged    bool
-	Errors     []AttemptError
 }
 
 // Handler does the work of one kind. Returning nil completes the job; any
@@ -134,19 +128,26 @@ type EnqueueParams struct {
 	IdempotencyKey string // unique per (tenant, kind) when set
 }
 
-// Errors returned by the engine.
+// Errors returned by the engine, with their application error codes.
 var (
-	// ErrNotHeld: complete/fail of a job the caller does not hold (seed
-	// 000's RuntimeException). Never a silent no-op.
-	ErrNotHeld = errors.New("job is not held by this worker")
+	// ErrNotHeld: complete/fail of a job the caller does not hold. Never a
+	// silent no-op: a worker that lost its lease must not overwrite the
+	// attempt that replaced it.
+	ErrNotHeld = apperr.Conflict("job is not held by this worker")
 	// ErrNotFound: no such job (for this tenant).
-	ErrNotFound = errors.New("job not found")
+	ErrNotFound = apperr.NotFound("job not found")
 	// ErrInvalidPayload: the payload is not valid JSON; nothing is written.
-	ErrInvalidPayload = errors.New("job payload must be valid JSON")
+	ErrInvalidPayload = &apperr.Error{Code: apperr.CodeInvalid, Message: "job payload must be valid JSON"}
 	// ErrInvalidJob: a required field (tenant, kind) is missing or out of range.
-	ErrInvalidJob = errors.New("invalid job")
+	ErrInvalidJob = &apperr.Error{Code: apperr.CodeInvalid, Message: "invalid job"}
+)
+
+// Failure causes the engine records on a job itself (they end in the job's
+// last_error, not in a caller's hands).
+var (
 	// ErrExpired: the job passed its expires_at before it ran; it is
-	// dead-lettered as a policy failure (SPEC S3).
+	// dead-lettered as a policy failure, since running it late could act
+	// on stale authority.
 	ErrExpired = errors.New("job expired before it ran")
 	// ErrPayloadTampered: the payload no longer matches the MAC signed at
 	// enqueue (the row was edited); the job is refused as a policy failure.
@@ -156,7 +157,7 @@ var (
 	ErrUnknownKind = errors.New("no handler registered for job kind")
 )
 
-// Class is how a failure is treated (SPEC J7).
+// Class is how a failure is treated.
 type Class string
 
 // Failure classes.
@@ -165,6 +166,19 @@ const (
 	ClassPermanent Class = "permanent" // dead now
 	ClassPolicy    Class = "policy"    // dead now, flagged for review (policy violation, expired, revoked)
 )
+
+// Classes lists every failure class, for filters.
+var Classes = []Class{ClassTransient, ClassPermanent, ClassPolicy}
+
+// ValidClass reports whether c names a failure class.
+func ValidClass(c Class) bool {
+	for _, k := range Classes {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
 
 type classified struct {
 	class Class

@@ -11,7 +11,7 @@ import (
 	"github.com/jejakhq/jejak/internal/audit"
 )
 
-// Sensitive kinds (KindOptions.Sensitive, SPEC A6) leave every stage of
+// Sensitive kinds (KindOptions.Sensitive) leave every stage of
 // their life in the tenant's audit trail: queued (in the enqueuing
 // transaction), claimed and started, then succeeded, or failed followed by
 // retried or dead-lettered, or rejected (policy: expired, unauthorised)

@@ -252,7 +252,7 @@ func (r *runState) lose(lost []*Job) int {
 	return n
 }
 
-// release drops j from the held set if it is still this claim of the job,
+// releaseHeld drops j from the held set if it is still this claim of the job,
 // and reports whether it was: a job rescued and re-claimed by this same
 // engine while an old attempt was still running must not be completed or
 // failed by that old attempt.
@@ -757,7 +757,7 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune boo
 		e.log.Error("maintenance: prune stale workers", "err", err)
 	}
 	// The overview charts the last hour; keep two days of minutes.
-	if _, err := StatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
+	if _, err := storeStatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune job stats", "err", err)
 	}
 	return lead, true

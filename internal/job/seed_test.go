@@ -14,9 +14,11 @@ import (
 	"github.com/jejakhq/jejak/internal/testdb"
 )
 
-// TestSeed000Chronology replays seed 000's frozen-clock walkthrough of
-// JobQueue exactly: the same jobs, instants, attempts, backoffs, order,
-// dead letter and refusal, printed in the seed's output format.
+// TestSeed000Chronology runs a fixed story on a frozen clock and compares
+// the printed chronology line by line: the jobs, instants, attempts,
+// backoffs (2 then 4 minutes), order, dead letter and the refusal to
+// complete a job not held. Any change to the engine's timing or ordering
+// shows up as a diff.
 func TestSeed000Chronology(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -143,10 +145,10 @@ fail: new state 'dead' (attempt 3 = max attempts)
 Refused: complete job 999: job is not held by this worker
 `, tenants[0])
 	if got := out.String(); got != want {
-		t.Fatalf("chronology differs from seed 000.\n--- got ---\n%s\n--- want ---\n%s", got, want)
+		t.Fatalf("chronology differs from the expected one.\n--- got ---\n%s\n--- want ---\n%s", got, want)
 	}
 
-	// The attempt history kept every failure, not only the last (J6).
+	// The attempt history kept every failure, not only the last.
 	r, err := e.Get(ctx, j1.ID)
 	if err != nil {
 		t.Fatal(err)

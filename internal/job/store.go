@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,7 +13,9 @@ import (
 )
 
 // This file is the only one in the package that touches sqlc's types: it
-// converts rows into domain types and maps pgx.ErrNoRows to ErrNotFound.
+// converts rows into domain types and maps pgx.ErrNoRows to the package's
+// errors. (claim.sql is run here too: the claim is hand-written SQL, since
+// its per-tenant LIMIT needs a shape sqlc cannot express.)
 
 //go:embed claim.sql
 var claimSQL string
@@ -229,62 +230,6 @@ func storeRenew(ctx context.Context, db queries.DBTX, now *time.Time, workerID s
 	})
 }
 
-func storeListDead(ctx context.Context, db queries.DBTX, tenantID *int64, limit int) ([]DeadLetter, error) {
-	rows, err := queries.New(db).JobListDead(ctx, queries.JobListDeadParams{TenantID: tenantID, MaxRows: int32(limit)})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]DeadLetter, len(rows))
-	for i, r := range rows {
-		out[i] = DeadLetter{
-			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, Payload: r.Payload,
-			Attempts: int(r.Attempt), MaxAttempts: int(r.MaxAttempts), LastError: deref(r.LastError),
-			Class: Class(deref(r.ErrorClass)), Flagged: r.Flagged, TraceID: r.TraceID,
-		}
-		if r.FinishedAt != nil {
-			out[i].FinishedAt = *r.FinishedAt
-		}
-	}
-	return out, nil
-}
-
-func storeGet(ctx context.Context, db queries.DBTX, id int64) (*Record, error) {
-	r, err := queries.New(db).JobGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	rec := &Record{
-		Job: Job{
-			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, Priority: r.Priority,
-			Payload: r.Payload, Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
-			TraceID: r.TraceID, RequestedBy: r.RequestedBy, RequestedAt: r.RequestedAt,
-			ExpiresAt: r.ExpiresAt, IdempotencyKey: deref(r.IdempotencyKey), PayloadHash: r.PayloadHash,
-			WorkerID: deref(r.WorkerID), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
-			payloadIntact: r.PayloadIntact,
-		},
-		State:      State(r.State),
-		FinishedAt: r.FinishedAt,
-		LastError:  deref(r.LastError),
-		Class:      Class(deref(r.ErrorClass)),
-		Flagged:    r.Flagged,
-	}
-	if r.AttemptedAt != nil {
-		rec.AttemptedAt = *r.AttemptedAt
-	}
-	if r.LeaseExpiresAt != nil {
-		rec.LeaseExpiresAt = *r.LeaseExpiresAt
-	}
-	if len(r.Errors) > 0 {
-		if err := json.Unmarshal(r.Errors, &rec.Errors); err != nil {
-			return nil, fmt.Errorf("decode attempt history of job %d: %w", id, err)
-		}
-	}
-	return rec, nil
-}
-
 func storeDeleteFinished(ctx context.Context, db queries.DBTX, now *time.Time, states []State, olderThan time.Duration, limit int) (int64, error) {
 	ss := make([]string, len(states))
 	for i, s := range states {
@@ -293,6 +238,11 @@ func storeDeleteFinished(ctx context.Context, db queries.DBTX, now *time.Time, s
 	return queries.New(db).JobDeleteFinished(ctx, queries.JobDeleteFinishedParams{
 		States: ss, Now: now, OlderThanSeconds: olderThan.Seconds(), MaxRows: int32(limit),
 	})
+}
+
+// storeStatsPrune deletes rollup minutes older than olderThan.
+func storeStatsPrune(ctx context.Context, db queries.DBTX, now *time.Time, olderThan time.Duration) (int64, error) {
+	return queries.New(db).JobStatsPrune(ctx, queries.JobStatsPruneParams{Now: now, OlderThanSeconds: olderThan.Seconds()})
 }
 
 func storeNotify(ctx context.Context, db queries.DBTX) error {
@@ -323,19 +273,6 @@ func storeWorkerDelete(ctx context.Context, db queries.DBTX, workerID string) er
 
 func storeWorkerDeleteStale(ctx context.Context, db queries.DBTX, now *time.Time, olderThan time.Duration) (int64, error) {
 	return queries.New(db).JobWorkerDeleteStale(ctx, queries.JobWorkerDeleteStaleParams{Now: now, OlderThanSeconds: olderThan.Seconds()})
-}
-
-func storeWorkerList(ctx context.Context, db queries.DBTX) ([]WorkerInfo, error) {
-	rows, err := queries.New(db).JobWorkerList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]WorkerInfo, len(rows))
-	for i, r := range rows {
-		out[i] = WorkerInfo{WorkerID: r.WorkerID, StartedAt: r.StartedAt, LastHeartbeat: r.LastHeartbeat,
-			Running: int(r.Running), Capacity: int(r.Capacity), Queues: r.Queues, Leader: r.Leader}
-	}
-	return out, nil
 }
 
 func deref[T any](p *T) T {

@@ -1,6 +1,7 @@
 // Package points keeps each tenant's loyalty points: an append-only ledger,
 // a running balance per customer, and the points.award job kind. Awards are
-// idempotent per message id (seed 004): the dedup claim is an atomic
+// idempotent per message id (messages are delivered at least once): the
+// dedup claim is an atomic
 // INSERT ... ON CONFLICT DO NOTHING in the same transaction as the ledger
 // row and the balance update, so a redelivered or concurrently duplicated
 // message awards once.
@@ -8,13 +9,13 @@ package points
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
@@ -32,11 +33,11 @@ const Consumer = "points.award"
 const MaxPoints = 1_000_000
 
 // ErrNotFound is returned when a customer has no balance yet.
-var ErrNotFound = errors.New("points: not found")
+var ErrNotFound = apperr.NotFound("points: not found")
 
 // ErrInvalid is returned for an award that breaks a rule (empty customer,
 // non-positive points, missing message id).
-var ErrInvalid = errors.New("points: invalid award")
+var ErrInvalid = &apperr.Error{Code: apperr.CodeInvalid, Message: "points: invalid award"}
 
 // Award is one grant of points, identified by the message that caused it.
 type Award struct {

@@ -116,7 +116,7 @@ type AuditEventEntityHistoryParams struct {
 	Lim      int32
 }
 
-// One entity's story in one tenant, oldest first (seed 000's riwayat()).
+// One entity's story in one tenant, oldest first (its history page).
 func (q *Queries) AuditEventEntityHistory(ctx context.Context, arg AuditEventEntityHistoryParams) ([]AuditEvent, error) {
 	rows, err := q.db.Query(ctx, auditEventEntityHistory,
 		arg.TenantID,

@@ -26,7 +26,7 @@ type JobDeleteFinishedParams struct {
 	MaxRows          int32
 }
 
-// Retention (J13) in bounded slices so a prune never holds long locks.
+// Retention in bounded slices so a prune never holds long locks.
 func (q *Queries) JobDeleteFinished(ctx context.Context, arg JobDeleteFinishedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, jobDeleteFinished,
 		arg.States,

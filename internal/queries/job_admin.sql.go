@@ -414,10 +414,10 @@ type JobAdminListRow struct {
 	WorkerID    *string
 }
 
-// Staff dashboard reads and operator actions on jobs (SPEC D3–D5), and the
-// per-minute statistics rollup. The filtered reads are written as
+// Staff console reads and operator actions on jobs (internal/console), and
+// the per-minute statistics rollup. The filtered reads are written as
 // "(narg IS NULL OR col = narg)" and planned with their actual parameters
-// (job.customPlans), so each plan uses the index that fits the filters
+// (database.FreshPlans), so each plan uses the index that fits the filters
 // present.
 // The job list, newest first, keyset on id. payload_contains is a jsonb
 // object matched with @> (one field=value search).
@@ -569,37 +569,6 @@ func (q *Queries) JobAdminRetryMany(ctx context.Context, arg JobAdminRetryManyPa
 			return nil, err
 		}
 		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const jobAdminTenants = `-- name: JobAdminTenants :many
-SELECT id, slug, name FROM tenants ORDER BY slug
-`
-
-type JobAdminTenantsRow struct {
-	ID   int64
-	Slug string
-	Name string
-}
-
-// Tenant names for the staff pages (a small table).
-func (q *Queries) JobAdminTenants(ctx context.Context) ([]JobAdminTenantsRow, error) {
-	rows, err := q.db.Query(ctx, jobAdminTenants)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []JobAdminTenantsRow{}
-	for rows.Next() {
-		var i JobAdminTenantsRow
-		if err := rows.Scan(&i.ID, &i.Slug, &i.Name); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

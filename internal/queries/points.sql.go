@@ -150,7 +150,7 @@ type ProcessedMessageClaimParams struct {
 	Now       *time.Time
 }
 
-// The atomic dedup claim (seed 004): 1 row = first delivery, 0 = a repeat.
+// The atomic dedup claim: 1 row = first delivery, 0 = a repeat.
 // A concurrent claimer of the same id waits here until the first commits.
 func (q *Queries) ProcessedMessageClaim(ctx context.Context, arg ProcessedMessageClaimParams) (int64, error) {
 	result, err := q.db.Exec(ctx, processedMessageClaim,

@@ -120,3 +120,35 @@ func (q *Queries) TenantGetBySlug(ctx context.Context, slug string) (Tenant, err
 	)
 	return i, err
 }
+
+const tenantListNames = `-- name: TenantListNames :many
+SELECT id, slug, name FROM tenants ORDER BY slug
+`
+
+type TenantListNamesRow struct {
+	ID   int64
+	Slug string
+	Name string
+}
+
+// Every tenant's id, slug and name (a small table), for staff labels and
+// filters and the command line.
+func (q *Queries) TenantListNames(ctx context.Context) ([]TenantListNamesRow, error) {
+	rows, err := q.db.Query(ctx, tenantListNames)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TenantListNamesRow{}
+	for rows.Next() {
+		var i TenantListNamesRow
+		if err := rows.Scan(&i.ID, &i.Slug, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/tenant"
@@ -97,8 +98,14 @@ func TestAuditHeadLockOrder(t *testing.T) {
 	errs := make(chan error, 2)
 	go func() { errs <- svc.RecordSignIn(ctx, member, false, "192.0.2.1", "") }()
 	poll(t, waiting(1))
+	var maxID int64
+	for _, j := range claimed {
+		maxID = max(maxID, j.ID)
+	}
+	staffConsole := console.New(console.Config{App: db.App, System: db.System, Kinds: e, Tenants: svc,
+		Audit: audit.NewService(db.App, db.System)})
 	go func() {
-		_, err := e.ActOnDeadMatching(ctx, job.Operator{UserID: staff}, job.ActionDiscard, job.DeadFilter{Kind: "k"}, "clean up")
+		_, err := staffConsole.Bulk(ctx, console.Operator{UserID: staff}, console.ActionDiscard, console.DeadQuery{Kind: "k"}, maxID, "clean up")
 		errs <- err
 	}()
 	poll(t, waiting(2))

@@ -104,3 +104,15 @@ func mapErr(err error, what string) error {
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+func (s store) names(ctx context.Context) ([]Name, error) {
+	rows, err := s.q.TenantListNames(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list tenant names: %w", err)
+	}
+	out := make([]Name, len(rows))
+	for i, r := range rows {
+		out[i] = Name{ID: r.ID, Slug: r.Slug, Name: r.Name}
+	}
+	return out, nil
+}

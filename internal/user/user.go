@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/alexedwards/argon2id"
+
+	"github.com/jejakhq/jejak/internal/apperr"
 )
 
 // Staff roles. Staff roles are global, not per tenant.
@@ -20,10 +22,10 @@ const (
 
 var (
 	// ErrNotFound means no such user.
-	ErrNotFound = errors.New("user not found")
+	ErrNotFound = apperr.NotFound("user not found")
 	// ErrInvalidCredentials covers unknown e-mail, wrong password and
 	// disabled account alike, so sign-in does not reveal which one it was.
-	ErrInvalidCredentials = errors.New("invalid e-mail or password")
+	ErrInvalidCredentials = apperr.Invalid("email", "Invalid e-mail or password.")
 )
 
 // User is an account.

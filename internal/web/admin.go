@@ -7,11 +7,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/audit"
-	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/views/admin"
 )
 
-// Staff pages (SPEC D3–D5): cross-tenant, read through the system pool,
+// Staff pages: cross-tenant (the console reads through the system pool),
 // guarded by requireStaff. This file has the queue overview and the
 // helpers the other admin_*.go files share.
 
@@ -34,42 +34,16 @@ func (s *Server) adminHome(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	tenants, _, err := s.tenantNames(c)
-	if err != nil {
-		return err
-	}
 	maxAge := s.StatsMaxAge
 	if maxAge == 0 {
-		maxAge = job.DefaultStatsMaxAge
+		maxAge = console.DefaultStatsMaxAge
 	}
-	vm := admin.OverviewVM{O: o, Age: age, MaxAge: max(maxAge, 0), Tenants: tenants}
+	tenants, _ := adminTenants(o.Tenants)
+	vm := admin.OverviewVM{O: adminSnapshot(o), Age: age, MaxAge: max(maxAge, 0), Tenants: tenants}
 	if partial == "overview" {
 		return render(c, http.StatusOK, admin.Overview(vm))
 	}
 	return render(c, http.StatusOK, admin.OverviewPage(vm))
-}
-
-// tenantNames loads every tenant (a small table) for labels and filters.
-func (s *Server) tenantNames(c echo.Context) (admin.Tenants, []job.TenantName, error) {
-	all, err := job.TenantNames(c.Request().Context(), s.System)
-	if err != nil {
-		return nil, nil, err
-	}
-	m := make(admin.Tenants, len(all))
-	for _, t := range all {
-		m[t.ID] = t
-	}
-	return m, all, nil
-}
-
-// tenantBySlug resolves a tenant filter; ok is false for an unknown slug.
-func tenantBySlug(all []job.TenantName, slug string) (int64, bool) {
-	for _, t := range all {
-		if t.Slug == slug {
-			return t.ID, true
-		}
-	}
-	return 0, false
 }
 
 func (s *Server) setFlash(c echo.Context, msg string) {

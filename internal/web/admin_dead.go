@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,81 +9,55 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/views/admin"
 )
 
-var validClasses = map[string]bool{"transient": true, "permanent": true, "policy": true}
-
-// deadFilter reads the dead-letter filter from query or form values;
-// problems land in form.Errors.
-func deadFilter(v url.Values, all []job.TenantName) (admin.DeadForm, job.DeadFilter) {
-	form := admin.DeadForm{
+// deadForm reads the dead-letter filter from query or form values as typed.
+func deadForm(v url.Values) admin.DeadForm {
+	return admin.DeadForm{
 		Kind: strings.TrimSpace(v.Get("kind")), Class: v.Get("class"), Tenant: v.Get("tenant"), Flagged: v.Get("flagged"),
 		Errors: map[string]string{},
 	}
-	f := job.DeadFilter{Kind: form.Kind, Class: job.Class(form.Class)}
-	if form.Class != "" && !validClasses[form.Class] {
-		form.Errors["class"] = "Unknown failure class."
-	}
-	if form.Tenant != "" {
-		id, ok := tenantBySlug(all, form.Tenant)
-		if !ok {
-			form.Errors["tenant"] = "Unknown tenant."
-		}
-		f.TenantID = id
-	}
-	switch form.Flagged {
-	case "":
-	case "yes", "no":
-		b := form.Flagged == "yes"
-		f.Flagged = &b
-	default:
-		form.Errors["flagged"] = "Choose yes or no."
-	}
-	if len(form.Kind) > 100 {
-		form.Errors["class"] = "A kind is at most 100 characters."
-	}
-	return form, f
 }
 
-// deadVM builds the dead-letter page for a filter.
-func (s *Server) deadVM(c echo.Context, v url.Values) (admin.DeadVM, job.DeadFilter, error) {
-	ctx := c.Request().Context()
-	tenants, all, err := s.tenantNames(c)
+func deadQuery(f admin.DeadForm) console.DeadQuery {
+	return console.DeadQuery{Kind: f.Kind, Class: f.Class, Tenant: f.Tenant, Flagged: f.Flagged}
+}
+
+// deadVM builds the dead-letter page for a filter; filter problems land in
+// the form's errors (the caller answers 422).
+func (s *Server) deadVM(c echo.Context, v url.Values) (admin.DeadVM, error) {
+	form := deadForm(v)
+	before, err := keyset.Cursor("before", v.Get("before"))
 	if err != nil {
-		return admin.DeadVM{}, job.DeadFilter{}, err
+		return admin.DeadVM{}, err
 	}
-	form, f := deadFilter(v, all)
-	before, err := parseCursor(v.Get("before"))
+	res, err := s.Console.Dead(c.Request().Context(), deadQuery(form), before)
+	if fields := apperr.FieldsOf(err); fields != nil {
+		form.Errors, err = fields, nil
+	}
 	if err != nil {
-		return admin.DeadVM{}, f, err
+		return admin.DeadVM{}, err
 	}
-	vm := admin.DeadVM{Form: form, AllTenants: all, Tenants: tenants, FirstPage: before == 0}
-	if vm.Groups, err = job.DeadGroups(ctx, s.System, f.TenantID); err != nil {
-		return vm, f, err
-	}
-	if len(form.Errors) > 0 {
-		return vm, f, nil
-	}
-	page, err := job.ListDead(ctx, s.System, f, before, 50)
-	if err != nil {
-		return vm, f, err
-	}
-	vm.Rows = page.Rows
-	if page.Next != 0 {
+	tenants, all := adminTenants(res.Tenants)
+	vm := admin.DeadVM{Form: form, AllTenants: all, Tenants: tenants, FirstPage: before == 0,
+		Groups: adminDeadGroups(res.Groups), Rows: adminRows(res.Rows)}
+	if res.Next != 0 {
 		next := form.Values()
-		next.Set("before", strconv.FormatInt(page.Next, 10))
+		next.Set("before", keyset.Format(res.Next))
 		vm.NextURL = "/admin/dead?" + next.Encode()
 	}
-	return vm, f, nil
+	return vm, nil
 }
 
 // adminDead lists dead letters grouped by kind and class, then one keyset
 // page of them with retry/discard per row and the bulk actions.
 func (s *Server) adminDead(c echo.Context) error {
-	vm, _, err := s.deadVM(c, c.QueryParams())
+	vm, err := s.deadVM(c, c.QueryParams())
 	if err != nil {
 		return err
 	}
@@ -96,33 +69,30 @@ func (s *Server) adminDead(c echo.Context) error {
 	return render(c, status, admin.DeadPage(vm))
 }
 
+var errBadBulkFilter = echo.NewHTTPError(http.StatusUnprocessableEntity, "Invalid filter: fix it on the dead-letter page first.")
+
 // bulkVM counts what a bulk action over the filter in v would change.
-func (s *Server) bulkVM(c echo.Context, v url.Values) (admin.BulkVM, job.DeadFilter, error) {
-	action, ok := job.ParseAction(v.Get("action"))
+func (s *Server) bulkVM(c echo.Context, v url.Values) (admin.BulkVM, error) {
+	action, ok := console.ParseAction(v.Get("action"))
 	if !ok {
-		return admin.BulkVM{}, job.DeadFilter{}, echo.NewHTTPError(http.StatusBadRequest, "Unknown bulk action.")
+		return admin.BulkVM{}, echo.NewHTTPError(http.StatusBadRequest, "Unknown bulk action.")
 	}
-	_, all, err := s.tenantNames(c)
+	form := deadForm(v)
+	p, err := s.Console.BulkPreview(c.Request().Context(), deadQuery(form))
+	if apperr.CodeOf(err) == apperr.CodeInvalid {
+		return admin.BulkVM{}, errBadBulkFilter
+	}
 	if err != nil {
-		return admin.BulkVM{}, job.DeadFilter{}, err
+		return admin.BulkVM{}, err
 	}
-	form, f := deadFilter(v, all)
-	if len(form.Errors) > 0 {
-		return admin.BulkVM{}, f, echo.NewHTTPError(http.StatusUnprocessableEntity, "Invalid filter: fix it on the dead-letter page first.")
-	}
-	n, err := job.CountDead(c.Request().Context(), s.System, f, job.MaxBulk+1)
-	if err != nil {
-		return admin.BulkVM{}, f, err
-	}
-	b := admin.BulkVM{Action: string(action), Form: form, Count: min(n.N, job.MaxBulk), Capped: n.N > job.MaxBulk, MaxID: n.MaxID, Cap: job.MaxBulk}
-	return b, f, nil
+	return admin.BulkVM{Action: string(action), Form: form, Count: p.Count, Capped: p.Capped, MaxID: p.MaxID, Cap: console.MaxBulk}, nil
 }
 
 // adminDeadBulkPreview shows how many dead letters a bulk action over the
 // current filter will change, and asks for the reason. htmx loads it in
 // place; without JavaScript it is a page.
 func (s *Server) adminDeadBulkPreview(c echo.Context) error {
-	b, _, err := s.bulkVM(c, c.QueryParams())
+	b, err := s.bulkVM(c, c.QueryParams())
 	if err != nil {
 		return err
 	}
@@ -133,9 +103,9 @@ func (s *Server) adminDeadBulkPreview(c echo.Context) error {
 }
 
 // adminDeadBulk runs a confirmed bulk action: at most the jobs its preview
-// counted (ids up to max_id, still dead, at most job.MaxBulk), each with an
-// audit event in its tenant's trail. A missing reason re-renders the
-// confirmation with the message (422) and changes nothing.
+// counted (ids up to max_id, still dead, at most console.MaxBulk), each
+// with an audit event in its tenant's trail. A missing reason re-renders
+// the confirmation with the message (422) and changes nothing.
 func (s *Server) adminDeadBulk(c echo.Context) error {
 	form, err := c.FormParams()
 	if err != nil {
@@ -145,46 +115,39 @@ func (s *Server) adminDeadBulk(c echo.Context) error {
 	if err != nil || maxID < 0 {
 		return echo.NewHTTPError(http.StatusBadRequest, "Bad bulk confirmation: open the preview again.")
 	}
-	action, ok := job.ParseAction(form.Get("action"))
+	action, ok := console.ParseAction(form.Get("action"))
 	if !ok {
 		return echo.NewHTTPError(http.StatusBadRequest, "Unknown bulk action.")
 	}
-	_, all, err := s.tenantNames(c)
-	if err != nil {
-		return err
-	}
-	dform, f := deadFilter(form, all)
-	if len(dform.Errors) > 0 {
-		return echo.NewHTTPError(http.StatusUnprocessableEntity, "Invalid filter: fix it on the dead-letter page first.")
-	}
+	dform := deadForm(form)
+	ctx := c.Request().Context()
+	op := console.Operator{UserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx)}
 	reason := form.Get("reason")
-	if _, err := job.CheckReason(reason); err != nil {
-		b, _, berr := s.bulkVM(c, form)
+	n, err := s.Console.Bulk(ctx, op, action, deadQuery(dform), maxID, reason)
+	if msg := apperr.FieldsOf(err)["reason"]; msg != "" {
+		b, berr := s.bulkVM(c, form)
 		if berr != nil {
 			return berr
 		}
-		b.Reason, b.ReasonError = reason, reasonMessage(err)
+		b.Reason, b.ReasonError = reason, msg
 		return render(c, http.StatusUnprocessableEntity, admin.BulkPage(b))
 	}
-	if maxID == 0 {
+	switch {
+	case apperr.CodeOf(err) == apperr.CodeInvalid:
+		return errBadBulkFilter
+	case err != nil && n > 0:
+		// Earlier batches committed; say so rather than hide it.
+		s.setFlash(c, fmt.Sprintf("%s stopped after %d job(s): %s", action, n, "internal error"))
+		s.Logger.ErrorContext(ctx, "bulk dead-letter action failed", "error", err.Error(), "done", n)
+		return c.Redirect(http.StatusSeeOther, dform.URL())
+	case err != nil:
+		return err
+	case maxID == 0:
 		s.setFlash(c, "Nothing to do: no dead letters matched.")
 		return c.Redirect(http.StatusSeeOther, dform.URL())
 	}
-	f.MaxID = maxID
-	ctx := c.Request().Context()
-	op := job.Operator{UserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx)}
-	n, err := s.Jobs.ActOnDeadMatching(ctx, op, action, f, reason)
-	if err != nil && !errors.Is(err, job.ErrReasonRequired) {
-		if n > 0 {
-			// Earlier batches committed; say so rather than hide it.
-			s.setFlash(c, fmt.Sprintf("%s stopped after %d job(s): %s", action, n, "internal error"))
-			s.Logger.ErrorContext(ctx, "bulk dead-letter action failed", "error", err.Error(), "done", n)
-			return c.Redirect(http.StatusSeeOther, dform.URL())
-		}
-		return err
-	}
 	verb := "Retried"
-	if action == job.ActionDiscard {
+	if action == console.ActionDiscard {
 		verb = "Discarded"
 	}
 	s.setFlash(c, fmt.Sprintf("%s %d dead job(s) matching %s. The reason is recorded in each tenant's audit trail.", verb, n, dform.Describe()))

@@ -110,8 +110,8 @@ func (f *fixture) trail(slug, action string) []audit.Recorded {
 	tid := f.tenantID(slug)
 	var out []audit.Recorded
 	err := database.InTenantTx(context.Background(), f.db.App, tid, func(tx pgx.Tx) error {
-		p, err := audit.Timeline(context.Background(), tx, tid, audit.Filter{Action: action}, nil, 500)
-		out = p.Events
+		p, err := audit.Timeline(context.Background(), tx, tid, audit.Filter{Action: action}, 0, 500)
+		out = p.Rows
 		return err
 	})
 	if err != nil {

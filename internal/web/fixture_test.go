@@ -61,7 +61,9 @@ func newHandler(db *testdb.DB, engine *job.Engine, log *slog.Logger, statsMaxAge
 	deps.StatsMaxAge = statsMaxAge
 	dir, err := os.MkdirTemp("", "jejak-anchors-")
 	if err == nil {
-		deps.Anchors, _ = anchor.Open(dir)
+		if store, err := anchor.Open(dir); err == nil {
+			deps.Anchors = anchor.NewService(store, db.System)
+		}
 	}
 	return web.New(deps)
 }

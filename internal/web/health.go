@@ -15,7 +15,7 @@ func (s *Server) healthz(c echo.Context) error { return c.String(http.StatusOK, 
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
-	if err := s.App.Ping(ctx); err != nil {
+	if err := s.DB.Ping(ctx); err != nil {
 		return c.String(http.StatusServiceUnavailable, "database unreachable")
 	}
 	return c.String(http.StatusOK, "ready")

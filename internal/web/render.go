@@ -38,6 +38,8 @@ func statusOf(err error) (int, string) {
 		switch ae.Code {
 		case apperr.CodeInvalid:
 			return http.StatusUnprocessableEntity, ae.Error()
+		case apperr.CodeMalformed:
+			return http.StatusBadRequest, ae.Message
 		case apperr.CodeNotFound:
 			return http.StatusNotFound, "Page not found."
 		case apperr.CodeConflict:

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/static"
 )
 
@@ -35,10 +36,11 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/projects", s.projectCreate)
 	t.POST("/projects/:id/delete", s.projectDelete)
 	t.POST("/plan", s.planChange)
-	// -- tenant audit trail and jobs pages (issue 5) --
+	// The tenant's audit trail (any member may read and verify it) and its
+	// read-only jobs list.
 	t.GET("/audit", s.auditTimeline)
-	t.GET("/audit/export.csv", s.auditExport("csv"))
-	t.GET("/audit/export.jsonl", s.auditExport("jsonl"))
+	t.GET("/audit/export.csv", s.auditExport(audit.FormatCSV))
+	t.GET("/audit/export.jsonl", s.auditExport(audit.FormatJSONLines))
 	t.POST("/audit/verify", s.auditVerify)
 	t.GET("/audit/checkpoint", s.auditCheckpoint)
 	t.GET("/audit/:entity/:id", s.auditEntity)
@@ -47,7 +49,9 @@ func (s *Server) routes(e *echo.Echo) {
 	// Support staff pages.
 	adm := signedIn.Group("/admin", s.requireStaff)
 	adm.GET("", s.adminHome)
-	// -- staff pages (issue 5) --
+	// Staff console: jobs across tenants, dead letters and their repair
+	// (every action needs a reason and lands in the tenant's audit trail),
+	// trace search.
 	adm.GET("/jobs", s.adminJobs)
 	adm.GET("/jobs/:id", s.adminJob)
 	adm.POST("/jobs/:id/retry", s.adminJobRetry)

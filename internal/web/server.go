@@ -4,43 +4,53 @@
 package web
 
 import (
-	"github.com/jejakhq/jejak/internal/anchor"
-
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/alexedwards/scs/pgxstore"
 	"github.com/alexedwards/scs/v2"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/anchor"
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
-	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 )
 
-// Deps are the services the handlers use.
+// Pinger reports whether the database answers (readiness).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps are the services the handlers use. Handlers reach data only through
+// them: each service opens its own tenant-scoped or system transaction, so
+// no handler can forget to set the tenant.
 type Deps struct {
-	App     *pgxpool.Pool // tenant-facing pool (jejak_app)
-	System  *pgxpool.Pool // cross-tenant pool (jejak_system) for staff pages
-	Users   *user.Service
-	Tenants *tenant.Service
+	// DB answers the readiness check.
+	DB Pinger
+	// Sessions stores sessions: the sessions table in production; nil keeps
+	// them in memory.
+	Sessions scs.Store
+	Users    *user.Service
+	Tenants  *tenant.Service
+	Audit    *audit.Service
+	// Console is the staff's view of the job engine and a tenant's list of
+	// its own jobs; the workers themselves run beside the server.
+	Console *console.Service
 	Clock   clock.Clock
 	Logger  *slog.Logger
 	// SecureCookies marks cookies Secure; set it when served behind TLS.
 	SecureCookies bool
-	// Jobs is the job engine (enqueue and operator actions); the workers
-	// themselves run beside the server, not inside it.
-	Jobs *job.Engine
 	// StatsMaxAge bounds how stale the staff queue overview may be (one
 	// shared snapshot per period, whatever the number of viewers);
-	// 0 = job.DefaultStatsMaxAge, negative = fresh on every request (tests).
+	// 0 = console.DefaultStatsMaxAge, negative = fresh on every request (tests).
 	StatsMaxAge time.Duration
 	// Anchors holds the signed audit checkpoints owners download; nil =
 	// no checkpoint route answers (404).
-	Anchors *anchor.Store
+	Anchors *anchor.Service
 }
 
 // Server holds the handlers' dependencies.
@@ -51,7 +61,7 @@ type Server struct {
 	// more loosely, per client address (spraying many accounts).
 	throttleEmail, throttleIP *throttle
 	// stats is the queue overview snapshot shared by all staff viewers.
-	stats *job.StatsCache
+	stats *console.StatsCache
 }
 
 // New builds the echo application with every route registered.
@@ -63,7 +73,9 @@ func New(d Deps) *echo.Echo {
 		d.Clock = clock.Database{}
 	}
 	sm := scs.New()
-	sm.Store = pgxstore.NewWithCleanupInterval(d.App, 30*time.Minute)
+	if d.Sessions != nil {
+		sm.Store = d.Sessions
+	}
 	sm.Lifetime = 12 * time.Hour
 	sm.IdleTimeout = 2 * time.Hour
 	sm.Cookie.Name = "jejak_session"
@@ -72,8 +84,8 @@ func New(d Deps) *echo.Echo {
 	sm.Cookie.Secure = d.SecureCookies
 	s := &Server{Deps: d, sessions: sm, throttleEmail: newThrottle(5, 15*time.Minute), throttleIP: newThrottle(50, 15*time.Minute)}
 
-	if d.Jobs != nil {
-		s.stats = job.NewStatsCache(d.Jobs.Overview, d.StatsMaxAge)
+	if d.Console != nil {
+		s.stats = console.NewStatsCache(d.Console.Overview, d.StatsMaxAge)
 	}
 
 	e := echo.New()

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/mail"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,11 +16,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/audit"
-	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/views/components"
@@ -46,8 +44,6 @@ type auditFilter struct {
 	query string
 }
 
-var auditActionPattern = regexp.MustCompile(`^[a-z][a-z0-9_.:-]*$`)
-
 // parseAuditFilter reads the filter query parameters. Invalid values come
 // back as form errors (the caller answers 422 with them next to the
 // fields); nothing is read from the audit trail then.
@@ -62,7 +58,7 @@ func (s *Server) parseAuditFilter(c echo.Context, loc *time.Location) (auditFilt
 	canon := url.Values{}
 
 	if fm.Action != "" {
-		if len(fm.Action) > 100 || !auditActionPattern.MatchString(fm.Action) {
+		if !audit.ValidAction(fm.Action) {
 			fm.Errors["action"] = "An action is lower-case, like project.create."
 		} else {
 			af.f.Action = fm.Action
@@ -176,18 +172,11 @@ func printable(s string) bool {
 	return true
 }
 
-// seqParam reads a positive sequence number cursor (before/after); a bad
-// one is a 400 with a message, never a 500.
+// seqParam reads a sequence number cursor (before/after); a bad one is a
+// 400 with a message, never a 500.
 func seqParam(c echo.Context, name string) (int64, bool, error) {
-	v := c.QueryParam(name)
-	if v == "" {
-		return 0, false, nil
-	}
-	cur, err := audit.ParseCursor(v)
-	if err != nil || cur == nil || cur.Seq <= 0 {
-		return 0, false, echo.NewHTTPError(http.StatusBadRequest, "The "+name+" cursor is not valid; go back to the newest events.")
-	}
-	return cur.Seq, true, nil
+	n, err := keyset.Cursor(name, c.QueryParam(name))
+	return n, n > 0, err
 }
 
 // auditTimeline serves the timeline page, and with htmx its partials: the
@@ -231,36 +220,18 @@ func (s *Server) auditTimeline(c echo.Context) error {
 		return s.auditPoll(c, t, af, after)
 	}
 
-	var cursor *audit.Cursor
-	if hasBefore {
-		cursor = &audit.Cursor{Seq: before}
-	}
-	// A filtered first page also reads the trail's head (one primary-key
-	// probe) so its poll starts there and never rescans the non-matching
-	// events between the newest match and the head. Read before the page:
-	// a tenant's events commit in seq order, so anything newer than the
-	// head read here is either on the page or newer than both.
-	probeHead := !hasBefore && af.query != ""
-	var page audit.Page
-	var head int64
-	err = database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) error {
-		if probeHead {
-			if _, head, err = audit.Newer(ctx, tx, t.ID, audit.Filter{}, 1<<62, 1); err != nil {
-				return err
-			}
-		}
-		page, err = audit.Timeline(ctx, tx, t.ID, af.f, cursor, auditPageSize)
-		return err
-	})
+	// A filtered first page also reads the trail's head so its poll starts
+	// there (see audit.Service.Timeline).
+	page, err := s.Audit.Timeline(ctx, t.ID, af.f, before, auditPageSize, !hasBefore && af.query != "")
 	if err != nil {
 		return err
 	}
-	rows, err := s.auditRows(ctx, t, page.Events)
+	rows, err := s.auditRows(ctx, t, page.Rows)
 	if err != nil {
 		return err
 	}
-	if page.Next != nil {
-		vm.OlderURL = linkWith("/t/"+t.Slug+"/audit", af.query, "before", page.Next.String())
+	if page.Next != 0 {
+		vm.OlderURL = linkWith("/t/"+t.Slug+"/audit", af.query, "before", keyset.Format(page.Next))
 	}
 	if hasBefore && partial {
 		return render(c, http.StatusOK, viewtenant.AuditOlder(rows, vm.OlderURL))
@@ -271,9 +242,9 @@ func (s *Server) auditTimeline(c echo.Context) error {
 	} else {
 		// The first page polls for what arrives after its newest event or
 		// the head, whichever is later.
-		newest := head
-		if len(page.Events) > 0 && page.Events[0].Seq > newest {
-			newest = page.Events[0].Seq
+		newest := page.Head
+		if len(page.Rows) > 0 && page.Rows[0].Seq > newest {
+			newest = page.Rows[0].Seq
 		}
 		vm.PollURL = linkWith("/t/"+t.Slug+"/audit", af.query, "after", strconv.FormatInt(newest, 10))
 	}
@@ -287,12 +258,7 @@ func (s *Server) auditTimeline(c echo.Context) error {
 // the page alone), else the new events newest first under a new poller.
 func (s *Server) auditPoll(c echo.Context, t *tenant.Tenant, af auditFilter, after int64) error {
 	ctx := c.Request().Context()
-	var events []audit.Recorded
-	var through int64
-	err := database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) (err error) {
-		events, through, err = audit.Newer(ctx, tx, t.ID, af.f, after, auditPollLimit)
-		return err
-	})
+	events, through, err := s.Audit.Poll(ctx, t.ID, af.f, after, auditPollLimit)
 	if err != nil {
 		return err
 	}
@@ -320,11 +286,7 @@ func (s *Server) auditEntity(c echo.Context) error {
 	if entity == "" || len(entity) > 100 || len(entityID) > 200 || !printable(entity) || !printable(entityID) {
 		return tenant.ErrNotFound
 	}
-	var events []audit.Recorded
-	err := database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) (err error) {
-		events, err = audit.EntityHistory(ctx, tx, t.ID, entity, entityID)
-		return err
-	})
+	events, err := s.Audit.EntityHistory(ctx, t.ID, entity, entityID)
 	if err != nil {
 		return err
 	}
@@ -363,21 +325,17 @@ func (s *Server) auditExport(format string) echo.HandlerFunc {
 		}
 		h := c.Response().Header()
 		name := t.Slug + "-audit"
-		write := audit.ExportCSV
 		switch format {
-		case "csv":
+		case audit.FormatCSV:
 			h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 			name += ".csv"
 		default:
 			h.Set(echo.HeaderContentType, "application/jsonl; charset=utf-8")
 			name += ".jsonl"
-			write = audit.ExportJSONLines
 		}
 		h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 		h.Set("Cache-Control", "no-store")
-		err = database.InTenantTx(ctx, s.App, t.ID, func(tx pgx.Tx) error {
-			return write(ctx, tx, t.ID, af.f, c.Response())
-		})
+		err = s.Audit.Export(ctx, t.ID, format, af.f, c.Response())
 		if err != nil && !c.Response().Committed {
 			// Nothing sent yet: answer a normal error page instead.
 			h.Del(echo.HeaderContentDisposition)
@@ -422,7 +380,7 @@ func verifyKey(tenantID int64) string { return "audit_verify:" + strconv.FormatI
 func (s *Server) auditVerify(c echo.Context) error {
 	ctx := c.Request().Context()
 	t := currentTenant(c)
-	res, err := audit.Verify(ctx, s.App, t.ID)
+	res, err := s.Audit.Verify(ctx, t.ID)
 	if err != nil {
 		return err
 	}

@@ -1,32 +1,34 @@
 package web
 
 import (
-	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/keyset"
 	viewtenant "github.com/jejakhq/jejak/views/tenant"
 )
 
-// tenantJobsPageSize is how many jobs one page of the tenant's list shows.
-const tenantJobsPageSize = 50
+// jobTabs are "All" and then one tab per state, in lifecycle order.
+var jobTabs = func() []jobTab {
+	tabs := []jobTab{{"All", ""}}
+	for _, st := range job.States {
+		tabs = append(tabs, jobTab{strings.ToUpper(string(st[:1])) + string(st[1:]), st})
+	}
+	return tabs
+}()
 
-var jobTabs = []struct {
+type jobTab struct {
 	label string
 	state job.State
-}{
-	{"All", ""}, {"Pending", job.StatePending}, {"Running", job.StateRunning},
-	{"Succeeded", job.StateSucceeded}, {"Dead", job.StateDead}, {"Cancelled", job.StateCancelled},
 }
 
 // tenantJobs lists the tenant's own jobs by state, newest first, keyset on
-// the job id; read-only for every member. It reads through the app pool in
-// the tenant's transaction, so row-level security applies.
+// the job id; read-only for every member. The console reads them in the
+// tenant's transaction, so row-level security applies.
 func (s *Server) tenantJobs(c echo.Context) error {
 	ctx := c.Request().Context()
 	t := currentTenant(c)
@@ -45,15 +47,11 @@ func (s *Server) tenantJobs(c echo.Context) error {
 		vm.StateError = "Unknown state: choose pending, running, succeeded, dead or cancelled."
 		return render(c, http.StatusUnprocessableEntity, viewtenant.JobsPage(vm))
 	}
-	var before int64
-	if v := c.QueryParam("before"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			return echo.NewHTTPError(http.StatusBadRequest, "The before cursor is not valid; go back to the newest jobs.")
-		}
-		before = n
+	before, err := keyset.Cursor("before", c.QueryParam("before"))
+	if err != nil {
+		return err
 	}
-	page, err := s.listTenantJobs(ctx, t.ID, state, before)
+	page, err := s.Console.TenantJobs(ctx, t.ID, state, before)
 	if err != nil {
 		return err
 	}
@@ -86,13 +84,4 @@ func (s *Server) tenantJobs(c echo.Context) error {
 		vm.Rows = append(vm.Rows, r)
 	}
 	return render(c, http.StatusOK, viewtenant.JobsPage(vm))
-}
-
-func (s *Server) listTenantJobs(ctx context.Context, tenantID int64, state job.State, before int64) (job.ListPage, error) {
-	var page job.ListPage
-	err := database.InTenantTx(ctx, s.App, tenantID, func(tx pgx.Tx) (err error) {
-		page, err = job.ListTenantJobs(ctx, tx, tenantID, state, before, tenantJobsPageSize)
-		return err
-	})
-	return page, err
 }

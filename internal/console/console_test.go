@@ -1,20 +1,73 @@
-package job_test
+package console_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/testdb"
 )
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newTenants inserts n tenants through the superuser pool and returns ids.
+func newTenants(t *testing.T, db *testdb.DB, n int) []int64 {
+	t.Helper()
+	ids := make([]int64, n)
+	for i := range ids {
+		err := db.Admin.QueryRow(context.Background(),
+			"INSERT INTO tenants (slug, name) VALUES ($1, $1) RETURNING id", fmt.Sprintf("tenant-%d", i+1)).Scan(&ids[i])
+		if err != nil {
+			t.Fatalf("insert tenant: %v", err)
+		}
+	}
+	return ids
+}
+
+// newEngine is an enqueue-only engine (the tests claim by hand).
+func newEngine(t *testing.T, db *testdb.DB, cfg job.Config) *job.Engine {
+	t.Helper()
+	cfg.Pool, cfg.Logger = db.System, quiet
+	e, err := job.New(cfg)
+	if err != nil {
+		t.Fatalf("new engine: %v", err)
+	}
+	return e
+}
+
+// newConsole is the console over db, with e's kinds and clk.
+func newConsole(db *testdb.DB, e *job.Engine, clk clock.Clock) *console.Service {
+	return console.New(console.Config{App: db.App, System: db.System, Clock: clk, Kinds: e,
+		Tenants: tenant.NewService(db.App, db.System, clk), Audit: audit.NewService(db.App, db.System)})
+}
+
+func enqueueTenant(t *testing.T, db *testdb.DB, e *job.Engine, p job.EnqueueParams) job.Enqueued {
+	t.Helper()
+	var out job.Enqueued
+	err := database.InTenantTx(context.Background(), db.App, p.TenantID, func(tx pgx.Tx) (err error) {
+		out, err = e.Enqueue(context.Background(), tx, p)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+	return out
+}
 
 func staffUser(t *testing.T, db *testdb.DB) int64 {
 	t.Helper()
@@ -49,6 +102,7 @@ func TestActOnDeadConcurrentRetriesApplyOnce(t *testing.T) {
 	e := newEngine(t, db, job.Config{})
 	staff := staffUser(t, db)
 	id := deadJob(t, db, e, tenants[0])
+	c := newConsole(db, e, nil)
 
 	var ok, notDead atomic.Int32
 	var wg sync.WaitGroup
@@ -56,11 +110,11 @@ func TestActOnDeadConcurrentRetriesApplyOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := e.ActOnDead(context.Background(), job.Operator{UserID: staff}, job.ActionRetry, id, fmt.Sprintf("operator %d", i))
+			_, err := c.Act(context.Background(), console.Operator{UserID: staff}, console.ActionRetry, id, fmt.Sprintf("operator %d", i))
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case errors.Is(err, job.ErrNotDead):
+			case errors.Is(err, console.ErrNotDead):
 				notDead.Add(1)
 			default:
 				t.Errorf("retry: %v", err)
@@ -71,15 +125,16 @@ func TestActOnDeadConcurrentRetriesApplyOnce(t *testing.T) {
 	if ok.Load() != 1 || notDead.Load() != 5 {
 		t.Fatalf("ok=%d notDead=%d, want 1 and 5", ok.Load(), notDead.Load())
 	}
-	p, err := audit.Timeline(context.Background(), db.System, tenants[0], audit.Filter{Action: "job.replayed"}, nil, 10)
-	if err != nil || len(p.Events) != 1 || p.Events[0].ActorKind != audit.ActorStaff {
-		t.Fatalf("replay events: %+v %v", p.Events, err)
+	p, err := audit.Timeline(context.Background(), db.System, tenants[0], audit.Filter{Action: "job.replayed"}, 0, 10)
+	if err != nil || len(p.Rows) != 1 || p.Rows[0].ActorKind != audit.ActorStaff {
+		t.Fatalf("replay events: %+v %v", p.Rows, err)
 	}
-	other, _ := audit.Timeline(context.Background(), db.System, tenants[1], audit.Filter{}, nil, 10)
-	if len(other.Events) != 0 {
-		t.Fatalf("other tenant's trail has %d events", len(other.Events))
+	other, _ := audit.Timeline(context.Background(), db.System, tenants[1], audit.Filter{}, 0, 10)
+	if len(other.Rows) != 0 {
+		t.Fatalf("other tenant's trail has %d events", len(other.Rows))
 	}
-	r, err := e.Get(context.Background(), id)
+	v, err := c.Job(context.Background(), id)
+	r := v.Job
 	if err != nil || r.State != job.StatePending || r.Flagged || len(r.Errors) != 1 || r.MaxAttempts != r.Attempt+job.DefaultMaxAttempts {
 		t.Fatalf("after retry: %+v %v", r, err)
 	}
@@ -92,28 +147,29 @@ func TestActOnDeadRefusals(t *testing.T) {
 	e := newEngine(t, db, job.Config{})
 	staff := staffUser(t, db)
 	id := deadJob(t, db, e, tenants[0])
+	c := newConsole(db, e, nil)
 	ctx := context.Background()
 	cases := []struct {
 		name   string
-		op     job.Operator
-		action job.OperatorAction
+		op     console.Operator
+		action console.Action
 		id     int64
 		reason string
 		want   error
 	}{
-		{"blank reason", job.Operator{UserID: staff}, job.ActionRetry, id, "  \n ", job.ErrReasonRequired},
-		{"long reason", job.Operator{UserID: staff}, job.ActionDiscard, id, fmt.Sprintf("%0501d", 0), job.ErrReasonRequired},
-		{"no operator", job.Operator{}, job.ActionRetry, id, "why", job.ErrInvalidJob},
-		{"unknown action", job.Operator{UserID: staff}, "explode", id, "why", job.ErrInvalidJob},
-		{"unknown job", job.Operator{UserID: staff}, job.ActionRetry, id + 100, "why", job.ErrNotFound},
+		{"blank reason", console.Operator{UserID: staff}, console.ActionRetry, id, "  \n ", console.ErrReasonRequired},
+		{"long reason", console.Operator{UserID: staff}, console.ActionDiscard, id, fmt.Sprintf("%0501d", 0), console.ErrReasonTooLong},
+		{"no operator", console.Operator{}, console.ActionRetry, id, "why", job.ErrInvalidJob},
+		{"unknown action", console.Operator{UserID: staff}, "explode", id, "why", console.ErrUnknownAction},
+		{"unknown job", console.Operator{UserID: staff}, console.ActionRetry, id + 100, "why", job.ErrNotFound},
 	}
 	for _, tc := range cases {
-		if err := e.ActOnDead(ctx, tc.op, tc.action, tc.id, tc.reason); !errors.Is(err, tc.want) {
+		if _, err := c.Act(ctx, tc.op, tc.action, tc.id, tc.reason); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if r, _ := e.Get(ctx, id); r.State != job.StateDead {
-		t.Fatalf("refusals changed the job: %s", r.State)
+	if v, _ := c.Job(ctx, id); v.Job.State != job.StateDead {
+		t.Fatalf("refusals changed the job: %s", v.Job.State)
 	}
 }
 
@@ -154,7 +210,7 @@ func TestStatsRollupAndOverview(t *testing.T) {
 	if st, err := e.Fail(ctx, "w", byTenant[tenants[1]][1].ID, errors.New("timeout")); err != nil || st != job.StatePending {
 		t.Fatalf("fail: %s %v", st, err)
 	}
-	o, err := e.Overview(ctx)
+	o, err := newConsole(db, e, clk).Overview(ctx)
 	if err != nil {
 		t.Fatalf("overview: %v", err)
 	}
@@ -168,10 +224,6 @@ func TestStatsRollupAndOverview(t *testing.T) {
 	if o.OldestDue == nil || o.Lag() != 2*time.Minute {
 		t.Fatalf("lag %v", o.Lag())
 	}
-	// Rows of 08:00 (two tenants) are older than a minute at 08:02:30.
-	if n, err := job.StatsPrune(ctx, db.System, clk.Now(), time.Minute); err != nil || n != 2 {
-		t.Fatalf("prune: %d %v", n, err)
-	}
 }
 
 // TestStatsCacheSharesOneLoad: concurrent viewers of a stale cache cause
@@ -181,14 +233,14 @@ func TestStatsCacheSharesOneLoad(t *testing.T) {
 	var loads atomic.Int32
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	c := job.NewStatsCache(func(context.Context) (*job.Overview, error) {
+	c := console.NewStatsCache(func(context.Context) (*console.Overview, error) {
 		loads.Add(1)
 		select {
 		case started <- struct{}{}:
 		default:
 		}
 		<-release
-		return &job.Overview{}, nil
+		return &console.Overview{}, nil
 	}, time.Hour)
 	var wg sync.WaitGroup
 	for i := 0; i < 20; i++ {
@@ -208,9 +260,9 @@ func TestStatsCacheSharesOneLoad(t *testing.T) {
 	if _, _, err := c.Get(context.Background()); err != nil || loads.Load() != 1 {
 		t.Fatalf("loads = %d (%v), want 1", loads.Load(), err)
 	}
-	always := job.NewStatsCache(func(context.Context) (*job.Overview, error) {
+	always := console.NewStatsCache(func(context.Context) (*console.Overview, error) {
 		loads.Add(1)
-		return &job.Overview{}, nil
+		return &console.Overview{}, nil
 	}, -1)
 	_, _, _ = always.Get(context.Background())
 	_, _, _ = always.Get(context.Background())

@@ -1,4 +1,4 @@
-package job
+package console
 
 import (
 	"context"
@@ -9,26 +9,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/jejakhq/jejak/internal/queries"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/tenant"
 )
 
-// This file holds the queue overview (SPEC D3, D9): the per-minute rollup
-// of finished attempts in job_stats_minute, the snapshot the overview page
-// shows, and a cache that lets any number of viewers share one snapshot per
-// few seconds instead of each poll counting the jobs table.
-
-// The rollup (job_stats_minute) is written by the completion and failure
-// statements themselves (db/query/job.sql), in the transaction of the state
-// change: no extra round trip, and nothing to lose between the two.
-
-// StatsPrune deletes rollup minutes older than olderThan.
-func StatsPrune(ctx context.Context, db Querier, now *time.Time, olderThan time.Duration) (int64, error) {
-	n, err := queries.New(db).JobStatsPrune(ctx, queries.JobStatsPruneParams{Now: now, OlderThanSeconds: olderThan.Seconds()})
-	if err != nil {
-		return 0, fmt.Errorf("prune job stats: %w", err)
-	}
-	return n, nil
-}
+// The queue overview: live counts from the jobs table's partial indexes,
+// the last hour from the per-minute rollup (job_stats_minute, written by
+// the engine's completion and failure statements in the transaction of the
+// state change), and a cache that lets any number of viewers share one
+// snapshot per few seconds instead of each poll counting the jobs table.
 
 // Counts are the figures of one group (all, a kind, a tenant).
 type Counts struct {
@@ -89,7 +78,9 @@ type Overview struct {
 	// Minutes covers the last hour, oldest first, one entry per minute
 	// (zero-filled), the current minute last.
 	Minutes []MinuteStat
-	Workers []WorkerInfo
+	Workers []job.WorkerInfo
+	// Tenants names the tenants of ByTenant.
+	Tenants tenant.Names
 }
 
 // Lag is how long the oldest due job has waited.
@@ -104,95 +95,111 @@ func (o *Overview) Lag() time.Duration {
 // the three partial indexes (pending, running, dead), the last hour from
 // the rollup, and the workers' heartbeats. One read-only transaction, a
 // handful of statements; callers share snapshots through a StatsCache.
-func (e *Engine) Overview(ctx context.Context) (*Overview, error) {
+func (s *Service) Overview(ctx context.Context) (*Overview, error) {
 	o := &Overview{}
-	err := pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		q := queries.New(tx)
-		now, err := q.JobAdminNow(ctx, e.clock.Now())
-		if err != nil {
-			return err
-		}
-		o.AsOf = now.UTC()
-		kinds := map[string]*Counts{}
-		tenants := map[int64]*Counts{}
-		group := func(tenant int64, kind string) (*Counts, *Counts) {
-			k, t := kinds[kind], tenants[tenant]
-			if k == nil {
-				k = &Counts{}
-				kinds[kind] = k
-			}
-			if t == nil {
-				t = &Counts{}
-				tenants[tenant] = t
-			}
-			return k, t
-		}
-		live, err := filtered(tx).JobAdminLiveCounts(ctx, o.AsOf)
-		if err != nil {
-			return err
-		}
-		for _, r := range live {
-			var c Counts
-			switch r.State {
-			case "pending":
-				c.Pending, c.Due = r.N, r.Extra
-				if t, ok := r.Oldest.(time.Time); ok && (o.OldestDue == nil || t.Before(*o.OldestDue)) {
-					t = t.UTC()
-					o.OldestDue = &t
-				}
-			case "running":
-				c.Running = r.N
-			case "dead":
-				c.Dead, c.Flagged = r.N, r.Extra
-			}
-			k, t := group(r.TenantID, r.Kind)
-			k.add(c)
-			t.add(c)
-			o.Totals.add(c)
-		}
-		first := o.AsOf.Truncate(time.Minute).Add(-59 * time.Minute)
-		totals, err := q.JobStatsTotals(ctx, first)
-		if err != nil {
-			return err
-		}
-		for _, r := range totals {
-			c := Counts{Succeeded: r.Succeeded, Failed: r.Failed, Died: r.Dead}
-			k, t := group(r.TenantID, r.Kind)
-			k.add(c)
-			t.add(c)
-			o.Totals.add(c)
-		}
-		minutes, err := q.JobStatsMinutes(ctx, first)
-		if err != nil {
-			return err
-		}
-		o.Minutes = make([]MinuteStat, 60)
-		for i := range o.Minutes {
-			o.Minutes[i].Minute = first.Add(time.Duration(i) * time.Minute)
-		}
-		for _, r := range minutes {
-			i := int(r.Minute.Sub(first) / time.Minute)
-			if i >= 0 && i < len(o.Minutes) {
-				o.Minutes[i].Succeeded += r.Succeeded
-				o.Minutes[i].Failed += r.Failed
-				o.Minutes[i].Dead += r.Dead
-			}
-		}
-		for kind, c := range kinds {
-			o.ByKind = append(o.ByKind, GroupCounts{Key: kind, Counts: *c})
-		}
-		for id, c := range tenants {
-			o.ByTenant = append(o.ByTenant, GroupCounts{Key: fmt.Sprint(id), TenantID: id, Counts: *c})
-		}
-		sortGroups(o.ByKind)
-		sortGroups(o.ByTenant)
-		o.Workers, err = storeWorkerList(ctx, tx)
-		return err
+	err := pgx.BeginTxFunc(ctx, s.system, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		return s.overview(ctx, tx, o)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue overview: %w", err)
 	}
+	if o.Tenants, err = s.tenants.Names(ctx); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// groups adds counts to their kind's and tenant's groups and the totals.
+type groups struct {
+	o       *Overview
+	kinds   map[string]*Counts
+	tenants map[int64]*Counts
+}
+
+func (g *groups) add(tenantID int64, kind string, c Counts) {
+	k, t := g.kinds[kind], g.tenants[tenantID]
+	if k == nil {
+		k = &Counts{}
+		g.kinds[kind] = k
+	}
+	if t == nil {
+		t = &Counts{}
+		g.tenants[tenantID] = t
+	}
+	k.add(c)
+	t.add(c)
+	g.o.Totals.add(c)
+}
+
+func (s *Service) overview(ctx context.Context, tx pgx.Tx, o *Overview) error {
+	st, fst := newStore(tx), newFilteredStore(tx)
+	now, err := st.now(ctx, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	o.AsOf = now.UTC()
+	g := &groups{o: o, kinds: map[string]*Counts{}, tenants: map[int64]*Counts{}}
+	live, err := fst.liveCounts(ctx, o.AsOf)
+	if err != nil {
+		return err
+	}
+	for _, r := range live {
+		var c Counts
+		switch r.State {
+		case job.StatePending:
+			c.Pending, c.Due = r.N, r.Extra
+			if r.Oldest != nil && (o.OldestDue == nil || r.Oldest.Before(*o.OldestDue)) {
+				o.OldestDue = r.Oldest
+			}
+		case job.StateRunning:
+			c.Running = r.N
+		case job.StateDead:
+			c.Dead, c.Flagged = r.N, r.Extra
+		}
+		g.add(r.TenantID, r.Kind, c)
+	}
+	first := o.AsOf.Truncate(time.Minute).Add(-59 * time.Minute)
+	totals, err := st.statsTotals(ctx, first)
+	if err != nil {
+		return err
+	}
+	for _, r := range totals {
+		g.add(r.TenantID, r.Kind, r.Counts)
+	}
+	if o.Minutes, err = s.lastHour(ctx, st, first); err != nil {
+		return err
+	}
+	for kind, c := range g.kinds {
+		o.ByKind = append(o.ByKind, GroupCounts{Key: kind, Counts: *c})
+	}
+	for id, c := range g.tenants {
+		o.ByTenant = append(o.ByTenant, GroupCounts{Key: fmt.Sprint(id), TenantID: id, Counts: *c})
+	}
+	sortGroups(o.ByKind)
+	sortGroups(o.ByTenant)
+	o.Workers, err = st.workers(ctx)
+	return err
+}
+
+// lastHour is the 60 minutes from first, zero-filled, oldest first.
+func (s *Service) lastHour(ctx context.Context, st store, first time.Time) ([]MinuteStat, error) {
+	rows, err := st.statsMinutes(ctx, first)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MinuteStat, 60)
+	for i := range out {
+		out[i].Minute = first.Add(time.Duration(i) * time.Minute)
+	}
+	for _, r := range rows {
+		i := int(r.Minute.Sub(first) / time.Minute)
+		if i >= 0 && i < len(out) {
+			out[i].Succeeded += r.Succeeded
+			out[i].Failed += r.Failed
+			out[i].Dead += r.Dead
+		}
+	}
+	return out, nil
 }
 
 // sortGroups puts the busiest groups (most waiting, then most dead) first.

@@ -1,0 +1,112 @@
+package audit
+
+import (
+	"context"
+	"io"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/database"
+)
+
+// Service is the audit trail's entry point for readers: every method opens
+// its own transaction, tenant-scoped on the app pool for a tenant's pages
+// (row-level security backs up each query's tenant filter) or on the
+// system pool for staff. Writers record events with a Recorder inside
+// their own business transaction instead.
+type Service struct {
+	app    database.SnapshotPool // jejak_app: one tenant at a time
+	system database.SnapshotPool // jejak_system: staff, across tenants
+}
+
+// NewService returns a Service over the tenant-facing and the
+// cross-tenant pool.
+func NewService(app, system database.SnapshotPool) *Service {
+	return &Service{app: app, system: system}
+}
+
+// TimelinePage is one page of a tenant's timeline, and the trail's head
+// when it was asked for (Head 0 otherwise).
+type TimelinePage struct {
+	Page
+	Head int64
+}
+
+// Timeline returns one page of tenantID's events matching f, newest first,
+// below beforeSeq (0 = the newest). With withHead it also reads the
+// trail's head seq first (one primary-key probe), so a live poll can start
+// there and never rescan the non-matching events between the newest match
+// and the head; read before the page because a tenant's events commit in
+// seq order, anything newer than that head is on the page or newer than
+// both.
+func (s *Service) Timeline(ctx context.Context, tenantID int64, f Filter, beforeSeq int64, limit int, withHead bool) (TimelinePage, error) {
+	var out TimelinePage
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+		if withHead {
+			if _, out.Head, err = Newer(ctx, tx, tenantID, Filter{}, 1<<62, 1); err != nil {
+				return err
+			}
+		}
+		out.Page, err = Timeline(ctx, tx, tenantID, f, beforeSeq, limit)
+		return err
+	})
+	return out, err
+}
+
+// Poll returns tenantID's events after afterSeq matching f (see Newer).
+func (s *Service) Poll(ctx context.Context, tenantID int64, f Filter, afterSeq int64, limit int) (events []Recorded, through int64, err error) {
+	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+		events, through, err = Newer(ctx, tx, tenantID, f, afterSeq, limit)
+		return err
+	})
+	return events, through, err
+}
+
+// EntityHistory returns one entity's events in tenantID, oldest first.
+func (s *Service) EntityHistory(ctx context.Context, tenantID int64, entity, entityID string) (events []Recorded, err error) {
+	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+		events, err = EntityHistory(ctx, tx, tenantID, entity, entityID)
+		return err
+	})
+	return events, err
+}
+
+// Export formats of Service.Export.
+const (
+	FormatCSV       = "csv"
+	FormatJSONLines = "jsonl"
+)
+
+// Export streams tenantID's events matching f to w in format (FormatCSV or
+// FormatJSONLines), oldest first, in one tenant-scoped transaction.
+func (s *Service) Export(ctx context.Context, tenantID int64, format string, f Filter, w io.Writer) error {
+	write := ExportCSV
+	if format == FormatJSONLines {
+		write = ExportJSONLines
+	}
+	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		return write(ctx, tx, tenantID, f, w)
+	})
+}
+
+// Verify walks tenantID's chain in one snapshot of the tenant-facing pool.
+func (s *Service) Verify(ctx context.Context, tenantID int64) (VerifyResult, error) {
+	return Verify(ctx, s.app, tenantID)
+}
+
+// VerifyAll walks every tenant's chain through the system pool.
+func (s *Service) VerifyAll(ctx context.Context) ([]VerifyResult, error) {
+	return VerifyAll(ctx, s.system)
+}
+
+// VerifyTenant walks one tenant's chain through the system pool (the
+// command line, where no tenant session exists).
+func (s *Service) VerifyTenant(ctx context.Context, tenantID int64) (VerifyResult, error) {
+	return Verify(ctx, s.system, tenantID)
+}
+
+// Search finds events by trace id or job id across tenants (staff
+// forensics, system pool), newest first.
+func (s *Service) Search(ctx context.Context, q SearchQuery, beforeID int64, limit int) (Page, error) {
+	return Search(ctx, s.system, q, beforeID, limit)
+}

@@ -1,0 +1,325 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/keyset"
+	"github.com/jejakhq/jejak/internal/tenant"
+)
+
+// Limits of the list filters.
+const (
+	maxQueueLen = 100
+	maxKeyLen   = 500
+	maxTraceLen = 200
+)
+
+// JobQuery is the staff job list's filter as typed; zero fields match all.
+type JobQuery struct {
+	State, Kind, Tenant, Queue string
+	ID, Trace, Key, Payload    string
+}
+
+// jobFilter is a validated JobQuery.
+type jobFilter struct {
+	State          job.State
+	Kind           string
+	Queue          string
+	TenantID       int64
+	ID             int64
+	TraceID        string
+	IdempotencyKey string
+	// PayloadContains is a JSON object the payload must contain (jsonb @>).
+	PayloadContains json.RawMessage
+}
+
+// filter validates q; problems come back per form field.
+func (q JobQuery) filter(names tenant.Names) (jobFilter, map[string]string) {
+	errs := map[string]string{}
+	f := jobFilter{State: job.State(q.State), Kind: q.Kind, Queue: q.Queue, TraceID: q.Trace, IdempotencyKey: q.Key}
+	if q.State != "" && !job.ValidState(f.State) {
+		errs["state"] = "Unknown state."
+	}
+	f.TenantID = tenantFilter(names, q.Tenant, errs)
+	if q.ID != "" {
+		id, err := strconv.ParseInt(strings.TrimPrefix(q.ID, "#"), 10, 64)
+		if err != nil || id <= 0 {
+			errs["id"] = "A job id is a positive number."
+		}
+		f.ID = id
+	}
+	kindFilter(q.Kind, errs)
+	if len(q.Queue) > maxQueueLen {
+		errs["queue"] = fmt.Sprintf("A queue is at most %d characters.", maxQueueLen)
+	}
+	if len(q.Key) > maxKeyLen {
+		errs["key"] = fmt.Sprintf("An idempotency key is at most %d characters.", maxKeyLen)
+	}
+	if len(q.Trace) > maxTraceLen {
+		errs["trace"] = fmt.Sprintf("A trace id is at most %d characters.", maxTraceLen)
+	}
+	if q.Payload != "" {
+		obj, msg := payloadFilter(q.Payload)
+		if msg != "" {
+			errs["payload"] = msg
+		}
+		f.PayloadContains = obj
+	}
+	return f, errs
+}
+
+func tenantFilter(names tenant.Names, slug string, errs map[string]string) int64 {
+	if slug == "" {
+		return 0
+	}
+	t, ok := names.BySlug(slug)
+	if !ok {
+		errs["tenant"] = "Unknown tenant."
+	}
+	return t.ID
+}
+
+func kindFilter(kind string, errs map[string]string) {
+	if len(kind) > job.MaxKindLen {
+		errs["kind"] = fmt.Sprintf("A kind is at most %d characters.", job.MaxKindLen)
+	}
+}
+
+func invalid(errs map[string]string) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apperr.InvalidFields(errs)
+}
+
+var payloadField = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}(\.[A-Za-z0-9_-]{1,100}){0,7}$`)
+
+// payloadFilter turns "field=value" into the JSON object the payload must
+// contain: {"field": value}. A dotted field nests ("a.b=1" is
+// {"a": {"b": 1}}). The value is a number, true, false or null when it
+// reads as one, a "quoted" JSON string when quoted, and a string
+// otherwise. A problem comes back as the message to show.
+func payloadFilter(s string) (json.RawMessage, string) {
+	field, value, ok := strings.Cut(s, "=")
+	field, value = strings.TrimSpace(field), strings.TrimSpace(value)
+	if !ok || field == "" || value == "" {
+		return nil, `Search the payload as field=value, e.g. tenant_id=1 or user.email="a@b.c".`
+	}
+	if !payloadField.MatchString(field) {
+		return nil, "A field name has letters, digits, _ and -, with dots for nesting."
+	}
+	var v any
+	switch {
+	case value == "true", value == "false", value == "null":
+		v = json.RawMessage(value)
+	case strings.HasPrefix(value, `"`):
+		var str string
+		if err := json.Unmarshal([]byte(value), &str); err != nil {
+			return nil, "The quoted value is not a valid JSON string."
+		}
+		v = str
+	default:
+		if _, err := strconv.ParseFloat(value, 64); err == nil && json.Valid([]byte(value)) {
+			v = json.RawMessage(value)
+		} else {
+			v = value
+		}
+	}
+	parts := strings.Split(field, ".")
+	for i := len(parts) - 1; i >= 0; i-- {
+		v = map[string]any{parts[i]: v}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, "The value cannot be searched."
+	}
+	return raw, ""
+}
+
+// Jobs is a page of the staff job list with the tenants for its labels.
+type Jobs struct {
+	Tenants tenant.Names
+	keyset.Page[Row]
+}
+
+// Jobs returns one page of jobs matching q across tenants, newest first,
+// below before (0 = the newest). A bad filter is an apperr invalid error
+// with a message per field, and Tenants is still filled for the form.
+func (s *Service) Jobs(ctx context.Context, q JobQuery, before int64) (Jobs, error) {
+	names, err := s.tenants.Names(ctx)
+	if err != nil {
+		return Jobs{}, err
+	}
+	out := Jobs{Tenants: names}
+	f, errs := q.filter(names)
+	if len(errs) > 0 {
+		return out, invalid(errs)
+	}
+	out.Page, err = onePage(func(limit int) ([]Row, error) {
+		return newFilteredStore(s.system).list(ctx, f, before, limit)
+	})
+	return out, err
+}
+
+// DeadQuery selects dead letters for the list and the bulk actions, as
+// typed; zero fields match all. Flagged is "", "yes" or "no".
+type DeadQuery struct {
+	Kind, Class, Tenant, Flagged string
+}
+
+// deadFilter is a validated DeadQuery.
+type deadFilter struct {
+	Kind     string
+	Class    job.Class
+	TenantID int64
+	Flagged  *bool
+	// MaxID, when set, limits a bulk action to the jobs that existed when
+	// its preview was counted, so the count shown is the most it affects.
+	MaxID int64
+}
+
+func (q DeadQuery) filter(names tenant.Names) (deadFilter, map[string]string) {
+	errs := map[string]string{}
+	f := deadFilter{Kind: q.Kind, Class: job.Class(q.Class)}
+	if q.Class != "" && !job.ValidClass(f.Class) {
+		errs["class"] = "Unknown failure class."
+	}
+	f.TenantID = tenantFilter(names, q.Tenant, errs)
+	switch q.Flagged {
+	case "":
+	case "yes", "no":
+		b := q.Flagged == "yes"
+		f.Flagged = &b
+	default:
+		errs["flagged"] = "Choose yes or no."
+	}
+	kindFilter(q.Kind, errs)
+	return f, errs
+}
+
+func (f deadFilter) before(cursor int64) *int64 {
+	b := cursor
+	if f.MaxID > 0 && (b <= 0 || b > f.MaxID+1) {
+		b = f.MaxID + 1
+	}
+	return idPtr(b)
+}
+
+// DeadGroup is the dead letters of one kind and failure class.
+type DeadGroup struct {
+	Kind    string
+	Class   job.Class
+	Count   int64
+	Flagged int64
+	LastAt  time.Time
+	Example string // the newest error of the group
+}
+
+// Dead is the dead-letter page: groups by kind and class (of the tenant
+// filtered on, if any), then one page of dead letters.
+type Dead struct {
+	Tenants tenant.Names
+	Groups  []DeadGroup
+	keyset.Page[Row]
+}
+
+// Dead returns the dead letters matching q, newest first, below before. A
+// bad filter is an apperr invalid error per field; Tenants and Groups are
+// still filled for the page.
+func (s *Service) Dead(ctx context.Context, q DeadQuery, before int64) (Dead, error) {
+	names, err := s.tenants.Names(ctx)
+	if err != nil {
+		return Dead{}, err
+	}
+	out := Dead{Tenants: names}
+	f, errs := q.filter(names)
+	if out.Groups, err = newFilteredStore(s.system).deadGroups(ctx, f.TenantID); err != nil {
+		return out, err
+	}
+	if len(errs) > 0 {
+		return out, invalid(errs)
+	}
+	out.Page, err = onePage(func(limit int) ([]Row, error) {
+		return newFilteredStore(s.system).deadList(ctx, f, before, limit)
+	})
+	return out, err
+}
+
+// DeadCount is a bulk action's preview: how many dead letters match (up to
+// the cap plus one) and the newest of their ids.
+type DeadCount struct {
+	N     int64
+	MaxID int64
+}
+
+// Preview is what a bulk action over a filter would change.
+type Preview struct {
+	Count  int64 // at most MaxBulk
+	Capped bool  // more match than one action changes
+	MaxID  int64 // the newest id counted; the action stops there
+}
+
+// BulkPreview counts the dead letters a bulk action over q would change,
+// counting at most MaxBulk+1 so a preview never scans without bound.
+func (s *Service) BulkPreview(ctx context.Context, q DeadQuery) (Preview, error) {
+	names, err := s.tenants.Names(ctx)
+	if err != nil {
+		return Preview{}, err
+	}
+	f, errs := q.filter(names)
+	if len(errs) > 0 {
+		return Preview{}, invalid(errs)
+	}
+	n, err := newFilteredStore(s.system).deadCount(ctx, f, MaxBulk+1)
+	if err != nil {
+		return Preview{}, err
+	}
+	return Preview{Count: min(n.N, MaxBulk), Capped: n.N > MaxBulk, MaxID: n.MaxID}, nil
+}
+
+var traceIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
+
+// Trace is everything known for one trace id across tenants.
+type Trace struct {
+	Tenants tenant.Names
+	Jobs    []Row
+	Events  []audit.Recorded
+	// MoreEvents is true when the trace has more events than one page.
+	MoreEvents bool
+}
+
+// Trace returns a trace's jobs (oldest first, with their attempt history)
+// and audit events (newest first). The trace id must look like one: the
+// ids Jejak makes (32 hex characters) and those other systems send, without
+// spaces or markup; otherwise an apperr invalid error on field "trace".
+func (s *Service) Trace(ctx context.Context, traceID string) (Trace, error) {
+	names, err := s.tenants.Names(ctx)
+	if err != nil {
+		return Trace{}, err
+	}
+	out := Trace{Tenants: names}
+	switch {
+	case traceID == "":
+		return out, apperr.Invalid("trace", "Enter a trace id.")
+	case !traceIDPattern.MatchString(traceID):
+		return out, apperr.Invalid("trace", "A trace id has letters, digits and . _ : - only (at most 200).")
+	}
+	if out.Jobs, err = newStore(s.system).byTrace(ctx, traceID, keyset.MaxLimit); err != nil {
+		return out, err
+	}
+	page, err := s.audit.Search(ctx, audit.SearchQuery{TraceID: traceID}, 0, keyset.MaxLimit)
+	if err != nil {
+		return out, err
+	}
+	out.Events, out.MoreEvents = page.Rows, page.Next != 0
+	return out, nil
+}

@@ -1,0 +1,293 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/queries"
+)
+
+// store converts between sqlc rows and the console's types; it is the only
+// file of the package that sees internal/queries.
+type store struct{ q *queries.Queries }
+
+func newStore(db queries.DBTX) store { return store{queries.New(db)} }
+
+// newFilteredStore runs the lists' "(narg IS NULL OR col = narg)" reads
+// with plans for their actual filters (see database.FreshPlans).
+func newFilteredStore(db database.Querier) store { return store{queries.New(database.FreshPlans(db))} }
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func idPtr(id int64) *int64 {
+	if id <= 0 {
+		return nil
+	}
+	return &id
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func (s store) list(ctx context.Context, f jobFilter, before int64, limit int) ([]Row, error) {
+	rows, err := s.q.JobAdminList(ctx, queries.JobAdminListParams{
+		State: strPtr(string(f.State)), Kind: strPtr(f.Kind), TenantID: idPtr(f.TenantID), Queue: strPtr(f.Queue),
+		ID: idPtr(f.ID), TraceID: strPtr(f.TraceID), IdempotencyKey: strPtr(f.IdempotencyKey),
+		PayloadContains: f.PayloadContains, BeforeID: idPtr(before), Lim: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		out[i] = Row{
+			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, Priority: r.Priority,
+			State: job.State(r.State), Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
+			AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
+			LastError: deref(r.LastError), Class: job.Class(deref(r.ErrorClass)), Flagged: r.Flagged,
+			TraceID: r.TraceID, WorkerID: deref(r.WorkerID),
+		}
+	}
+	return out, nil
+}
+
+func (s store) tenantList(ctx context.Context, tenantID int64, state job.State, before int64, limit int) ([]Row, error) {
+	rows, err := s.q.JobTenantList(ctx, queries.JobTenantListParams{
+		TenantID: tenantID, State: strPtr(string(state)), BeforeID: idPtr(before), Lim: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list jobs of tenant %d: %w", tenantID, err)
+	}
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		out[i] = Row{
+			ID: r.ID, TenantID: tenantID, Kind: r.Kind, Queue: r.Queue, State: job.State(r.State), Attempt: int(r.Attempt),
+			MaxAttempts: int(r.MaxAttempts), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
+			FinishedAt: r.FinishedAt, LastError: deref(r.LastError), Class: job.Class(deref(r.ErrorClass)),
+			TraceID: r.TraceID,
+		}
+	}
+	return out, nil
+}
+
+func (s store) deadGroups(ctx context.Context, tenantID int64) ([]DeadGroup, error) {
+	rows, err := s.q.JobAdminDeadGroups(ctx, idPtr(tenantID))
+	if err != nil {
+		return nil, fmt.Errorf("group dead letters: %w", err)
+	}
+	out := make([]DeadGroup, len(rows))
+	for i, r := range rows {
+		out[i] = DeadGroup{Kind: r.Kind, Class: job.Class(r.ErrorClass), Count: r.N, Flagged: r.Flagged, LastAt: r.LastAt, Example: r.Example}
+	}
+	return out, nil
+}
+
+func (s store) deadList(ctx context.Context, f deadFilter, before int64, limit int) ([]Row, error) {
+	rows, err := s.q.JobAdminDeadList(ctx, queries.JobAdminDeadListParams{
+		Kind: strPtr(f.Kind), ErrorClass: strPtr(string(f.Class)), TenantID: idPtr(f.TenantID), Flagged: f.Flagged,
+		BeforeID: f.before(before), Lim: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		out[i] = Row{
+			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, State: job.StateDead,
+			Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts), FinishedAt: r.FinishedAt,
+			LastError: deref(r.LastError), Class: job.Class(deref(r.ErrorClass)), Flagged: r.Flagged, TraceID: r.TraceID,
+		}
+	}
+	return out, nil
+}
+
+func (s store) deadCount(ctx context.Context, f deadFilter, limit int) (DeadCount, error) {
+	r, err := s.q.JobAdminDeadCount(ctx, queries.JobAdminDeadCountParams{
+		Kind: strPtr(f.Kind), ErrorClass: strPtr(string(f.Class)), TenantID: idPtr(f.TenantID), Flagged: f.Flagged,
+		Lim: int32(limit),
+	})
+	if err != nil {
+		return DeadCount{}, fmt.Errorf("count dead letters: %w", err)
+	}
+	return DeadCount{N: r.N, MaxID: r.MaxID}, nil
+}
+
+func (s store) byTrace(ctx context.Context, traceID string, limit int) ([]Row, error) {
+	rows, err := s.q.JobAdminByTrace(ctx, queries.JobAdminByTraceParams{TraceID: traceID, Lim: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("jobs of trace %q: %w", traceID, err)
+	}
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		out[i] = Row{
+			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, State: job.State(r.State),
+			Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts), CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
+			LastError: deref(r.LastError), Class: job.Class(deref(r.ErrorClass)), WorkerID: deref(r.WorkerID),
+		}
+		if err := decodeErrors(r.Errors, &out[i].Errors); err != nil {
+			return nil, fmt.Errorf("decode attempt history of job %d: %w", r.ID, err)
+		}
+	}
+	return out, nil
+}
+
+func decodeErrors(raw json.RawMessage, into *[]job.AttemptError) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	return json.Unmarshal(raw, into)
+}
+
+func (s store) get(ctx context.Context, id int64) (*Job, error) {
+	r, err := s.q.JobGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, job.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	j := &Job{
+		Job: job.Job{
+			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, Priority: r.Priority,
+			Payload: r.Payload, Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
+			TraceID: r.TraceID, RequestedBy: r.RequestedBy, RequestedAt: r.RequestedAt,
+			ExpiresAt: r.ExpiresAt, IdempotencyKey: deref(r.IdempotencyKey), PayloadHash: r.PayloadHash,
+			WorkerID: deref(r.WorkerID), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
+			AttemptedAt: deref(r.AttemptedAt), LeaseExpiresAt: deref(r.LeaseExpiresAt),
+		},
+		State: job.State(r.State), FinishedAt: r.FinishedAt, LastError: deref(r.LastError),
+		Class: job.Class(deref(r.ErrorClass)), Flagged: r.Flagged,
+	}
+	if err := decodeErrors(r.Errors, &j.Errors); err != nil {
+		return nil, fmt.Errorf("decode attempt history of job %d: %w", id, err)
+	}
+	return j, nil
+}
+
+// locked is a dead letter locked for an operator action.
+type locked struct {
+	ID, TenantID     int64
+	Kind, TraceID    string
+	Attempt          int32
+	Class, LastError string
+	Flagged          bool
+}
+
+func (s store) lockDead(ctx context.Context, f deadFilter, id, cursor int64, n int) ([]locked, error) {
+	rows, err := s.q.JobAdminDeadLock(ctx, queries.JobAdminDeadLockParams{
+		ID: idPtr(id), Kind: strPtr(f.Kind), ErrorClass: strPtr(string(f.Class)), TenantID: idPtr(f.TenantID),
+		Flagged: f.Flagged, BeforeID: f.before(cursor), Lim: int32(n),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock dead letters: %w", err)
+	}
+	out := make([]locked, len(rows))
+	for i, r := range rows {
+		out[i] = locked{ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, TraceID: r.TraceID, Attempt: r.Attempt,
+			Class: deref(r.ErrorClass), LastError: deref(r.LastError), Flagged: r.Flagged}
+	}
+	return out, nil
+}
+
+func (s store) retry(ctx context.Context, now *time.Time, ids []int64, maxAttempts []int32) ([]int64, error) {
+	return s.q.JobAdminRetryMany(ctx, queries.JobAdminRetryManyParams{Now: now, Ids: ids, MaxAttempts: maxAttempts})
+}
+
+func (s store) discard(ctx context.Context, now *time.Time, ids []int64) ([]int64, error) {
+	return s.q.JobAdminDiscardMany(ctx, queries.JobAdminDiscardManyParams{Now: now, Ids: ids})
+}
+
+// notify wakes idle workers (the engine LISTENs on the jobs channel).
+func (s store) notify(ctx context.Context) error { return s.q.JobNotify(ctx) }
+
+func (s store) now(ctx context.Context, clk *time.Time) (time.Time, error) {
+	return s.q.JobAdminNow(ctx, clk)
+}
+
+// liveCount is one (tenant, kind, state) group of live jobs. For pending,
+// Extra counts the due ones and Oldest is the oldest due time; for dead,
+// Extra counts the flagged ones.
+type liveCount struct {
+	TenantID int64
+	Kind     string
+	State    job.State
+	N, Extra int64
+	Oldest   *time.Time
+}
+
+func (s store) liveCounts(ctx context.Context, now time.Time) ([]liveCount, error) {
+	rows, err := s.q.JobAdminLiveCounts(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]liveCount, len(rows))
+	for i, r := range rows {
+		out[i] = liveCount{TenantID: r.TenantID, Kind: r.Kind, State: job.State(r.State), N: r.N, Extra: r.Extra}
+		if t, ok := r.Oldest.(time.Time); ok {
+			t = t.UTC()
+			out[i].Oldest = &t
+		}
+	}
+	return out, nil
+}
+
+// statTotal is one (tenant, kind)'s finished attempts over a window.
+type statTotal struct {
+	TenantID int64
+	Kind     string
+	Counts
+}
+
+func (s store) statsTotals(ctx context.Context, since time.Time) ([]statTotal, error) {
+	rows, err := s.q.JobStatsTotals(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]statTotal, len(rows))
+	for i, r := range rows {
+		out[i] = statTotal{TenantID: r.TenantID, Kind: r.Kind, Counts: Counts{Succeeded: r.Succeeded, Failed: r.Failed, Died: r.Dead}}
+	}
+	return out, nil
+}
+
+func (s store) statsMinutes(ctx context.Context, since time.Time) ([]MinuteStat, error) {
+	rows, err := s.q.JobStatsMinutes(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MinuteStat, len(rows))
+	for i, r := range rows {
+		out[i] = MinuteStat{Minute: r.Minute, Succeeded: r.Succeeded, Failed: r.Failed, Dead: r.Dead}
+	}
+	return out, nil
+}
+
+func (s store) workers(ctx context.Context) ([]job.WorkerInfo, error) {
+	rows, err := s.q.JobWorkerList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list job workers: %w", err)
+	}
+	out := make([]job.WorkerInfo, len(rows))
+	for i, r := range rows {
+		out[i] = job.WorkerInfo{WorkerID: r.WorkerID, StartedAt: r.StartedAt, LastHeartbeat: r.LastHeartbeat,
+			Running: int(r.Running), Capacity: int(r.Capacity), Queues: r.Queues, Leader: r.Leader}
+	}
+	return out, nil
+}

@@ -1,0 +1,119 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/queries"
+)
+
+// This file gives the package's external tests (package job_test) reach
+// into the engine's internals; it is compiled only with the tests.
+
+// Record is the full stored state of a job, as the tests inspect it.
+type Record struct {
+	Job
+	State      State
+	FinishedAt *time.Time
+	LastError  string
+	Class      Class
+	Flagged    bool
+	Errors     []AttemptError
+}
+
+// Get returns a job's full record, or ErrNotFound.
+func (e *Engine) Get(ctx context.Context, id int64) (*Record, error) {
+	r, err := queries.New(e.pool).JobGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{
+		Job: Job{
+			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, Priority: r.Priority,
+			Payload: r.Payload, Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
+			TraceID: r.TraceID, RequestedBy: r.RequestedBy, RequestedAt: r.RequestedAt,
+			ExpiresAt: r.ExpiresAt, IdempotencyKey: deref(r.IdempotencyKey), PayloadHash: r.PayloadHash,
+			WorkerID: deref(r.WorkerID), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
+			AttemptedAt: deref(r.AttemptedAt), LeaseExpiresAt: deref(r.LeaseExpiresAt),
+			payloadIntact: r.PayloadIntact,
+		},
+		State: State(r.State), FinishedAt: r.FinishedAt, LastError: deref(r.LastError),
+		Class: Class(deref(r.ErrorClass)), Flagged: r.Flagged,
+	}
+	if len(r.Errors) > 0 {
+		if err := json.Unmarshal(r.Errors, &rec.Errors); err != nil {
+			return nil, fmt.Errorf("decode attempt history of job %d: %w", id, err)
+		}
+	}
+	return rec, nil
+}
+
+// DeadLetter is a dead job as the tests list them.
+type DeadLetter struct {
+	ID        int64
+	TenantID  int64
+	Kind      string
+	Attempts  int
+	LastError string
+	Class     Class
+	Flagged   bool
+}
+
+// DeadLetterFilter narrows DeadLetters.
+type DeadLetterFilter struct {
+	TenantID int64 // 0 = all tenants
+	Limit    int   // 0 = 100
+}
+
+// DeadLetters lists dead jobs, oldest first.
+func (e *Engine) DeadLetters(ctx context.Context, f DeadLetterFilter) ([]DeadLetter, error) {
+	var tenant *int64
+	if f.TenantID > 0 {
+		tenant = &f.TenantID
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	rows, err := queries.New(e.pool).JobListDead(ctx, queries.JobListDeadParams{TenantID: tenant, MaxRows: int32(f.Limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeadLetter, len(rows))
+	for i, r := range rows {
+		out[i] = DeadLetter{ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Attempts: int(r.Attempt),
+			LastError: deref(r.LastError), Class: Class(deref(r.ErrorClass)), Flagged: r.Flagged}
+	}
+	return out, nil
+}
+
+// Workers lists the engines' heartbeat rows (all replicas).
+func (e *Engine) Workers(ctx context.Context) ([]WorkerInfo, error) {
+	rows, err := queries.New(e.pool).JobWorkerList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]WorkerInfo, len(rows))
+	for i, r := range rows {
+		out[i] = WorkerInfo{WorkerID: r.WorkerID, Running: int(r.Running), Capacity: int(r.Capacity), Leader: r.Leader}
+	}
+	return out, nil
+}
+
+// RescueExpired runs the leader's rescue of expired leases once.
+func (e *Engine) RescueExpired(ctx context.Context) (int, error) { return e.rescue(ctx, e.pool) }
+
+// Prune runs the leader's retention prune once.
+func (e *Engine) Prune(ctx context.Context) (int64, error) { return e.prune(ctx, e.pool) }
+
+// StatsPrune runs the leader's prune of the per-minute rollup once.
+func StatsPrune(ctx context.Context, db Querier, now *time.Time, olderThan time.Duration) (int64, error) {
+	return storeStatsPrune(ctx, db, now, olderThan)
+}
