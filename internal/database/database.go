@@ -175,3 +175,16 @@ func InTenantUserTx(ctx context.Context, db Beginner, tenantID, userID int64, fn
 		return fn(tx)
 	})
 }
+
+// ScopeTx scopes a transaction the caller began itself (say, a REPEATABLE
+// READ snapshot) exactly as InTenantTx does: the tenant, and the signed-in
+// viewer of ctx when there is one.
+func ScopeTx(ctx context.Context, tx pgx.Tx, tenantID int64) error {
+	var user string
+	if v := reqctx.ViewerFrom(ctx); v != nil && v.UserID > 0 {
+		user = strconv.FormatInt(v.UserID, 10)
+	}
+	_, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true)",
+		strconv.FormatInt(tenantID, 10), user)
+	return err
+}
