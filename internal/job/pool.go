@@ -30,6 +30,9 @@ type runState struct {
 
 	heldMu sync.Mutex
 	held   map[int64]*heldJob // claimed and not yet handed to the completer / failed
+	// finishing counts jobs taken out of held whose outcome is still being
+	// recorded; Stop waits for them so it returns with every outcome stored.
+	finishing sync.WaitGroup
 
 	comp *completer
 
@@ -133,6 +136,7 @@ drain:
 		case j := <-r.jobs:
 			if r.releaseHeld(j) {
 				unstarted = append(unstarted, claimToken{j.ID, j.Attempt})
+				r.finishing.Done()
 			}
 			r.inflight.Add(-1)
 		default:
@@ -175,6 +179,15 @@ drain:
 		if _, err := e.failJob(cleanup, j, errShutdown); err != nil {
 			e.log.Error("record job cut short by shutdown", "job_id", j.ID, "err", err)
 		}
+	}
+	// Handlers that returned before the snapshot above are recording their
+	// outcome: wait (boundedly) so Stop returns with it stored.
+	recorded := make(chan struct{})
+	go func() { r.finishing.Wait(); close(recorded) }()
+	select {
+	case <-recorded:
+	case <-time.After(10 * time.Second):
+		e.log.Warn("job outcomes still being recorded at shutdown")
 	}
 
 	r.cancel()
@@ -267,6 +280,7 @@ func (r *runState) releaseHeld(j *Job) bool {
 	if h.cancel != nil {
 		h.cancel(nil) // the handler has returned: free the context
 	}
+	r.finishing.Add(1) // under heldMu: ordered before Stop's snapshot and wait
 	return true
 }
 
@@ -369,6 +383,7 @@ func (e *Engine) execute(r *runState, j *Job, hctx context.Context) {
 			"cause", context.Cause(hctx))
 		return
 	}
+	defer r.finishing.Done()
 	if err != nil && r.hardCtx.Err() != nil {
 		err = fmt.Errorf("%w: %w", errShutdown, err)
 	}
