@@ -108,7 +108,9 @@ func TestExpiryCheckedAtStart(t *testing.T) {
 	tenant := newTenants(t, db, 1)[0]
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	clk := clock.NewFrozen(t0)
-	e := newEngine(t, db, job.Config{Clock: clk, Workers: 1, Backoff: fixedBackoff})
+	// A lease far longer than the clock's jump: rescue must not take the
+	// running first job back when the frozen clock moves.
+	e := newEngine(t, db, job.Config{Clock: clk, Workers: 1, Backoff: fixedBackoff, LeaseDuration: time.Hour})
 	started, release := make(chan string, 2), make(chan struct{})
 	e.Register("k", func(ctx context.Context, j *job.Job) error {
 		var p struct{ Name string }
