@@ -142,11 +142,11 @@ type jsonLine struct {
 	Detail     json.RawMessage `json:"detail"`
 	// DetailText is detail exactly as hashed (jsonb's text, spaces and
 	// all); Detail is re-encoded compactly by the JSON encoder.
-	DetailText string          `json:"detail_text"`
-	TraceID    string          `json:"trace_id"`
-	JobID      *int64          `json:"job_id"`
-	PrevHash   string          `json:"prev_hash"`
-	Hash       string          `json:"hash"`
+	DetailText string `json:"detail_text"`
+	TraceID    string `json:"trace_id"`
+	JobID      *int64 `json:"job_id"`
+	PrevHash   string `json:"prev_hash"`
+	Hash       string `json:"hash"`
 }
 
 // ExportJSONLines streams tenantID's events matching f to w, one JSON object
