@@ -140,13 +140,14 @@ type jsonLine struct {
 	Entity     string          `json:"entity"`
 	EntityID   string          `json:"entity_id"`
 	Detail     json.RawMessage `json:"detail"`
+	TraceID    string          `json:"trace_id"`
+	JobID      *int64          `json:"job_id"`
+	PrevHash   string          `json:"prev_hash"`
+	Hash       string          `json:"hash"`
+
 	// DetailText is detail exactly as hashed (jsonb's text, spaces and
 	// all); Detail is re-encoded compactly by the JSON encoder.
 	DetailText string `json:"detail_text"`
-	TraceID    string `json:"trace_id"`
-	JobID      *int64 `json:"job_id"`
-	PrevHash   string `json:"prev_hash"`
-	Hash       string `json:"hash"`
 }
 
 // ExportJSONLines streams tenantID's events matching f to w, one JSON object
