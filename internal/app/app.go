@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alexedwards/scs/pgxstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/anchor"
@@ -30,6 +29,7 @@ import (
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/pgcluster"
+	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
@@ -141,6 +141,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	}
 	deps.Anchors = anchor.NewService(anchors, env.System)
 	go runAnchors(ctx, anchors, env.System, engine, cfg.AnchorInterval, log)
+	deps.TrustedProxies = cfg.TrustedProxies
 	handler := web.New(deps)
 	if cfg.Demo {
 		gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
@@ -161,7 +162,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := web.NewHTTPServer(handler, web.DefaultTimeouts)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("Jejak is listening", "url", "http://"+ln.Addr().String())
@@ -220,16 +221,19 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Clock, log *slog.Logger) web.Deps {
 	tenants := tenant.NewService(appPool, systemPool, clk)
 	trail := audit.NewService(appPool, systemPool)
+	users := user.NewService(user.NewStore(appPool))
 	return web.Deps{
 		DB:       appPool,
-		Sessions: pgxstore.NewWithCleanupInterval(appPool, 30*time.Minute),
-		Users:    user.NewService(user.NewStore(appPool)),
+		Sessions: signin.NewSessionStore(appPool, 30*time.Minute),
+		Users:    users,
 		Tenants:  tenants,
 		Audit:    trail,
 		Console: console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
 			Tenants: tenants, Audit: trail}),
 		Clock:  clk,
 		Logger: log,
+		SignIn: signin.NewService(appPool, users, clk, signin.DefaultLimits),
+		CSRF:   signin.NewCSRFSigner(systemPool),
 	}
 }
 

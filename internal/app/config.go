@@ -5,6 +5,7 @@ package app
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ type Config struct {
 
 	AppDatabaseURL    string // JEJAK_APP_DATABASE_URL; tenant pool's own login (optional)
 	SystemDatabaseURL string // JEJAK_SYSTEM_DATABASE_URL; cross-tenant pool's own login (optional)
+	// TrustedProxies (JEJAK_TRUSTED_PROXIES, comma-separated CIDRs or
+	// addresses) are the reverse proxies whose X-Forwarded-For is believed.
+	TrustedProxies []*net.IPNet
 }
 
 // FromEnv reads Config from getenv.
@@ -77,12 +81,45 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.AppDatabaseURL = getenv("JEJAK_APP_DATABASE_URL")
 	c.SystemDatabaseURL = getenv("JEJAK_SYSTEM_DATABASE_URL")
+	if c.TrustedProxies, err = parseCIDRs(getenv("JEJAK_TRUSTED_PROXIES")); err != nil {
+		return c, fmt.Errorf("JEJAK_TRUSTED_PROXIES: %w", err)
+	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
 	default:
 		return c, fmt.Errorf("JEJAK_LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel)
 	}
 	return c, nil
+}
+
+// parseCIDRs reads "10.0.0.0/8, 192.0.2.7, ::1": a bare address is a
+// range of one.
+func parseCIDRs(v string) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			ip := net.ParseIP(f)
+			if ip == nil {
+				return nil, fmt.Errorf("%q is not an address or CIDR range", f)
+			}
+			bits := 128
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		_, n, err := net.ParseCIDR(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an address or CIDR range", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func or(v, def string) string {

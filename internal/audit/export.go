@@ -10,19 +10,46 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/plaintext"
 )
 
 // exportBatch is how many rows an export reads per query; rows are written
 // as each batch arrives, so memory stays flat whatever the trail's size.
 const exportBatch = 1000
 
+// exportBatchTimeout bounds one batch's transaction, connection wait
+// included.
+const exportBatchTimeout = 15 * time.Second
+
 // exportRows calls emit for every event of tenantID matching f, oldest
-// first, flushing after each batch so an HTTP client sees progress.
-func exportRows(ctx context.Context, db DB, tenantID int64, f Filter, flush func() error, emit func(*scanned) error) error {
-	s := newFilteredStore(db)
-	var after int64
+// first, flushing after each batch so an HTTP client sees progress. Each
+// batch is read in its own short tenant transaction (keyset on seq) that
+// ends before any row is written: a client that reads slowly holds no
+// transaction and no pool connection. The export stops at the chain's last
+// event when it began, so it is one consistent prefix of the chain.
+func exportRows(ctx context.Context, db database.Beginner, tenantID int64, f Filter, flush func() error, emit func(*scanned) error) error {
+	var after, through int64 = 0, -1
 	for {
-		rows, err := s.scan(ctx, tenantID, f, after, 1<<62, exportBatch)
+		var rows []scanned
+		bctx, cancel := context.WithTimeout(ctx, exportBatchTimeout)
+		err := database.InTenantTx(bctx, db, tenantID, func(tx pgx.Tx) error {
+			s := newFilteredStore(tx)
+			if through < 0 {
+				last, err := s.lastSeq(bctx, tenantID)
+				if err != nil {
+					return err
+				}
+				through = last
+			}
+			var err error
+			rows, err = s.scan(bctx, tenantID, f, after, through, exportBatch)
+			return err
+		})
+		cancel()
 		if err != nil {
 			return wrapf(err, "read audit events of tenant %d for export", tenantID)
 		}
@@ -45,10 +72,11 @@ func exportRows(ctx context.Context, db DB, tenantID int64, f Filter, flush func
 var CSVHeader = []string{"tenant_id", "seq", "occurred_at", "actor_kind", "actor_id", "action",
 	"entity", "entity_id", "detail", "trace_id", "job_id", "prev_hash", "hash"}
 
-// ExportCSV streams tenantID's events matching f to w as CSV, oldest first,
+// ExportCSV streams tenantID's events matching f to w as CSV, oldest first
+// (reading through db in short tenant transactions),
 // with the chain hashes so the export can be checked offline. Cells that a
 // spreadsheet would run as a formula are escaped (see CSVCell).
-func ExportCSV(ctx context.Context, db DB, tenantID int64, f Filter, w io.Writer) error {
+func ExportCSV(ctx context.Context, db database.Beginner, tenantID int64, f Filter, w io.Writer) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader); err != nil {
 		return wrapf(err, "write audit export")
@@ -73,6 +101,12 @@ func ExportCSV(ctx context.Context, db DB, tenantID int64, f Filter, w io.Writer
 			record[11] = hex.EncodeToString(r.PrevHash)
 			record[12] = hex.EncodeToString(r.Hash)
 			for i := range record {
+				if i != 8 {
+					// detail stays byte-identical to what was hashed
+					// (JSON, never a formula); other cells are shown
+					// as typed, direction and control characters visible.
+					record[i] = plaintext.Visible(record[i])
+				}
 				record[i] = CSVCell(record[i])
 			}
 			return cw.Write(record)
@@ -104,14 +138,24 @@ type Trailer struct {
 	HeadHash string `json:"head_hash"`
 }
 
-func exportTrailer(ctx context.Context, db DB, tenantID, count int64) (Trailer, error) {
-	seq, hash, err := newStore(db).head(ctx, tenantID)
-	if err != nil && !errors.Is(err, errNoHead) {
+func exportTrailer(ctx context.Context, db database.Beginner, tenantID, count int64) (Trailer, error) {
+	var seq int64
+	var hash []byte
+	err := database.InTenantTx(ctx, db, tenantID, func(tx pgx.Tx) (err error) {
+		seq, hash, err = newStore(tx).head(ctx, tenantID)
+		if errors.Is(err, errNoHead) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return Trailer{}, wrapf(err, "read audit head of tenant %d for export", tenantID)
 	}
 	if hash == nil {
 		hash = genesisHash
 	}
+	// The head read after the export may be past its last event (appends
+	// while it streamed); it is never before it.
 	return Trailer{Count: count, HeadSeq: seq, HeadHash: hex.EncodeToString(hash)}, nil
 }
 
@@ -152,7 +196,7 @@ type jsonLine struct {
 
 // ExportJSONLines streams tenantID's events matching f to w, one JSON object
 // per line, oldest first, with the chain hashes.
-func ExportJSONLines(ctx context.Context, db DB, tenantID int64, f Filter, w io.Writer) error {
+func ExportJSONLines(ctx context.Context, db database.Beginner, tenantID int64, f Filter, w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)

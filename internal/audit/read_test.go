@@ -166,9 +166,7 @@ func TestExportEscapesFormulas(t *testing.T) {
 			EntityID: s, TraceID: s, Detail: json.RawMessage(fmt.Sprintf(`{"v": %q}`, s))})
 	}
 	var buf bytes.Buffer
-	err := database.InTenantTx(ctx, f.db.App, tn, func(tx pgx.Tx) error {
-		return audit.ExportCSV(ctx, tx, tn, audit.Filter{}, &buf)
-	})
+	err := audit.ExportCSV(ctx, f.db.App, tn, audit.Filter{}, &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,9 +196,7 @@ func TestExportEscapesFormulas(t *testing.T) {
 	}
 
 	buf.Reset()
-	err = database.InTenantTx(ctx, f.db.App, tn, func(tx pgx.Tx) error {
-		return audit.ExportJSONLines(ctx, tx, tn, audit.Filter{}, &buf)
-	})
+	err = audit.ExportJSONLines(ctx, f.db.App, tn, audit.Filter{}, &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,21 +227,31 @@ func TestExportStreamsInBatches(t *testing.T) {
 	if _, err := audit.SeedScale(ctx, f.db.System, []int64{tn}, 2500, audit.SeedOptions{BatchSize: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	w := &countingWriter{}
-	err := database.InTenantTx(ctx, f.db.App, tn, func(tx pgx.Tx) error {
-		return audit.ExportJSONLines(ctx, tx, tn, audit.Filter{}, w)
-	})
+	// The writer checks, at every write, that the export holds no pool
+	// connection (so no transaction) while it writes to the client.
+	w := &countingWriter{held: func() int32 { return f.db.App.Stat().AcquiredConns() }}
+	err := audit.ExportJSONLines(ctx, f.db.App, tn, audit.Filter{}, w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w.lines != 2501 || w.writes < 3 {
 		t.Fatalf("export wrote %d lines in %d writes, want 2500 lines and the trailer in several writes", w.lines, w.writes)
 	}
+	if w.maxHeld != 0 {
+		t.Fatalf("the export held %d pool connections while writing to its client", w.maxHeld)
+	}
 }
 
-type countingWriter struct{ lines, writes int }
+type countingWriter struct {
+	lines, writes int
+	held          func() int32
+	maxHeld       int32
+}
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.held != nil {
+		c.maxHeld = max(c.maxHeld, c.held())
+	}
 	c.writes++
 	c.lines += bytes.Count(p, []byte("\n"))
 	return len(p), nil

@@ -17,12 +17,15 @@ import (
 type Service struct {
 	app    database.SnapshotPool // jejak_app: one tenant at a time
 	system database.SnapshotPool // jejak_system: staff, across tenants
+	// verifier runs a tenant's verification once at a time and keeps its
+	// result by head.
+	verifier *Verifier
 }
 
 // NewService returns a Service over the tenant-facing and the
 // cross-tenant pool.
 func NewService(app, system database.SnapshotPool) *Service {
-	return &Service{app: app, system: system}
+	return &Service{app: app, system: system, verifier: NewVerifier(app)}
 }
 
 // TimelinePage is one page of a tenant's timeline, and the trail's head
@@ -78,20 +81,21 @@ const (
 )
 
 // Export streams tenantID's events matching f to w in format (FormatCSV or
-// FormatJSONLines), oldest first, in one tenant-scoped transaction.
+// FormatJSONLines), oldest first, one short tenant-scoped transaction per
+// batch: no transaction is open while w is written.
 func (s *Service) Export(ctx context.Context, tenantID int64, format string, f Filter, w io.Writer) error {
 	write := ExportCSV
 	if format == FormatJSONLines {
 		write = ExportJSONLines
 	}
-	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
-		return write(ctx, tx, tenantID, f, w)
-	})
+	return write(ctx, s.app, tenantID, f, w)
 }
 
-// Verify walks tenantID's chain in one snapshot of the tenant-facing pool.
+// Verify walks tenantID's chain in one snapshot of the tenant-facing pool,
+// at most once at a time per tenant; the result is reused until the head
+// moves (Verifier).
 func (s *Service) Verify(ctx context.Context, tenantID int64) (VerifyResult, error) {
-	return Verify(ctx, s.app, tenantID)
+	return s.verifier.Verify(ctx, tenantID)
 }
 
 // VerifyAll walks every tenant's chain through the system pool.

@@ -31,7 +31,9 @@ func (s *Service) Job(ctx context.Context, id int64) (JobView, error) {
 	if v.Tenants, err = s.tenants.Names(ctx); err != nil {
 		return JobView{}, err
 	}
-	byJob, err := s.audit.Search(ctx, audit.SearchQuery{JobID: &id}, 0, eventsPerSource)
+	// From the job's tenant only: a trace id arrives from clients
+	// (traceparent), so another tenant can reuse it.
+	byJob, err := s.audit.Search(ctx, audit.SearchQuery{JobID: &id, TenantID: &j.TenantID}, 0, eventsPerSource)
 	if err != nil {
 		return JobView{}, err
 	}
@@ -39,7 +41,7 @@ func (s *Service) Job(ctx context.Context, id int64) (JobView, error) {
 	if j.TraceID == "" {
 		return v, nil
 	}
-	byTrace, err := s.audit.Search(ctx, audit.SearchQuery{TraceID: j.TraceID}, 0, eventsPerSource)
+	byTrace, err := s.audit.Search(ctx, audit.SearchQuery{TraceID: j.TraceID, TenantID: &j.TenantID}, 0, eventsPerSource)
 	if err != nil {
 		return JobView{}, err
 	}

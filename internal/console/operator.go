@@ -11,7 +11,6 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/audit"
-	"github.com/jejakhq/jejak/internal/clip"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/tenant"
@@ -252,7 +251,7 @@ func (s *Service) actBatch(ctx context.Context, b batch) (changed int, last int6
 func (s *Service) record(ctx context.Context, tx pgx.Tx, b batch, r locked, maxAttempts int32) error {
 	detail := map[string]any{
 		"action": string(b.action), "previous_state": string(job.StateDead), "bulk": b.bulk,
-		"error_class": r.Class, "last_error": clip.Runes(r.LastError, 300), "flagged": r.Flagged,
+		"error_class": r.Class, "last_error": job.TenantError(r.LastError), "flagged": r.Flagged,
 	}
 	stage := audit.JobReplayed
 	if b.action == ActionRetry {

@@ -80,7 +80,7 @@ func (s store) tenantList(ctx context.Context, tenantID int64, state job.State, 
 		out[i] = Row{
 			ID: r.ID, TenantID: tenantID, Kind: r.Kind, Queue: r.Queue, State: job.State(r.State), Attempt: int(r.Attempt),
 			MaxAttempts: int(r.MaxAttempts), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
-			FinishedAt: r.FinishedAt, LastError: deref(r.LastError), Class: job.Class(deref(r.ErrorClass)),
+			FinishedAt: r.FinishedAt, LastError: job.TenantError(deref(r.LastError)), Class: job.Class(deref(r.ErrorClass)),
 			TraceID: r.TraceID,
 		}
 	}

@@ -14,7 +14,8 @@ import (
 // TenantJobs returns tenantID's own jobs newest first, optionally in one
 // state ("" = all), below before (0 = the newest). It reads in the
 // tenant's transaction on the app pool, so row-level security pins the
-// tenant as well as the query's own filter.
+// tenant as well as the query's own filter. Errors are as the tenant may
+// see them (job.TenantError).
 func (s *Service) TenantJobs(ctx context.Context, tenantID int64, state job.State, before int64) (keyset.Page[Row], error) {
 	if state != "" && !job.ValidState(state) {
 		return keyset.Page[Row]{}, fmt.Errorf("%w: unknown state %q", job.ErrInvalidJob, state)

@@ -71,6 +71,7 @@ func open(ctx context.Context, url, group string, maxConns int32) (*pgxpool.Pool
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	limitsFor(group).apply(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)

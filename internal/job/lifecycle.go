@@ -125,7 +125,7 @@ func (e *Engine) failJob(ctx context.Context, j *Job, cause error) (State, error
 		if st, err = e.failIn(ctx, tx, j.WorkerID, j.ID, j.Attempt, cause); err != nil {
 			return err
 		}
-		first, detail := audit.JobFailed, map[string]any{"class": string(ClassOf(cause)), "error": cause.Error()}
+		first, detail := audit.JobFailed, map[string]any{"class": string(ClassOf(cause)), "error": TenantError(cause.Error())}
 		if ClassOf(cause) == ClassPolicy {
 			first = audit.JobRejected
 		}

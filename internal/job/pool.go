@@ -430,7 +430,7 @@ func (e *Engine) invoke(ctx context.Context, j *Job) (err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("handler panic: %v\n%s", p, debug.Stack())
+			err = fmt.Errorf(panicPrefix+"%v\n%s", p, debug.Stack())
 		}
 	}()
 	return k.h(ctx, j)

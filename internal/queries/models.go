@@ -149,6 +149,12 @@ type Session struct {
 	Expiry time.Time
 }
 
+type SigninThrottle struct {
+	Key         string
+	WindowStart time.Time
+	Attempts    int32
+}
+
 type Subscription struct {
 	TenantID           int64
 	PlanCode           string
@@ -192,4 +198,9 @@ type User struct {
 	StaffRole    *string
 	Active       bool
 	CreatedAt    time.Time
+}
+
+type WebSecret struct {
+	Name   string
+	Secret []byte
 }

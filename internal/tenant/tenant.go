@@ -21,6 +21,7 @@ import (
 	"github.com/jejakhq/jejak/internal/billing"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/plaintext"
 )
 
 // Membership roles within a tenant.
@@ -138,7 +139,8 @@ func (s *Service) Projects(ctx context.Context, tenantID int64) ([]Project, erro
 	return out, err
 }
 
-// ValidateProjectName trims a project name and checks its length.
+// ValidateProjectName trims a project name and checks its length and
+// characters.
 func ValidateProjectName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch n := utf8.RuneCountInString(name); {
@@ -146,6 +148,9 @@ func ValidateProjectName(name string) (string, error) {
 		return "", apperr.Invalid("name", "Project name is required.")
 	case n > 120:
 		return "", apperr.Invalid("name", "Project name must be at most 120 characters.")
+	}
+	if p := plaintext.NameProblem(name); p != "" {
+		return "", apperr.Invalid("name", "Project name "+p+".")
 	}
 	return name, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/alexedwards/argon2id"
 
@@ -57,31 +58,48 @@ func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSp
 // Service signs users in.
 type Service struct {
 	store *Store
+	// Hashing bounds concurrent password comparisons.
+	Hashing *HashGate
 }
 
-// NewService returns a Service over store.
-func NewService(store *Store) *Service { return &Service{store: store} }
+// NewService returns a Service over store with a hashing gate of
+// runtime.NumCPU() slots and a one-second wait for a slot.
+func NewService(store *Store) *Service {
+	return &Service{store: store, Hashing: NewHashGate(0, time.Second)}
+}
 
 var (
 	dummyOnce sync.Once
 	dummyHash string
 )
 
-// Authenticate checks an e-mail and password. An unknown e-mail still costs
-// one hash comparison so response time does not reveal whether it exists.
+// Authenticate checks an e-mail and password. An unknown e-mail costs the
+// same work (one comparison against a dummy hash with the same parameters)
+// so response time does not reveal whether it exists. The comparison runs
+// under the hashing gate: ErrBusy when it stays saturated.
 func (s *Service) Authenticate(ctx context.Context, email, password string) (*User, error) {
 	u, err := s.store.GetByEmail(ctx, NormalizeEmail(email))
-	if errors.Is(err, ErrNotFound) {
-		dummyOnce.Do(func() { dummyHash, _ = HashPassword("jejak-dummy-password") })
-		_, _ = argon2id.ComparePasswordAndHash(password, dummyHash)
-		return nil, ErrInvalidCredentials
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	ok, err := argon2id.ComparePasswordAndHash(password, u.hash)
-	if err != nil {
-		return nil, fmt.Errorf("compare password: %w", err)
+	var ok bool
+	var cmpErr error
+	gateErr := s.Hashing.Do(ctx, func() {
+		dummyOnce.Do(func() { dummyHash, _ = HashPassword("jejak-dummy-password") })
+		if u == nil {
+			_, _ = argon2id.ComparePasswordAndHash(password, dummyHash)
+			return
+		}
+		ok, cmpErr = argon2id.ComparePasswordAndHash(password, u.hash)
+	})
+	if gateErr != nil {
+		return nil, gateErr
+	}
+	if u == nil {
+		return nil, ErrInvalidCredentials
+	}
+	if cmpErr != nil {
+		return nil, fmt.Errorf("compare password: %w", cmpErr)
 	}
 	if !ok || !u.Active {
 		return u, ErrInvalidCredentials

@@ -37,5 +37,20 @@ func (s *Server) adminSearch(c echo.Context) error {
 	if vm.Audit, err = s.staffAuditRows(c, res.Events); err != nil {
 		return err
 	}
+	vm.SpansTenants = traceTenants(vm) > 1
 	return render(c, http.StatusOK, admin.SearchPage(vm))
+}
+
+// traceTenants counts the tenants a trace's jobs and events belong to. A
+// trace id comes from the client (traceparent), so one that spans tenants
+// joins unrelated activity and is flagged rather than read as one story.
+func traceTenants(vm admin.SearchVM) int {
+	seen := map[int64]bool{}
+	for _, j := range vm.Jobs {
+		seen[j.TenantID] = true
+	}
+	for _, e := range vm.Audit {
+		seen[e.TenantID] = true
+	}
+	return len(seen)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/views/auth"
 	viewtenant "github.com/jejakhq/jejak/views/tenant"
@@ -29,29 +30,28 @@ func (s *Server) login(c echo.Context) error {
 	if email == "" || password == "" || len(email) > 254 || len(password) > 1024 {
 		return render(c, http.StatusUnprocessableEntity, auth.LoginPage(auth.LoginVM{Email: email, Error: "Enter your e-mail and password."}))
 	}
-	limits := []struct {
-		t   *throttle
-		key string
-	}{{s.throttleEmail, email}, {s.throttleIP, c.RealIP()}}
-	for _, l := range limits {
-		if blocked, left := l.t.blocked(l.key); blocked {
-			c.Response().Header().Set("Retry-After", fmt.Sprint(int(left.Seconds())+1))
-			return render(c, http.StatusTooManyRequests, auth.LoginPage(auth.LoginVM{Email: email,
-				Error: fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", int(left.Minutes())+1)}))
-		}
-	}
-	u, err := s.Users.Authenticate(ctx, email, password)
-	if errors.Is(err, user.ErrInvalidCredentials) {
-		for _, l := range limits {
-			l.t.fail(l.key)
-		}
-		s.recordSignIn(ctx, u, false, c.RealIP())
-		return render(c, http.StatusUnauthorized, auth.LoginPage(auth.LoginVM{Email: email, Error: "Invalid e-mail or password."}))
-	}
-	if err != nil {
+	ip := c.RealIP()
+	u, err := s.SignIn.SignIn(ctx, email, password, ip)
+	var throttled *signin.Throttled
+	switch {
+	case errors.As(err, &throttled):
+		c.Response().Header().Set("Retry-After", fmt.Sprint(int(throttled.RetryAfter.Seconds())+1))
+		return render(c, http.StatusTooManyRequests, auth.LoginPage(auth.LoginVM{Email: email,
+			Error: fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", int(throttled.RetryAfter.Minutes())+1)}))
+	case errors.Is(err, user.ErrBusy):
+		c.Response().Header().Set("Retry-After", "1")
+		return render(c, http.StatusServiceUnavailable, auth.LoginPage(auth.LoginVM{Email: email,
+			Error: "Sign-in is busy. Try again in a moment."}))
+	case errors.Is(err, user.ErrInvalidCredentials):
+		// Answer first, record after: recording writes to the account's
+		// tenants, which an unknown e-mail does not have, so doing it
+		// before answering would tell the two apart by time.
+		rerr := renderThenFlush(c, http.StatusUnauthorized, auth.LoginPage(auth.LoginVM{Email: email, Error: "Invalid e-mail or password."}))
+		s.recordSignIn(context.WithoutCancel(ctx), u, false, ip)
+		return rerr
+	case err != nil:
 		return err
 	}
-	s.throttleEmail.reset(email)
 	// A new session id on sign-in defeats session fixation; a new CSRF
 	// token goes with it.
 	if err := s.sessions.RenewToken(ctx); err != nil {
@@ -59,7 +59,7 @@ func (s *Server) login(c echo.Context) error {
 	}
 	s.sessions.Put(ctx, sessionUserID, u.ID)
 	s.sessions.Put(ctx, sessionCSRF, newCSRFToken())
-	s.recordSignIn(ctx, u, true, c.RealIP())
+	s.recordSignIn(ctx, u, true, ip)
 	if u.IsStaff() {
 		return c.Redirect(http.StatusSeeOther, "/admin")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 )
@@ -32,13 +33,18 @@ const (
 const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+// securityHeaders sets the headers every answer carries; behind TLS
+// (SecureCookies, or a TLS connection) that includes HSTS.
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
 		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")
+		if s.SecureCookies || c.Request().TLS != nil {
+			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+		}
 		return next(c)
 	}
 }
@@ -91,24 +97,48 @@ func newTraceID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// csrf is a synchronizer-token check bound to the server-side session: every
-// non-safe request must echo the session's token in the _csrf form field or
-// the X-CSRF-Token header (htmx sends it via hx-headers). Unlike a
-// Sec-Fetch-Site shortcut, a missing token is always refused.
+// preCSRFCookie holds the random nonce a visitor without a session signs
+// its CSRF token with.
+const preCSRFCookie = "jejak_csrf"
+
+// csrf refuses every non-safe request that does not echo the right token in
+// the _csrf field of the body or the X-CSRF-Token header (htmx sends it via
+// hx-headers); a token in the query string is ignored, since URLs end up in
+// logs, history and Referer headers. Signed in, the token is a synchronizer
+// token kept in the server-side session. Before sign-in it is an HMAC of a
+// nonce kept in a cookie (signin.CSRFSigner), so an anonymous page view
+// writes no session row. Unlike a Sec-Fetch-Site shortcut, a missing token
+// is always refused.
 func (s *Server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
-		token := s.sessions.GetString(ctx, sessionCSRF)
-		if token == "" {
-			token = newCSRFToken()
-			s.sessions.Put(ctx, sessionCSRF, token)
+		var token string
+		if s.sessions.GetInt64(ctx, sessionUserID) != 0 {
+			token = s.sessions.GetString(ctx, sessionCSRF)
+			if token == "" {
+				token = newCSRFToken()
+				s.sessions.Put(ctx, sessionCSRF, token)
+			}
+		} else {
+			nonce := ""
+			if ck, err := c.Cookie(preCSRFCookie); err == nil && len(ck.Value) == 43 {
+				nonce = ck.Value
+			} else {
+				nonce = signin.NewNonce()
+				c.SetCookie(&http.Cookie{Name: preCSRFCookie, Value: nonce, Path: "/", HttpOnly: true,
+					SameSite: http.SameSiteLaxMode, Secure: s.SecureCookies, MaxAge: 12 * 3600})
+			}
+			var err error
+			if token, err = s.CSRF.Token(ctx, nonce); err != nil {
+				return err
+			}
 		}
 		switch c.Request().Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
 			sent := c.Request().Header.Get("X-CSRF-Token")
 			if sent == "" {
-				sent = c.FormValue("_csrf")
+				sent = c.Request().PostFormValue("_csrf")
 			}
 			if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(token)) != 1 {
 				return echo.NewHTTPError(http.StatusForbidden, "Missing or invalid CSRF token. Reload the page and try again.")
@@ -160,6 +190,8 @@ func (s *Server) requireViewer(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return c.Redirect(http.StatusSeeOther, "/login")
 		}
+		// Signed-in pages show one account's data: no cache may keep them.
+		c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 		return next(c)
 	}
 }

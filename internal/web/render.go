@@ -1,8 +1,10 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -19,7 +21,25 @@ func render(c echo.Context, status int, comp templ.Component) error {
 	if err := comp.Render(c.Request().Context(), buf); err != nil {
 		return err
 	}
-	return c.HTMLBlob(status, buf.Bytes())
+	return c.HTMLBlob(status, visibleHTML(buf.Bytes()))
+}
+
+// renderThenFlush renders like render and sends the whole answer to the
+// client at once (with its length), so work the handler does afterwards
+// does not delay or show in the response.
+func renderThenFlush(c echo.Context, status int, comp templ.Component) error {
+	buf := templ.GetBuffer()
+	defer templ.ReleaseBuffer(buf)
+	if err := comp.Render(c.Request().Context(), buf); err != nil {
+		return err
+	}
+	out := visibleHTML(buf.Bytes())
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(out)))
+	if err := c.HTMLBlob(status, out); err != nil {
+		return err
+	}
+	c.Response().Flush()
+	return nil
 }
 
 // statusOf maps an error to its HTTP status: the one place where
@@ -32,6 +52,11 @@ func statusOf(err error) (int, string) {
 			msg = http.StatusText(he.Code)
 		}
 		return he.Code, msg
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The request's deadline passed, most often waiting for a pool
+		// connection: the service is busy, not broken.
+		return http.StatusServiceUnavailable, "The service is busy. Try again in a moment."
 	}
 	var ae *apperr.Error
 	if errors.As(err, &ae) {
@@ -58,7 +83,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	status, msg := statusOf(err)
-	if status >= 500 {
+	if status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", "5")
+		s.Logger.WarnContext(c.Request().Context(), "request shed", "error", err.Error(),
+			"trace_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	} else if status >= 500 {
 		s.Logger.ErrorContext(c.Request().Context(), "request failed", "error", err.Error(),
 			"trace_id", c.Response().Header().Get(echo.HeaderXRequestID))
 	}

@@ -13,12 +13,13 @@ import (
 // routes registers every route: reading this function tells the whole HTTP
 // surface and which guard protects each part.
 func (s *Server) routes(e *echo.Echo) {
-	e.Use(s.traceAndLog, middleware.Recover(), securityHeaders)
+	// guardInput bounds and checks the body before any session or CSRF work.
+	e.Use(s.traceAndLog, middleware.Recover(), s.securityHeaders, guardInput, s.requestDeadline)
 
 	// Unauthenticated, no session.
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(static.FS)))))
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(filesOnly{static.FS})))))
 
 	// Everything below has a session and CSRF protection on every POST.
 	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.csrf, s.loadViewer)
@@ -36,11 +37,11 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/projects", s.projectCreate)
 	t.POST("/projects/:id/delete", s.projectDelete)
 	t.POST("/plan", s.planChange)
-	// The tenant's audit trail (any member may read and verify it) and its
+	// The tenant's audit trail (any member reads it; owners and admins verify it) and its
 	// read-only jobs list.
 	t.GET("/audit", s.auditTimeline)
-	t.GET("/audit/export.csv", s.auditExport(audit.FormatCSV))
-	t.GET("/audit/export.jsonl", s.auditExport(audit.FormatJSONLines))
+	t.GET("/audit/export.csv", s.auditExport(audit.FormatCSV), s.streamDeadline)
+	t.GET("/audit/export.jsonl", s.auditExport(audit.FormatJSONLines), s.streamDeadline)
 	t.POST("/audit/verify", s.auditVerify)
 	t.GET("/audit/checkpoint", s.auditCheckpoint)
 	t.GET("/audit/:entity/:id", s.auditEntity)

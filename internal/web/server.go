@@ -5,7 +5,9 @@ package web
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 )
@@ -51,15 +54,23 @@ type Deps struct {
 	// Anchors holds the signed audit checkpoints owners download; nil =
 	// no checkpoint route answers (404).
 	Anchors *anchor.Service
+	// SignIn checks passwords behind the shared sign-in throttle.
+	SignIn *signin.Service
+	// CSRF signs the token of visitors who have no session yet.
+	CSRF *signin.CSRFSigner
+	// TrustedProxies are the peers whose X-Forwarded-For names the real
+	// client; from anyone else the header is ignored. Empty = the TCP peer
+	// is the client.
+	TrustedProxies []*net.IPNet
+	// Timeouts bound connections; zero = DefaultTimeouts.
+	Timeouts *Timeouts
 }
 
 // Server holds the handlers' dependencies.
 type Server struct {
 	Deps
 	sessions *scs.SessionManager
-	// Failed sign-ins are limited per e-mail (guessing one account) and,
-	// more loosely, per client address (spraying many accounts).
-	throttleEmail, throttleIP *throttle
+	timeouts Timeouts
 	// stats is the queue overview snapshot shared by all staff viewers.
 	stats *console.StatsCache
 }
@@ -82,7 +93,21 @@ func New(d Deps) *echo.Echo {
 	sm.Cookie.HttpOnly = true
 	sm.Cookie.SameSite = http.SameSiteLaxMode
 	sm.Cookie.Secure = d.SecureCookies
-	s := &Server{Deps: d, sessions: sm, throttleEmail: newThrottle(5, 15*time.Minute), throttleIP: newThrottle(50, 15*time.Minute)}
+	sm.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {
+		// The session store shares the pool: a busy pool is a 503.
+		status := http.StatusInternalServerError
+		if errors.Is(err, context.DeadlineExceeded) {
+			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "5")
+		} else {
+			d.Logger.ErrorContext(r.Context(), "session store", "error", err.Error())
+		}
+		http.Error(w, http.StatusText(status), status)
+	}
+	s := &Server{Deps: d, sessions: sm, timeouts: DefaultTimeouts}
+	if d.Timeouts != nil {
+		s.timeouts = *d.Timeouts
+	}
 
 	if d.Console != nil {
 		s.stats = console.NewStatsCache(d.Console.Overview, d.StatsMaxAge)
@@ -92,6 +117,21 @@ func New(d Deps) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = ipExtractor(d.TrustedProxies)
 	s.routes(e)
 	return e
+}
+
+// ipExtractor believes X-Forwarded-For only from the trusted proxies
+// (echo's default extractor believes it from anyone, so a client could
+// pick the address the sign-in throttle counts against).
+func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, n := range trusted {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }

@@ -375,11 +375,16 @@ type verifyResult struct {
 
 func verifyKey(tenantID int64) string { return "audit_verify:" + strconv.FormatInt(tenantID, 10) }
 
-// auditVerify re-runs the chain verification for this tenant (any member:
-// it reads and changes nothing) and shows the result.
+// auditVerify re-runs the chain verification for this tenant and shows the
+// result. It reads the whole trail, so only owners and admins may start it,
+// and it runs once at a time per tenant, free until the head moves
+// (audit.Verifier).
 func (s *Server) auditVerify(c echo.Context) error {
 	ctx := c.Request().Context()
 	t := currentTenant(c)
+	if !membership(c).CanWrite() {
+		return echo.NewHTTPError(http.StatusForbidden, "Only owners and admins verify the chain.")
+	}
 	res, err := s.Audit.Verify(ctx, t.ID)
 	if err != nil {
 		return err
@@ -407,7 +412,7 @@ func (s *Server) auditVerify(c echo.Context) error {
 
 // chainVM is the chain status from this session's last verification.
 func (s *Server) chainVM(c echo.Context, t *tenant.Tenant) viewtenant.ChainVM {
-	vm := viewtenant.ChainVM{Slug: t.Slug}
+	vm := viewtenant.ChainVM{Slug: t.Slug, CanVerify: membership(c).CanWrite()}
 	raw := s.sessions.GetString(c.Request().Context(), verifyKey(t.ID))
 	var r verifyResult
 	if raw == "" || json.Unmarshal([]byte(raw), &r) != nil {

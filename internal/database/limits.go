@@ -1,0 +1,44 @@
+package database
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// SessionLimits bound what one connection of a pool may hold: a statement
+// that runs longer is cancelled, and a transaction left idle is ended with
+// its connection, so one stuck request cannot keep locks or a pool slot.
+type SessionLimits struct {
+	Statement         time.Duration // statement_timeout
+	IdleInTransaction time.Duration // idle_in_transaction_session_timeout
+}
+
+// Limits per role: tenant-facing requests are short; the system pool also
+// serves staff pages and the engine's batch statements.
+var (
+	AppLimits    = SessionLimits{Statement: 15 * time.Second, IdleInTransaction: 30 * time.Second}
+	SystemLimits = SessionLimits{Statement: 60 * time.Second, IdleInTransaction: 60 * time.Second}
+)
+
+// limitsFor returns the limits of the pool that runs as role.
+func limitsFor(role string) SessionLimits {
+	if role == AppRole {
+		return AppLimits
+	}
+	return SystemLimits
+}
+
+// apply sets the limits as connection parameters, sent when each
+// connection starts, unless the URL already sets them (an operator's
+// choice wins).
+func (l SessionLimits) apply(cfg *pgxpool.Config) {
+	p := cfg.ConnConfig.RuntimeParams
+	if _, set := p["statement_timeout"]; !set && l.Statement > 0 {
+		p["statement_timeout"] = strconv.FormatInt(l.Statement.Milliseconds(), 10)
+	}
+	if _, set := p["idle_in_transaction_session_timeout"]; !set && l.IdleInTransaction > 0 {
+		p["idle_in_transaction_session_timeout"] = strconv.FormatInt(l.IdleInTransaction.Milliseconds(), 10)
+	}
+}

@@ -1,0 +1,57 @@
+// Package plaintext holds the rules for text people type that other people
+// read: which characters a name may not contain, and how free text (reasons,
+// details, errors) is shown so it cannot lie about itself.
+package plaintext
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// Deceptive reports whether r changes how the text around it is displayed
+// rather than being a character of its own: the bidirectional embeddings,
+// overrides and isolates (U+202A–U+202E, U+2066–U+2069, which can make
+// "exe.txt" read "txt.exe" or reverse a reason in a confirm dialog), the
+// bidi marks, and control characters.
+func Deceptive(r rune) bool {
+	switch {
+	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
+		return true
+	case unicode.IsControl(r):
+		return true
+	}
+	return false
+}
+
+// NameProblem returns what is wrong with a name's characters, or "" when
+// nothing is: names are shown in lists, titles and confirm dialogs, so no
+// control or bidirectional formatting character is allowed in them.
+func NameProblem(name string) string {
+	for _, r := range name {
+		if Deceptive(r) {
+			return fmt.Sprintf("must not contain control or text-direction characters (found U+%04X)", r)
+		}
+	}
+	return ""
+}
+
+// Visible returns s with every deceptive character except newline and tab
+// replaced by a visible marker such as "⟨U+202E⟩", so free text shows what
+// was typed instead of being reordered or hidden by it.
+func Visible(s string) string {
+	if strings.IndexFunc(s, hidden) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hidden(r) {
+			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func hidden(r rune) bool { return r != '\n' && r != '\t' && r != '\r' && Deceptive(r) }

@@ -1,0 +1,32 @@
+package plaintext_test
+
+import (
+	"testing"
+
+	"github.com/jejakhq/jejak/internal/plaintext"
+)
+
+func TestNameProblemAndVisible(t *testing.T) {
+	for _, bad := range []string{"gpj.\u202Eexe", "a\u2066b", "tab\there", "bell\a", "nul\x00", "c1\u0085"} {
+		if plaintext.NameProblem(bad) == "" {
+			t.Errorf("%q accepted as a name", bad)
+		}
+	}
+	for _, good := range []string{"Katalog Musim Hujan", "Toko Bunga Melati — 2026", "مرحبا", "日本語"} {
+		if p := plaintext.NameProblem(good); p != "" {
+			t.Errorf("%q refused: %s", good, p)
+		}
+	}
+	cases := map[string]string{
+		"plain":                     "plain",
+		"line\nbreak\ttab":          "line\nbreak\ttab",
+		"refund \u202Eoot\u202C ok": "refund ⟨U+202E⟩oot⟨U+202C⟩ ok",
+		"esc\x1b[31m":               "esc⟨U+001B⟩[31m",
+		"iso\u2067x\u2069":          "iso⟨U+2067⟩x⟨U+2069⟩",
+	}
+	for in, want := range cases {
+		if got := plaintext.Visible(in); got != want {
+			t.Errorf("Visible(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
