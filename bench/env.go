@@ -38,6 +38,11 @@ type Config struct {
 	ScaleJobs        int  // jobs in the scale database
 	Requests         int  // timed requests per page benchmark and round
 	Reseed           bool // rebuild the scale database even if big enough
+
+	// Outbox relay benchmark (outbox.go); zero values take small defaults.
+	OutboxMsgs     int           // burn-down: committed messages relayed
+	OutboxRate     int           // steady load: messages per second
+	OutboxDuration time.Duration // steady load: how long
 }
 
 // Env is what a benchmark run gets: the server, the shared knobs and helpers

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -67,7 +68,24 @@ func run() int {
 	flag.IntVar(&cfg.ScaleJobs, "scale-jobs", 1_000_000, "pages: jobs in the scale database")
 	flag.IntVar(&cfg.Requests, "requests", 200, "pages/audit_timeline: timed requests per benchmark and round (after 20 warm-up requests)")
 	flag.BoolVar(&cfg.Reseed, "reseed", false, "pages/audit_timeline: rebuild the scale database even if it is big enough")
+	flag.IntVar(&cfg.OutboxMsgs, "outbox-msgs", 100_000, "outbox_relay: committed messages relayed in the burn-down")
+	flag.IntVar(&cfg.OutboxRate, "outbox-rate", 1000, "outbox_relay: steady-load messages per second")
+	flag.DurationVar(&cfg.OutboxDuration, "outbox-duration", 10*time.Second, "outbox_relay: steady-load duration")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cfg.Conns = int32(conns)
 	if cfg.ClaimBatch <= 0 {
 		cfg.ClaimBatch = cfg.Workers

@@ -7,6 +7,8 @@
 //	web audit verify [--tenant SLUG] [--anchors DIR]   check audit hash chains (and signed checkpoints)
 //	web audit anchor                      write signed checkpoints of every audit head now
 //	web audit verify-export --checkpoint FILE [--public-key HEX] EXPORT.jsonl   offline check
+//	web outbox status                     outbox counts, lag, failed messages
+//	web outbox retry-failed [--tenant SLUG] --reason TEXT
 package main
 
 import (
@@ -48,6 +50,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		}
 		cmd, args = "audit "+args[0], args[1:]
 	}
+	if cmd == "outbox" {
+		if len(args) == 0 || (args[0] != "status" && args[0] != "retry-failed") {
+			return fmt.Errorf("usage: web outbox status | web outbox retry-failed [--tenant SLUG] --reason TEXT")
+		}
+		cmd, args = "outbox "+args[0], args[1:]
+	}
+	var reason string
 	var scale demo.ScaleOptions
 	var tenantSlug, anchorDir, checkpoint, publicKey string
 	fs := flag.NewFlagSet("web "+cmd, flag.ContinueOnError)
@@ -72,9 +81,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	case "audit verify-export":
 		fs.StringVar(&checkpoint, "checkpoint", "", "checkpoint file downloaded from /t/{slug}/audit/checkpoint")
 		fs.StringVar(&publicKey, "public-key", "", "the operator's published anchor key (hex); default: the key in the checkpoint file")
+	case "outbox status":
+	case "outbox retry-failed":
+		fs.StringVar(&tenantSlug, "tenant", "", "retry only this tenant's failed messages (slug)")
+		fs.StringVar(&reason, "reason", "", "why (required; recorded in each affected tenant's audit trail)")
 	case "migrate":
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, seed, audit verify, audit anchor or audit verify-export)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, migrate, seed, audit verify, audit anchor, audit verify-export or outbox)", cmd)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,6 +117,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return app.AuditVerify(ctx, cfg, log, out, tenantSlug, anchorDir)
 	case "audit anchor":
 		return app.AuditAnchor(ctx, cfg, log, out)
+	case "outbox status":
+		return app.OutboxStatus(ctx, cfg, log, out)
+	case "outbox retry-failed":
+		if strings.TrimSpace(reason) == "" {
+			return fmt.Errorf("--reason is required: it is recorded in each affected tenant's audit trail")
+		}
+		return app.OutboxRetryFailed(ctx, cfg, log, out, tenantSlug, reason)
 	default:
 		return app.Serve(ctx, cfg, log, out)
 	}

@@ -33,30 +33,40 @@ $$;
 CREATE POLICY owner_membership_check ON memberships FOR SELECT TO jejak_owner USING (true);
 
 -- Every jejak_app policy that scopes rows by app_tenant_id() also requires
--- membership. Walking the catalog covers every tenant table created so
--- far; tables added later must write the same expression (docs/tenancy.md,
--- and internal/database's RLS test fails otherwise).
+-- membership. The rewrite walks the catalog and is idempotent; it runs here
+-- and again after every migration run (database.MigrateDB), so tables added
+-- by later migrations get the check too (the RLS test in internal/database
+-- fails for any jejak_app policy without it).
 -- +goose StatementBegin
-DO $$
-DECLARE p record;
+CREATE FUNCTION app_enforce_membership() RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+    p record;
+    n integer := 0;
 BEGIN
     FOR p IN
-        SELECT pol.polname, c.relname, pol.polcmd,
+        SELECT pol.polname, c.relname,
                pg_get_expr(pol.polqual, pol.polrelid) AS qual,
                pg_get_expr(pol.polwithcheck, pol.polrelid) AS wcheck
           FROM pg_policy pol
           JOIN pg_class c ON c.oid = pol.polrelid
-          JOIN pg_namespace n ON n.oid = c.relnamespace
-         WHERE n.nspname = 'public'
+          JOIN pg_namespace ns ON ns.oid = c.relnamespace
+         WHERE ns.nspname = 'public'
            AND 'jejak_app'::regrole = ANY (pol.polroles)
     LOOP
         IF p.qual IS NOT NULL AND p.qual LIKE '%app_tenant_id()%' AND p.qual NOT LIKE '%app_is_member()%' THEN
-            EXECUTE format('ALTER POLICY %I ON %I USING ((%s) AND (SELECT app_is_member()))', p.polname, p.relname, p.qual);
+            EXECUTE format('ALTER POLICY %I ON public.%I USING ((%s) AND (SELECT app_is_member()))', p.polname, p.relname, p.qual);
+            n := n + 1;
         END IF;
         IF p.wcheck IS NOT NULL AND p.wcheck LIKE '%app_tenant_id()%' AND p.wcheck NOT LIKE '%app_is_member()%' THEN
-            EXECUTE format('ALTER POLICY %I ON %I WITH CHECK ((%s) AND (SELECT app_is_member()))', p.polname, p.relname, p.wcheck);
+            EXECUTE format('ALTER POLICY %I ON public.%I WITH CHECK ((%s) AND (SELECT app_is_member()))', p.polname, p.relname, p.wcheck);
+            n := n + 1;
         END IF;
     END LOOP;
+    RETURN n;
 END
 $$;
 -- +goose StatementEnd
+REVOKE ALL ON FUNCTION app_enforce_membership() FROM PUBLIC, jejak_app, jejak_system;
+
+SELECT app_enforce_membership();

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,11 +29,13 @@ import (
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/pgcluster"
 	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Env is an opened, migrated database with Jejak's two pools.
@@ -120,6 +123,15 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		printDemoAccounts(out)
 	}
 	clk := clock.Database{}
+	if cfg.Demo {
+		hooks, err := startDemoHooks(ctx, env, log, out)
+		if err != nil {
+			return err
+		}
+		defer hooks.Close()
+		// The receiver is on loopback, which the SSRF guard refuses.
+		cfg.WebhookAllow = append(cfg.WebhookAllow, netip.MustParsePrefix("127.0.0.1/32"))
+	}
 	engine, err := startEngine(ctx, cfg, env, clk, log)
 	if err != nil {
 		return err
@@ -133,6 +145,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 			log.Error("stop workers", "error", err.Error())
 		}
 	}()
+	ob, err := startOutbox(ctx, cfg, env, engine, clk, log)
+	if err != nil {
+		return err
+	}
+	// Runs before the workers stop (defers unwind in reverse): the relay
+	// settles its batch in flight, then NATS closes.
+	defer ob.Close()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	deps.SecureCookies = cfg.SecureCookies
 	anchors, err := anchor.Open(cfg.AnchorDirectory())
@@ -202,7 +221,8 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 	if err != nil {
 		return nil, err
 	}
-	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer})
+	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer,
+		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow}})
 	if cfg.ChaosKind {
 		chaos.Register(engine, env.App)
 	}
@@ -230,10 +250,12 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 		Audit:    trail,
 		Console: console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
 			Tenants: tenants, Audit: trail}),
-		Clock:  clk,
-		Logger: log,
-		SignIn: signin.NewService(appPool, users, clk, signin.DefaultLimits),
-		CSRF:   signin.NewCSRFSigner(systemPool),
+		Clock:    clk,
+		Logger:   log,
+		Webhooks: webhook.NewService(appPool, clk, engine),
+		Outbox:   outboxconsole.New(systemPool, clk),
+		SignIn:   signin.NewService(appPool, users, clk, signin.DefaultLimits),
+		CSRF:     signin.NewCSRFSigner(systemPool),
 	}
 }
 

@@ -6,10 +6,13 @@ package app
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Config is Jejak's configuration, from the environment (flags may
@@ -36,6 +39,9 @@ type Config struct {
 
 	AppDatabaseURL    string // JEJAK_APP_DATABASE_URL; tenant pool's own login (optional)
 	SystemDatabaseURL string // JEJAK_SYSTEM_DATABASE_URL; cross-tenant pool's own login (optional)
+	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
+	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
+	WebhookAllow []netip.Prefix
 	// TrustedProxies (JEJAK_TRUSTED_PROXIES, comma-separated CIDRs or
 	// addresses) are the reverse proxies whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
@@ -81,6 +87,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.AppDatabaseURL = getenv("JEJAK_APP_DATABASE_URL")
 	c.SystemDatabaseURL = getenv("JEJAK_SYSTEM_DATABASE_URL")
+	if c.WebhookAllow, err = webhook.ParseAllowCIDRs(getenv("JEJAK_WEBHOOK_ALLOW_CIDRS")); err != nil {
+		return c, fmt.Errorf("JEJAK_WEBHOOK_ALLOW_CIDRS: %w", err)
+	}
 	if c.TrustedProxies, err = parseCIDRs(getenv("JEJAK_TRUSTED_PROXIES")); err != nil {
 		return c, fmt.Errorf("JEJAK_TRUSTED_PROXIES: %w", err)
 	}

@@ -133,6 +133,11 @@ func TestActOnDeadConcurrentRetriesApplyOnce(t *testing.T) {
 	if len(other.Rows) != 0 {
 		t.Fatalf("other tenant's trail has %d events", len(other.Rows))
 	}
+	var events int
+	if err := db.Admin.QueryRow(context.Background(), `SELECT count(*) FROM outbox_messages WHERE tenant_id = $1
+		AND event_type = 'job.dead_letter.retried' AND aggregate_id = $2::bigint::text`, tenants[0], id).Scan(&events); err != nil || events != 1 {
+		t.Fatalf("%d job.dead_letter.retried events (%v), want 1", events, err)
+	}
 	v, err := c.Job(context.Background(), id)
 	r := v.Job
 	if err != nil || r.State != job.StatePending || r.Flagged || len(r.Errors) != 1 || r.MaxAttempts != r.Attempt+job.DefaultMaxAttempts {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/tenant"
 )
 
@@ -272,6 +274,16 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, b batch, r locked, maxA
 		TraceID: r.TraceID, ActorKind: audit.ActorStaff, ActorID: &actor, Reason: b.reason, Detail: raw,
 	}); err != nil {
 		return fmt.Errorf("audit %s of job %d: %w", b.action, r.ID, err)
+	}
+	// Other systems hear of the repair in the same transaction.
+	event := "job.dead_letter.retried"
+	if b.action != ActionRetry {
+		event = "job.dead_letter.discarded"
+	}
+	if _, err := outbox.NewWriter(s.clock).Publish(ctx, tx, r.TenantID, outbox.Message{Type: event, AggregateType: "job",
+		AggregateID: strconv.FormatInt(r.ID, 10), TraceID: r.TraceID,
+		Payload: map[string]any{"job_id": r.ID, "kind": r.Kind, "reason": b.reason, "operator_user_id": actor}}); err != nil {
+		return fmt.Errorf("publish %s of job %d: %w", event, r.ID, err)
 	}
 	return nil
 }

@@ -110,6 +110,12 @@ func MigrateDB(ctx context.Context, db *sql.DB) error {
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
+	// Tables created by migrations after the membership check was added
+	// get it too: every jejak_app tenant policy also requires the signed-in
+	// user's membership (db/schema/00026_rls_membership.sql).
+	if _, err := db.ExecContext(ctx, "SELECT app_enforce_membership()"); err != nil {
+		return fmt.Errorf("enforce membership in row-level security policies: %w", err)
+	}
 	return nil
 }
 

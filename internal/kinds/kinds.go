@@ -12,6 +12,7 @@ import (
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/points"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // The shipped kinds' names, as stored in jobs.kind.
@@ -19,6 +20,7 @@ const (
 	EmailWeeklyReport = mail.WeeklyReportKind // "email.weekly-report"
 	SubscriptionSweep = billing.SweepKind     // "subscription.sweep"
 	PointsAward       = points.Kind           // "points.award"
+	WebhookDeliver    = webhook.Kind          // "webhook.deliver"
 )
 
 // KindOptions are per-kind engine settings.
@@ -43,6 +45,13 @@ type Deps struct {
 	Mailer mail.Mailer
 	// MailFrom is the sender of Jejak's mail; "" = mail.DefaultFrom.
 	MailFrom string
+	// Jobs enqueues follow-up jobs (webhook retries); nil leaves
+	// webhook.deliver unregistered.
+	Jobs webhook.Enqueuer
+	// WebhookGuard decides which addresses webhooks may reach.
+	WebhookGuard webhook.Guard
+	// WebhookOutcome, when set, is told each webhook attempt's outcome.
+	WebhookOutcome func(outcome string)
 }
 
 // Options holds each shipped kind's settings: mail may wait out an SMTP
@@ -52,6 +61,9 @@ var Options = map[string]KindOptions{
 	EmailWeeklyReport: {MaxAttempts: 5, Timeout: time.Minute},
 	SubscriptionSweep: {MaxAttempts: 3, Timeout: 2 * time.Minute},
 	PointsAward:       {MaxAttempts: 5, Timeout: 30 * time.Second},
+	// One attempt per job (retries on the webhook schedule are new jobs);
+	// the job's own attempts only cover database trouble.
+	WebhookDeliver: {MaxAttempts: 3, Timeout: time.Minute},
 }
 
 // Register adds every shipped kind's handler to e. It panics when d.App is
@@ -75,4 +87,8 @@ func Register(e Registrar, d Deps) {
 	e.Register(EmailWeeklyReport, weekly.Handle, Options[EmailWeeklyReport])
 	e.Register(SubscriptionSweep, sweep.Handle, Options[SubscriptionSweep])
 	e.Register(PointsAward, award.Handle, Options[PointsAward])
+	if d.Jobs != nil {
+		wh := &webhook.Deliverer{App: d.App, Jobs: d.Jobs, Clock: c, Client: d.WebhookGuard.Client(), OnOutcome: d.WebhookOutcome}
+		e.Register(WebhookDeliver, wh.Handle, Options[WebhookDeliver])
+	}
 }

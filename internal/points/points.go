@@ -20,6 +20,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds/payload"
+	"github.com/jejakhq/jejak/internal/outbox"
 )
 
 // Kind is the job kind that awards points.
@@ -80,7 +81,8 @@ type Entry struct {
 
 // Service awards points; its clock stamps ledger and dedup rows.
 type Service struct {
-	clock clock.Clock
+	clock  clock.Clock
+	outbox *outbox.Writer
 }
 
 // NewService returns a Service reading time from c (nil = database clock).
@@ -88,7 +90,7 @@ func NewService(c clock.Clock) *Service {
 	if c == nil {
 		c = clock.Database{}
 	}
-	return &Service{clock: c}
+	return &Service{clock: c, outbox: outbox.NewWriter(c)}
 }
 
 // Award applies a in tx exactly once per (tenant, message id). It reports
@@ -98,7 +100,14 @@ func (s *Service) Award(ctx context.Context, tx pgx.Tx, tenantID int64, a Award)
 	if err := a.Validate(); err != nil {
 		return false, err
 	}
-	return awardTx(ctx, tx, tenantID, a, s.clock.Now())
+	if applied, err = awardTx(ctx, tx, tenantID, a, s.clock.Now()); err != nil || !applied {
+		return applied, err
+	}
+	// The award's event commits with it; a replayed message publishes
+	// nothing because nothing was applied.
+	_, err = s.outbox.Publish(ctx, tx, tenantID, outbox.Message{Type: "points.awarded", AggregateType: "customer",
+		AggregateID: a.Customer, Payload: map[string]any{"customer": a.Customer, "points": a.Points, "reason": a.Reason, "message_id": a.MessageID}})
+	return err == nil, err
 }
 
 // Handler runs points.award jobs against the tenant-scoped pool.

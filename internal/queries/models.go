@@ -104,6 +104,30 @@ type Membership struct {
 	CreatedAt time.Time
 }
 
+type OutboxMessage struct {
+	ID            int64
+	TenantID      int64
+	EventType     string
+	AggregateType string
+	AggregateID   string
+	Payload       json.RawMessage
+	TraceID       string
+	CreatedAt     time.Time
+	State         string
+	Attempts      int32
+	AvailableAt   time.Time
+	LastError     *string
+	ReservedBy    *string
+	ReservedAt    *time.Time
+	ProcessedAt   *time.Time
+}
+
+type OutboxStatsMinute struct {
+	Minute    time.Time
+	Delivered int64
+	Failed    int64
+}
+
 type Plan struct {
 	Code        string
 	Name        string
@@ -203,4 +227,45 @@ type User struct {
 type WebSecret struct {
 	Name   string
 	Secret []byte
+}
+
+type WebhookAttempt struct {
+	TenantID    int64
+	DeliveryID  int64
+	Attempt     int32
+	AttemptedAt time.Time
+	StatusCode  *int32
+	LatencyMs   int32
+	Response    string
+	Error       *string
+}
+
+type WebhookDelivery struct {
+	ID            int64
+	TenantID      int64
+	EndpointID    int64
+	EventID       int64
+	EventType     string
+	Body          string
+	State         string
+	Attempts      int32
+	NextAttemptAt *time.Time
+	LastStatus    *int32
+	LastError     *string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+type WebhookEndpoint struct {
+	ID                      int64
+	TenantID                int64
+	Url                     string
+	Events                  []string
+	Enabled                 bool
+	DisabledReason          *string
+	Secret                  string
+	PreviousSecret          *string
+	PreviousSecretExpiresAt *time.Time
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
 }

@@ -23,6 +23,7 @@ const module = "github.com/jejakhq/jejak"
 var domains = []string{
 	"job", "console", "audit", "tenant", "billing", "points", "mail", "user", "outbox",
 	"payment", "approval", "kinds", "demo", "database", "queries", "app", "web",
+	"webhook", "outboxconsole", "natsbus",
 }
 
 // file is one non-test, non-generated-by-sqlc Go file and its imports.

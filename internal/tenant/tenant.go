@@ -21,6 +21,7 @@ import (
 	"github.com/jejakhq/jejak/internal/billing"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/plaintext"
 )
 
@@ -95,6 +96,7 @@ type Service struct {
 	clock  clock.Clock
 	audit  *audit.Recorder
 	plans  *billing.Service
+	outbox *outbox.Writer
 }
 
 // NewService returns a Service. app must be the tenant-facing pool, system
@@ -104,7 +106,8 @@ func NewService(app, system database.Pool, clk clock.Clock) *Service {
 	if clk == nil {
 		clk = clock.Database{}
 	}
-	return &Service{app: app, system: system, clock: clk, audit: audit.NewRecorder(clk), plans: billing.NewService(clk)}
+	return &Service{app: app, system: system, clock: clk, audit: audit.NewRecorder(clk), plans: billing.NewService(clk),
+		outbox: outbox.NewWriter(clk)}
 }
 
 // BySlug returns the tenant with that slug. The tenants registry is not
@@ -207,7 +210,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, tenantID int64, actor A
 	if err != nil {
 		return fmt.Errorf("audit %s: %w", action, err)
 	}
-	return nil
+	return s.publish(ctx, tx, tenantID, actor, action, entity, entityID, detail)
 }
 
 // Plan is the tenant's current plan as the home page shows it.

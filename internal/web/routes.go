@@ -46,6 +46,14 @@ func (s *Server) routes(e *echo.Echo) {
 	t.GET("/audit/checkpoint", s.auditCheckpoint)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
+	// -- tenant webhooks (owners/admins; members 403) --
+	t.GET("/webhooks", s.tenantWebhooks)
+	t.POST("/webhooks", s.tenantWebhookCreate)
+	t.GET("/webhooks/:id", s.tenantWebhookDeliveries)
+	t.POST("/webhooks/:id/enable", s.tenantWebhookSetEnabled(true))
+	t.POST("/webhooks/:id/disable", s.tenantWebhookSetEnabled(false))
+	t.POST("/webhooks/:id/rotate", s.tenantWebhookRotate)
+	t.POST("/webhooks/:id/deliveries/:delivery/resend", s.tenantWebhookResend)
 
 	// Support staff pages.
 	adm := signedIn.Group("/admin", s.requireStaff)
@@ -61,5 +69,8 @@ func (s *Server) routes(e *echo.Echo) {
 	adm.GET("/dead/bulk", s.adminDeadBulkPreview)
 	adm.POST("/dead/bulk", s.adminDeadBulk)
 	adm.GET("/search", s.adminSearch)
+	// -- outbox (staff) --
+	adm.GET("/outbox", s.adminOutbox)
+	adm.POST("/outbox/retry", s.adminOutboxRetry)
 
 }

@@ -35,6 +35,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	owner.login("budi@melati.test")
 	owner.post("/t/toko-bunga-melati/projects", owner.withCSRF(url.Values{"name": {"Matriks"}}), false)
 	project := f.projectID("toko-bunga-melati", "Matriks")
+	hook, delivery := f.webhookWithDelivery("toko-bunga-melati")
 	deadByRole := map[string]int64{}
 	for _, r := range roles {
 		deadByRole[r] = f.makeDead("toko-bunga-melati", "email.weekly-report", 1, "smtp 550")[0]
@@ -88,6 +89,21 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /admin/dead/bulk":              {"/admin/dead/bulk?action=retry", nil, staff},
 		"POST /admin/dead/bulk":             {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
 		"GET /admin/search":                 {"/admin/search", nil, staff},
+	}
+	// Tenant webhooks (owners and admins) and the staff outbox page.
+	hookPath := fmt.Sprintf("/t/toko-bunga-melati/webhooks/%d", hook)
+	for k, r := range map[string]rule{
+		"GET /t/:slug/webhooks":                                  {"/t/toko-bunga-melati/webhooks", nil, tenantWrite},
+		"POST /t/:slug/webhooks":                                 {"/t/toko-bunga-melati/webhooks", url.Values{"url": {""}, "events": {"*"}}, tenantWrite},
+		"GET /t/:slug/webhooks/:id":                              {hookPath, nil, tenantWrite},
+		"POST /t/:slug/webhooks/:id/enable":                      {hookPath + "/enable", nil, tenantWrite},
+		"POST /t/:slug/webhooks/:id/disable":                     {hookPath + "/disable", nil, tenantWrite},
+		"POST /t/:slug/webhooks/:id/rotate":                      {hookPath + "/rotate", nil, tenantWrite},
+		"POST /t/:slug/webhooks/:id/deliveries/:delivery/resend": {fmt.Sprintf("%s/deliveries/%d/resend", hookPath, delivery), nil, tenantWrite},
+		"GET /admin/outbox":                                      {"/admin/outbox", nil, staff},
+		"POST /admin/outbox/retry":                               {"/admin/outbox/retry", reason, staff},
+	} {
+		rules[k] = r
 	}
 
 	e := newHandler(f.db, f.jobs, quietLog(), 0).(*echo.Echo)

@@ -18,9 +18,11 @@ import (
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Pinger reports whether the database answers (readiness).
@@ -54,6 +56,10 @@ type Deps struct {
 	// Anchors holds the signed audit checkpoints owners download; nil =
 	// no checkpoint route answers (404).
 	Anchors *anchor.Service
+	// Webhooks is the tenant webhook service (/t/{slug}/webhooks).
+	Webhooks *webhook.Service
+	// Outbox is the staff view and repair of the outbox (/admin/outbox).
+	Outbox *outboxconsole.Console
 	// SignIn checks passwords behind the shared sign-in throttle.
 	SignIn *signin.Service
 	// CSRF signs the token of visitors who have no session yet.

@@ -1,0 +1,106 @@
+-- The outbox runtime: publish, claim, settle, reclaim, prune (internal/outbox).
+
+-- name: OutboxInsert :one
+-- The advisory lock on the aggregate is taken before the identity value is
+-- drawn, so two transactions publishing for the same aggregate get ids in
+-- commit order: the relay's "no older undelivered message" test can then
+-- trust ids within an aggregate (ids in general are allocated before
+-- commit, so a higher id may commit first).
+INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at)
+SELECT @tenant_id::bigint, @event_type::text, @aggregate_type::text, @aggregate_id::text, @payload, @trace_id,
+       coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
+  FROM (SELECT pg_advisory_xact_lock(727276, hashtext(concat(@tenant_id::bigint, ':', @aggregate_type::text, ':', @aggregate_id::text)))) AS aggregate_lock
+RETURNING id;
+
+-- name: OutboxClaim :many
+-- Pending, due messages in id order whose aggregate has no older
+-- undelivered message (pending, processing or failed): per-aggregate order,
+-- while different aggregates flow in the same batch. The ids are handed to
+-- the UPDATE as an array so it fetches them by primary key (joined to a
+-- CTE, the planner hashed the whole table on every claim).
+UPDATE outbox_messages m
+   SET state = 'processing', attempts = m.attempts + 1, reserved_by = @worker::text,
+       reserved_at = coalesce(sqlc.narg('now')::timestamptz, now())
+  FROM tenants t
+ WHERE m.id = ANY(ARRAY(
+           SELECT c.id
+             FROM outbox_messages c
+            WHERE c.state = 'pending'
+              AND c.available_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+              AND NOT EXISTS (
+                  SELECT 1 FROM outbox_messages o
+                   WHERE o.tenant_id = c.tenant_id AND o.aggregate_type = c.aggregate_type
+                     AND o.aggregate_id = c.aggregate_id AND o.id < c.id AND o.state <> 'delivered')
+            ORDER BY c.id
+            LIMIT @lim
+              FOR UPDATE OF c SKIP LOCKED))
+   AND t.id = m.tenant_id
+RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts;
+
+-- name: OutboxMarkDelivered :one
+-- Marks a batch delivered and adds it to the minute's throughput in the
+-- same statement: one commit per batch instead of two.
+WITH delivered AS (
+    UPDATE outbox_messages
+       SET state = 'delivered', processed_at = coalesce(sqlc.narg('now')::timestamptz, now()), last_error = NULL
+     WHERE id = ANY(@ids::bigint[]) AND state = 'processing' AND reserved_by = @worker::text
+    RETURNING 1
+), stats AS (
+    INSERT INTO outbox_stats_minute (minute, delivered)
+    SELECT date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), count(*)
+      FROM delivered HAVING count(*) > 0
+    ON CONFLICT (minute) DO UPDATE SET delivered = outbox_stats_minute.delivered + EXCLUDED.delivered
+    RETURNING delivered
+)
+SELECT (SELECT count(*) FROM delivered)::bigint AS marked;
+
+-- name: OutboxMarkFailed :many
+-- A failed publish goes back to pending after its backoff, or to failed
+-- once it has used its attempts.
+UPDATE outbox_messages m
+   SET state = CASE WHEN m.attempts >= @max_attempts::int THEN 'failed' ELSE 'pending' END,
+       last_error = f.err,
+       available_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => f.delay),
+       reserved_by = NULL, reserved_at = NULL
+  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@errors::text[]) AS err, unnest(@delays::float8[]) AS delay) f
+ WHERE m.id = f.id AND m.state = 'processing' AND m.reserved_by = @worker::text
+RETURNING m.id, m.state;
+
+-- name: OutboxRelease :execrows
+-- Claimed but never published (the relay is stopping): back to pending
+-- without spending an attempt.
+UPDATE outbox_messages
+   SET state = 'pending', attempts = greatest(attempts - 1, 0), reserved_by = NULL, reserved_at = NULL
+ WHERE id = ANY(@ids::bigint[]) AND state = 'processing' AND reserved_by = @worker::text;
+
+-- name: OutboxReclaim :execrows
+-- Reservations older than the threshold belong to a relay that died (the
+-- publish timeout is far shorter): back to pending.
+UPDATE outbox_messages
+   SET state = 'pending', reserved_by = NULL, reserved_at = NULL,
+       last_error = 'reclaimed: relay ' || reserved_by || ' held it too long'
+ WHERE state = 'processing'
+   AND reserved_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8);
+
+-- name: OutboxPrune :execrows
+-- Looks only at the @lim oldest rows (a primary key range, no index of
+-- its own) and deletes those delivered long enough ago. Rows are delivered
+-- roughly in id order, so repeating until nothing is deleted clears the
+-- old end of the table without reading its young part; a pending or
+-- failed row in the window simply stays.
+DELETE FROM outbox_messages
+ WHERE id IN (SELECT id FROM (
+                SELECT id, state, processed_at FROM outbox_messages ORDER BY id LIMIT @lim) oldest
+               WHERE state = 'delivered'
+                 AND processed_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8));
+
+-- name: OutboxStatsAdd :exec
+INSERT INTO outbox_stats_minute (minute, delivered, failed)
+VALUES (date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), @delivered, @failed)
+ON CONFLICT (minute) DO UPDATE
+   SET delivered = outbox_stats_minute.delivered + EXCLUDED.delivered,
+       failed = outbox_stats_minute.failed + EXCLUDED.failed;
+
+-- name: OutboxStatsPrune :execrows
+DELETE FROM outbox_stats_minute
+ WHERE minute < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8);

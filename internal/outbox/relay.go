@@ -1,0 +1,374 @@
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/clock"
+)
+
+// RelayConfig configures a Relay. Zero values take the defaults noted.
+type RelayConfig struct {
+	// Pool is the cross-tenant pool (role jejak_system). Required.
+	Pool *pgxpool.Pool
+	// Sink receives claimed messages; nil = NoSink (delivered to nothing).
+	Sink Sink
+	// Clock is the relay's only source of time; nil = the database's now().
+	Clock clock.Clock
+	// WorkerID names this relay in reserved_by; "" = hostname-pid-random.
+	WorkerID string
+	// BatchSize caps one claim; 0 = 500.
+	BatchSize int
+	// Concurrency is how many claim loops run (each claims, publishes and
+	// settles its own batches); 0 = 2.
+	Concurrency int
+	// PollInterval is the fallback wake-up when no NOTIFY arrives; 0 = 1s.
+	PollInterval time.Duration
+	// MaxAttempts is how many publishes a message gets before it is
+	// failed; 0 = 5 (seed 001).
+	MaxAttempts int
+	// Backoff is the delay after failed attempt n; nil = DefaultBackoff.
+	Backoff func(attempt int) time.Duration
+	// PublishTimeout bounds one batch's publish; 0 = 10s. It must stay far
+	// below ReclaimAfter, so a live relay is never reclaimed.
+	PublishTimeout time.Duration
+	// ReclaimAfter returns reservations older than this to pending; 0 =
+	// 10 minutes. The JetStream duplicate window must be longer.
+	ReclaimAfter time.Duration
+	// MaintenanceInterval is how often reclaim (every relay) and pruning
+	// (the leader) run; 0 = 30s.
+	MaintenanceInterval time.Duration
+	// Retention prunes delivered messages older than this; 0 = 24h,
+	// negative = never.
+	Retention time.Duration
+	// IsLeader reports whether this replica holds maintenance leadership
+	// (the job engine's election); pruning runs only there. nil = never.
+	IsLeader func() bool
+	// Logger receives operational logs; nil = slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultMaxAttempts is seed 001's retry budget.
+const DefaultMaxAttempts = 5
+
+// DefaultReclaimAfter is how long a reservation may last.
+const DefaultReclaimAfter = 10 * time.Minute
+
+// DefaultBackoff waits 5 s, 20 s, 80 s, 320 s... after failed attempt n
+// (capped at 10 minutes): the five default attempts span about seven
+// minutes, so a broker outage of a few minutes fails no message.
+func DefaultBackoff(attempt int) time.Duration {
+	return min(5*time.Second<<(2*min(max(attempt-1, 0), 10)), 10*time.Minute)
+}
+
+// Relay moves committed outbox messages to its Sink.
+type Relay struct {
+	cfg  RelayConfig
+	clk  clock.Clock
+	log  *slog.Logger
+	sink Sink
+
+	mu    sync.Mutex
+	wakes []chan struct{}
+
+	// afterPublish, when set (tests), runs after a batch was published;
+	// returning true abandons the batch unsettled, as a crash would.
+	afterPublish func([]Envelope) bool
+}
+
+// errAbandoned is returned by RunOnce when a test hook abandoned a batch.
+var errAbandoned = errors.New("batch abandoned after publish")
+
+// NewRelay validates cfg and fills defaults.
+func NewRelay(cfg RelayConfig) (*Relay, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("outbox relay: RelayConfig.Pool is required")
+	}
+	if cfg.Sink == nil {
+		cfg.Sink = NoSink{}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Database{}
+	}
+	if cfg.WorkerID == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		cfg.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 500
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 2
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.PublishTimeout <= 0 {
+		cfg.PublishTimeout = 10 * time.Second
+	}
+	if cfg.ReclaimAfter <= 0 {
+		cfg.ReclaimAfter = DefaultReclaimAfter
+	}
+	if cfg.PublishTimeout*2 >= cfg.ReclaimAfter {
+		return nil, errors.New("outbox relay: PublishTimeout must be well below ReclaimAfter")
+	}
+	if cfg.MaintenanceInterval <= 0 {
+		cfg.MaintenanceInterval = 30 * time.Second
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 24 * time.Hour
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Relay{cfg: cfg, clk: cfg.Clock, sink: cfg.Sink,
+		log: cfg.Logger.With("component", "outbox", "worker_id", cfg.WorkerID)}, nil
+}
+
+// WorkerID is the identity this relay stamps on its reservations.
+func (r *Relay) WorkerID() string { return r.cfg.WorkerID }
+
+// Run relays until ctx ends: claim loops woken by NOTIFY jejak_outbox (with
+// polling as the ground truth), and maintenance. A batch in flight when ctx
+// ends is still settled (within a few seconds) so nothing waits for reclaim.
+func (r *Relay) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wakes := make([]chan struct{}, r.cfg.Concurrency)
+	for i := range wakes {
+		wakes[i] = make(chan struct{}, 1)
+	}
+	r.mu.Lock()
+	r.wakes = wakes
+	r.mu.Unlock()
+	wg.Add(2 + len(wakes))
+	go func() { defer wg.Done(); r.listen(ctx) }()
+	go func() { defer wg.Done(); r.maintain(ctx) }()
+	for _, w := range wakes {
+		go func() { defer wg.Done(); r.loop(ctx, w) }()
+	}
+	wg.Wait()
+}
+
+func (r *Relay) wakeAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range r.wakes {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (r *Relay) loop(ctx context.Context, wake chan struct{}) {
+	t := time.NewTimer(r.cfg.PollInterval)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		n, err := r.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.log.Error("outbox relay batch", "err", err)
+		}
+		if err == nil && n > 0 {
+			// More may be waiting: a full batch left rows behind, and a
+			// partial one just delivered aggregate heads whose next
+			// messages are claimable now.
+			continue
+		}
+		t.Reset(r.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce claims one batch, publishes it and settles it; it returns how
+// many messages it claimed.
+func (r *Relay) RunOnce(ctx context.Context) (int, error) {
+	msgs, err := storeClaim(ctx, r.cfg.Pool, r.clk.Now(), r.cfg.WorkerID, r.cfg.BatchSize)
+	if err != nil {
+		return 0, fmt.Errorf("claim outbox batch: %w", err)
+	}
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	pubCtx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+	errs := r.sink.Publish(pubCtx, msgs)
+	cancel()
+	if len(errs) != len(msgs) {
+		errs = make([]error, len(msgs))
+		for i := range errs {
+			errs[i] = errors.New("sink returned a wrong number of results")
+		}
+	}
+	if r.afterPublish != nil && r.afterPublish(msgs) {
+		return len(msgs), errAbandoned
+	}
+	// Settle even when ctx ended meanwhile: what was published must be
+	// marked, or it waits ten minutes for reclaim.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer scancel()
+	return len(msgs), r.settle(sctx, ctx.Err() != nil, msgs, errs)
+}
+
+func (r *Relay) settle(ctx context.Context, stopping bool, msgs []Envelope, errs []error) error {
+	var ok, release, failed []int64
+	var reasons []string
+	var delays []float64
+	for i, m := range msgs {
+		switch {
+		case errs[i] == nil:
+			ok = append(ok, m.ID)
+		case stopping && errors.Is(errs[i], context.Canceled):
+			// Not a failure of the message: we are shutting down.
+			release = append(release, m.ID)
+		default:
+			failed = append(failed, m.ID)
+			reasons = append(reasons, truncate(errs[i].Error(), 1000))
+			delays = append(delays, r.cfg.Backoff(m.Attempt).Seconds())
+		}
+	}
+	now := r.clk.Now()
+	if len(ok) > 0 {
+		if _, err := storeMarkDelivered(ctx, r.cfg.Pool, now, r.cfg.WorkerID, ok); err != nil {
+			return fmt.Errorf("mark %d outbox messages delivered: %w", len(ok), err)
+		}
+	}
+	if len(release) > 0 {
+		if _, err := storeRelease(ctx, r.cfg.Pool, r.cfg.WorkerID, release); err != nil {
+			return fmt.Errorf("release %d outbox messages: %w", len(release), err)
+		}
+	}
+	dead := 0
+	if len(failed) > 0 {
+		var err error
+		if dead, err = storeMarkFailed(ctx, r.cfg.Pool, now, r.cfg.WorkerID, r.cfg.MaxAttempts, failed, reasons, delays); err != nil {
+			return fmt.Errorf("mark %d outbox messages for retry: %w", len(failed), err)
+		}
+		r.log.Warn("outbox publish failed", "messages", len(failed), "now_failed", dead, "first_error", reasons[0])
+	}
+	if dead > 0 {
+		if err := storeStatsAdd(ctx, r.cfg.Pool, now, 0, dead); err != nil {
+			return fmt.Errorf("outbox stats: %w", err)
+		}
+	}
+	return nil
+}
+
+// Maintain reclaims stale reservations and, on the leader, prunes
+// delivered messages and old statistics. Run calls it periodically.
+func (r *Relay) Maintain(ctx context.Context) error {
+	now := r.clk.Now()
+	n, err := storeReclaim(ctx, r.cfg.Pool, now, r.cfg.ReclaimAfter)
+	if err != nil {
+		return fmt.Errorf("reclaim outbox reservations: %w", err)
+	}
+	if n > 0 {
+		r.log.Warn("reclaimed stale outbox reservations", "messages", n)
+		r.wakeAll()
+	}
+	if r.cfg.IsLeader == nil || !r.cfg.IsLeader() {
+		return nil
+	}
+	if r.cfg.Retention > 0 {
+		for {
+			n, err := storePrune(ctx, r.cfg.Pool, now, r.cfg.Retention, 5000)
+			if err != nil {
+				return fmt.Errorf("prune delivered outbox messages: %w", err)
+			}
+			if n == 0 || ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	if _, err := storeStatsPrune(ctx, r.cfg.Pool, now, 48*time.Hour); err != nil {
+		return fmt.Errorf("prune outbox stats: %w", err)
+	}
+	return nil
+}
+
+func (r *Relay) maintain(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := r.Maintain(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error("outbox maintenance", "err", err)
+		}
+		t.Reset(r.cfg.MaintenanceInterval)
+	}
+}
+
+// listen wakes the claim loops on every NOTIFY jejak_outbox, reconnecting
+// after errors; polling covers any gap.
+func (r *Relay) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := r.listenOnce(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("outbox notifications lost; reconnecting", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(r.cfg.PollInterval):
+			}
+		}
+	}
+}
+
+func (r *Relay) listenOnce(ctx context.Context) error {
+	conn, err := r.cfg.Pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if ctx.Err() != nil {
+			conn.Conn().Close(context.Background()) //nolint:errcheck
+		} else {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *")
+		}
+		conn.Release()
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN jejak_outbox"); err != nil {
+		return err
+	}
+	r.wakeAll()
+	for {
+		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+			return err
+		}
+		r.wakeAll()
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,71 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jejakhq/jejak/internal/queries"
+)
+
+// This file is the only one in the package that touches sqlc's types.
+
+func storeInsert(ctx context.Context, db queries.DBTX, now *time.Time, tenantID int64, m Message, payload json.RawMessage) (int64, error) {
+	return queries.New(db).OutboxInsert(ctx, queries.OutboxInsertParams{
+		TenantID: tenantID, EventType: m.Type, AggregateType: m.AggregateType, AggregateID: m.AggregateID,
+		Payload: payload, TraceID: m.TraceID, Now: now,
+	})
+}
+
+func storeClaim(ctx context.Context, db queries.DBTX, now *time.Time, worker string, n int) ([]Envelope, error) {
+	rows, err := queries.New(db).OutboxClaim(ctx, queries.OutboxClaimParams{Worker: worker, Now: now, Lim: int32(n)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Envelope, len(rows))
+	for i, r := range rows {
+		out[i] = Envelope{ID: r.ID, TenantID: r.TenantID, TenantSlug: r.Slug, Type: r.EventType,
+			AggregateType: r.AggregateType, AggregateID: r.AggregateID, Payload: r.Payload,
+			TraceID: r.TraceID, CreatedAt: r.CreatedAt, Attempt: int(r.Attempts)}
+	}
+	return out, nil
+}
+
+func storeMarkDelivered(ctx context.Context, db queries.DBTX, now *time.Time, worker string, ids []int64) (int64, error) {
+	return queries.New(db).OutboxMarkDelivered(ctx, queries.OutboxMarkDeliveredParams{Now: now, Ids: ids, Worker: worker})
+}
+
+// storeMarkFailed returns how many of ids ended failed (out of attempts).
+func storeMarkFailed(ctx context.Context, db queries.DBTX, now *time.Time, worker string, maxAttempts int,
+	ids []int64, errs []string, delays []float64) (int, error) {
+	rows, err := queries.New(db).OutboxMarkFailed(ctx, queries.OutboxMarkFailedParams{
+		MaxAttempts: int32(maxAttempts), Now: now, Worker: worker, Ids: ids, Errors: errs, Delays: delays,
+	})
+	n := 0
+	for _, r := range rows {
+		if r.State == string(StateFailed) {
+			n++
+		}
+	}
+	return n, err
+}
+
+func storeRelease(ctx context.Context, db queries.DBTX, worker string, ids []int64) (int64, error) {
+	return queries.New(db).OutboxRelease(ctx, queries.OutboxReleaseParams{Ids: ids, Worker: worker})
+}
+
+func storeReclaim(ctx context.Context, db queries.DBTX, now *time.Time, olderThan time.Duration) (int64, error) {
+	return queries.New(db).OutboxReclaim(ctx, queries.OutboxReclaimParams{Now: now, OlderThanSeconds: olderThan.Seconds()})
+}
+
+func storePrune(ctx context.Context, db queries.DBTX, now *time.Time, olderThan time.Duration, n int) (int64, error) {
+	return queries.New(db).OutboxPrune(ctx, queries.OutboxPruneParams{Now: now, OlderThanSeconds: olderThan.Seconds(), Lim: int32(n)})
+}
+
+func storeStatsAdd(ctx context.Context, db queries.DBTX, now *time.Time, delivered, failed int) error {
+	return queries.New(db).OutboxStatsAdd(ctx, queries.OutboxStatsAddParams{Now: now, Delivered: int64(delivered), Failed: int64(failed)})
+}
+
+func storeStatsPrune(ctx context.Context, db queries.DBTX, now *time.Time, olderThan time.Duration) (int64, error) {
+	return queries.New(db).OutboxStatsPrune(ctx, queries.OutboxStatsPruneParams{Now: now, OlderThanSeconds: olderThan.Seconds()})
+}

@@ -1,0 +1,109 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/outboxconsole"
+	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/views/admin"
+	"github.com/jejakhq/jejak/views/components"
+)
+
+func (s *Server) outboxLiveVM(c echo.Context) (admin.OutboxLiveVM, error) {
+	st, err := s.Outbox.Status(c.Request().Context())
+	if err != nil {
+		return admin.OutboxLiveVM{}, err
+	}
+	capped := func(n int64) string {
+		if n >= outboxconsole.CountCap {
+			return strconv.FormatInt(n, 10) + "+"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	vm := admin.OutboxLiveVM{Pending: capped(st.Pending), Processing: capped(st.Processing), Failed: capped(st.Failed),
+		Lag: "—", Late: st.Late(), DeliveredHour: strconv.FormatInt(st.DeliveredLastHour(), 10), AsOf: components.UTC(st.Now)}
+	if st.Pending > 0 {
+		vm.Lag = components.Ago(st.OldestPendingAge)
+	}
+	for _, m := range st.Minutes {
+		vm.Chart = append(vm.Chart, components.ChartMinute{Minute: m.At, Succeeded: m.Delivered, Failed: m.Failed})
+	}
+	return vm, nil
+}
+
+func (s *Server) outboxVM(c echo.Context, tenantSlug string) (admin.OutboxVM, error) {
+	live, err := s.outboxLiveVM(c)
+	if err != nil {
+		return admin.OutboxVM{}, err
+	}
+	vm := admin.OutboxVM{Live: live, Tenant: tenantSlug, Flash: s.popFlash(c)}
+	failed, err := s.Outbox.Failed(c.Request().Context(), tenantSlug, 100)
+	if err != nil {
+		return vm, err
+	}
+	for _, f := range failed {
+		vm.Failed = append(vm.Failed, admin.OutboxFailedRow{ID: strconv.FormatInt(f.ID, 10), Tenant: f.TenantSlug, Type: f.Type,
+			Aggregate: f.AggregateType + ":" + f.AggregateID, Attempts: strconv.Itoa(f.Attempts), LastError: f.LastError,
+			Created: components.UTC(f.CreatedAt)})
+	}
+	return vm, nil
+}
+
+// adminOutbox is /admin/outbox; ?partial=live answers the cards and chart
+// that htmx polls.
+func (s *Server) adminOutbox(c echo.Context) error {
+	if c.QueryParam("partial") == "live" {
+		vm, err := s.outboxLiveVM(c)
+		if err != nil {
+			return err
+		}
+		return render(c, http.StatusOK, admin.OutboxLive(vm))
+	}
+	vm, err := s.outboxVM(c, strings.TrimSpace(c.QueryParam("tenant")))
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, admin.OutboxPage(vm))
+}
+
+// adminOutboxRetry retries one failed message (field id) or all of a
+// tenant's (field tenant) or all, with a required reason recorded in each
+// affected tenant's trail.
+func (s *Server) adminOutboxRetry(c echo.Context) error {
+	ctx := c.Request().Context()
+	slug := strings.TrimSpace(c.FormValue("tenant"))
+	var id int64
+	if v := c.FormValue("id"); v != "" {
+		var err error
+		if id, err = strconv.ParseInt(v, 10, 64); err != nil || id <= 0 {
+			return apperr.NotFound("no such outbox message")
+		}
+	}
+	reason := c.FormValue("reason")
+	n, err := s.Outbox.Retry(ctx, outboxconsole.Operator{StaffUserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx), Via: "dashboard"}, reason, slug, id)
+	if apperr.CodeOf(err) == apperr.CodeInvalid {
+		vm, verr := s.outboxVM(c, slug)
+		if verr != nil {
+			return verr
+		}
+		vm.ReasonError = "A reason is required (at most 500 characters); it is recorded in the tenant's audit trail."
+		vm.Reason = reason
+		return render(c, http.StatusUnprocessableEntity, admin.OutboxPage(vm))
+	}
+	if err != nil {
+		return err
+	}
+	s.setFlash(c, fmt.Sprintf("%d failed message(s) returned to pending.", n))
+	back := "/admin/outbox"
+	if slug != "" {
+		back += "?tenant=" + url.QueryEscape(slug)
+	}
+	return c.Redirect(http.StatusSeeOther, back)
+}

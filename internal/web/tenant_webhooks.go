@@ -1,0 +1,194 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/webhook"
+	viewtenant "github.com/jejakhq/jejak/views/tenant"
+)
+
+// Tenant webhooks: owners and admins manage endpoints and read their
+// deliveries; members are refused (403) and other tenants' ids are 404.
+
+func webhookActor(c echo.Context) webhook.Actor {
+	return webhook.Actor{UserID: viewer(c).UserID, Role: membership(c).Role, TraceID: reqctx.Trace(c.Request().Context())}
+}
+
+func webhookID(c echo.Context, name string) (int64, error) {
+	id, err := strconv.ParseInt(c.Param(name), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, webhook.ErrNotFound
+	}
+	return id, nil
+}
+
+func (s *Server) webhooksVM(c echo.Context) (viewtenant.WebhooksVM, error) {
+	t := currentTenant(c)
+	eps, err := s.Webhooks.Endpoints(c.Request().Context(), t.ID, webhookActor(c))
+	if err != nil {
+		return viewtenant.WebhooksVM{}, err
+	}
+	vm := viewtenant.WebhooksVM{Slug: t.Slug, TenantName: t.Name, Flash: s.popFlash(c)}
+	for _, ep := range eps {
+		vm.Rows = append(vm.Rows, webhookRow(t.Slug, ep, t.Location()))
+	}
+	return vm, nil
+}
+
+func webhookRow(slug string, ep webhook.Endpoint, loc *time.Location) viewtenant.WebhookRow {
+	base := fmt.Sprintf("/t/%s/webhooks/%d", slug, ep.ID)
+	r := viewtenant.WebhookRow{ID: strconv.FormatInt(ep.ID, 10), URL: ep.URL, Events: strings.Join(ep.Events, ", "),
+		Enabled: ep.Enabled, DisabledReason: ep.DisabledReason,
+		Created: ep.CreatedAt.In(loc).Format("2006-01-02 15:04"), DetailURL: base, RotateURL: base + "/rotate"}
+	if ep.PreviousUntil != nil {
+		r.PreviousUntil = ep.PreviousUntil.In(loc).Format("2006-01-02 15:04")
+	}
+	if ep.Enabled {
+		r.ToggleURL, r.ToggleLabel = base+"/disable", "Disable"
+	} else {
+		r.ToggleURL, r.ToggleLabel = base+"/enable", "Enable"
+	}
+	return r
+}
+
+func (s *Server) tenantWebhooks(c echo.Context) error {
+	vm, err := s.webhooksVM(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, viewtenant.WebhooksPage(vm))
+}
+
+// tenantWebhookCreate registers an endpoint and answers the page with its
+// secret, shown this once (no redirect: the secret must not be stored for
+// a later GET).
+func (s *Server) tenantWebhookCreate(c echo.Context) error {
+	t := currentTenant(c)
+	rawURL, rawEvents := c.FormValue("url"), c.FormValue("events")
+	created, err := s.Webhooks.Create(c.Request().Context(), t.ID, webhookActor(c), rawURL, rawEvents)
+	if apperr.CodeOf(err) == apperr.CodeInvalid {
+		vm, verr := s.webhooksVM(c)
+		if verr != nil {
+			return verr
+		}
+		f := apperr.FieldsOf(err)
+		vm.FormURL, vm.FormEvents, vm.URLError, vm.EventsError = rawURL, rawEvents, f["url"], f["events"]
+		return render(c, http.StatusUnprocessableEntity, viewtenant.WebhooksPage(vm))
+	}
+	if err != nil {
+		return err
+	}
+	vm, err := s.webhooksVM(c)
+	if err != nil {
+		return err
+	}
+	vm.NewSecret, vm.NewSecretURL = created.Secret, created.Endpoint.URL
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return render(c, http.StatusOK, viewtenant.WebhooksPage(vm))
+}
+
+func (s *Server) tenantWebhookSetEnabled(enabled bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := webhookID(c, "id")
+		if err != nil {
+			return err
+		}
+		t := currentTenant(c)
+		if err := s.Webhooks.SetEnabled(c.Request().Context(), t.ID, webhookActor(c), id, enabled); err != nil {
+			return err
+		}
+		if enabled {
+			s.setFlash(c, "Endpoint enabled.")
+		} else {
+			s.setFlash(c, "Endpoint disabled: it receives nothing until enabled again.")
+		}
+		return c.Redirect(http.StatusSeeOther, "/t/"+t.Slug+"/webhooks")
+	}
+}
+
+func (s *Server) tenantWebhookRotate(c echo.Context) error {
+	id, err := webhookID(c, "id")
+	if err != nil {
+		return err
+	}
+	t := currentTenant(c)
+	secret, err := s.Webhooks.Rotate(c.Request().Context(), t.ID, webhookActor(c), id)
+	if err != nil {
+		return err
+	}
+	vm, err := s.webhooksVM(c)
+	if err != nil {
+		return err
+	}
+	for _, r := range vm.Rows {
+		if r.ID == strconv.FormatInt(id, 10) {
+			vm.NewSecretURL = r.URL
+		}
+	}
+	vm.NewSecret = secret
+	vm.Flash = fmt.Sprintf("New secret issued; the previous one keeps signing for %s.", webhook.RotationOverlap)
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return render(c, http.StatusOK, viewtenant.WebhooksPage(vm))
+}
+
+func (s *Server) tenantWebhookDeliveries(c echo.Context) error {
+	id, err := webhookID(c, "id")
+	if err != nil {
+		return err
+	}
+	t := currentTenant(c)
+	ep, ds, err := s.Webhooks.EndpointDeliveries(c.Request().Context(), t.ID, webhookActor(c), id, 50)
+	if err != nil {
+		return err
+	}
+	loc := t.Location()
+	vm := viewtenant.WebhookDeliveriesVM{Slug: t.Slug, TenantName: t.Name, Endpoint: webhookRow(t.Slug, ep, loc), Flash: s.popFlash(c)}
+	for _, d := range ds {
+		row := viewtenant.WebhookDeliveryRow{ID: strconv.FormatInt(d.ID, 10), EventID: d.EventID, EventType: d.EventType,
+			State: d.State, Attempts: strconv.Itoa(d.Attempts), LastStatus: statusText(d.LastStatus), LastError: d.LastError,
+			NextAttempt: "—", Created: d.CreatedAt.In(loc).Format("2006-01-02 15:04:05"),
+			ResendURL: fmt.Sprintf("/t/%s/webhooks/%d/deliveries/%d/resend", t.Slug, ep.ID, d.ID)}
+		if d.NextAttempt != nil && d.State == webhook.StatePending {
+			row.NextAttempt = d.NextAttempt.In(loc).Format("2006-01-02 15:04:05")
+		}
+		for _, a := range d.Log {
+			row.Log = append(row.Log, viewtenant.WebhookAttemptRow{N: strconv.Itoa(a.N), At: a.At.In(loc).Format("2006-01-02 15:04:05"),
+				Status: statusText(a.StatusCode), Latency: a.Latency.String(), Response: a.Response, Error: a.Error})
+		}
+		vm.Rows = append(vm.Rows, row)
+	}
+	return render(c, http.StatusOK, viewtenant.WebhookDeliveriesPage(vm))
+}
+
+func statusText(code int) string {
+	if code == 0 {
+		return "no answer"
+	}
+	return "HTTP " + strconv.Itoa(code)
+}
+
+func (s *Server) tenantWebhookResend(c echo.Context) error {
+	id, err := webhookID(c, "id")
+	if err != nil {
+		return err
+	}
+	did, err := webhookID(c, "delivery")
+	if err != nil {
+		return err
+	}
+	t := currentTenant(c)
+	d, err := s.Webhooks.Resend(c.Request().Context(), t.ID, webhookActor(c), id, did)
+	if err != nil {
+		return err
+	}
+	s.setFlash(c, fmt.Sprintf("Delivery of %s queued again.", d.EventID))
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/t/%s/webhooks/%d", t.Slug, id))
+}

@@ -1,0 +1,227 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+)
+
+// Enqueuer is the part of the job engine webhooks need.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, tx job.Querier, p job.EnqueueParams) (job.Enqueued, error)
+}
+
+// Actor is who manages endpoints, for authorisation and the audit trail.
+type Actor struct {
+	UserID  int64
+	Role    string // membership role: owner, admin or member
+	TraceID string
+}
+
+func (a Actor) canManage() bool { return a.Role == "owner" || a.Role == "admin" }
+
+// Service is what a tenant owner does with webhooks. Every change and
+// resend is recorded in the tenant's audit trail in its own transaction.
+type Service struct {
+	app   database.Pool
+	clk   clock.Clock
+	jobs  Enqueuer
+	audit *audit.Recorder
+}
+
+// NewService returns a Service over the tenant-facing pool.
+func NewService(app database.Pool, clk clock.Clock, jobs Enqueuer) *Service {
+	if clk == nil {
+		clk = clock.Database{}
+	}
+	return &Service{app: app, clk: clk, jobs: jobs, audit: audit.NewRecorder(clk)}
+}
+
+// Created is a new endpoint and its secret, which is shown only now.
+type Created struct {
+	Endpoint Endpoint
+	Secret   string
+}
+
+// Create registers an endpoint receiving the given events ("*" or a
+// comma-separated list).
+func (s *Service) Create(ctx context.Context, tenantID int64, actor Actor, rawURL, rawEvents string) (Created, error) {
+	if !actor.canManage() {
+		return Created{}, ErrReadOnly
+	}
+	u, err := ParseURL(rawURL)
+	if err != nil {
+		return Created{}, err
+	}
+	events, err := ParseEvents(rawEvents)
+	if err != nil {
+		return Created{}, err
+	}
+	secret, err := NewSecret()
+	if err != nil {
+		return Created{}, err
+	}
+	var out Created
+	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		ep, err := newStore(tx).insertEndpoint(ctx, tenantID, s.clk.Now(), u, events, secret)
+		if err != nil {
+			return fmt.Errorf("create webhook endpoint: %w", err)
+		}
+		out = Created{Endpoint: ep, Secret: secret}
+		return s.record(ctx, tx, tenantID, actor, "webhook.endpoint.create", ep.ID, map[string]any{"url": u, "events": events})
+	})
+	return out, err
+}
+
+// Endpoints lists the tenant's endpoints, newest first.
+func (s *Service) Endpoints(ctx context.Context, tenantID int64, actor Actor) ([]Endpoint, error) {
+	if !actor.canManage() {
+		return nil, ErrReadOnly
+	}
+	var out []Endpoint
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		var err error
+		out, err = newStore(tx).endpoints(ctx, tenantID)
+		return err
+	})
+	return out, err
+}
+
+// SetEnabled enables or disables an endpoint.
+func (s *Service) SetEnabled(ctx context.Context, tenantID int64, actor Actor, id int64, enabled bool) error {
+	if !actor.canManage() {
+		return ErrReadOnly
+	}
+	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		ep, err := newStore(tx).setEnabled(ctx, tenantID, id, s.clk.Now(), enabled, "disabled by the owner")
+		if err != nil {
+			return err
+		}
+		action := "webhook.endpoint.enable"
+		if !enabled {
+			action = "webhook.endpoint.disable"
+		}
+		return s.record(ctx, tx, tenantID, actor, action, ep.ID, map[string]any{"url": ep.URL})
+	})
+}
+
+// Rotate replaces an endpoint's secret; the old one keeps signing beside
+// the new one for RotationOverlap. It returns the new secret, shown once.
+func (s *Service) Rotate(ctx context.Context, tenantID int64, actor Actor, id int64) (string, error) {
+	if !actor.canManage() {
+		return "", ErrReadOnly
+	}
+	secret, err := NewSecret()
+	if err != nil {
+		return "", err
+	}
+	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		now, err := dbNow(ctx, tx, s.clk)
+		if err != nil {
+			return err
+		}
+		ep, err := newStore(tx).rotate(ctx, tenantID, id, s.clk.Now(), now.Add(RotationOverlap), secret)
+		if err != nil {
+			return err
+		}
+		return s.record(ctx, tx, tenantID, actor, "webhook.endpoint.rotate", ep.ID,
+			map[string]any{"url": ep.URL, "previous_secret_valid_until": now.Add(RotationOverlap).UTC()})
+	})
+	if err != nil {
+		return "", err
+	}
+	return secret, nil
+}
+
+// EndpointDeliveries returns an endpoint and its latest deliveries with
+// their attempts.
+func (s *Service) EndpointDeliveries(ctx context.Context, tenantID int64, actor Actor, id int64, limit int) (Endpoint, []Delivery, error) {
+	if !actor.canManage() {
+		return Endpoint{}, nil, ErrReadOnly
+	}
+	var ep Endpoint
+	var ds []Delivery
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		st := newStore(tx)
+		var err error
+		if ep, err = st.endpoint(ctx, tenantID, id); err != nil {
+			return err
+		}
+		ds, err = st.deliveries(ctx, tenantID, id, min(max(limit, 1), 200))
+		return err
+	})
+	return ep, ds, err
+}
+
+// Resend sends a delivery again now, whatever its state. Two resends
+// before the next attempt ran make one job.
+func (s *Service) Resend(ctx context.Context, tenantID int64, actor Actor, endpointID, deliveryID int64) (Delivery, error) {
+	if !actor.canManage() {
+		return Delivery{}, ErrReadOnly
+	}
+	var d Delivery
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		st := newStore(tx)
+		var err error
+		if d, err = st.delivery(ctx, tenantID, deliveryID); err != nil {
+			return err
+		}
+		if d.EndpointID != endpointID {
+			return ErrNotFound
+		}
+		now := s.clk.Now()
+		if d, err = st.updateDelivery(ctx, tenantID, d.ID, StatePending, d.Attempts, d.LastStatus, d.LastError, nil, now); err != nil {
+			return err
+		}
+		if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, d.ID, nil, actor.TraceID,
+			fmt.Sprintf("dlv_%d:resend_after_%d", d.ID, d.Attempts)); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, tenantID, actor, "webhook.delivery.resend", d.ID,
+			map[string]any{"endpoint_id": d.EndpointID, "event_id": d.EventID, "event_type": d.EventType})
+	})
+	return d, err
+}
+
+func (s *Service) record(ctx context.Context, tx pgx.Tx, tenantID int64, actor Actor, action string, id int64, detail map[string]any) error {
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return fmt.Errorf("encode audit detail: %w", err)
+	}
+	uid := actor.UserID
+	entity := "webhook_endpoint"
+	if action == "webhook.delivery.resend" {
+		entity = "webhook_delivery"
+	}
+	if _, err := s.audit.Record(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorUser, ActorID: &uid,
+		Action: action, Entity: entity, EntityID: strconv.FormatInt(id, 10), Detail: b, TraceID: actor.TraceID}); err != nil {
+		return fmt.Errorf("audit %s: %w", action, err)
+	}
+	return nil
+}
+
+// jobPayload is a webhook.deliver job's payload; it carries its tenant
+// like every job payload.
+type jobPayload struct {
+	TenantID   int64 `json:"tenant_id"`
+	DeliveryID int64 `json:"delivery_id"`
+}
+
+func enqueueAttempt(ctx context.Context, tx database.Querier, jobs Enqueuer, tenantID, deliveryID int64, at *time.Time, traceID, key string) error {
+	_, err := jobs.Enqueue(ctx, tx, jobParams(tenantID, jobPayloadJSON(tenantID, deliveryID), at, traceID, key))
+	if err != nil {
+		return fmt.Errorf("enqueue webhook delivery %d: %w", deliveryID, err)
+	}
+	return nil
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

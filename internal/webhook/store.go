@@ -1,0 +1,189 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/queries"
+)
+
+// This file is the only one in the package that touches sqlc's types; it
+// maps pgx.ErrNoRows to ErrNotFound.
+
+type store struct{ q *queries.Queries }
+
+func newStore(db queries.DBTX) store { return store{queries.New(db)} }
+
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
+
+func toEndpoint(r queries.WebhookEndpoint) Endpoint {
+	e := Endpoint{ID: r.ID, TenantID: r.TenantID, URL: r.Url, Events: r.Events, Enabled: r.Enabled, CreatedAt: r.CreatedAt}
+	if r.DisabledReason != nil {
+		e.DisabledReason = *r.DisabledReason
+	}
+	if r.PreviousSecret != nil {
+		e.PreviousUntil = r.PreviousSecretExpiresAt
+	}
+	return e
+}
+
+func (s store) insertEndpoint(ctx context.Context, tenantID int64, now *time.Time, url string, events []string, secret string) (Endpoint, error) {
+	r, err := s.q.WebhookEndpointInsert(ctx, queries.WebhookEndpointInsertParams{TenantID: tenantID, Url: url, Events: events, Secret: secret, Now: now})
+	return toEndpoint(r), err
+}
+
+func (s store) endpoints(ctx context.Context, tenantID int64) ([]Endpoint, error) {
+	rows, err := s.q.WebhookEndpointList(ctx, tenantID)
+	out := make([]Endpoint, len(rows))
+	for i, r := range rows {
+		out[i] = toEndpoint(r)
+	}
+	return out, err
+}
+
+func (s store) endpoint(ctx context.Context, tenantID, id int64) (Endpoint, error) {
+	r, err := s.q.WebhookEndpointGet(ctx, queries.WebhookEndpointGetParams{TenantID: tenantID, ID: id})
+	return toEndpoint(r), notFound(err)
+}
+
+func (s store) setEnabled(ctx context.Context, tenantID, id int64, now *time.Time, enabled bool, reason string) (Endpoint, error) {
+	var rp *string
+	if !enabled {
+		rp = &reason
+	}
+	r, err := s.q.WebhookEndpointSetEnabled(ctx, queries.WebhookEndpointSetEnabledParams{
+		Enabled: enabled, DisabledReason: rp, Now: now, TenantID: tenantID, ID: id})
+	return toEndpoint(r), notFound(err)
+}
+
+func (s store) rotate(ctx context.Context, tenantID, id int64, now *time.Time, overlapUntil time.Time, secret string) (Endpoint, error) {
+	r, err := s.q.WebhookEndpointRotate(ctx, queries.WebhookEndpointRotateParams{
+		OverlapUntil: overlapUntil, Secret: secret, Now: now, TenantID: tenantID, ID: id})
+	return toEndpoint(r), notFound(err)
+}
+
+func (s store) matching(ctx context.Context, tenantID int64, eventType string) ([]int64, error) {
+	return s.q.WebhookEndpointsMatching(ctx, queries.WebhookEndpointsMatchingParams{TenantID: tenantID, EventType: eventType})
+}
+
+func (s store) insertDelivery(ctx context.Context, tenantID, endpointID, eventID int64, eventType, body string, now *time.Time) (int64, bool, error) {
+	r, err := s.q.WebhookDeliveryInsert(ctx, queries.WebhookDeliveryInsertParams{
+		TenantID: tenantID, EndpointID: endpointID, EventID: eventID, EventType: eventType, Body: body, Now: now})
+	return r.ID, r.Inserted, err
+}
+
+type attemptTarget struct {
+	queries.WebhookDeliveryForAttemptRow
+}
+
+func (s store) forAttempt(ctx context.Context, tenantID, id int64) (attemptTarget, error) {
+	r, err := s.q.WebhookDeliveryForAttempt(ctx, queries.WebhookDeliveryForAttemptParams{TenantID: tenantID, ID: id})
+	return attemptTarget{r}, notFound(err)
+}
+
+func (s store) insertAttempt(ctx context.Context, tenantID, deliveryID int64, a Attempt, now *time.Time) error {
+	var code *int32
+	if a.StatusCode != 0 {
+		c := int32(a.StatusCode)
+		code = &c
+	}
+	var e *string
+	if a.Error != "" {
+		e = &a.Error
+	}
+	return s.q.WebhookAttemptInsert(ctx, queries.WebhookAttemptInsertParams{
+		TenantID: tenantID, DeliveryID: deliveryID, Attempt: int32(a.N), Now: now, StatusCode: code,
+		LatencyMs: int32(a.Latency.Milliseconds()), Response: a.Response, Error: e})
+}
+
+func (s store) updateDelivery(ctx context.Context, tenantID, id int64, state string, attempts, status int, lastErr string,
+	next *time.Time, now *time.Time) (Delivery, error) {
+	var st *int32
+	if status != 0 {
+		v := int32(status)
+		st = &v
+	}
+	var le *string
+	if lastErr != "" {
+		le = &lastErr
+	}
+	r, err := s.q.WebhookDeliveryUpdate(ctx, queries.WebhookDeliveryUpdateParams{
+		State: state, Attempts: int32(attempts), LastStatus: st, LastError: le, NextAttemptAt: next, Now: now,
+		TenantID: tenantID, ID: id})
+	return toDelivery(r), notFound(err)
+}
+
+func toDelivery(r queries.WebhookDelivery) Delivery {
+	d := Delivery{ID: r.ID, EndpointID: r.EndpointID, EventID: "evt_" + itoa(r.EventID), EventType: r.EventType,
+		State: r.State, Attempts: int(r.Attempts), NextAttempt: r.NextAttemptAt, CreatedAt: r.CreatedAt}
+	if r.LastStatus != nil {
+		d.LastStatus = int(*r.LastStatus)
+	}
+	if r.LastError != nil {
+		d.LastError = *r.LastError
+	}
+	return d
+}
+
+func (s store) delivery(ctx context.Context, tenantID, id int64) (Delivery, error) {
+	r, err := s.q.WebhookDeliveryGet(ctx, queries.WebhookDeliveryGetParams{TenantID: tenantID, ID: id})
+	return toDelivery(r), notFound(err)
+}
+
+func (s store) deliveries(ctx context.Context, tenantID, endpointID int64, limit int) ([]Delivery, error) {
+	rows, err := s.q.WebhookDeliveryList(ctx, queries.WebhookDeliveryListParams{TenantID: tenantID, EndpointID: endpointID, Lim: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Delivery, len(rows))
+	ids := make([]int64, len(rows))
+	idx := map[int64]int{}
+	for i, r := range rows {
+		out[i] = toDelivery(r)
+		ids[i] = r.ID
+		idx[r.ID] = i
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	atts, err := s.q.WebhookAttemptList(ctx, queries.WebhookAttemptListParams{TenantID: tenantID, DeliveryIds: ids})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range atts {
+		x := Attempt{N: int(a.Attempt), At: a.AttemptedAt, Latency: time.Duration(a.LatencyMs) * time.Millisecond, Response: a.Response}
+		if a.StatusCode != nil {
+			x.StatusCode = int(*a.StatusCode)
+		}
+		if a.Error != nil {
+			x.Error = *a.Error
+		}
+		i := idx[a.DeliveryID]
+		out[i].Log = append(out[i].Log, x)
+	}
+	return out, nil
+}
+
+// dbNow is the clock's reading, or the database's now() for the
+// production clock.
+func dbNow(ctx context.Context, q database.Querier, clk clock.Clock) (time.Time, error) {
+	if t := clk.Now(); t != nil {
+		return *t, nil
+	}
+	var t time.Time
+	if err := q.QueryRow(ctx, "SELECT now()").Scan(&t); err != nil {
+		return t, fmt.Errorf("read database time: %w", err)
+	}
+	return t, nil
+}
