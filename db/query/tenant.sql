@@ -17,7 +17,7 @@ RETURNING *;
 -- name: MembershipListByUser :many
 SELECT t.id AS tenant_id, t.slug, t.name, m.role
 FROM memberships m JOIN tenants t ON t.id = m.tenant_id
-WHERE m.user_id = $1
+WHERE m.user_id = $1 AND m.disabled_at IS NULL
 ORDER BY t.slug;
 
 -- name: MembershipCountOwners :one

@@ -4,9 +4,43 @@
 -- the catalog with it.
 SET LOCAL ROLE jejak_owner;
 
--- Jobs are enqueued by tenants and changed only by the engine and staff
--- (jejak_system): a tenant who could UPDATE a row could rewrite its payload.
-REVOKE UPDATE, DELETE, TRUNCATE ON jobs FROM jejak_app;
+-- Jobs are enqueued by tenants and run, retried and pruned by the engine
+-- and staff (jejak_system). Tenants never delete them. The enqueuing
+-- transaction may still UPDATE the rows it just wrote (payload versions and
+-- dependencies are stamped there, and a dependent of a dead job is
+-- cancelled), so UPDATE stays, but a trigger pins for the tenant role
+-- everything that says what the job is and how it ran: the payload and its
+-- hash, tenant, kind, queue, priority, attempts, lease, requester, expiry,
+-- idempotency key, history; and the only state change it may make is
+-- pending -> cancelled.
+REVOKE DELETE, TRUNCATE ON jobs FROM jejak_app;
+-- +goose StatementBegin
+CREATE FUNCTION jobs_app_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.payload IS DISTINCT FROM OLD.payload OR NEW.payload_hash IS DISTINCT FROM OLD.payload_hash
+       OR NEW.tenant_id IS DISTINCT FROM OLD.tenant_id OR NEW.kind IS DISTINCT FROM OLD.kind
+       OR NEW.queue IS DISTINCT FROM OLD.queue OR NEW.priority IS DISTINCT FROM OLD.priority
+       OR NEW.attempt IS DISTINCT FROM OLD.attempt OR NEW.max_attempts IS DISTINCT FROM OLD.max_attempts
+       OR NEW.worker_id IS DISTINCT FROM OLD.worker_id OR NEW.lease_expires_at IS DISTINCT FROM OLD.lease_expires_at
+       OR NEW.requested_by IS DISTINCT FROM OLD.requested_by OR NEW.requested_at IS DISTINCT FROM OLD.requested_at
+       OR NEW.expires_at IS DISTINCT FROM OLD.expires_at OR NEW.idempotency_key IS DISTINCT FROM OLD.idempotency_key
+       OR NEW.created_at IS DISTINCT FROM OLD.created_at OR NEW.trace_id IS DISTINCT FROM OLD.trace_id
+       OR NEW.errors IS DISTINCT FROM OLD.errors OR NEW.error_class IS DISTINCT FROM OLD.error_class
+       OR NEW.flagged IS DISTINCT FROM OLD.flagged OR NEW.attempted_at IS DISTINCT FROM OLD.attempted_at
+       OR (NEW.state IS DISTINCT FROM OLD.state AND NOT (OLD.state = 'pending' AND NEW.state = 'cancelled')) THEN
+        RAISE EXCEPTION 'jobs: the tenant role may not change job % this way', OLD.id
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END
+$$;
+-- +goose StatementEnd
+-- Only for the tenant role: the engine's own updates (claims, completions)
+-- skip the function call (a cached role-membership test per row).
+CREATE TRIGGER jobs_app_guard BEFORE UPDATE ON jobs
+    FOR EACH ROW WHEN (NOT pg_has_role('jejak_system', 'USAGE'))
+    EXECUTE FUNCTION jobs_app_guard();
 -- The tenant registry and the price list are staff's.
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON tenants, plans FROM jejak_app;
 -- Users: readable (sign-in, names), creatable and editable without the

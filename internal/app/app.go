@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/anchor"
+	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/chaos"
 	"github.com/jejakhq/jejak/internal/clock"
@@ -30,8 +31,10 @@ import (
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
+	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/pgcluster"
 	"github.com/jejakhq/jejak/internal/signin"
+	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
@@ -132,10 +135,11 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		// The receiver is on loopback, which the SSRF guard refuses.
 		cfg.WebhookAllow = append(cfg.WebhookAllow, netip.MustParsePrefix("127.0.0.1/32"))
 	}
-	engine, err := startEngine(ctx, cfg, env, clk, log)
+	engine, ext, err := startEngine(ctx, cfg, env, clk, log)
 	if err != nil {
 		return err
 	}
+	defer ext.stop()
 	// Shutdown order: HTTP first (below), then the workers finish in-flight
 	// jobs within a deadline and release the rest, then the pools close.
 	defer func() {
@@ -153,6 +157,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	// settles its batch in flight, then NATS closes.
 	defer ob.Close()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
+	WithPayments(&deps, ext.payments)
+	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies
 	anchors, err := anchor.Open(cfg.AnchorDirectory())
 	if err != nil {
@@ -163,6 +169,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	deps.TrustedProxies = cfg.TrustedProxies
 	handler := web.New(deps)
 	if cfg.Demo {
+		if err := demo.SeedSensitive(ctx, demo.SensitiveDeps{System: env.System, Approvals: deps.Approvals, Payments: ext.payments}); err != nil {
+			log.Warn("demo approvals and payments", "error", err.Error())
+		}
 		gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
 		// A burst first, so every page has something to show at once.
 		for i := 0; i < 40; i++ {
@@ -203,12 +212,12 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 
 // startEngine builds the job engine with every kind registered and, unless
 // this replica serves only, starts its workers.
-func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger) (*job.Engine, error) {
+func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger) (*job.Engine, *extras, error) {
 	var mailer mail.Mailer = mail.NewSink(env.App)
 	if cfg.SMTPURL != "" {
 		var err error
 		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
-			return nil, fmt.Errorf("JEJAK_SMTP_URL: %w", err)
+			return nil, nil, fmt.Errorf("JEJAK_SMTP_URL: %w", err)
 		}
 	}
 	if cfg.Demo {
@@ -219,20 +228,27 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log,
 		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	// Payments, the scheduler and the failure-rate guard are wired before
+	// Start, so no claimed job meets an unregistered kind.
+	ext, err := wireExtras(cfg, env, engine, clk, log)
+	if err != nil {
+		return nil, nil, err
 	}
 	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer,
-		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow}})
+		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow}, Payments: ext.payments})
 	if cfg.ChaosKind {
 		chaos.Register(engine, env.App)
 	}
 	if cfg.Workers > 0 {
 		if err := engine.Start(ctx); err != nil {
-			return nil, fmt.Errorf("start workers: %w", err)
+			ext.stop()
+			return nil, nil, fmt.Errorf("start workers: %w", err)
 		}
 		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
 	}
-	return engine, nil
+	return engine, ext, nil
 }
 
 // NewDeps wires the dashboard's dependencies over the two pools. serve
@@ -242,21 +258,35 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 	tenants := tenant.NewService(appPool, systemPool, clk)
 	trail := audit.NewService(appPool, systemPool)
 	users := user.NewService(user.NewStore(appPool))
+	cons := console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
+		Tenants: tenants, Audit: trail})
 	return web.Deps{
 		DB:       appPool,
 		Sessions: signin.NewSessionStore(appPool, 30*time.Minute),
 		Users:    users,
 		Tenants:  tenants,
 		Audit:    trail,
-		Console: console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
-			Tenants: tenants, Audit: trail}),
+		Console:  cons,
 		Clock:    clk,
 		Logger:   log,
 		Webhooks: webhook.NewService(appPool, clk, engine),
 		Outbox:   outboxconsole.New(systemPool, clk),
 		SignIn:   signin.NewService(appPool, users, clk, signin.DefaultLimits),
 		CSRF:     signin.NewCSRFSigner(systemPool),
+		// Staff tenant pages and two-person approvals (system pool).
+		Approvals: approval.NewService(systemPool, engine, clk).WithReplayer(cons),
+		Support:   support.NewService(systemPool, clk),
+		// No provider until WithPayments: billing shows Jejak's own records.
+		Payments: payment.NewService(appPool, systemPool, nil, engine, clk),
+		Controls: engine,
 	}
+}
+
+// WithPayments adds payments to the dashboard: the billing page, staff's
+// on-demand reconciliation, and invoices with charges on plan upgrades.
+func WithPayments(d *web.Deps, p *payment.Service) {
+	d.Payments = p
+	d.Tenants.SetPlanHook(p.OnPlanChange)
 }
 
 // Seed writes the demo data and, when scale asks for it, large-data mode's

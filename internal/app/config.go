@@ -39,6 +39,7 @@ type Config struct {
 
 	AppDatabaseURL    string // JEJAK_APP_DATABASE_URL; tenant pool's own login (optional)
 	SystemDatabaseURL string // JEJAK_SYSTEM_DATABASE_URL; cross-tenant pool's own login (optional)
+	PaymentURL        string // JEJAK_PAYMENT_URL; "" = the built-in payment simulator on loopback
 	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
 	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
 	WebhookAllow []netip.Prefix
@@ -57,6 +58,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		NATSURL:     getenv("NATS_URL"),
 		SMTPURL:     getenv("JEJAK_SMTP_URL"),
 		LogLevel:    or(getenv("JEJAK_LOG_LEVEL"), "info"),
+		PaymentURL:  getenv("JEJAK_PAYMENT_URL"),
 	}
 	var err error
 	if v := getenv("JEJAK_WORKERS"); v != "" {

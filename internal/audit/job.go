@@ -27,6 +27,7 @@ const (
 	JobSkipped      JobStage = "skipped"  // idempotent replay
 	JobDelayed      JobStage = "delayed"  // resource lock busy
 	JobReplayed     JobStage = "replayed" // by an operator, with a reason
+	JobRescued      JobStage = "rescued"  // its worker vanished; the lease ran out
 )
 
 // JobDiscarded is a dead letter cancelled by an operator, with a reason.
@@ -35,7 +36,7 @@ const JobDiscarded JobStage = "discarded"
 var jobStages = map[JobStage]bool{
 	JobQueued: true, JobClaimed: true, JobStarted: true, JobSucceeded: true, JobFailed: true,
 	JobRetried: true, JobDeadLettered: true, JobRejected: true, JobSkipped: true, JobDelayed: true,
-	JobReplayed: true, JobDiscarded: true,
+	JobReplayed: true, JobDiscarded: true, JobRescued: true,
 }
 
 // JobEvent is one lifecycle step of a job, as the engine reports it.

@@ -149,6 +149,15 @@ func TestSweepFollowsSeedTimeline(t *testing.T) {
 	if len(hist) != 2 {
 		t.Fatalf("history: %+v", hist)
 	}
+	// Each change is in the tenant's trail, by the system, with its job.
+	var trail int
+	if err := f.db.Admin.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND actor_kind = 'system'
+		AND action = 'subscription.status_changed' AND job_id IN (102, 105)`, tenant).Scan(&trail); err != nil {
+		t.Fatal(err)
+	}
+	if trail != 2 {
+		t.Fatalf("status changes in the trail: %d, want 2", trail)
+	}
 	wantHist := []struct {
 		from, to billing.Status
 		at       string

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	"strconv"
+
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds/payload"
@@ -52,12 +55,32 @@ func (h *SweepHandler) Handle(ctx context.Context, j *job.Job) error {
 			return job.Permanent(fmt.Errorf("subscription.sweep job %d: all_tenants needs the system pool, which is not configured", j.ID))
 		}
 		return database.InTx(ctx, h.System, func(tx pgx.Tx) error {
-			_, err := h.Service.SweepAll(ctx, tx, jobID)
-			return err
+			changes, err := h.Service.SweepAll(ctx, tx, jobID)
+			if err != nil {
+				return err
+			}
+			return h.Service.recordChanges(ctx, tx, j, changes)
 		})
 	}
 	return database.InTenantTx(ctx, h.App, j.TenantID, func(tx pgx.Tx) error {
-		_, err := h.Service.Sweep(ctx, tx, j.TenantID, jobID)
-		return err
+		changes, err := h.Service.Sweep(ctx, tx, j.TenantID, jobID)
+		if err != nil {
+			return err
+		}
+		return h.Service.recordChanges(ctx, tx, j, changes)
 	})
+}
+
+// recordChanges writes each status change in its tenant's trail, with the
+// system as actor, in the sweep's transaction.
+func (s *Service) recordChanges(ctx context.Context, tx pgx.Tx, j *job.Job, changes []StatusChange) error {
+	rec := audit.NewRecorder(s.clock)
+	for _, c := range changes {
+		if err := rec.RecordWork(ctx, tx, audit.WorkDone{TenantID: c.TenantID, Action: "subscription.status_changed",
+			Entity: "subscription", EntityID: strconv.FormatInt(c.TenantID, 10), TraceID: j.TraceID, JobID: j.ID,
+			Detail: map[string]any{"from_status": string(c.FromStatus), "to_status": string(c.ToStatus)}}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

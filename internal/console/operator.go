@@ -71,6 +71,32 @@ type Operator struct {
 	// (the event itself carries the job's trace id, so the job's story
 	// stays under one trace).
 	TraceID string
+	// ApprovalID is set only by the two-person approval flow: a dead job
+	// of a sensitive kind is retried only with a second staff member's
+	// approval.
+	ApprovalID int64
+}
+
+// NeedsApprovalError: a retry of a dead job of a sensitive kind was asked
+// without an approval; nothing changed. The caller opens an approval
+// request instead.
+type NeedsApprovalError struct {
+	JobID, TenantID int64
+	Kind, TraceID   string
+}
+
+func (e *NeedsApprovalError) Error() string {
+	return fmt.Sprintf("job %d is a %s job: replaying it needs a second staff member's approval", e.JobID, e.Kind)
+}
+
+// sensitive reports whether kind records its lifecycle and needs two
+// people to replay.
+func (s *Service) sensitive(kind string) bool {
+	if s.kinds == nil {
+		return false
+	}
+	o, ok := s.kinds.KindOptions(kind)
+	return ok && o.Sensitive
 }
 
 // CheckReason trims and validates an operator's reason.
@@ -98,6 +124,18 @@ func ParseAction(s string) (Action, bool) {
 // job.ErrNotFound when no such job exists, ErrNotDead when it is no longer
 // dead (nothing changes).
 func (s *Service) Act(ctx context.Context, op Operator, action Action, id int64, reason string) (tenant.Name, error) {
+	if action == ActionRetry && op.ApprovalID == 0 {
+		if _, err := CheckReason(reason); err != nil {
+			return tenant.Name{}, err
+		}
+		j, err := newStore(s.system).get(ctx, id)
+		if err != nil {
+			return tenant.Name{}, fmt.Errorf("%s job %d: %w", action, id, err)
+		}
+		if s.sensitive(j.Kind) && j.State == job.StateDead {
+			return tenant.Name{}, &NeedsApprovalError{JobID: id, TenantID: j.TenantID, Kind: j.Kind, TraceID: j.TraceID}
+		}
+	}
 	n, err := s.act(ctx, op, action, deadFilter{}, id, reason, 1)
 	if err != nil {
 		return tenant.Name{}, err
@@ -208,6 +246,19 @@ func (s *Service) actBatch(ctx context.Context, b batch) (changed int, last int6
 			return err
 		}
 		last = locked[len(locked)-1].ID
+		if b.action == ActionRetry && b.op.ApprovalID == 0 {
+			// Sensitive kinds are replayed one by one, with approval;
+			// a bulk retry passes over them.
+			kept := locked[:0]
+			for _, r := range locked {
+				if !s.sensitive(r.Kind) {
+					kept = append(kept, r)
+				}
+			}
+			if locked = kept; len(locked) == 0 {
+				return nil
+			}
+		}
 		ids := make([]int64, len(locked))
 		maxes := make([]int32, len(locked))
 		byID := make(map[int64]int, len(locked))
@@ -263,6 +314,9 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, b batch, r locked, maxA
 	}
 	if b.op.TraceID != "" {
 		detail["operator_trace_id"] = b.op.TraceID
+	}
+	if b.op.ApprovalID != 0 {
+		detail["approval_id"] = b.op.ApprovalID
 	}
 	raw, err := json.Marshal(detail)
 	if err != nil {

@@ -170,7 +170,7 @@ func (s store) get(ctx context.Context, id int64) (*Job, error) {
 			TraceID: r.TraceID, RequestedBy: r.RequestedBy, RequestedAt: r.RequestedAt,
 			ExpiresAt: r.ExpiresAt, IdempotencyKey: deref(r.IdempotencyKey), PayloadHash: r.PayloadHash,
 			WorkerID: deref(r.WorkerID), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
-			AttemptedAt: deref(r.AttemptedAt), LeaseExpiresAt: deref(r.LeaseExpiresAt),
+			AttemptedAt: deref(r.AttemptedAt), LeaseExpiresAt: deref(r.LeaseExpiresAt), PayloadVersion: int(r.PayloadVersion),
 		},
 		State: job.State(r.State), FinishedAt: r.FinishedAt, LastError: deref(r.LastError),
 		Class: job.Class(deref(r.ErrorClass)), Flagged: r.Flagged,

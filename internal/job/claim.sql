@@ -10,6 +10,7 @@
 --   $7 max tenants visited               $8 minimum per-tenant share
 --   $9 per-tenant running cap (0 = none)
 --   $10 fair: round robin across tenants (false = strict priority/due order)
+--   $11 paused kinds (empty = none): their jobs are passed over
 --
 -- 1) tenant_walk: the distinct tenants with due work in this queue, found
 --    by a recursive "loose index scan" over jobs_claim_idx (one index probe
@@ -65,6 +66,7 @@ candidates AS (
                   FROM jobs j
                  WHERE j.tenant_id = q.tenant_id AND j.queue = $2 AND j.state = 'pending'
                    AND j.available_at <= coalesce($1::timestamptz, now())
+                   AND j.kind <> ALL($11::text[])
                  ORDER BY j.priority, j.available_at, j.id
                  LIMIT q.k
                  FOR UPDATE SKIP LOCKED) l
@@ -92,4 +94,5 @@ RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.queue, jobs.priority, jobs.pa
           jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
           jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
           jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
+          jobs.payload_version,
           NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = jobs.id)

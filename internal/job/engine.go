@@ -96,6 +96,11 @@ type Engine struct {
 
 	stats engineStats
 
+	pauses pauseCache // paused kinds and queues, refreshed about once a second
+
+	hooksMu sync.Mutex
+	hooks   []func(context.Context) error // run by the maintenance leader
+
 	run     *runState // non-nil between Start and Stop
 	runMu   sync.Mutex
 	leader  atomic.Bool
@@ -225,6 +230,9 @@ func (e *Engine) Enqueue(ctx context.Context, tx Querier, p EnqueueParams) (Enqu
 	if err != nil {
 		return Enqueued{}, err
 	}
+	if err := e.stampControls(ctx, tx, []EnqueueParams{p}, ids, existing); err != nil {
+		return Enqueued{}, err
+	}
 	if err := e.recordQueued(ctx, tx, []EnqueueParams{p}, ids, existing); err != nil {
 		return Enqueued{}, err
 	}
@@ -240,6 +248,9 @@ func (e *Engine) EnqueueMany(ctx context.Context, tx Querier, ps []EnqueueParams
 	}
 	ids, existing, err := e.enqueue(ctx, tx, ps)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.stampControls(ctx, tx, ps, ids, existing); err != nil {
 		return nil, err
 	}
 	return ids, e.recordQueued(ctx, tx, ps, ids, existing)
@@ -354,6 +365,9 @@ func (e *Engine) Claim(ctx context.Context, workerID string, n int) ([]*Job, err
 	var out []*Job
 	for i := 0; i < len(queues) && len(out) < n; i++ {
 		q := queues[(startQ+i)%len(queues)]
+		if e.queuePaused(ctx, q) {
+			continue
+		}
 		jobs, err := e.claimQueue(ctx, now, q, workerID, n-len(out))
 		if err != nil {
 			return out, err
@@ -405,6 +419,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 			now: now, queue: queue, workerID: workerID, batch: n - len(out), lease: e.cfg.LeaseDuration,
 			afterTenant: cursor, maxTenants: maxTenants, perTenant: perTenant,
 			tenantConcurrency: e.cfg.TenantConcurrency, fair: !e.cfg.DisableTenantFairness,
+			pausedKinds: e.pausedKinds(ctx),
 		})
 		if err != nil {
 			return out, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
@@ -506,6 +521,9 @@ func (e *Engine) failIn(ctx context.Context, db Querier, workerID string, id int
 // crashed or lost the database) to pending, or dead when that was their
 // last attempt. It reports how many jobs it rescued.
 func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
+	if kinds := e.sensitiveKinds(); len(kinds) > 0 {
+		return e.rescueAudited(ctx, kinds)
+	}
 	retried, dead, err := storeRescue(ctx, db, e.clock.Now())
 	if err != nil {
 		return 0, fmt.Errorf("rescue expired jobs: %w", err)

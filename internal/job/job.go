@@ -67,6 +67,7 @@ type Job struct {
 	CreatedAt      time.Time
 	AttemptedAt    time.Time // when this attempt was claimed (engine clock)
 	LeaseExpiresAt time.Time // when the lease ends unless heartbeats extend it
+	PayloadVersion int       // the payload's version, stamped at enqueue
 
 	// payloadIntact is the database's verdict on PayloadHash, read with the
 	// payload (the key never leaves the database).
@@ -88,6 +89,11 @@ type KindOptions struct {
 	MaxAttempts int           // 0 = DefaultMaxAttempts
 	Timeout     time.Duration // 0 = no per-attempt deadline beyond shutdown
 	Sensitive   bool          // sensitive kinds record every lifecycle stage in the tenant's audit trail
+	// PayloadVersion is the payload version this code writes (0 = 1);
+	// MinPayloadVersion the oldest it still reads (0 = 1). A job outside
+	// [Min, PayloadVersion] is left for a replica that knows it (delayed).
+	PayloadVersion    int
+	MinPayloadVersion int
 }
 
 // Enqueued is the outcome of one enqueue.
@@ -126,6 +132,13 @@ type EnqueueParams struct {
 	RequestedBy    *int64
 	ExpiresAt      *time.Time
 	IdempotencyKey string // unique per (tenant, kind) when set
+	// PayloadVersion stamps the payload's version; 0 = the kind's
+	// declared KindOptions.PayloadVersion (1 when undeclared).
+	PayloadVersion int
+	// DependsOn makes the job wait until that job (same tenant) has
+	// succeeded; it is cancelled with a reason if that job is dead or
+	// cancelled.
+	DependsOn *int64
 }
 
 // Errors returned by the engine, with their application error codes.

@@ -134,11 +134,67 @@ func (e *Engine) failJob(ctx context.Context, j *Job, cause error) (State, error
 			second = audit.JobDeadLettered
 		}
 		for _, stage := range []audit.JobStage{first, second} {
-			if _, err := rec.RecordJobEvent(ctx, tx, e.jobEvent(j, stage, detail)); err != nil {
+			ev := e.jobEvent(j, stage, detail)
+			ev.Reason = ReasonOf(cause)
+			if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	return st, err
+}
+
+func (e *Engine) sensitiveKinds() []string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var out []string
+	for k, v := range e.kinds {
+		if v.opts.Sensitive {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// rescueAudited is rescue when sensitive kinds are registered: their
+// expired jobs are locked first, rescued with everything else in the same
+// transaction, and each records rescued (and dead_lettered when that was
+// its last attempt) in its tenant's trail.
+func (e *Engine) rescueAudited(ctx context.Context, kinds []string) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		lost, err := storeExpiredSensitive(ctx, tx, e.clock.Now(), kinds)
+		if err != nil {
+			return err
+		}
+		retried, dead, err := storeRescue(ctx, tx, e.clock.Now())
+		if err != nil {
+			return err
+		}
+		n = retried + dead
+		rec := audit.NewRecorder(e.clock)
+		for _, j := range lost {
+			stages := []audit.JobStage{audit.JobRescued}
+			if j.Attempt >= j.MaxAttempts {
+				stages = append(stages, audit.JobDeadLettered)
+			}
+			for _, st := range stages {
+				ev := e.jobEvent(j, st, map[string]any{"lost_worker": j.WorkerID})
+				ev.Reason = "lease_expired"
+				if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("rescue expired jobs: %w", err)
+	}
+	if n > 0 {
+		e.log.Warn("rescued jobs with expired leases", "jobs", n)
+		_ = storeNotify(ctx, e.pool)
+	}
+	return n, nil
 }

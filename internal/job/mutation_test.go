@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
 )
@@ -64,5 +66,41 @@ func TestJobStateCheckRefusesUnknownStates(t *testing.T) {
 		if !errors.As(err, &pgErr) || pgErr.Code != "23514" {
 			t.Errorf("state %q: err %v, want a check violation (23514)", state, err)
 		}
+	}
+}
+
+// TestTenantRoleCannotRewriteJobs: through the tenant pool a job's payload,
+// hash and run state cannot be rewritten nor the row deleted; the one
+// change allowed is cancelling a pending job (what the enqueuing
+// transaction of a dependent does).
+func TestTenantRoleCannotRewriteJobs(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenant := newTenants(t, db, 1)[0]
+	e := newEngine(t, db, job.Config{})
+	id := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "k", Payload: json.RawMessage(`{"amount":1}`)}).ID
+	for _, sql := range []string{
+		`UPDATE jobs SET payload = '{"amount": 1000000}' WHERE id = $1`,
+		`UPDATE jobs SET payload_hash = sha256('x') WHERE id = $1`,
+		`UPDATE jobs SET state = 'running', worker_id = 'me', lease_expires_at = now() WHERE id = $1`,
+		`UPDATE jobs SET max_attempts = 100 WHERE id = $1`,
+		`DELETE FROM jobs WHERE id = $1`,
+	} {
+		err := database.InTenantTx(ctx, db.App, tenant, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, sql, id)
+			return err
+		})
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+			t.Errorf("%s: err %v, want insufficient_privilege", sql, err)
+		}
+	}
+	err := database.InTenantTx(ctx, db.App, tenant, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE jobs SET state = 'cancelled', finished_at = now() WHERE id = $1 AND state = 'pending'`, id)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("cancelling a pending job as the tenant: %v", err)
 	}
 }

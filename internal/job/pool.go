@@ -375,7 +375,7 @@ func (e *Engine) execute(r *runState, j *Job, hctx context.Context) {
 			e.log.Error("audit job start", "job_id", j.ID, "err", err)
 		}
 	}
-	err := e.invoke(hctx, j)
+	err := e.invokeCtx(hctx, j)
 	if !r.releaseHeld(j) {
 		// The lease was lost (or Stop recorded the attempt): whoever holds
 		// the job now decides its fate; the claim token fences us out.
@@ -397,6 +397,12 @@ func (e *Engine) execute(r *runState, j *Job, hctx context.Context) {
 		}
 		return
 	}
+	if after, reason, ok := DelayOf(err); ok {
+		if derr := e.delayJob(ctx, j, after, reason); derr != nil {
+			e.log.Error("delay job", "job_id", j.ID, "err", derr)
+		}
+		return
+	}
 	// Failures are rare: record them one by one, with the attempt history.
 	st, ferr := e.failJob(ctx, j, err)
 	if ferr != nil {
@@ -407,13 +413,16 @@ func (e *Engine) execute(r *runState, j *Job, hctx context.Context) {
 		"trace_id", j.TraceID, "attempt", j.Attempt, "class", ClassOf(err), "state", st, "err", err)
 }
 
-// invoke runs the handler with its timeout, turning panics into transient
-// failures, unknown kinds into permanent ones and expired jobs into policy
-// failures.
-func (e *Engine) invoke(ctx context.Context, j *Job) (err error) {
+// invokeCtx runs the handler with its timeout, turning panics into
+// transient failures, unknown kinds into permanent ones and expired or
+// tampered jobs into policy failures.
+func (e *Engine) invokeCtx(ctx context.Context, j *Job) (err error) {
 	k, ok := e.handler(j.Kind)
 	if !ok {
 		return Permanent(fmt.Errorf("%w: %s", ErrUnknownKind, j.Kind))
+	}
+	if err := checkVersion(k.opts, j); err != nil {
+		return err
 	}
 	// Checked as the handler starts, not only at claim: a job claimed ahead
 	// may wait a whole handler duration in the channel.
@@ -775,6 +784,7 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune boo
 	if _, err := storeStatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune job stats", "err", err)
 	}
+	e.runHooks(ctx)
 	return lead, true
 }
 

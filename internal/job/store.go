@@ -102,6 +102,7 @@ type claimArgs struct {
 	perTenant         int
 	tenantConcurrency int
 	fair              bool
+	pausedKinds       []string
 }
 
 func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, error) {
@@ -109,7 +110,7 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, erro
 	// values every time. A cached generic plan cannot see the batch size,
 	// tenant cursor or clock and was measured ~15x slower.
 	rows, err := db.Query(ctx, claimSQL, pgx.QueryExecModeExec, a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
-		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair)
+		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair, pausedOrEmpty(a.pausedKinds))
 	if err != nil {
 		return nil, err
 	}
@@ -123,15 +124,17 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, erro
 			key                  *string
 			attemptedAt          *time.Time
 			lease                *time.Time
+			version              int32
 		)
 		if err := rows.Scan(&j.ID, &j.TenantID, &j.Kind, &j.Queue, &j.Priority, &payload,
 			&attempt, &maxAttempts, &j.AvailableAt, &j.CreatedAt, &attemptedAt, &j.TraceID,
-			&j.RequestedBy, &j.RequestedAt, &j.ExpiresAt, &key, &j.PayloadHash, &lease, &j.payloadIntact); err != nil {
+			&j.RequestedBy, &j.RequestedAt, &j.ExpiresAt, &key, &j.PayloadHash, &lease, &version, &j.payloadIntact); err != nil {
 			return nil, err
 		}
 		j.Payload = json.RawMessage(payload)
 		j.Attempt, j.MaxAttempts = int(attempt), int(maxAttempts)
 		j.IdempotencyKey = deref(key)
+		j.PayloadVersion = int(version)
 		j.WorkerID = a.workerID
 		if attemptedAt != nil {
 			j.AttemptedAt = *attemptedAt

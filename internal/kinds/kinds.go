@@ -6,21 +6,26 @@ package kinds
 import (
 	"time"
 
+	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/billing"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/points"
 	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // The shipped kinds' names, as stored in jobs.kind.
 const (
-	EmailWeeklyReport = mail.WeeklyReportKind // "email.weekly-report"
-	SubscriptionSweep = billing.SweepKind     // "subscription.sweep"
-	PointsAward       = points.Kind           // "points.award"
-	WebhookDeliver    = webhook.Kind          // "webhook.deliver"
+	EmailWeeklyReport = mail.WeeklyReportKind      // "email.weekly-report"
+	SubscriptionSweep = billing.SweepKind          // "subscription.sweep"
+	PointsAward       = points.Kind                // "points.award"
+	DisableAccess     = approval.DisableAccessKind // "user.disable-access"
+	PaymentCharge     = payment.ChargeKind         // "payment.charge"
+	PaymentReconcile  = payment.ReconcileKind      // "payment.reconcile"
+	WebhookDeliver    = webhook.Kind               // "webhook.deliver"
 )
 
 // KindOptions are per-kind engine settings.
@@ -45,6 +50,9 @@ type Deps struct {
 	Mailer mail.Mailer
 	// MailFrom is the sender of Jejak's mail; "" = mail.DefaultFrom.
 	MailFrom string
+	// Payments runs payment.charge and payment.reconcile; nil leaves
+	// them unregistered.
+	Payments *payment.Service
 	// Jobs enqueues follow-up jobs (webhook retries); nil leaves
 	// webhook.deliver unregistered.
 	Jobs webhook.Enqueuer
@@ -61,6 +69,13 @@ var Options = map[string]KindOptions{
 	EmailWeeklyReport: {MaxAttempts: 5, Timeout: time.Minute},
 	SubscriptionSweep: {MaxAttempts: 3, Timeout: 2 * time.Minute},
 	PointsAward:       {MaxAttempts: 5, Timeout: 30 * time.Second},
+	// Sensitive: every stage in the tenant's trail; re-authorized at
+	// dequeue, so a retry after a lost approver is rejected, not run.
+	DisableAccess: {MaxAttempts: 3, Timeout: 30 * time.Second, Sensitive: true},
+	// A charge retries a lost answer a few times (reconciliation refunds
+	// any double charge); its stages are in the tenant's trail.
+	PaymentCharge:    {MaxAttempts: 5, Timeout: time.Minute, Sensitive: true},
+	PaymentReconcile: {MaxAttempts: 5, Timeout: 5 * time.Minute},
 	// One attempt per job (retries on the webhook schedule are new jobs);
 	// the job's own attempts only cover database trouble.
 	WebhookDeliver: {MaxAttempts: 3, Timeout: time.Minute},
@@ -87,6 +102,15 @@ func Register(e Registrar, d Deps) {
 	e.Register(EmailWeeklyReport, weekly.Handle, Options[EmailWeeklyReport])
 	e.Register(SubscriptionSweep, sweep.Handle, Options[SubscriptionSweep])
 	e.Register(PointsAward, award.Handle, Options[PointsAward])
+	// Sensitive kinds work across the staff's tables on the system pool.
+	if sys, ok := d.System.(database.Pool); ok {
+		disable := &approval.DisableHandler{System: sys, Clock: c}
+		e.Register(DisableAccess, disable.Handle, Options[DisableAccess])
+	}
+	if d.Payments != nil {
+		e.Register(PaymentCharge, d.Payments.HandleCharge, Options[PaymentCharge])
+		e.Register(PaymentReconcile, d.Payments.HandleReconcile, Options[PaymentReconcile])
+	}
 	if d.Jobs != nil {
 		wh := &webhook.Deliverer{App: d.App, Jobs: d.Jobs, Clock: c, Client: d.WebhookGuard.Client(), OnOutcome: d.WebhookOutcome}
 		e.Register(WebhookDeliver, wh.Handle, Options[WebhookDeliver])

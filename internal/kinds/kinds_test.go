@@ -44,6 +44,18 @@ func TestRegisterWiresEveryShippedKind(t *testing.T) {
 		kinds.SubscriptionSweep: fmt.Sprintf(`{"tenant_id":%d}`, tenant),
 		kinds.PointsAward:       fmt.Sprintf(`{"tenant_id":%d,"message_id":"m1","customer":"c1","points":5}`, tenant),
 	}
+	// A sensitive kind without its approval is refused as a policy
+	// failure: registered, wired, and guarded.
+	if reg, ok := r[kinds.DisableAccess]; !ok || !reg.opts.Sensitive {
+		t.Fatalf("%s not registered as sensitive", kinds.DisableAccess)
+	} else {
+		p := fmt.Sprintf(`{"tenant_id":%d,"user_id":1,"approval_id":99,"scope":"tenant"}`, tenant)
+		j := &job.Job{ID: 2, TenantID: tenant, Kind: kinds.DisableAccess, Payload: json.RawMessage(p), Attempt: 1}
+		if err := reg.h(ctx, j); job.ClassOf(err) != job.ClassPolicy {
+			t.Fatalf("%s without approval: %v", kinds.DisableAccess, err)
+		}
+		delete(r, kinds.DisableAccess)
+	}
 	if len(r) != len(payloads) {
 		t.Fatalf("registered %d kinds, want %d", len(r), len(payloads))
 	}
@@ -67,6 +79,15 @@ func TestRegisterWiresEveryShippedKind(t *testing.T) {
 	}
 	if mails != 1 || awards != 1 {
 		t.Fatalf("mail_messages %d, points_ledger %d; want 1 and 1", mails, awards)
+	}
+	// What the workers did is in the tenant's trail, by the system.
+	var work int
+	if err := db.Admin.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND actor_kind = 'system'
+		AND action IN ('points.awarded', 'report.sent')`, tenant).Scan(&work); err != nil {
+		t.Fatal(err)
+	}
+	if work != 2 {
+		t.Fatalf("worker events in the trail: %d, want 2 (points.awarded, report.sent)", work)
 	}
 }
 

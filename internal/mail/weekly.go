@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
@@ -94,7 +95,13 @@ func (h *WeeklyReportHandler) Handle(ctx context.Context, j *job.Job) error {
 		}
 		return err
 	}
-	return nil
+	// Sent: the tenant's trail says so (a retry after this point sends the
+	// same Message-ID again, which receivers and the sink deduplicate).
+	return database.InTenantTx(ctx, h.App, j.TenantID, func(tx pgx.Tx) error {
+		return audit.NewRecorder(h.Clock).RecordWork(ctx, tx, audit.WorkDone{TenantID: j.TenantID, Action: "report.sent",
+			Entity: "report", EntityID: m.ID, TraceID: j.TraceID, JobID: j.ID,
+			Detail: map[string]any{"recipients": len(to), "week_start": s.WeekStart.Format(time.RFC3339)}})
+	})
 }
 
 func renderWeekly(s weeklySummary) (subject, text string) {

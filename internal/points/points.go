@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
@@ -136,8 +137,13 @@ func (h *Handler) Handle(ctx context.Context, j *job.Job) error {
 		return job.Permanent(fmt.Errorf("points.award job %d: %w", j.ID, err))
 	}
 	err := database.InTenantTx(ctx, h.App, j.TenantID, func(tx pgx.Tx) error {
-		_, err := h.Service.Award(ctx, tx, j.TenantID, a)
-		return err
+		applied, err := h.Service.Award(ctx, tx, j.TenantID, a)
+		if err != nil || !applied {
+			return err // !applied: a redelivery; the first one was recorded
+		}
+		return audit.NewRecorder(h.Service.clock).RecordWork(ctx, tx, audit.WorkDone{TenantID: j.TenantID,
+			Action: "points.awarded", Entity: "customer", EntityID: a.Customer, TraceID: j.TraceID, JobID: j.ID,
+			Detail: map[string]any{"points": a.Points, "message_id": a.MessageID, "reason": a.Reason}})
 	})
 	if err != nil {
 		return fmt.Errorf("points.award job %d: %w", j.ID, err)

@@ -41,7 +41,7 @@ func (q *Queries) JobDeleteFinished(ctx context.Context, arg JobDeleteFinishedPa
 }
 
 const jobGet = `-- name: JobGet :one
-SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, job_payload_intact(id, tenant_id, kind, payload, payload_hash) AS payload_intact
+SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, payload_version, depends_on, has_dependents, job_payload_intact(id, tenant_id, kind, payload, payload_hash) AS payload_intact
   FROM jobs WHERE id = $1
 `
 
@@ -71,6 +71,9 @@ type JobGetRow struct {
 	ExpiresAt      *time.Time
 	IdempotencyKey *string
 	PayloadHash    []byte
+	PayloadVersion int32
+	DependsOn      *int64
+	HasDependents  bool
 	PayloadIntact  bool
 }
 
@@ -105,6 +108,9 @@ func (q *Queries) JobGet(ctx context.Context, id int64) (JobGetRow, error) {
 		&i.ExpiresAt,
 		&i.IdempotencyKey,
 		&i.PayloadHash,
+		&i.PayloadVersion,
+		&i.DependsOn,
+		&i.HasDependents,
 		&i.PayloadIntact,
 	)
 	return i, err

@@ -16,6 +16,25 @@ type AppSecret struct {
 	Opad []byte
 }
 
+type Approval struct {
+	TenantID       int64
+	ID             int64
+	Action         string
+	TargetID       int64
+	Reason         string
+	RequestedBy    int64
+	RequestedAt    time.Time
+	ExpiresAt      time.Time
+	State          string
+	DecidedBy      *int64
+	DecidedAt      *time.Time
+	DecisionReason *string
+	JobID          *int64
+	ConsumedAt     *time.Time
+	ConsumedByJob  *int64
+	TraceID        string
+}
+
 type AuditEvent struct {
 	TenantID   int64
 	Seq        int64
@@ -37,6 +56,30 @@ type AuditHead struct {
 	TenantID int64
 	Seq      int64
 	Hash     []byte
+}
+
+type IdempotencyKey struct {
+	TenantID         int64
+	Key              string
+	Action           string
+	Target           string
+	Status           string
+	ResultRef        *string
+	JobID            *int64
+	FirstProcessedAt time.Time
+	CompletedAt      *time.Time
+}
+
+type Invoice struct {
+	TenantID  int64
+	ID        int64
+	PlanCode  string
+	AmountIdr int64
+	Status    string
+	ChargeRef *string
+	CreatedAt time.Time
+	PaidAt    *time.Time
+	CreatedBy *int64
 }
 
 type Job struct {
@@ -65,6 +108,30 @@ type Job struct {
 	ExpiresAt      *time.Time
 	IdempotencyKey *string
 	PayloadHash    []byte
+	PayloadVersion int32
+	DependsOn      *int64
+	HasDependents  bool
+}
+
+type JobPause struct {
+	Scope    string
+	Name     string
+	Reason   string
+	PausedBy *int64
+	Auto     bool
+	PausedAt time.Time
+}
+
+type JobPauseLog struct {
+	ID      int64
+	Scope   string
+	Name    string
+	Action  string
+	Reason  string
+	ActorID *int64
+	Auto    bool
+	At      time.Time
+	Detail  json.RawMessage
 }
 
 type JobStatsMinute struct {
@@ -98,10 +165,12 @@ type MailMessage struct {
 }
 
 type Membership struct {
-	TenantID  int64
-	UserID    int64
-	Role      string
-	CreatedAt time.Time
+	TenantID       int64
+	UserID         int64
+	Role           string
+	CreatedAt      time.Time
+	DisabledAt     *time.Time
+	DisabledReason *string
 }
 
 type OutboxMessage struct {
@@ -126,6 +195,46 @@ type OutboxStatsMinute struct {
 	Minute    time.Time
 	Delivered int64
 	Failed    int64
+}
+
+type PaymentRefund struct {
+	TenantID  int64
+	ID        int64
+	InvoiceID int64
+	ChargeRef string
+	RefundRef string
+	AmountIdr int64
+	Reason    string
+	CreatedAt time.Time
+	JobID     *int64
+}
+
+type PaysimCharge struct {
+	ID             string
+	IdempotencyKey *string
+	Amount         int64
+	Currency       string
+	TenantRef      string
+	InvoiceRef     string
+	Refunded       int64
+	CreatedAt      time.Time
+}
+
+type PaysimIdempotency struct {
+	Key       string
+	Endpoint  string
+	Status    int32
+	Response  json.RawMessage
+	CreatedAt time.Time
+}
+
+type PaysimRefund struct {
+	ID             string
+	ChargeID       string
+	IdempotencyKey *string
+	Amount         int64
+	Reason         string
+	CreatedAt      time.Time
 }
 
 type Plan struct {
@@ -167,6 +276,24 @@ type Project struct {
 	CreatedAt time.Time
 }
 
+type ResourceLock struct {
+	Resource       string
+	TenantID       int64
+	Holder         string
+	AcquiredAt     time.Time
+	LeaseExpiresAt time.Time
+}
+
+type ScheduleRun struct {
+	Name        string
+	PeriodKey   string
+	PeriodStart time.Time
+	RanAt       time.Time
+	WorkerID    string
+	Jobs        int32
+	Summary     string
+}
+
 type Session struct {
 	Token  string
 	Data   []byte
@@ -177,6 +304,12 @@ type SigninThrottle struct {
 	Key         string
 	WindowStart time.Time
 	Attempts    int32
+}
+
+type StaffAuditView struct {
+	TenantID int64
+	StaffID  int64
+	Hour     time.Time
 }
 
 type Subscription struct {
@@ -222,6 +355,12 @@ type User struct {
 	StaffRole    *string
 	Active       bool
 	CreatedAt    time.Time
+}
+
+type UserSession struct {
+	Token     string
+	UserID    int64
+	CreatedAt time.Time
 }
 
 type WebSecret struct {

@@ -21,7 +21,7 @@ func (q *Queries) MembershipCountOwners(ctx context.Context, tenantID int64) (in
 }
 
 const membershipGet = `-- name: MembershipGet :one
-SELECT tenant_id, user_id, role, created_at FROM memberships WHERE tenant_id = $1 AND user_id = $2
+SELECT tenant_id, user_id, role, created_at, disabled_at, disabled_reason FROM memberships WHERE tenant_id = $1 AND user_id = $2
 `
 
 type MembershipGetParams struct {
@@ -37,6 +37,8 @@ func (q *Queries) MembershipGet(ctx context.Context, arg MembershipGetParams) (M
 		&i.UserID,
 		&i.Role,
 		&i.CreatedAt,
+		&i.DisabledAt,
+		&i.DisabledReason,
 	)
 	return i, err
 }
@@ -44,7 +46,7 @@ func (q *Queries) MembershipGet(ctx context.Context, arg MembershipGetParams) (M
 const membershipListByUser = `-- name: MembershipListByUser :many
 SELECT t.id AS tenant_id, t.slug, t.name, m.role
 FROM memberships m JOIN tenants t ON t.id = m.tenant_id
-WHERE m.user_id = $1
+WHERE m.user_id = $1 AND m.disabled_at IS NULL
 ORDER BY t.slug
 `
 
@@ -83,7 +85,7 @@ func (q *Queries) MembershipListByUser(ctx context.Context, userID int64) ([]Mem
 const membershipUpsert = `-- name: MembershipUpsert :one
 INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, $3)
 ON CONFLICT (tenant_id, user_id) DO UPDATE SET role = EXCLUDED.role
-RETURNING tenant_id, user_id, role, created_at
+RETURNING tenant_id, user_id, role, created_at, disabled_at, disabled_reason
 `
 
 type MembershipUpsertParams struct {
@@ -100,6 +102,8 @@ func (q *Queries) MembershipUpsert(ctx context.Context, arg MembershipUpsertPara
 		&i.UserID,
 		&i.Role,
 		&i.CreatedAt,
+		&i.DisabledAt,
+		&i.DisabledReason,
 	)
 	return i, err
 }

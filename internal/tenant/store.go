@@ -30,6 +30,10 @@ func (s store) membership(ctx context.Context, tenantID, userID int64) (*Members
 	if err != nil {
 		return nil, mapErr(err, "get membership")
 	}
+	if r.DisabledAt != nil {
+		// A disabled membership admits nobody; it answers like no membership.
+		return nil, ErrNotFound
+	}
 	return &Membership{TenantID: r.TenantID, UserID: r.UserID, Role: r.Role}, nil
 }
 

@@ -96,7 +96,9 @@ type Service struct {
 	clock  clock.Clock
 	audit  *audit.Recorder
 	plans  *billing.Service
-	outbox *outbox.Writer
+	// planHook runs in a plan change's transaction (payments); nil = none.
+	planHook PlanHook
+	outbox   *outbox.Writer
 }
 
 // NewService returns a Service. app must be the tenant-facing pool, system
@@ -267,8 +269,11 @@ func (s *Service) ChangePlan(ctx context.Context, tenantID int64, actor Actor, p
 		if ch.FromPlan != nil {
 			from = *ch.FromPlan
 		}
-		return s.record(ctx, tx, tenantID, actor, "subscription.change", "subscription", ch.ID,
-			map[string]any{"from_plan": from, "to_plan": ch.ToPlan})
+		if err := s.record(ctx, tx, tenantID, actor, "subscription.change", "subscription", ch.ID,
+			map[string]any{"from_plan": from, "to_plan": ch.ToPlan}); err != nil {
+			return err
+		}
+		return s.planChanged(ctx, tx, tenantID, actor, ch.ToPlan)
 	})
 }
 

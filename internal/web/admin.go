@@ -43,6 +43,9 @@ func (s *Server) adminHome(c echo.Context) error {
 	if partial == "overview" {
 		return render(c, http.StatusOK, admin.Overview(vm))
 	}
+	if vm.Extra, err = s.adminExtras(c); err != nil {
+		return err
+	}
 	return render(c, http.StatusOK, admin.OverviewPage(vm))
 }
 

@@ -111,6 +111,20 @@ func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
 	if vm.Audit, err = s.staffAuditRows(c, v.Events); err != nil {
 		return admin.JobVM{}, err
 	}
+	if err := s.recordStaffViews(c, "/admin/jobs", v.Events); err != nil {
+		return admin.JobVM{}, err
+	}
+	links, err := s.Console.Dependencies(ctx, id)
+	if err != nil {
+		return admin.JobVM{}, err
+	}
+	vm.WaitsFor, vm.WaitsForState = links.WaitsFor, string(links.WaitsForState)
+	for _, d := range links.NeededBy {
+		vm.NeededBy = append(vm.NeededBy, admin.DepRow{ID: d.ID, Kind: d.Kind, State: string(d.State)})
+	}
+	if r.PayloadVersion > 1 {
+		vm.PayloadVersion = "v" + strconv.Itoa(r.PayloadVersion)
+	}
 	return vm, nil
 }
 
@@ -137,6 +151,9 @@ func (s *Server) adminJobAction(action console.Action) echo.HandlerFunc {
 		t, err := s.Console.Act(ctx, op, action, id, reason)
 		if msg := apperr.FieldsOf(err)["reason"]; msg != "" {
 			return s.refuseJobAction(c, id, back, reason, msg)
+		}
+		if need, ok := errors.AsType[*console.NeedsApprovalError](err); ok {
+			return s.requestReplay(c, need, reason)
 		}
 		msg := actionDoneMessage(id, action, t.Slug)
 		switch {

@@ -38,6 +38,9 @@ func (s *Server) adminSearch(c echo.Context) error {
 		return err
 	}
 	vm.SpansTenants = traceTenants(vm) > 1
+	if err := s.recordStaffViews(c, "/admin/search", res.Events); err != nil {
+		return err
+	}
 	return render(c, http.StatusOK, admin.SearchPage(vm))
 }
 

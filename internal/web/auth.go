@@ -59,6 +59,10 @@ func (s *Server) login(c echo.Context) error {
 	}
 	s.sessions.Put(ctx, sessionUserID, u.ID)
 	s.sessions.Put(ctx, sessionCSRF, newCSRFToken())
+	// Indexed by user so an approved access revocation can end it.
+	if err := s.Users.TrackSession(ctx, s.sessions.Token(ctx), u.ID); err != nil {
+		return err
+	}
 	s.recordSignIn(ctx, u, true, ip)
 	if u.IsStaff() {
 		return c.Redirect(http.StatusSeeOther, "/admin")

@@ -46,6 +46,7 @@ func (s *Server) routes(e *echo.Echo) {
 	t.GET("/audit/checkpoint", s.auditCheckpoint)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
+	t.GET("/billing", s.tenantBilling)
 	// -- tenant webhooks (owners/admins; members 403) --
 	t.GET("/webhooks", s.tenantWebhooks)
 	t.POST("/webhooks", s.tenantWebhookCreate)
@@ -69,6 +70,16 @@ func (s *Server) routes(e *echo.Echo) {
 	adm.GET("/dead/bulk", s.adminDeadBulkPreview)
 	adm.POST("/dead/bulk", s.adminDeadBulk)
 	adm.GET("/search", s.adminSearch)
+	// -- staff tenant pages and two-person approvals --
+	adm.GET("/tenants", s.adminTenants)
+	adm.GET("/tenants/:slug", s.adminTenant)
+	adm.POST("/tenants/:slug/members/:user_id/disable", s.adminMemberDisable)
+	adm.POST("/tenants/:slug/reconcile", s.adminTenantReconcile)
+	adm.GET("/approvals", s.adminApprovals)
+	adm.POST("/approvals/:id/approve", s.adminApprove)
+	adm.POST("/approvals/:id/reject", s.adminReject)
+	adm.POST("/pauses", s.adminPause)
+	adm.POST("/pauses/resume", s.adminResume)
 	// -- outbox (staff) --
 	adm.GET("/outbox", s.adminOutbox)
 	adm.POST("/outbox/retry", s.adminOutboxRetry)

@@ -41,6 +41,11 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		deadByRole[r] = f.makeDead("toko-bunga-melati", "email.weekly-report", 1, "smtp 550")[0]
 	}
 
+	// Two approval requests by a third staff member, so both staff roles
+	// may act on them (a request's own author is refused).
+	approvalIDs := f.makeApprovals(2)
+	rina := f.userID("rina@melati.test")
+
 	// tenantRead: any member; tenantWrite: owner/admin only (a member is
 	// forbidden); staff: support and admin.
 	tenantRead := map[string]access{"anonymous": toLogin, "budi@melati.test": allowed, "rina@melati.test": allowed,
@@ -89,6 +94,16 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /admin/dead/bulk":              {"/admin/dead/bulk?action=retry", nil, staff},
 		"POST /admin/dead/bulk":             {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
 		"GET /admin/search":                 {"/admin/search", nil, staff},
+		"GET /admin/tenants":                {"/admin/tenants?q=melati", nil, staff},
+		"GET /admin/tenants/:slug":          {"/admin/tenants/toko-bunga-melati", nil, staff},
+		"POST /admin/tenants/:slug/members/:user_id/disable": {fmt.Sprintf("/admin/tenants/toko-bunga-melati/members/%d/disable", rina), reason, staff},
+		"POST /admin/tenants/:slug/reconcile":                {"/admin/tenants/toko-bunga-melati/reconcile", nil, staff},
+		"GET /t/:slug/billing":                               {"/t/toko-bunga-melati/billing", nil, tenantRead},
+		"POST /admin/pauses":                                 {"/admin/pauses", url.Values{"scope": {"kind"}, "name": {"matrix.kind"}, "reason": {"matrix"}}, staff},
+		"POST /admin/pauses/resume":                          {"/admin/pauses/resume", url.Values{"scope": {"kind"}, "name": {"matrix.kind"}, "reason": {"matrix"}}, staff},
+		"GET /admin/approvals":                               {"/admin/approvals", nil, staff},
+		"POST /admin/approvals/:id/approve":                  {fmt.Sprintf("/admin/approvals/%d/approve", approvalIDs[0]), nil, staff},
+		"POST /admin/approvals/:id/reject":                   {fmt.Sprintf("/admin/approvals/%d/reject", approvalIDs[1]), reason, staff},
 	}
 	// Tenant webhooks (owners and admins) and the staff outbox page.
 	hookPath := fmt.Sprintf("/t/toko-bunga-melati/webhooks/%d", hook)

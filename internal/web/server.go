@@ -15,11 +15,16 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/anchor"
+	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
+	"github.com/jejakhq/jejak/internal/payment"
+	"github.com/jejakhq/jejak/internal/schedule"
 	"github.com/jejakhq/jejak/internal/signin"
+	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/webhook"
@@ -70,6 +75,25 @@ type Deps struct {
 	TrustedProxies []*net.IPNet
 	// Timeouts bound connections; zero = DefaultTimeouts.
 	Timeouts *Timeouts
+	// Approvals holds two-person actions; Support reads a tenant for
+	// staff (both on the system pool).
+	Approvals *approval.Service
+	Support   *support.Service
+	// Payments serves the billing page and on-demand reconciliation;
+	// nil = billing shows nothing to reconcile.
+	Payments *payment.Service
+	// Schedules lists periodic work on /admin; nil = not shown.
+	Schedules *schedule.Scheduler
+	// Controls pauses and resumes kinds and queues (the job engine).
+	Controls JobControls
+}
+
+// JobControls is the part of the job engine that pauses and resumes work.
+type JobControls interface {
+	Pause(ctx context.Context, scope, name, reason string, actorID int64) error
+	Resume(ctx context.Context, scope, name, reason string, actorID int64) error
+	Pauses(ctx context.Context) ([]job.Pause, error)
+	PauseLog(ctx context.Context, limit int) ([]job.PauseEvent, error)
 }
 
 // Server holds the handlers' dependencies.

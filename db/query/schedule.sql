@@ -1,0 +1,17 @@
+-- name: ScheduleRunClaim :one
+INSERT INTO schedule_runs (name, period_key, period_start, ran_at, worker_id)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (name, period_key) DO NOTHING
+RETURNING name;
+
+-- name: ScheduleRunFinish :exec
+UPDATE schedule_runs SET jobs = $3, summary = $4 WHERE name = $1 AND period_key = $2;
+
+-- name: ScheduleRunLatest :many
+SELECT DISTINCT ON (name) name, period_key, period_start, ran_at, worker_id, jobs, summary
+  FROM schedule_runs
+ WHERE name = ANY(@names::text[])
+ ORDER BY name, period_start DESC;
+
+-- name: ScheduleTenantIDs :many
+SELECT id FROM tenants ORDER BY id;

@@ -1,0 +1,48 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/payment"
+	"github.com/jejakhq/jejak/internal/schedule"
+)
+
+// extras are the parts around the engine for sensitive work: payments (the
+// provider at JEJAK_PAYMENT_URL or the built-in simulator on loopback),
+// the scheduler and the failure-rate guard, both run by the maintenance
+// leader.
+type extras struct {
+	payments  *payment.Service
+	scheduler *schedule.Scheduler
+	sim       *payment.Simulator // nil when JEJAK_PAYMENT_URL is set
+	stop      func()
+}
+
+func wireExtras(cfg Config, env *Env, engine *job.Engine, clk clock.Clock, log *slog.Logger) (*extras, error) {
+	ext := &extras{stop: func() {}}
+	url := cfg.PaymentURL
+	if url == "" {
+		sim, simURL, stop, err := payment.StartSimulator(env.System, log)
+		if err != nil {
+			return nil, err
+		}
+		ext.sim, ext.stop, url = sim, stop, simURL
+	}
+	ext.payments = payment.NewService(env.App, env.System, &payment.HTTPProvider{BaseURL: url}, engine, clk)
+	ext.scheduler = schedule.New(env.System, clk, engine.WorkerID(), schedule.Shipped(engine)...)
+	engine.OnMaintenance(func(ctx context.Context) error {
+		_, err := ext.scheduler.Tick(ctx)
+		return err
+	})
+	// Retry storms: a kind failing above the threshold pauses itself (shown
+	// on /admin) until staff resume it. guard.OnPause is the alert hook.
+	guard := job.FailureGuard{}
+	engine.OnMaintenance(func(ctx context.Context) error {
+		_, err := engine.CheckFailureRates(ctx, guard)
+		return err
+	})
+	return ext, nil
+}

@@ -1,0 +1,102 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/views/support"
+)
+
+// adminExtras builds /admin's sections below the queue figures: paused
+// kinds and queues, and the periodic schedules with last and next run.
+func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
+	ctx := c.Request().Context()
+	vm := support.AdminExtras{Flash: s.popFlash(c), Error: s.sessions.PopString(ctx, sessionFlashError)}
+	if s.Schedules != nil {
+		st, err := s.Schedules.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range st {
+			row := support.ScheduleRow{Name: r.Name, Every: string(r.Every), About: r.About, LastPeriod: r.LastPeriod,
+				LastSummary: r.LastSummary, LastWorker: r.LastWorker, NextRun: fmtUTC(r.NextRun)}
+			if r.LastRun != nil {
+				row.LastRun = fmtUTC(*r.LastRun)
+			} else {
+				row.LastRun, row.NextRun = "never", "at the leader's next pass"
+			}
+			vm.Schedules = append(vm.Schedules, row)
+		}
+	}
+	if s.Controls != nil {
+		ps, err := s.Controls.Pauses(ctx)
+		if err != nil {
+			return nil, err
+		}
+		log, err := s.Controls.PauseLog(ctx, 20)
+		if err != nil {
+			return nil, err
+		}
+		var ids []int64
+		for _, p := range ps {
+			if p.PausedBy != nil {
+				ids = append(ids, *p.PausedBy)
+			}
+		}
+		for _, l := range log {
+			if l.ActorID != nil {
+				ids = append(ids, *l.ActorID)
+			}
+		}
+		names, err := s.Users.Names(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			row := support.PauseRow{Scope: p.Scope, Name: p.Name, Reason: p.Reason, Auto: p.Auto, Since: fmtUTC(p.PausedAt)}
+			if p.PausedBy != nil {
+				row.By = nameOr(names, *p.PausedBy)
+			}
+			vm.Pauses = append(vm.Pauses, row)
+		}
+		for _, l := range log {
+			row := support.PauseLogRow{When: fmtUTC(l.At), Action: l.Action, Scope: l.Scope, Name: l.Name, Reason: l.Reason, By: "automatic"}
+			if l.ActorID != nil {
+				row.By = nameOr(names, *l.ActorID)
+			}
+			vm.PauseLog = append(vm.PauseLog, row)
+		}
+	}
+	return support.Extras(vm), nil
+}
+
+// adminPause pauses a kind or queue (fields scope, name, reason).
+func (s *Server) adminPause(c echo.Context) error { return s.adminPauseAction(c, true) }
+
+// adminResume resumes a paused kind or queue (fields scope, name, reason).
+func (s *Server) adminResume(c echo.Context) error { return s.adminPauseAction(c, false) }
+
+func (s *Server) adminPauseAction(c echo.Context, pause bool) error {
+	ctx := c.Request().Context()
+	scope, name, reason := c.FormValue("scope"), c.FormValue("name"), c.FormValue("reason")
+	var err error
+	if pause {
+		err = s.Controls.Pause(ctx, scope, name, reason, viewer(c).UserID)
+	} else {
+		err = s.Controls.Resume(ctx, scope, name, reason, viewer(c).UserID)
+	}
+	if err != nil {
+		// Invalid input answers 422, a repeated pause or resume 409, with
+		// the message; nothing changed.
+		return err
+	}
+	verb := "Resumed"
+	if pause {
+		verb = "Paused"
+	}
+	s.setFlash(c, fmt.Sprintf("%s %s %s. Logged with your reason.", verb, scope, name))
+	return c.Redirect(http.StatusSeeOther, "/admin")
+}

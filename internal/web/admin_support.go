@@ -1,0 +1,374 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/approval"
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/tenant"
+	"github.com/jejakhq/jejak/views/admin"
+	"github.com/jejakhq/jejak/views/support"
+)
+
+// Staff tenant pages and two-person approvals (SPEC D10, S7, A9).
+
+const staffTime = "2006-01-02 15:04 UTC"
+
+func fmtUTC(t time.Time) string { return t.UTC().Format(staffTime) }
+
+func fmtUTCPtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return fmtUTC(*t)
+}
+
+// adminTenants is the tenant search.
+func (s *Server) adminTenants(c echo.Context) error {
+	q := c.QueryParam("q")
+	rows, err := s.Support.Search(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	vm := support.TenantsVM{Query: q}
+	for _, r := range rows {
+		vm.Rows = append(vm.Rows, support.TenantRow{Slug: r.Slug, Name: r.Name, Plan: r.Plan, Status: r.Status,
+			Members: strconv.FormatInt(r.Members, 10)})
+	}
+	return render(c, http.StatusOK, support.TenantsPage(vm))
+}
+
+// adminTenant is one tenant as staff see it, with its audit trail under
+// the owner timeline's filters. Reading it records staff.viewed_audit.
+func (s *Server) adminTenant(c echo.Context) error {
+	ctx := c.Request().Context()
+	slug := pathParam(c, "slug")
+	t, err := s.Tenants.BySlug(ctx, slug)
+	if errors.Is(err, tenant.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	loc := t.Location()
+	af, ferr := s.parseAuditFilter(c, loc)
+	vm := support.TenantVM{Slug: t.Slug, Name: t.Name, Zone: zoneLabel(loc), Flash: s.popFlash(c),
+		FilterAction: af.form.Action, FilterEntity: af.form.Entity, FilterActor: af.form.Actor,
+		FilterFrom: af.form.From, FilterTo: af.form.To, FilterErrors: af.form.Errors}
+	if ferr != nil {
+		return render(c, http.StatusUnprocessableEntity, support.TenantPage(vm))
+	}
+	before, _, err := seqParam(c, "before")
+	if err != nil {
+		return err
+	}
+	v := viewer(c)
+	page, err := s.Support.Read(ctx, v.UserID, reqctx.Trace(ctx), slug, af.f, before, auditPageSize)
+	if err != nil {
+		return err
+	}
+	approvals, err := s.Approvals.ForTenant(ctx, page.ID, 20)
+	if err != nil {
+		return err
+	}
+	ids := []int64{}
+	for _, ch := range page.PlanChanges {
+		if ch.ChangedBy != nil {
+			ids = append(ids, *ch.ChangedBy)
+		}
+	}
+	for _, a := range approvals {
+		ids = append(ids, a.RequestedBy)
+		if a.DecidedBy != nil {
+			ids = append(ids, *a.DecidedBy)
+		}
+	}
+	names, err := s.Users.Names(ctx, ids)
+	if err != nil {
+		return err
+	}
+	if page.Subscription != nil {
+		vm.Plan, vm.Status = page.Subscription.PlanCode, string(page.Subscription.Status)
+		vm.Period = "period ends " + page.Subscription.PeriodEnd.In(loc).Format(timeShown)
+	}
+	for _, m := range page.Members {
+		row := support.MemberRow{UserID: strconv.FormatInt(m.UserID, 10), Name: m.Name, Email: m.Email, Role: m.Role,
+			Since: m.Since.In(loc).Format("2 Jan 2006"), Status: "active",
+			DisableURL: fmt.Sprintf("/admin/tenants/%s/members/%d/disable", url.PathEscape(t.Slug), m.UserID)}
+		if m.DisabledAt != nil {
+			row.Disabled, row.Status, row.DisabledReason = true, "disabled "+m.DisabledAt.In(loc).Format(timeShown), m.DisabledReason
+		} else if !m.UserActive {
+			row.Status = "account deactivated"
+		}
+		vm.Members = append(vm.Members, row)
+	}
+	for _, ch := range page.PlanChanges {
+		from := "—"
+		if ch.FromPlan != nil {
+			from = *ch.FromPlan
+		}
+		by := "system"
+		if ch.ChangedBy != nil {
+			by = nameOr(names, *ch.ChangedBy)
+		}
+		vm.PlanHistory = append(vm.PlanHistory, support.HistoryRow{When: ch.ChangedAt.In(loc).Format(timeShown), What: from + " → " + ch.ToPlan, By: by})
+	}
+	for _, ch := range page.StatusChanges {
+		by := "system"
+		if ch.JobID != nil {
+			by = "system (job #" + strconv.FormatInt(*ch.JobID, 10) + ")"
+		}
+		vm.StatusHistory = append(vm.StatusHistory, support.HistoryRow{When: ch.ChangedAt.In(loc).Format(timeShown),
+			What: string(ch.FromStatus) + " → " + string(ch.ToStatus), By: by})
+	}
+	for _, j := range page.Jobs {
+		vm.Jobs = append(vm.Jobs, support.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
+			Attempts: fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), Created: fmtUTC(j.CreatedAt),
+			LastError: truncRunes(j.LastError, 120), TraceID: j.TraceID, URL: "/admin/jobs/" + strconv.FormatInt(j.ID, 10)})
+	}
+	slugs := map[int64]string{page.ID: page.Slug}
+	for _, a := range approvals {
+		vm.Approvals = append(vm.Approvals, approvalRow(a, slugs, names, v.UserID))
+	}
+	if vm.Audit, err = s.auditRows(ctx, t, page.Audit.Rows); err != nil {
+		return err
+	}
+	// Entity links stay on the staff page: the entity's history is this
+	// trail filtered by entity and id.
+	for i := range vm.Audit {
+		if r := &vm.Audit[i]; r.EntityID != "" {
+			r.EntityURL = "/admin/tenants/" + url.PathEscape(t.Slug) + "?" + url.Values{"entity": {r.Entity}, "entity_id": {r.EntityID}}.Encode()
+		}
+	}
+	if page.Audit.Next != 0 {
+		vm.OlderURL = linkWith("/admin/tenants/"+t.Slug, af.query, "before", strconv.FormatInt(page.Audit.Next, 10))
+	}
+	return render(c, http.StatusOK, support.TenantPage(vm))
+}
+
+func nameOr(names map[int64]string, id int64) string {
+	if n := names[id]; n != "" {
+		return n
+	}
+	return "user #" + strconv.FormatInt(id, 10)
+}
+
+func truncRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+func approvalRow(a approval.Approval, slugs map[int64]string, names map[int64]string, me int64) support.ApprovalRow {
+	slug := slugs[a.TenantID]
+	r := support.ApprovalRow{
+		ID: strconv.FormatInt(a.ID, 10), Tenant: slug, TenantURL: "/admin/tenants/" + slug, Action: a.Action,
+		Reason: a.Reason, RequestedBy: nameOr(names, a.RequestedBy), RequestedAt: fmtUTC(a.RequestedAt),
+		ExpiresAt: fmtUTC(a.ExpiresAt), State: a.State, DecisionReason: a.DecisionReason,
+		Consumed: fmtUTCPtr(a.ConsumedAt), TraceID: a.TraceID, Pending: a.State == approval.StatePending,
+		OwnRequest: a.RequestedBy == me,
+	}
+	switch a.Action {
+	case approval.ActionDisableAccess:
+		r.Target = "user #" + strconv.FormatInt(a.TargetID, 10)
+		if n := names[a.TargetID]; n != "" {
+			r.Target = n
+		}
+	case approval.ActionReplay:
+		r.Target = "job #" + strconv.FormatInt(a.TargetID, 10)
+	}
+	if a.DecidedBy != nil {
+		r.DecidedBy, r.DecidedAt = nameOr(names, *a.DecidedBy), fmtUTCPtr(a.DecidedAt)
+	}
+	if a.JobID != nil {
+		r.Job = strconv.FormatInt(*a.JobID, 10)
+		r.JobURL = "/admin/jobs/" + r.Job
+	}
+	return r
+}
+
+// adminMemberDisable requests (does not perform) disabling a member's
+// access: a pending approval that a different staff member must approve.
+func (s *Server) adminMemberDisable(c echo.Context) error {
+	ctx := c.Request().Context()
+	slug := pathParam(c, "slug")
+	t, err := s.Tenants.BySlug(ctx, slug)
+	if errors.Is(err, tenant.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	userID, err := strconv.ParseInt(c.Param("user_id"), 10, 64)
+	if err != nil || userID <= 0 {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	v := viewer(c)
+	a, err := s.Approvals.RequestDisable(ctx, approval.Staff{UserID: v.UserID, TraceID: reqctx.Trace(ctx)}, t.ID, userID, c.FormValue("reason"))
+	if err != nil {
+		return err
+	}
+	s.setFlash(c, fmt.Sprintf("Request #%d to disable user #%d's access is waiting for a second staff member's approval.", a.ID, userID))
+	return c.Redirect(http.StatusSeeOther, "/admin/approvals")
+}
+
+// adminApprovals lists pending and recently decided requests.
+func (s *Server) adminApprovals(c echo.Context) error {
+	ctx := c.Request().Context()
+	pending, err := s.Approvals.Pending(ctx, 200)
+	if err != nil {
+		return err
+	}
+	recent, err := s.Approvals.Recent(ctx, 50)
+	if err != nil {
+		return err
+	}
+	slugs, err := s.tenantSlugs(c)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for _, a := range append(append([]approval.Approval{}, pending...), recent...) {
+		ids = append(ids, a.RequestedBy, a.TargetID)
+		if a.DecidedBy != nil {
+			ids = append(ids, *a.DecidedBy)
+		}
+	}
+	names, err := s.Users.Names(ctx, ids)
+	if err != nil {
+		return err
+	}
+	me := viewer(c).UserID
+	vm := support.ApprovalsVM{Flash: s.popFlash(c), Error: s.sessions.PopString(ctx, sessionFlashError)}
+	for _, a := range pending {
+		vm.Pending = append(vm.Pending, approvalRow(a, slugs, names, me))
+	}
+	for _, a := range recent {
+		vm.Recent = append(vm.Recent, approvalRow(a, slugs, names, me))
+	}
+	return render(c, http.StatusOK, support.ApprovalsPage(vm))
+}
+
+const sessionFlashError = "flash_error"
+
+func (s *Server) adminApprove(c echo.Context) error { return s.adminDecide(c, true) }
+
+func (s *Server) adminReject(c echo.Context) error { return s.adminDecide(c, false) }
+
+// adminDecide approves or rejects a request. A refusal the staff member
+// can act on (own request, already decided, missing reason) comes back
+// on the approvals page with its HTTP status and changes nothing.
+func (s *Server) adminDecide(c echo.Context, approve bool) error {
+	ctx := c.Request().Context()
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	staff := approval.Staff{UserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx)}
+	var a *approval.Approval
+	if approve {
+		a, err = s.Approvals.Approve(ctx, staff, id, c.FormValue("reason"))
+	} else {
+		a, err = s.Approvals.Reject(ctx, staff, id, c.FormValue("reason"))
+	}
+	if err != nil {
+		code := apperr.CodeOf(err)
+		if code == apperr.CodeNotFound || code == apperr.CodeInternal {
+			return err
+		}
+		status, msg := statusOf(err)
+		vm := support.ApprovalsVM{Error: msg}
+		return s.renderApprovalsWith(c, status, vm)
+	}
+	msg := fmt.Sprintf("Request #%d rejected.", a.ID)
+	if approve {
+		msg = fmt.Sprintf("Request #%d approved.", a.ID)
+		if a.JobID != nil {
+			msg += fmt.Sprintf(" Job #%d is queued and re-checks the approval before it runs.", *a.JobID)
+		}
+	}
+	s.setFlash(c, msg)
+	return c.Redirect(http.StatusSeeOther, "/admin/approvals")
+}
+
+// renderApprovalsWith re-renders the approvals page with an error.
+func (s *Server) renderApprovalsWith(c echo.Context, status int, vm support.ApprovalsVM) error {
+	ctx := c.Request().Context()
+	pending, err := s.Approvals.Pending(ctx, 200)
+	if err != nil {
+		return err
+	}
+	slugs, err := s.tenantSlugs(c)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for _, a := range pending {
+		ids = append(ids, a.RequestedBy, a.TargetID)
+	}
+	names, err := s.Users.Names(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, a := range pending {
+		vm.Pending = append(vm.Pending, approvalRow(a, slugs, names, viewer(c).UserID))
+	}
+	return render(c, status, support.ApprovalsPage(vm))
+}
+
+// tenantSlugs names every tenant by id (a small table), for labels.
+func (s *Server) tenantSlugs(c echo.Context) (map[int64]string, error) {
+	names, err := s.Tenants.Names(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]string, len(names))
+	for _, n := range names {
+		out[n.ID] = n.Slug
+	}
+	return out, nil
+}
+
+// requestReplay turns a retry of a dead sensitive job into a request for a
+// second staff member's approval; nothing runs until it is approved.
+func (s *Server) requestReplay(c echo.Context, need *console.NeedsApprovalError, reason string) error {
+	ctx := c.Request().Context()
+	a, err := s.Approvals.RequestReplay(ctx, approval.Staff{UserID: viewer(c).UserID, TraceID: need.TraceID},
+		need.TenantID, need.JobID, need.Kind, reason)
+	if err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("Job #%d is a %s job: replaying it needs a second staff member. Request #%d is waiting on the approvals page.",
+		need.JobID, need.Kind, a.ID)
+	if isHTMX(c) {
+		return render(c, http.StatusAccepted, admin.DeadRowDone(need.JobID, "none", msg))
+	}
+	s.setFlash(c, msg)
+	return c.Redirect(http.StatusSeeOther, "/admin/approvals")
+}
+
+// recordStaffViews records the staff member's read of every tenant trail
+// whose events a staff page shows (once per tenant and hour).
+func (s *Server) recordStaffViews(c echo.Context, page string, events []audit.Recorded) error {
+	if s.Support == nil || len(events) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, 4)
+	for _, e := range events {
+		ids = append(ids, e.TenantID)
+	}
+	ctx := c.Request().Context()
+	return s.Support.RecordViews(ctx, viewer(c).UserID, reqctx.Trace(ctx), page, ids)
+}

@@ -1,0 +1,82 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/tenant"
+	"github.com/jejakhq/jejak/views/billing"
+)
+
+// rupiah prints an amount in IDR with dot thousands separators.
+func rupiah(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	out := []byte{}
+	for i, c := range []byte(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, '.')
+		}
+		out = append(out, c)
+	}
+	return "Rp " + string(out)
+}
+
+// tenantBilling is the owner's billing page: invoices, the provider's
+// charges and the refunds of duplicates.
+func (s *Server) tenantBilling(c echo.Context) error {
+	t := currentTenant(c)
+	vm := billing.VM{Slug: t.Slug, TenantName: t.Name}
+	if s.Payments == nil {
+		return render(c, http.StatusOK, billing.Page(vm))
+	}
+	b, err := s.Payments.Billing(c.Request().Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	loc := t.Location()
+	refunded := map[string]bool{}
+	for _, r := range b.Refunds {
+		refunded[r.ChargeRef] = true
+		vm.Refunds = append(vm.Refunds, billing.RefundRow{Invoice: strconv.FormatInt(r.InvoiceID, 10), Charge: r.ChargeRef,
+			Refund: r.RefundRef, Amount: rupiah(r.Amount), Reason: r.Reason, Created: r.CreatedAt.In(loc).Format(timeShown)})
+	}
+	for _, i := range b.Invoices {
+		row := billing.InvoiceRow{ID: strconv.FormatInt(i.ID, 10), Plan: i.Plan, Amount: rupiah(i.Amount), Status: i.Status,
+			Charge: i.ChargeRef, Created: i.CreatedAt.In(loc).Format(timeShown)}
+		if i.PaidAt != nil {
+			row.Paid = i.PaidAt.In(loc).Format(timeShown)
+		}
+		vm.Invoices = append(vm.Invoices, row)
+	}
+	for _, ch := range b.Charges {
+		vm.Charges = append(vm.Charges, billing.ChargeRow{ID: ch.ID, Invoice: ch.Invoice, Amount: rupiah(ch.Amount),
+			Refunded: rupiah(ch.Refunded), Created: ch.CreatedAt.In(loc).Format(timeShown), Duplicate: refunded[ch.ID]})
+	}
+	vm.ChargesErr = b.ChargesErr
+	return render(c, http.StatusOK, billing.Page(vm))
+}
+
+// adminTenantReconcile queues payment.reconcile for one tenant now.
+func (s *Server) adminTenantReconcile(c echo.Context) error {
+	ctx := c.Request().Context()
+	t, err := s.Tenants.BySlug(ctx, pathParam(c, "slug"))
+	if err == tenant.ErrNotFound {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if s.Payments == nil {
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "Payments are not configured.")
+	}
+	id, err := s.Payments.EnqueueReconcile(ctx, t.ID, viewer(c).UserID, reqctx.Trace(ctx))
+	if err != nil {
+		return err
+	}
+	s.setFlash(c, fmt.Sprintf("Reconciliation queued as job #%d; its findings will appear in the trail below.", id))
+	return c.Redirect(http.StatusSeeOther, "/admin/tenants/"+t.Slug)
+}
