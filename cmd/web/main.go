@@ -24,6 +24,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/app"
 	"github.com/jejakhq/jejak/internal/demo"
+	"github.com/jejakhq/jejak/internal/tracing"
 )
 
 func main() {
@@ -132,5 +133,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 func newLogger(level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	// JSON lines; records logged with a context also carry its trace_id,
+	// tenant_id, job_id and worker_id.
+	return slog.New(tracing.NewLogHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
 }

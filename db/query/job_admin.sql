@@ -112,15 +112,6 @@ UPDATE jobs
  WHERE id = ANY(@ids::bigint[]) AND state = 'dead'
 RETURNING id;
 
--- name: JobAdminByTrace :many
--- Every job of one trace, across tenants (staff forensics).
-SELECT id, tenant_id, kind, queue, state, attempt, max_attempts, created_at, finished_at,
-       last_error, error_class, errors, worker_id
-FROM jobs
-WHERE trace_id = @trace_id::text
-ORDER BY id
-LIMIT @lim::int;
-
 -- name: JobAdminNow :one
 SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz;
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/anchor"
 	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
@@ -27,15 +28,18 @@ import (
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/demo"
+	"github.com/jejakhq/jejak/internal/incident"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/pgcluster"
 	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
+	"github.com/jejakhq/jejak/internal/tracing"
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
 	"github.com/jejakhq/jejak/internal/webhook"
@@ -135,7 +139,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		// The receiver is on loopback, which the SSRF guard refuses.
 		cfg.WebhookAllow = append(cfg.WebhookAllow, netip.MustParsePrefix("127.0.0.1/32"))
 	}
-	engine, ext, err := startEngine(ctx, cfg, env, clk, log)
+	stopTracing, err := tracing.Setup(ctx, cfg.OTelEndpoint, "jejak", Version)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stopTracing(context.Background()) }()
+	reg := NewMetrics(env)
+	engine, ext, err := startEngine(ctx, cfg, env, clk, log, reg)
 	if err != nil {
 		return err
 	}
@@ -167,6 +177,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	deps.Anchors = anchor.NewService(anchors, env.System)
 	go runAnchors(ctx, anchors, env.System, engine, cfg.AnchorInterval, log)
 	deps.TrustedProxies = cfg.TrustedProxies
+	deps.Metrics, deps.MetricsToken = reg, cfg.MetricsToken
 	handler := web.New(deps)
 	if cfg.Demo {
 		if err := demo.SeedSensitive(ctx, demo.SensitiveDeps{System: env.System, Approvals: deps.Approvals, Payments: ext.payments}); err != nil {
@@ -212,7 +223,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 
 // startEngine builds the job engine with every kind registered and, unless
 // this replica serves only, starts its workers.
-func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger) (*job.Engine, *extras, error) {
+func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger, reg *metrics.Registry) (*job.Engine, *extras, error) {
 	var mailer mail.Mailer = mail.NewSink(env.App)
 	if cfg.SMTPURL != "" {
 		var err error
@@ -225,7 +236,10 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 		// retry with backoff and end as dead letters.
 		mailer = demo.BounceMailer{Next: mailer}
 	}
-	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log,
+	// The tally counts this replica's attempts for the worker-outlier
+	// alert and passes every event on to the metrics.
+	tally := alert.NewWorkerTally(reg)
+	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log, Observer: tally,
 		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat})
 	if err != nil {
 		return nil, nil, err
@@ -237,7 +251,8 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 		return nil, nil, err
 	}
 	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer,
-		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow}, Payments: ext.payments})
+		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow}, Payments: ext.payments,
+		WebhookOutcome: reg.WebhookDelivered})
 	if cfg.ChaosKind {
 		chaos.Register(engine, env.App)
 	}
@@ -247,6 +262,12 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 			return nil, nil, fmt.Errorf("start workers: %w", err)
 		}
 		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
+		go tally.Run(ctx, env.System, clk, engine.WorkerID(), 30*time.Second)
+		// Alert rules run on whichever replica holds the maintenance lock.
+		evaluator := alert.New(alert.Config{Pool: env.System, Clock: clk, Logger: log,
+			Rules:   alert.DefaultRules(alert.Sources{OutboxLag: outboxLag(env)}),
+			Observe: reg.AlertTransition, Firing: reg.AlertFiring})
+		go evaluator.Run(ctx, 15*time.Second, engine.IsLeader)
 	}
 	return engine, ext, nil
 }
@@ -278,7 +299,10 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 		Support:   support.NewService(systemPool, clk),
 		// No provider until WithPayments: billing shows Jejak's own records.
 		Payments: payment.NewService(appPool, systemPool, nil, engine, clk),
-		Controls: engine,
+		// The incident page and alerts (system pool).
+		Incidents: incident.NewService(systemPool, incident.OutboxSource),
+		Alerts:    alert.NewService(systemPool, nil),
+		Controls:  engine,
 	}
 }
 

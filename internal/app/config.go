@@ -39,6 +39,8 @@ type Config struct {
 
 	AppDatabaseURL    string // JEJAK_APP_DATABASE_URL; tenant pool's own login (optional)
 	SystemDatabaseURL string // JEJAK_SYSTEM_DATABASE_URL; cross-tenant pool's own login (optional)
+	MetricsToken      string // JEJAK_METRICS_TOKEN: bearer token for /metrics; "" = loopback only
+	OTelEndpoint      string // OTEL_EXPORTER_OTLP_ENDPOINT: export spans over OTLP/HTTP; "" = off
 	PaymentURL        string // JEJAK_PAYMENT_URL; "" = the built-in payment simulator on loopback
 	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
 	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
@@ -51,14 +53,16 @@ type Config struct {
 // FromEnv reads Config from getenv.
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
-		DatabaseURL: getenv("DATABASE_URL"),
-		DataDir:     or(getenv("JEJAK_DATA_DIR"), ".data"),
-		Addr:        or(getenv("JEJAK_ADDR"), "127.0.0.1:8080"),
-		Workers:     4,
-		NATSURL:     getenv("NATS_URL"),
-		SMTPURL:     getenv("JEJAK_SMTP_URL"),
-		LogLevel:    or(getenv("JEJAK_LOG_LEVEL"), "info"),
-		PaymentURL:  getenv("JEJAK_PAYMENT_URL"),
+		DatabaseURL:  getenv("DATABASE_URL"),
+		DataDir:      or(getenv("JEJAK_DATA_DIR"), ".data"),
+		Addr:         or(getenv("JEJAK_ADDR"), "127.0.0.1:8080"),
+		Workers:      4,
+		NATSURL:      getenv("NATS_URL"),
+		SMTPURL:      getenv("JEJAK_SMTP_URL"),
+		LogLevel:     or(getenv("JEJAK_LOG_LEVEL"), "info"),
+		PaymentURL:   getenv("JEJAK_PAYMENT_URL"),
+		MetricsToken: getenv("JEJAK_METRICS_TOKEN"),
+		OTelEndpoint: getenv("OTEL_EXPORTER_OTLP_ENDPOINT"),
 	}
 	var err error
 	if v := getenv("JEJAK_WORKERS"); v != "" {

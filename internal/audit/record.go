@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/reqctx"
 )
 
 // Record appends e to its tenant's chain inside the caller's transaction,
@@ -22,6 +24,10 @@ import (
 //
 // An invalid event returns ErrInvalid without touching the database.
 func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, e Event) (Recorded, error) {
+	if e.TraceID == "" {
+		// The request or job being served: its trace follows what it causes.
+		e.TraceID = reqctx.Trace(ctx)
+	}
 	detail, err := e.validate()
 	if err != nil {
 		return Recorded{}, err

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jejakhq/jejak/internal/apperr"
-	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/tenant"
@@ -284,42 +283,4 @@ func (s *Service) BulkPreview(ctx context.Context, q DeadQuery) (Preview, error)
 		return Preview{}, err
 	}
 	return Preview{Count: min(n.N, MaxBulk), Capped: n.N > MaxBulk, MaxID: n.MaxID}, nil
-}
-
-var traceIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
-
-// Trace is everything known for one trace id across tenants.
-type Trace struct {
-	Tenants tenant.Names
-	Jobs    []Row
-	Events  []audit.Recorded
-	// MoreEvents is true when the trace has more events than one page.
-	MoreEvents bool
-}
-
-// Trace returns a trace's jobs (oldest first, with their attempt history)
-// and audit events (newest first). The trace id must look like one: the
-// ids Jejak makes (32 hex characters) and those other systems send, without
-// spaces or markup; otherwise an apperr invalid error on field "trace".
-func (s *Service) Trace(ctx context.Context, traceID string) (Trace, error) {
-	names, err := s.tenants.Names(ctx)
-	if err != nil {
-		return Trace{}, err
-	}
-	out := Trace{Tenants: names}
-	switch {
-	case traceID == "":
-		return out, apperr.Invalid("trace", "Enter a trace id.")
-	case !traceIDPattern.MatchString(traceID):
-		return out, apperr.Invalid("trace", "A trace id has letters, digits and . _ : - only (at most 200).")
-	}
-	if out.Jobs, err = newStore(s.system).byTrace(ctx, traceID, keyset.MaxLimit); err != nil {
-		return out, err
-	}
-	page, err := s.audit.Search(ctx, audit.SearchQuery{TraceID: traceID}, 0, keyset.MaxLimit)
-	if err != nil {
-		return out, err
-	}
-	out.Events, out.MoreEvents = page.Rows, page.Next != 0
-	return out, nil
 }

@@ -129,25 +129,6 @@ func (s store) deadCount(ctx context.Context, f deadFilter, limit int) (DeadCoun
 	return DeadCount{N: r.N, MaxID: r.MaxID}, nil
 }
 
-func (s store) byTrace(ctx context.Context, traceID string, limit int) ([]Row, error) {
-	rows, err := s.q.JobAdminByTrace(ctx, queries.JobAdminByTraceParams{TraceID: traceID, Lim: int32(limit)})
-	if err != nil {
-		return nil, fmt.Errorf("jobs of trace %q: %w", traceID, err)
-	}
-	out := make([]Row, len(rows))
-	for i, r := range rows {
-		out[i] = Row{
-			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, State: job.State(r.State),
-			Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts), CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
-			LastError: deref(r.LastError), Class: job.Class(deref(r.ErrorClass)), WorkerID: deref(r.WorkerID),
-		}
-		if err := decodeErrors(r.Errors, &out[i].Errors); err != nil {
-			return nil, fmt.Errorf("decode attempt history of job %d: %w", r.ID, err)
-		}
-	}
-	return out, nil
-}
-
 func decodeErrors(raw json.RawMessage, into *[]job.AttemptError) error {
 	if len(raw) == 0 {
 		return nil

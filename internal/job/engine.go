@@ -76,6 +76,9 @@ type Config struct {
 	MaintenanceInterval time.Duration
 	// Logger receives operational logs; nil = slog.Default().
 	Logger *slog.Logger
+	// Observer receives enqueue, attempt and rescue events for metrics;
+	// nil = none.
+	Observer Observer
 }
 
 // Engine enqueues, claims, runs and maintains jobs.
@@ -264,11 +267,13 @@ func (e *Engine) enqueue(ctx context.Context, tx Querier, ps []EnqueueParams) ([
 	if len(ps) == 0 {
 		return nil, nil, nil
 	}
+	defer e.enqueueSpan(ctx, ps).End(nil)
 	resolved := make([]EnqueueParams, len(ps))
 	for i, p := range ps {
 		if err := e.resolve(&p); err != nil {
 			return nil, nil, err
 		}
+		traceFromContext(ctx, &p)
 		resolved[i] = p
 	}
 	now := e.clock.Now()
@@ -301,6 +306,7 @@ func (e *Engine) enqueue(ctx context.Context, tx Querier, ps []EnqueueParams) ([
 			ids[start+i], existing[start+i] = id, true
 		}
 	}
+	e.observeEnqueued(resolved, existing)
 	return ids, existing, nil
 }
 
@@ -529,6 +535,7 @@ func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
 		return 0, fmt.Errorf("rescue expired jobs: %w", err)
 	}
 	if retried+dead > 0 {
+		e.observer().JobsRescued(retried + dead)
 		e.log.Warn("rescued jobs with expired leases", "retried", retried, "dead", dead)
 		if retried > 0 {
 			_ = storeNotify(ctx, db)

@@ -375,7 +375,9 @@ func (e *Engine) execute(r *runState, j *Job, hctx context.Context) {
 			e.log.Error("audit job start", "job_id", j.ID, "err", err)
 		}
 	}
+	began := time.Now() //nolint:forbidigo // duration measurement, not domain time
 	err := e.invokeCtx(hctx, j)
+	run := time.Since(began)
 	if !r.releaseHeld(j) {
 		// The lease was lost (or Stop recorded the attempt): whoever holds
 		// the job now decides its fate; the claim token fences us out.
@@ -389,6 +391,7 @@ func (e *Engine) execute(r *runState, j *Job, hctx context.Context) {
 	}
 	ctx := context.WithoutCancel(r.ctx)
 	if err == nil {
+		e.observeAttempt(j, nil, "", run)
 		if !audited {
 			r.comp.add(j)
 		} else if cerr := e.completeAudited(ctx, j); cerr != nil {
@@ -401,6 +404,7 @@ func (e *Engine) execute(r *runState, j *Job, hctx context.Context) {
 		if derr := e.delayJob(ctx, j, after, reason); derr != nil {
 			e.log.Error("delay job", "job_id", j.ID, "err", derr)
 		}
+		e.observeDelay(j, reason)
 		return
 	}
 	// Failures are rare: record them one by one, with the attempt history.
@@ -409,6 +413,7 @@ func (e *Engine) execute(r *runState, j *Job, hctx context.Context) {
 		e.log.Error("record job failure", "job_id", j.ID, "err", ferr)
 		return
 	}
+	e.observeAttempt(j, err, st, run)
 	e.log.Warn("job failed", "job_id", j.ID, "tenant_id", j.TenantID, "kind", j.Kind,
 		"trace_id", j.TraceID, "attempt", j.Attempt, "class", ClassOf(err), "state", st, "err", err)
 }
@@ -417,6 +422,8 @@ func (e *Engine) execute(r *runState, j *Job, hctx context.Context) {
 // transient failures, unknown kinds into permanent ones and expired or
 // tampered jobs into policy failures.
 func (e *Engine) invokeCtx(ctx context.Context, j *Job) (err error) {
+	ctx, span := e.attemptContext(ctx, j)
+	defer func() { span.End(err) }()
 	k, ok := e.handler(j.Kind)
 	if !ok {
 		return Permanent(fmt.Errorf("%w: %s", ErrUnknownKind, j.Kind))

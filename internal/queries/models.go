@@ -9,6 +9,43 @@ import (
 	"time"
 )
 
+type AlertEvent struct {
+	ID      int64
+	Rule    string
+	State   string
+	Value   float64
+	Summary string
+	At      time.Time
+}
+
+type AlertPrincipalMinute struct {
+	TenantID  int64
+	Principal int64
+	Minute    time.Time
+	N         int64
+}
+
+type AlertState struct {
+	Rule        string
+	State       string
+	Since       time.Time
+	Value       float64
+	Summary     string
+	EvaluatedAt time.Time
+}
+
+type AlertWatermark struct {
+	Name string
+	Upto time.Time
+}
+
+type AlertWorkerMinute struct {
+	WorkerID string
+	Minute   time.Time
+	Attempts int64
+	Failures int64
+}
+
 type AppSecret struct {
 	Name string
 	Key  []byte
@@ -143,6 +180,14 @@ type JobStatsMinute struct {
 	Dead      int64
 }
 
+type JobTrace struct {
+	TraceID     string
+	JobID       int64
+	TenantID    int64
+	CreatedAt   time.Time
+	RequestedBy *int64
+}
+
 type JobWorker struct {
 	WorkerID      string
 	StartedAt     time.Time
@@ -195,6 +240,13 @@ type OutboxStatsMinute struct {
 	Minute    time.Time
 	Delivered int64
 	Failed    int64
+}
+
+type OutboxTrace struct {
+	TraceID   string
+	MessageID int64
+	TenantID  int64
+	CreatedAt time.Time
 }
 
 type PaymentRefund struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/views/admin"
+	"github.com/jejakhq/jejak/views/observe"
 )
 
 // Staff pages: cross-tenant (the console reads through the system pool),
@@ -40,6 +41,11 @@ func (s *Server) adminHome(c echo.Context) error {
 	}
 	tenants, _ := adminTenants(o.Tenants)
 	vm := admin.OverviewVM{O: adminSnapshot(o), Age: age, MaxAge: max(maxAge, 0), Tenants: tenants}
+	firing, err := s.firingAlerts(ctx)
+	if err != nil {
+		return err
+	}
+	vm.Alerts = observe.FiringBanner(firing)
 	if partial == "overview" {
 		return render(c, http.StatusOK, admin.Overview(vm))
 	}

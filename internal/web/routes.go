@@ -14,11 +14,12 @@ import (
 // surface and which guard protects each part.
 func (s *Server) routes(e *echo.Echo) {
 	// guardInput bounds and checks the body before any session or CSRF work.
-	e.Use(s.traceAndLog, middleware.Recover(), s.securityHeaders, guardInput, s.requestDeadline)
+	e.Use(s.traceAndLog, s.observeRequest, middleware.Recover(), s.securityHeaders, guardInput, s.requestDeadline)
 
 	// Unauthenticated, no session.
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.metricsEndpoint) // bearer token, or loopback only
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(filesOnly{static.FS})))))
 
 	// Everything below has a session and CSRF protection on every POST.
@@ -69,7 +70,6 @@ func (s *Server) routes(e *echo.Echo) {
 	adm.GET("/dead", s.adminDead)
 	adm.GET("/dead/bulk", s.adminDeadBulkPreview)
 	adm.POST("/dead/bulk", s.adminDeadBulk)
-	adm.GET("/search", s.adminSearch)
 	// -- staff tenant pages and two-person approvals --
 	adm.GET("/tenants", s.adminTenants)
 	adm.GET("/tenants/:slug", s.adminTenant)
@@ -83,5 +83,7 @@ func (s *Server) routes(e *echo.Echo) {
 	// -- outbox (staff) --
 	adm.GET("/outbox", s.adminOutbox)
 	adm.POST("/outbox/retry", s.adminOutboxRetry)
+	adm.GET("/alerts", s.adminAlerts)
+	adm.GET("/search", s.adminIncident) // the incident page: one trace across tenants
 
 }

@@ -68,6 +68,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	rules := map[string]rule{
 		"GET /healthz":                      {"/healthz", nil, everyone},
 		"GET /readyz":                       {"/readyz", nil, everyone},
+		"GET /metrics":                      {"/metrics", nil, everyone}, // loopback, no token: see metrics_test.go
 		"GET /static/*":                     {"/static/app.css", nil, everyone},
 		"GET /login":                        {"/login", nil, everyone},
 		"POST /login":                       {"/login", url.Values{"email": {"x@y.test"}, "password": {"x"}}, everyone},
@@ -94,6 +95,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /admin/dead/bulk":              {"/admin/dead/bulk?action=retry", nil, staff},
 		"POST /admin/dead/bulk":             {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
 		"GET /admin/search":                 {"/admin/search", nil, staff},
+		"GET /admin/alerts":                 {"/admin/alerts", nil, staff},
 		"GET /admin/tenants":                {"/admin/tenants?q=melati", nil, staff},
 		"GET /admin/tenants/:slug":          {"/admin/tenants/toko-bunga-melati", nil, staff},
 		"POST /admin/tenants/:slug/members/:user_id/disable": {fmt.Sprintf("/admin/tenants/toko-bunga-melati/members/%d/disable", rina), reason, staff},

@@ -14,12 +14,15 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/anchor"
 	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/incident"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/schedule"
@@ -61,6 +64,15 @@ type Deps struct {
 	// Anchors holds the signed audit checkpoints owners download; nil =
 	// no checkpoint route answers (404).
 	Anchors *anchor.Service
+	// Metrics is the Prometheus registry /metrics serves and HTTP requests
+	// are counted in; nil = a registry with HTTP and process metrics only.
+	Metrics *metrics.Registry
+	// Alerts reads alert rule states for /admin/alerts and /admin.
+	Alerts *alert.Service
+	// Incidents reads everything one trace touched (the incident page).
+	Incidents *incident.Service
+	// MetricsToken is the bearer token /metrics requires; "" = loopback only.
+	MetricsToken string
 	// Webhooks is the tenant webhook service (/t/{slug}/webhooks).
 	Webhooks *webhook.Service
 	// Outbox is the staff view and repair of the outbox (/admin/outbox).
@@ -112,6 +124,9 @@ func New(d Deps) *echo.Echo {
 	}
 	if d.Clock == nil {
 		d.Clock = clock.Database{}
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.New(metrics.Options{})
 	}
 	sm := scs.New()
 	if d.Sessions != nil {

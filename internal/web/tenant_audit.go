@@ -52,7 +52,8 @@ func (s *Server) parseAuditFilter(c echo.Context, loc *time.Location) (auditFilt
 	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
 	af := auditFilter{form: viewtenant.AuditFilterForm{
 		Action: get("action"), Entity: get("entity"), EntityID: q.Get("entity_id"),
-		Actor: get("actor"), From: get("from"), To: get("to"), Errors: map[string]string{},
+		Actor: get("actor"), From: get("from"), To: get("to"), Trace: get("trace"), Job: get("job"),
+		Errors: map[string]string{},
 	}}
 	fm := &af.form
 	canon := url.Values{}
@@ -88,6 +89,7 @@ func (s *Server) parseAuditFilter(c echo.Context, loc *time.Location) (auditFilt
 			canon.Set("actor", fm.Actor)
 		}
 	}
+	parseTraceJobFilter(fm, &af.f, canon)
 	day := func(field, v string) *time.Time {
 		if v == "" {
 			return nil

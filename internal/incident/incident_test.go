@@ -1,0 +1,89 @@
+package incident_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/incident"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/testdb"
+)
+
+// TestIncidentUsesTheTraceIndex: among thousands of jobs, the incident of
+// one trace finds exactly its jobs (including one since pruned), and the
+// jobs lookup is an index scan of job_traces, not a scan of jobs.
+func TestIncidentUsesTheTraceIndex(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	var tenant int64
+	if err := db.Admin.QueryRow(ctx, "INSERT INTO tenants (slug, name) VALUES ('inc', 'Inc') RETURNING id").Scan(&tenant); err != nil {
+		t.Fatal(err)
+	}
+	engine, err := job.New(job.Config{Pool: db.System, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trace = "0123456789abcdef0123456789abcdef"
+	ps := make([]job.EnqueueParams, 5000)
+	for i := range ps {
+		ps[i] = job.EnqueueParams{TenantID: tenant, Kind: "test.k", Payload: json.RawMessage(`{}`)}
+		if i%1000 == 0 {
+			ps[i].TraceID = trace
+		}
+	}
+	var ids []int64
+	if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error { ids, err = engine.EnqueueMany(ctx, tx, ps); return err }); err != nil {
+		t.Fatal(err)
+	}
+	// Retention deleted one of the trace's jobs.
+	if _, err := db.Admin.Exec(ctx, "DELETE FROM jobs WHERE id = $1", ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Admin.Exec(ctx, "ANALYZE jobs; ANALYZE job_traces"); err != nil {
+		t.Fatal(err)
+	}
+	in, err := incident.NewService(db.System).Get(ctx, trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Jobs) != 4 || len(in.Tenants) != 1 || in.CrossTenant() {
+		t.Fatalf("incident: %d jobs, %d tenants", len(in.Jobs), len(in.Tenants))
+	}
+	pruned := 0
+	for _, e := range in.Entries {
+		if e.Kind == incident.KindPruned && e.JobID == ids[0] {
+			pruned++
+		}
+	}
+	if pruned != 1 {
+		t.Fatalf("pruned job shown %d times", pruned)
+	}
+	var plan string
+	rows, err := db.System.Query(ctx, `EXPLAIN SELECT j.id FROM job_traces t JOIN jobs j ON j.id = t.job_id
+		WHERE t.trace_id = $1 ORDER BY t.job_id LIMIT 500`, trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan += line + "\n"
+	}
+	if !strings.Contains(plan, "job_traces_pkey") || strings.Contains(plan, "Seq Scan on jobs") {
+		t.Fatalf("trace lookup does not use the trace index:\n%s", plan)
+	}
+	if _, err := incident.NewService(db.System).Get(ctx, "<bad>"); apperr.CodeOf(err) != apperr.CodeInvalid {
+		t.Fatalf("bad trace id: %v", err)
+	}
+}

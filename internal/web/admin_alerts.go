@@ -1,0 +1,81 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/alert"
+	"github.com/jejakhq/jejak/views/observe"
+)
+
+// alertHistory is how many transitions /admin/alerts shows.
+const alertHistory = 100
+
+// adminAlerts lists the alert rules by state (firing, pending, quiet) with
+// the latest transitions. With ?partial=live (htmx polling) it answers only
+// the refreshing part.
+func (s *Server) adminAlerts(c echo.Context) error {
+	partial := c.QueryParam("partial")
+	if partial != "" && partial != "live" {
+		return echo.NewHTTPError(http.StatusBadRequest, "Unknown partial.")
+	}
+	o, err := s.Alerts.Overview(c.Request().Context(), alertHistory)
+	if err != nil {
+		return err
+	}
+	vm := observe.AlertsVM{}
+	for _, st := range o.Rules {
+		r := alertRuleRow(st)
+		switch st.State {
+		case alert.StateFiring:
+			vm.Firing = append(vm.Firing, r)
+		case alert.StatePending:
+			vm.Pending = append(vm.Pending, r)
+		default:
+			vm.OK = append(vm.OK, r)
+		}
+	}
+	for _, h := range o.History {
+		vm.History = append(vm.History, observe.AlertEventRow{At: h.At.UTC().Format("2006-01-02 15:04:05"), Rule: h.Rule,
+			State: h.State, Value: strconv.FormatFloat(h.Value, 'g', 4, 64), Summary: h.Summary})
+	}
+	if partial == "live" {
+		return render(c, http.StatusOK, observe.AlertsLive(vm))
+	}
+	return render(c, http.StatusOK, observe.AlertsPage(vm))
+}
+
+func alertRuleRow(st alert.Status) observe.AlertRuleRow {
+	r := observe.AlertRuleRow{Name: st.Rule.Name, Title: st.Rule.Title, State: st.State, Summary: st.Summary,
+		Description: st.Rule.Description, Runbook: st.Rule.Runbook, Value: strconv.FormatFloat(st.Value, 'g', 4, 64),
+		Condition: fmt.Sprintf("> %g for %s", st.Rule.Threshold, st.Rule.For)}
+	if !st.Since.IsZero() {
+		r.Since = st.Since.UTC().Format("2006-01-02 15:04:05")
+	}
+	if !st.EvaluatedAt.IsZero() {
+		r.EvaluatedAt = st.EvaluatedAt.UTC().Format(time.RFC3339)
+	}
+	return r
+}
+
+// firingAlerts is the banner of firing alerts on the staff overview; it
+// renders nothing when none fire or alerts are not wired.
+func (s *Server) firingAlerts(ctx context.Context) ([]observe.AlertRuleRow, error) {
+	if s.Alerts == nil {
+		return nil, nil
+	}
+	o, err := s.Alerts.Overview(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	var rows []observe.AlertRuleRow
+	for _, st := range o.Firing() {
+		rows = append(rows, alertRuleRow(st))
+	}
+	return rows, nil
+}

@@ -1,0 +1,80 @@
+package web
+
+import (
+	"crypto/subtle"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/tracing"
+)
+
+// observeRequest runs inside traceAndLog (which settled the request's
+// trace id): it returns the trace to the caller as a W3C traceparent and
+// X-Trace-Id, counts the request by route pattern and, when spans are
+// exported, wraps it in a server span joined to the caller's.
+func (s *Server) observeRequest(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		r := c.Request()
+		ctx := r.Context()
+		trace := reqctx.Trace(ctx)
+		parent, _ := tracing.ParseTraceparent(r.Header.Get("traceparent"))
+		if parent.TraceID != trace {
+			parent.SpanID = "" // the id was not taken from this header
+		}
+		ctx, span := tracing.Start(ctx, "HTTP "+r.Method, parent.SpanID,
+			attribute.String("http.request.method", r.Method))
+		spanID := span.SpanID()
+		if spanID == "" {
+			spanID = tracing.NewSpanID()
+		}
+		h := c.Response().Header()
+		h.Set("X-Trace-Id", trace)
+		if tracing.IsW3CTraceID(trace) {
+			h.Set("traceparent", tracing.Traceparent(trace, spanID, true))
+		}
+		c.SetRequest(r.WithContext(ctx))
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		route := c.Path()
+		span.Set(attribute.String("http.route", route), attribute.Int("http.response.status_code", c.Response().Status))
+		span.End(err)
+		s.Metrics.ObserveHTTP(route, r.Method, c.Response().Status, time.Since(start))
+		return nil
+	}
+}
+
+// metricsEndpoint serves Prometheus metrics to a scraper that presents
+// JEJAK_METRICS_TOKEN as a bearer token, or, when no token is configured,
+// to loopback callers only (the address of the TCP peer: a reverse proxy on
+// the same host would pass as loopback, so set a token behind one).
+func (s *Server) metricsEndpoint(c echo.Context) error {
+	if s.MetricsToken != "" {
+		got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.MetricsToken)) != 1 {
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="metrics"`)
+			return c.String(http.StatusUnauthorized, "metrics need a bearer token\n")
+		}
+	} else if !loopbackPeer(c.Request().RemoteAddr) {
+		return c.String(http.StatusForbidden, "metrics are served to loopback only when JEJAK_METRICS_TOKEN is unset\n")
+	}
+	s.Metrics.Handler().ServeHTTP(c.Response(), c.Request())
+	return nil
+}
+
+func loopbackPeer(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
