@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/anchor"
 	"github.com/jejakhq/jejak/internal/approval"
@@ -32,6 +33,7 @@ import (
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/member"
 	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/payment"
@@ -127,6 +129,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		if err := demo.Seed(ctx, env.System); err != nil {
 			return err
 		}
+		if err := demo.SeedHistory(ctx, env.System, nil); err != nil {
+			return err
+		}
 		printDemoAccounts(out)
 	}
 	clk := clock.Database{}
@@ -177,6 +182,12 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	deps.Anchors = anchor.NewService(anchors, env.System)
 	go runAnchors(ctx, anchors, env.System, engine, cfg.AnchorInterval, log)
 	deps.TrustedProxies = cfg.TrustedProxies
+	// Invitations go out through the same mailer as the weekly reports.
+	mailer, err := newMailer(cfg, env)
+	if err != nil {
+		return err
+	}
+	deps.Members = member.NewService(env.App, env.System, clk, mailer, deps.Tenants)
 	deps.Metrics, deps.MetricsToken = reg, cfg.MetricsToken
 	handler := web.New(deps)
 	if cfg.Demo {
@@ -224,17 +235,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 // startEngine builds the job engine with every kind registered and, unless
 // this replica serves only, starts its workers.
 func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger, reg *metrics.Registry) (*job.Engine, *extras, error) {
-	var mailer mail.Mailer = mail.NewSink(env.App)
-	if cfg.SMTPURL != "" {
-		var err error
-		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
-			return nil, nil, fmt.Errorf("JEJAK_SMTP_URL: %w", err)
-		}
-	}
-	if cfg.Demo {
-		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
-		// retry with backoff and end as dead letters.
-		mailer = demo.BounceMailer{Next: mailer}
+	mailer, err := newMailer(cfg, env)
+	if err != nil {
+		return nil, nil, err
 	}
 	// The tally counts this replica's attempts for the worker-outlier
 	// alert and passes every event on to the metrics.
@@ -272,6 +275,23 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 	return engine, ext, nil
 }
 
+// newMailer is the configured mailer: SMTP when JEJAK_SMTP_URL is set, else
+// the dev sink; in the demo, mail to bounce.test fails like an SMTP outage,
+// so some jobs retry with backoff and end as dead letters.
+func newMailer(cfg Config, env *Env) (mail.Mailer, error) {
+	var mailer mail.Mailer = mail.NewSink(env.App)
+	if cfg.SMTPURL != "" {
+		var err error
+		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
+			return nil, fmt.Errorf("JEJAK_SMTP_URL: %w", err)
+		}
+	}
+	if cfg.Demo {
+		mailer = demo.BounceMailer{Next: mailer}
+	}
+	return mailer, nil
+}
+
 // NewDeps wires the dashboard's dependencies over the two pools. serve
 // and the tests both build the handler from it (tests adjust a field or
 // two), so they exercise the same wiring.
@@ -294,6 +314,9 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 		Outbox:   outboxconsole.New(systemPool, clk),
 		SignIn:   signin.NewService(appPool, users, clk, signin.DefaultLimits),
 		CSRF:     signin.NewCSRFSigner(systemPool),
+		Activity: activity.NewService(appPool),
+		// Invitations go to the dev mail sink unless serve sets its mailer.
+		Members: member.NewService(appPool, systemPool, clk, mail.NewSink(appPool), tenants),
 		// Staff tenant pages and two-person approvals (system pool).
 		Approvals: approval.NewService(systemPool, engine, clk).WithReplayer(cons),
 		Support:   support.NewService(systemPool, clk),
@@ -322,6 +345,9 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 	}
 	defer env.Close()
 	if err := demo.Seed(ctx, env.System); err != nil {
+		return err
+	}
+	if err := demo.SeedHistory(ctx, env.System, nil); err != nil {
 		return err
 	}
 	printDemoAccounts(out)

@@ -787,6 +787,10 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune boo
 	if _, err := storeWorkerDeleteStale(ctx, lead, e.clock.Now(), 24*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune stale workers", "err", err)
 	}
+	// Owners chart 30 days: fold the minutes into days before pruning them.
+	if _, err := StatsFoldDays(ctx, lead, e.clock.Now()); err != nil && ctx.Err() == nil {
+		e.log.Error("maintenance: fold job stats", "err", err)
+	}
 	// The overview charts the last hour; keep two days of minutes.
 	if _, err := storeStatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune job stats", "err", err)

@@ -7,6 +7,8 @@ package queries
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type AlertEvent struct {
@@ -72,6 +74,12 @@ type Approval struct {
 	TraceID        string
 }
 
+type AuditDayCount struct {
+	TenantID int64
+	Day      pgtype.Date
+	Events   int64
+}
+
 type AuditEvent struct {
 	TenantID   int64
 	Seq        int64
@@ -105,6 +113,17 @@ type IdempotencyKey struct {
 	JobID            *int64
 	FirstProcessedAt time.Time
 	CompletedAt      *time.Time
+}
+
+type Invitation struct {
+	TenantID   int64
+	ID         int64
+	Email      string
+	Role       string
+	InvitedBy  *int64
+	CreatedAt  time.Time
+	AcceptedAt *time.Time
+	RevokedAt  *time.Time
 }
 
 type Invoice struct {
@@ -169,6 +188,14 @@ type JobPauseLog struct {
 	Auto    bool
 	At      time.Time
 	Detail  json.RawMessage
+}
+
+type JobStatsDay struct {
+	TenantID  int64
+	Day       pgtype.Date
+	Succeeded int64
+	Failed    int64
+	Dead      int64
 }
 
 type JobStatsMinute struct {
@@ -407,6 +434,7 @@ type User struct {
 	StaffRole    *string
 	Active       bool
 	CreatedAt    time.Time
+	Locale       *string
 }
 
 type UserSession struct {
