@@ -43,11 +43,27 @@ CREATE TRIGGER jobs_app_guard BEFORE UPDATE ON jobs
     EXECUTE FUNCTION jobs_app_guard();
 -- The tenant registry and the price list are staff's.
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON tenants, plans FROM jejak_app;
--- Users: readable (sign-in, names), creatable and editable without the
--- staff role or the active flag, never deletable.
-REVOKE ALL ON users FROM jejak_app;
-GRANT SELECT ON users TO jejak_app;
-GRANT INSERT (email, name, password_hash), UPDATE (name, password_hash) ON users TO jejak_app;
+-- Users: readable (sign-in, names), creatable and editable, never
+-- deletable; the staff role and the active flag are staff's alone. A
+-- trigger rather than column grants, so columns added later (a user's
+-- locale) stay editable without another grant.
+REVOKE DELETE, TRUNCATE ON users FROM jejak_app;
+-- +goose StatementBegin
+CREATE FUNCTION users_app_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF (TG_OP = 'INSERT' AND (NEW.staff_role IS NOT NULL OR NOT NEW.active))
+       OR (TG_OP = 'UPDATE' AND (NEW.staff_role IS DISTINCT FROM OLD.staff_role OR NEW.active IS DISTINCT FROM OLD.active)) THEN
+        RAISE EXCEPTION 'users: the tenant role may not set a staff role or the active flag'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER users_app_guard BEFORE INSERT OR UPDATE ON users
+    FOR EACH ROW WHEN (NOT pg_has_role('jejak_system', 'USAGE'))
+    EXECUTE FUNCTION users_app_guard();
 -- Nobody needs TRUNCATE or TRIGGER/REFERENCES grants through the pools.
 -- +goose StatementBegin
 DO $$
