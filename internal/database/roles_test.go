@@ -202,3 +202,31 @@ func TestRLSRequiresMembership(t *testing.T) {
 		t.Fatalf("membership check is not an InitPlan:\n%s", full)
 	}
 }
+
+// TestTenantRoleCannotGrantStaff: through the tenant pool a user can be
+// created and renamed, but nobody can give themselves a staff role or
+// re-enable a disabled account.
+func TestTenantRoleCannotGrantStaff(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	var id int64
+	if err := db.App.QueryRow(ctx, "INSERT INTO users (email, name, password_hash) VALUES ('a@example.com', 'A', 'x') RETURNING id").Scan(&id); err != nil {
+		t.Fatalf("tenant role creating a plain user: %v", err)
+	}
+	if _, err := db.App.Exec(ctx, "UPDATE users SET name = 'B' WHERE id = $1", id); err != nil {
+		t.Fatalf("tenant role renaming a user: %v", err)
+	}
+	for _, sql := range []string{
+		"UPDATE users SET staff_role = 'admin' WHERE id = $1",
+		"UPDATE users SET active = false WHERE id = $1",
+		"DELETE FROM users WHERE id = $1",
+	} {
+		if _, err := db.App.Exec(ctx, sql, id); err == nil {
+			t.Errorf("tenant role ran %q", sql)
+		}
+	}
+	if _, err := db.App.Exec(ctx, "INSERT INTO users (email, name, password_hash, staff_role) VALUES ('b@example.com', 'B', 'x', 'admin')"); err == nil {
+		t.Error("tenant role created a staff user")
+	}
+}
