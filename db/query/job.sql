@@ -44,8 +44,10 @@ SELECT id FROM jobs WHERE tenant_id = $1 AND kind = $2 AND idempotency_key = $3;
 -- cannot follow its recursive CTE and lateral LIMIT.
 
 -- name: JobSetCompletedMany :many
--- Batched completion of jobs this worker holds (the engine checks in
--- memory that each is still the attempt it claimed).
+-- Batched completion of jobs this worker holds. Each id comes with the
+-- attempt it was claimed as: (worker, attempt) is the claim token, so a
+-- late completion of an earlier attempt can never finish a later one,
+-- even when the same worker claimed both.
 --
 -- Held-job checks in this file test "lease_expires_at IS NOT NULL" rather
 -- than "state = running": the two are equivalent (a lease exists exactly
@@ -61,8 +63,10 @@ WITH done AS (
     UPDATE jobs
        SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
            lease_expires_at = NULL
-     WHERE id = ANY(@ids::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
-    RETURNING id, tenant_id, kind
+      FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt) AS held
+     WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+       AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = @worker_id::text
+    RETURNING jobs.id, jobs.tenant_id, jobs.kind
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
     SELECT tenant_id, date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), kind, count(*)
@@ -77,12 +81,13 @@ WITH done AS (
 SELECT id FROM done;
 
 -- name: JobSetCompleted :many
--- One job; counted in the rollup like JobSetCompletedMany.
+-- One job, fenced by its claim token; counted in the rollup like
+-- JobSetCompletedMany.
 WITH done AS (
     UPDATE jobs
        SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
            lease_expires_at = NULL
-     WHERE id = @id AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
+     WHERE id = @id AND attempt = @attempt AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
     RETURNING id, tenant_id, kind
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
@@ -184,15 +189,25 @@ RETURNING id, state, tenant_id, kind, flagged, finished_at
 SELECT id, state FROM rescued;
 
 -- name: JobReleaseMany :execrows
--- Graceful shutdown: hand unfinished jobs back without consuming an attempt.
+-- Graceful shutdown: hand back jobs whose handler never started, without
+-- consuming an attempt. Fenced by claim token like completion.
 UPDATE jobs
-   SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL
- WHERE id = ANY(@ids::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text;
+   SET state = 'pending', attempt = greatest(jobs.attempt - 1, 0), lease_expires_at = NULL
+  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt) AS held
+ WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+   AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = @worker_id::text;
 
--- name: JobExtendLeases :execrows
+-- name: JobRenewLeases :many
+-- The heartbeat renews the lease of every job this worker holds and learns
+-- which it still holds: an id missing from the result was rescued (its
+-- lease ran out while the worker could not reach the database) or taken
+-- by an operator, and its handler must stop.
 UPDATE jobs
    SET lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8)
- WHERE id = ANY(@ids::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text;
+  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt) AS held
+ WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+   AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = @worker_id::text
+RETURNING jobs.id;
 
 -- name: JobListDead :many
 SELECT id, tenant_id, kind, queue, payload, attempt, max_attempts, last_error,
@@ -204,7 +219,10 @@ SELECT id, tenant_id, kind, queue, payload, attempt, max_attempts, last_error,
  LIMIT @max_rows::int;
 
 -- name: JobGet :one
-SELECT * FROM jobs WHERE id = $1;
+-- payload_intact: the stored payload still matches the MAC signed at
+-- enqueue with the server key (jobs_sign_payload).
+SELECT *, job_payload_intact(id, tenant_id, kind, payload, payload_hash) AS payload_intact
+  FROM jobs WHERE id = $1;
 
 -- name: JobDeleteFinished :one
 -- Retention in bounded slices so a prune never holds long locks. Pruned

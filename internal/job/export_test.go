@@ -43,6 +43,7 @@ func (e *Engine) Get(ctx context.Context, id int64) (*Record, error) {
 			ExpiresAt: r.ExpiresAt, IdempotencyKey: deref(r.IdempotencyKey), PayloadHash: r.PayloadHash,
 			WorkerID: deref(r.WorkerID), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
 			AttemptedAt: deref(r.AttemptedAt), LeaseExpiresAt: deref(r.LeaseExpiresAt),
+			payloadIntact: r.PayloadIntact,
 		},
 		State: State(r.State), FinishedAt: r.FinishedAt, LastError: deref(r.LastError),
 		Class: Class(deref(r.ErrorClass)), Flagged: r.Flagged,

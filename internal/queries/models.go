@@ -48,6 +48,13 @@ type AlertWorkerMinute struct {
 	Failures int64
 }
 
+type AppSecret struct {
+	Name string
+	Key  []byte
+	Ipad []byte
+	Opad []byte
+}
+
 type Approval struct {
 	TenantID       int64
 	ID             int64

@@ -47,6 +47,7 @@ func (s *Server) routes(e *echo.Echo) {
 	t.GET("/audit/export.csv", s.auditExport(audit.FormatCSV), s.streamDeadline)
 	t.GET("/audit/export.jsonl", s.auditExport(audit.FormatJSONLines), s.streamDeadline)
 	t.POST("/audit/verify", s.auditVerify)
+	t.GET("/audit/checkpoint", s.auditCheckpoint)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
 	// -- the team: any member reads it, owners change it --

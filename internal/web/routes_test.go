@@ -104,6 +104,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /t/:slug/audit/export.csv":         {"/t/toko-bunga-melati/audit/export.csv", nil, tenantRead},
 		"GET /t/:slug/audit/export.jsonl":       {"/t/toko-bunga-melati/audit/export.jsonl", nil, tenantRead},
 		"POST /t/:slug/audit/verify":            {"/t/toko-bunga-melati/audit/verify", nil, tenantWrite},
+		"GET /t/:slug/audit/checkpoint":         {"/t/toko-bunga-melati/audit/checkpoint", nil, tenantWrite},
 		"GET /t/:slug/audit/:entity/:id":        {fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), nil, tenantRead},
 		"GET /t/:slug/jobs":                     {"/t/toko-bunga-melati/jobs", nil, tenantRead},
 		"GET /invitations":                      {"/invitations", nil, signedIn},
