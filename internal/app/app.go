@@ -164,7 +164,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 			log.Error("stop workers", "error", err.Error())
 		}
 	}()
-	ob, err := startOutbox(ctx, cfg, env, engine, clk, log)
+	ob, err := startOutbox(ctx, cfg, env, engine, clk, log, reg.OutboxPublished)
 	if err != nil {
 		return err
 	}
