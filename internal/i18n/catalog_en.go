@@ -146,6 +146,7 @@ var en = map[string]string{
 	"chain.broken":        "Chain broken at #%s",
 	"chain.broken_detail": "%s (intact through #%s, checked %s)",
 	"chain.verify":        "Verify now",
+	"chain.busy":          "The chain is being verified right now; try again in a moment.",
 	"An action is lower-case, like project.create.":            "An action is lower-case, like project.create.",
 	"An entity is a short name, like project.":                 "An entity is a short name, like project.",
 	"An entity id needs an entity and at most 200 characters.": "An entity id needs an entity and at most 200 characters.",

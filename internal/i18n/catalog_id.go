@@ -140,6 +140,7 @@ var id = map[string]string{
 	"chain.broken":        "Rantai putus di #%s",
 	"chain.broken_detail": "%s (utuh sampai #%s, diperiksa %s)",
 	"chain.verify":        "Verifikasi sekarang",
+	"chain.busy":          "Rantai sedang diverifikasi; coba lagi sebentar lagi.",
 	"An action is lower-case, like project.create.":            "Tindakan ditulis huruf kecil, seperti project.create.",
 	"An entity is a short name, like project.":                 "Entitas adalah nama pendek, seperti project.",
 	"An entity id needs an entity and at most 200 characters.": "Id entitas memerlukan entitas dan paling banyak 200 karakter.",

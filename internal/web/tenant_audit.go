@@ -400,6 +400,13 @@ func (s *Server) auditVerify(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusForbidden, "Only owners and admins verify the chain.")
 	}
 	res, err := s.Audit.Verify(ctx, t.ID)
+	if errors.Is(err, audit.ErrVerifyBusy) && isHTMX(c) {
+		// htmx swaps no 409, so the refusal is said inside the fragment;
+		// without htmx the 409 error page says it.
+		vm := s.chainVM(c, t)
+		vm.Busy = true
+		return render(c, http.StatusOK, viewtenant.ChainStatus(vm))
+	}
 	if err != nil {
 		return err
 	}

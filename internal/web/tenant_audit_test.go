@@ -618,6 +618,41 @@ func TestAuditVerify(t *testing.T) {
 	}
 }
 
+// TestAuditVerifyBusy: while another replica verifies the tenant's chain
+// (it holds the verification advisory lock), "Verify now" walks nothing and
+// says so: inside the htmx fragment, or as a 409 page without htmx.
+func TestAuditVerifyBusy(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.record(melati, nil, systemEvents(3, "report.sent")...)
+	c := f.client()
+	c.login("budi@melati.test")
+	ctx := context.Background()
+	tx, err := f.db.Admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The key audit.Verifier locks (namespace, hash of the tenant id).
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(727277, hashtext($1::bigint::text))`, f.tenantID(melati)); err != nil {
+		t.Fatal(err)
+	}
+	h := c.post("/t/"+melati+"/audit/verify", c.withCSRF(nil), true)
+	if h.status != http.StatusOK || !strings.Contains(h.body, `data-testid="chain-busy"`) || !strings.Contains(h.body, "being verified right now") || strings.Contains(h.body, "Chain verified") {
+		t.Fatalf("htmx verify while another replica verifies: %d %.500s", h.status, h.body)
+	}
+	a := c.post("/t/"+melati+"/audit/verify", c.withCSRF(nil), false)
+	if a.status != http.StatusConflict || !strings.Contains(a.body, "being verified right now") {
+		t.Fatalf("verify while another replica verifies: %d %.300s", a.status, a.body)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h = c.post("/t/"+melati+"/audit/verify", c.withCSRF(nil), true)
+	if h.status != http.StatusOK || !strings.Contains(h.body, "Chain verified through") || strings.Contains(h.body, "chain-busy") {
+		t.Fatalf("htmx verify once the lock is free: %d %.500s", h.status, h.body)
+	}
+}
+
 // withoutTrailer checks that a CSV export ends with its trailer row
 // ("#trailer", count of the rows before it) and returns the rows without it.
 func withoutTrailer(t *testing.T, records [][]string) [][]string {
