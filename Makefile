@@ -4,7 +4,7 @@ GO      ?= go
 SQLC    := $(GO) tool -modfile=tools/go.mod sqlc
 TEMPL   := $(GO) tool templ
 
-.PHONY: run test generate check-generated vet deps-postgres deps-chromium bench build
+.PHONY: run test generate check-generated vet deps-postgres deps-chromium bench build chaos
 
 ## run: dashboard + workers + demo data on the embedded PostgreSQL (or DATABASE_URL)
 run: deps-postgres build
@@ -41,3 +41,10 @@ deps-chromium:
 ## bench: the benchmark program (see docs/benchmarks.md)
 bench: deps-postgres
 	cd bench && $(GO) run . $(BENCH_ARGS)
+
+## chaos: replicas of the real binary under kill -9, a PostgreSQL crash and a
+## network cut, 20,000 jobs (make test runs the same suite with 1,200); see
+## docs/reliability.md
+CHAOS_JOBS ?= 20000
+chaos: deps-postgres
+	JEJAK_CHAOS_JOBS=$(CHAOS_JOBS) $(GO) test -count=1 -v -timeout 30m -run TestChaos ./internal/chaos/

@@ -33,6 +33,11 @@ type Config struct {
 	LatencyRate   int           // latency: jobs per second
 	Timeout       time.Duration // per-run safety limit
 
+	// Many tenants (tenants.go) and several replicas (replicas.go).
+	TenantsBacklog int // tenants continuous: jobs kept queued, at every tenant count
+	ReplicaJobs    int // replicas: points.award jobs per run
+	ReplicaWorkers int // replicas: JEJAK_WORKERS of each replica
+
 	// Large-data benchmarks (pages.go).
 	ScaleAuditEvents int  // audit events in the scale database
 	ScaleJobs        int  // jobs in the scale database
@@ -150,6 +155,11 @@ func (d *JejakDB) Close() {
 // cfg.Tenants tenants as the superuser and opens the jejak_system pool.
 // Later benchmarks (audit, pages) can build on it.
 func (e *Env) NewJejakDB(ctx context.Context, name string) (*JejakDB, error) {
+	return e.newJejakDB(ctx, name, e.Cfg.Tenants)
+}
+
+// newJejakDB is NewJejakDB with tenants tenant rows.
+func (e *Env) newJejakDB(ctx context.Context, name string, tenants int) (*JejakDB, error) {
 	if err := e.FreshDatabase(ctx, name); err != nil {
 		return nil, err
 	}
@@ -164,7 +174,7 @@ func (e *Env) NewJejakDB(ctx context.Context, name string) (*JejakDB, error) {
 	rows, err := d.Admin.Query(ctx, `
 		INSERT INTO tenants (slug, name)
 		SELECT 'bench-' || g, 'Bench tenant ' || g FROM generate_series(1, $1::int) g
-		RETURNING id`, max(e.Cfg.Tenants, 1))
+		RETURNING id`, max(tenants, 1))
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("insert tenants: %w", err)

@@ -64,6 +64,9 @@ func run() int {
 	flag.IntVar(&cfg.LatencyJobs, "latency-jobs", 200, "latency: jobs enqueued one per transaction")
 	flag.IntVar(&cfg.LatencyRate, "latency-rate", 50, "latency: enqueues per second")
 	flag.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "safety limit per run")
+	flag.IntVar(&cfg.TenantsBacklog, "tenants-backlog", 100_000, "tenants continuous: jobs kept queued (90% one tenant) at every tenant count")
+	flag.IntVar(&cfg.ReplicaJobs, "replica-jobs", 50_000, "replicas: points.award jobs handled per run")
+	flag.IntVar(&cfg.ReplicaWorkers, "replica-workers", 50, "replicas: JEJAK_WORKERS of each replica")
 	flag.IntVar(&cfg.ScaleAuditEvents, "audit-events", 10_000_000, "pages/audit_timeline: audit events in the scale database")
 	flag.IntVar(&cfg.ScaleJobs, "scale-jobs", 1_000_000, "pages: jobs in the scale database")
 	flag.IntVar(&cfg.Requests, "requests", 200, "pages/audit_timeline: timed requests per benchmark and round (after 20 warm-up requests)")
@@ -92,7 +95,7 @@ func run() int {
 	}
 	if *listBench {
 		for _, b := range registry {
-			fmt.Printf("%s\t%s\n", b.Name, strings.Join(b.systems(), ","))
+			fmt.Printf("%s\t%s\n", b.ID(), strings.Join(b.systems(), ","))
 		}
 		return 0
 	}
@@ -114,6 +117,7 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer runAtExit()
 
 	serverURL, cleanup, err := resolveServer(ctx, *dbURL, *pgdata, *embedded)
 	if err != nil {
@@ -168,16 +172,16 @@ func run() int {
 				res, err := b.Run(ctx, env, sys)
 				if err != nil {
 					failed++
-					fmt.Printf("# round %d/%d %s system=%s FAILED after %s: %v\n", r, *rounds, b.Name, sys, time.Since(start).Round(time.Millisecond), err)
+					fmt.Printf("# round %d/%d %s system=%s FAILED after %s: %v\n", r, *rounds, b.ID(), sys, time.Since(start).Round(time.Millisecond), err)
 					continue
 				}
-				k := key{b.Name, sys}
+				k := key{b.ID(), sys}
 				results[k] = append(results[k], res)
 				var parts []string
 				for _, m := range res.Metrics {
 					parts = append(parts, m.Key+"="+formatValue(m.Key, m.Value))
 				}
-				fmt.Printf("# round %d/%d %s system=%s %s (%s)\n", r, *rounds, b.Name, sys, strings.Join(parts, " "), time.Since(start).Round(time.Millisecond))
+				fmt.Printf("# round %d/%d %s system=%s %s (%s)\n", r, *rounds, b.ID(), sys, strings.Join(parts, " "), time.Since(start).Round(time.Millisecond))
 			}
 		}
 	}
@@ -185,9 +189,38 @@ func run() int {
 
 	for _, b := range benches {
 		for _, sys := range b.systems() {
-			if rs := results[key{b.Name, sys}]; len(rs) > 0 {
-				fmt.Println(summaryLine(b.Name, sys, rs))
+			if rs := results[key{b.ID(), sys}]; len(rs) > 0 {
+				fmt.Println(summaryLine(b.Name, b.Labels, sys, rs))
 			}
+		}
+	}
+	// Variants side by side: fairness cost across tenant counts, replica
+	// scaling, pages under load against quiet.
+	type group struct {
+		labels []string
+		rounds [][]Result
+	}
+	var order []key
+	groups := map[key]*group{}
+	for _, b := range benches {
+		if b.Labels == "" {
+			continue
+		}
+		for _, sys := range b.systems() {
+			k := key{b.Name, sys}
+			g, ok := groups[k]
+			if !ok {
+				g = &group{}
+				groups[k] = g
+				order = append(order, k)
+			}
+			g.labels = append(g.labels, b.Labels)
+			g.rounds = append(g.rounds, results[key{b.ID(), sys}])
+		}
+	}
+	for _, k := range order {
+		if line := variantLine(k.bench, k.system, groups[k].labels, groups[k].rounds); line != "" {
+			fmt.Println(line)
 		}
 	}
 	if ctx.Err() != nil {
@@ -267,11 +300,11 @@ func printHeader(ctx context.Context, w io.Writer, env *Env, rounds int, benches
 	fmt.Fprintf(w, "# jejak bench %s host=%s %s/%s cpus=%d %s\n", time.Now().Format(time.RFC3339), host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	fmt.Fprintf(w, "# server %s data_directory=%s %s\n", redacted, dataDir, version)
 	fmt.Fprintf(w, "# settings %s\n", strings.Join(parts, " "))
-	fmt.Fprintf(w, "# config rounds=%d jobs=%d workers=%d insert_batch=%d duration=%s warmup=%s backlog=%d poll=%s fetch_cooldown=%s claim_batch=%d conns=%d tenants=%d latency_jobs=%d latency_rate=%d\n",
-		rounds, cfg.Jobs, cfg.Workers, cfg.InsertBatch, cfg.Duration, cfg.Warmup, cfg.Backlog, cfg.PollInterval, cfg.FetchCooldown, cfg.ClaimBatch, cfg.Conns, cfg.Tenants, cfg.LatencyJobs, cfg.LatencyRate)
+	fmt.Fprintf(w, "# config rounds=%d jobs=%d workers=%d insert_batch=%d duration=%s warmup=%s backlog=%d poll=%s fetch_cooldown=%s claim_batch=%d conns=%d tenants=%d latency_jobs=%d latency_rate=%d tenants_backlog=%d replica_jobs=%d replica_workers=%d\n",
+		rounds, cfg.Jobs, cfg.Workers, cfg.InsertBatch, cfg.Duration, cfg.Warmup, cfg.Backlog, cfg.PollInterval, cfg.FetchCooldown, cfg.ClaimBatch, cfg.Conns, cfg.Tenants, cfg.LatencyJobs, cfg.LatencyRate, cfg.TenantsBacklog, cfg.ReplicaJobs, cfg.ReplicaWorkers)
 	names := make([]string, len(benches))
 	for i, b := range benches {
-		names[i] = b.Name
+		names[i] = b.ID()
 	}
 	fmt.Fprintf(w, "# benchmarks %s\n", strings.Join(names, ", "))
 	return dataDir, nil

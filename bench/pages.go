@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,33 +35,60 @@ import (
 // between runs and reused while it holds at least the asked-for sizes
 // (Config.ScaleAuditEvents, ScaleJobs); -reseed rebuilds it. The real HTTP
 // handler (app.NewDeps + web.New) serves the pages in-process on loopback;
-// requests are sequential, so each figure is one request's latency with the
-// server otherwise idle.
+// requests are sequential, so each figure is one request's latency. Every
+// page runs twice: load=none with the database otherwise idle, and
+// load=engine while a worker pool and a producer keep the engine busy on the
+// same database (load.go), which is what an operator looking at the
+// dashboard sees.
 
 const scaleDBName = "jejak_scale"
 
 func init() {
 	register(Bench{Name: "audit_timeline first", Run: timelineBench(false)})
 	register(Bench{Name: "audit_timeline next", Run: timelineBench(true)})
-	for _, p := range []struct{ name, path, as string }{
-		{"page /t/{slug}/audit", "/t/toko-bunga-melati/audit", "budi@melati.test"},
-		{"page /t/{slug}/audit?before", "", "budi@melati.test"}, // an older page at a random depth
-		{"page /admin", "/admin", "support@jejak.test"},
-		{"page /admin/jobs", "/admin/jobs", "support@jejak.test"},
-		{"page /admin/dead", "/admin/dead", "support@jejak.test"},
-	} {
-		register(Bench{Name: p.name, Run: pageBench(p.path, p.as, false)})
+	// Every page twice in a row, quiet and under engine load, so a change
+	// in the machine hits both variants alike.
+	for _, p := range pages {
+		register(Bench{Name: p.name, Labels: "load=none", Run: pageBench(p, false)})
+		register(Bench{Name: p.name, Labels: "load=engine", Run: pageBench(p, true)})
 	}
-	// The overview is served from a snapshot refreshed every few seconds;
-	// this measures the refresh itself (what one poll costs when the
-	// snapshot is stale).
-	register(Bench{Name: "page /admin?fresh", Run: pageBench("/admin", "support@jejak.test", true)})
+}
+
+// page is one dashboard page benchmark: GET path as user as.
+type page struct {
+	name, path, as string
+	// fresh uses the server whose overview snapshot is rebuilt on every
+	// request (what one poll costs when the snapshot is stale).
+	fresh bool
+}
+
+// pages are the tenant timeline (Melati, the largest trail) and the tenant
+// jobs tabs of a small tenant (Batik Nusantara: one tenant's share of the
+// jobs, so a tab that walks all jobs for a few rows shows), and every staff
+// page. In a path, {older} is a cursor at a random depth of Melati's trail
+// and {trace} the trace id of a seeded job picked at random.
+var pages = []page{
+	{name: "page /t/{slug}/audit", path: "/t/toko-bunga-melati/audit", as: "budi@melati.test"},
+	{name: "page /t/{slug}/audit?before", path: "/t/toko-bunga-melati/audit?before={older}", as: "budi@melati.test"},
+	// The trail's first day: every newer event lies between it and the top.
+	{name: "page /t/{slug}/audit?from", path: "/t/toko-bunga-melati/audit?from=2026-01-01&to=2026-01-01", as: "budi@melati.test"},
+	{name: "page /t/{slug}/audit?actor", path: "/t/toko-bunga-melati/audit?actor=staff", as: "budi@melati.test"},
+	{name: "page /t/{slug}/jobs", path: "/t/batik-nusantara/jobs", as: "dewi@batik.test"},
+	{name: "page /t/{slug}/jobs?state=succeeded", path: "/t/batik-nusantara/jobs?state=succeeded", as: "dewi@batik.test"},
+	{name: "page /t/{slug}/jobs?state=cancelled", path: "/t/batik-nusantara/jobs?state=cancelled", as: "dewi@batik.test"},
+	{name: "page /admin", path: "/admin", as: "support@jejak.test"},
+	{name: "page /admin?fresh", path: "/admin", as: "support@jejak.test", fresh: true},
+	{name: "page /admin/jobs", path: "/admin/jobs", as: "support@jejak.test"},
+	{name: "page /admin/dead", path: "/admin/dead", as: "support@jejak.test"},
+	{name: "page /admin/search?trace", path: "/admin/search?trace={trace}", as: "support@jejak.test"},
 }
 
 // scaleEnv is the seeded database and a running dashboard over it, shared
 // by every large-data benchmark of one run.
 type scaleEnv struct {
-	url          string
+	name, url    string
+	tenants      []int64  // every tenant, for the engine load
+	traces       []string // seeded jobs' trace ids
 	app, system  *pgxpool.Pool
 	melati       int64
 	maxSeq       int64
@@ -80,7 +109,7 @@ func getScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 
 func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 	name := env.DBName(scaleDBName)
-	s := &scaleEnv{url: env.DatabaseURL(name), clients: map[string]*http.Client{}}
+	s := &scaleEnv{name: name, url: env.DatabaseURL(name), clients: map[string]*http.Client{}}
 	if env.Cfg.Reseed || !scaleIsReady(ctx, env, name) {
 		if err := seedScale(ctx, env, name, s.url); err != nil {
 			return nil, err
@@ -102,6 +131,23 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 		WHERE t.slug = 'toko-bunga-melati'`).Scan(&s.melati, &s.maxSeq); err != nil {
 		return nil, fmt.Errorf("find melati's trail: %w", err)
 	}
+	rows, err := s.system.Query(ctx, `SELECT id FROM tenants ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	if s.tenants, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	// Trace ids of jobs spread over the table, so the trace page is not
+	// timed on one cached trace.
+	rows, err = s.system.Query(ctx, `(SELECT trace_id FROM jobs TABLESAMPLE BERNOULLI (1) LIMIT 100)
+		UNION ALL (SELECT trace_id FROM jobs ORDER BY id LIMIT 1)`)
+	if err != nil {
+		return nil, err
+	}
+	if s.traces, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(s.traces) == 0 {
+		return nil, fmt.Errorf("find trace ids (%d): %w", len(s.traces), err)
+	}
 	var counts [2]int64
 	if err := s.system.QueryRow(ctx, `SELECT (SELECT reltuples::bigint FROM pg_class WHERE relname = 'audit_events'),
 		(SELECT reltuples::bigint FROM pg_class WHERE relname = 'jobs')`).Scan(&counts[0], &counts[1]); err != nil {
@@ -118,7 +164,7 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 	s.srv = httptest.NewServer(web.New(deps))
 	deps.StatsMaxAge = -1 // every request refreshes the overview snapshot
 	s.freshSv = httptest.NewServer(web.New(deps))
-	for _, who := range []string{"budi@melati.test", "support@jejak.test"} {
+	for _, who := range []string{"budi@melati.test", "dewi@batik.test", "support@jejak.test"} {
 		for _, srv := range []*httptest.Server{s.srv, s.freshSv} {
 			c, err := signedInClient(ctx, srv.URL, who)
 			if err != nil {
@@ -197,37 +243,56 @@ func timelineBench(older bool) func(context.Context, *Env, string) (Result, erro
 	}
 }
 
-// pageBench times GET path on the dashboard as user who. An empty path
-// means "an older timeline page at a random depth". fresh uses the server
-// whose overview snapshot is rebuilt on every request.
-func pageBench(path, who string, fresh bool) func(context.Context, *Env, string) (Result, error) {
+// pageBench times GET p.path on the dashboard as p.as; withLoad runs the
+// engine load on the same database meanwhile and reports the jobs/s it
+// handled as load_jobs_per_sec.
+func pageBench(p page, withLoad bool) func(context.Context, *Env, string) (Result, error) {
 	return func(ctx context.Context, env *Env, _ string) (Result, error) {
 		s, err := getScale(ctx, env)
 		if err != nil {
 			return Result{}, err
 		}
 		srv := s.srv
-		if fresh {
+		if p.fresh {
 			srv = s.freshSv
 		}
-		c := s.clients[srv.URL+" "+who]
+		c := s.clients[srv.URL+" "+p.as]
 		rng := rand.New(rand.NewPCG(3, 4))
-		return timeIt(env.Cfg.Requests, func() error {
-			p := path
-			if p == "" {
-				p = fmt.Sprintf("/t/toko-bunga-melati/audit?before=%d", 50+rng.Int64N(max(s.maxSeq-50, 1)))
+		var load *engineLoad
+		if withLoad {
+			if load, err = startLoad(ctx, env, s.name, s.tenants); err != nil {
+				return Result{}, err
 			}
-			res, err := c.Get(srv.URL + p)
+			defer func() {
+				if load != nil {
+					_, _ = load.stop(context.WithoutCancel(ctx), env)
+				}
+			}()
+		}
+		res, err := timeIt(env.Cfg.Requests, func() error {
+			path := strings.ReplaceAll(p.path, "{trace}", s.traces[rng.IntN(len(s.traces))])
+			path = strings.ReplaceAll(path, "{older}", strconv.FormatInt(50+rng.Int64N(max(s.maxSeq-50, 1)), 10))
+			res, err := c.Get(srv.URL + path)
 			if err != nil {
 				return err
 			}
 			_, err = io.Copy(io.Discard, res.Body)
 			res.Body.Close()
 			if res.StatusCode != http.StatusOK {
-				return fmt.Errorf("GET %s: status %d", p, res.StatusCode)
+				return fmt.Errorf("GET %s: status %d", path, res.StatusCode)
 			}
 			return err
 		})
+		if err != nil || load == nil {
+			return res, err
+		}
+		rate, err := load.stop(ctx, env)
+		load = nil
+		if err != nil {
+			return Result{}, err
+		}
+		res.Metrics = append(res.Metrics, Metric{"load_jobs_per_sec", rate})
+		return res, nil
 	}
 }
 

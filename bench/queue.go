@@ -173,7 +173,9 @@ func runBurndown(ctx context.Context, env *Env, system string) (Result, error) {
 
 // waitFinished polls until no job is pending or running; it is only called
 // once every handler has run, so it waits for the last completion batch.
-func waitFinished(ctx context.Context, q queueRun) error {
+func waitFinished(ctx context.Context, q interface {
+	Unfinished(context.Context) (int64, error)
+}) error {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -217,7 +219,7 @@ func runContinuous(ctx context.Context, env *Env, system string) (Result, error)
 	prodCtx, cancelProducer := context.WithCancel(ctx)
 	prodErr := make(chan error, 1)
 	go func() {
-		prodErr <- produce(prodCtx, q, cfg, &inserted, &cnt.n)
+		prodErr <- produce(prodCtx, q.InsertBatch, cfg.InsertBatch, cfg.Backlog, &inserted, &cnt.n)
 	}()
 	var (
 		stopOnce sync.Once
@@ -260,16 +262,16 @@ func runContinuous(ctx context.Context, env *Env, system string) (Result, error)
 	}}, nil
 }
 
-// produce keeps about cfg.Backlog jobs queued, inserting InsertBatch at a time.
-func produce(ctx context.Context, q queueRun, cfg Config, inserted, handled *atomic.Int64) error {
+// produce keeps about backlog jobs queued, inserting batch at a time.
+func produce(ctx context.Context, insert func(context.Context, int) error, batch, backlog int, inserted, handled *atomic.Int64) error {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for {
-		for inserted.Load()-handled.Load() < int64(cfg.Backlog) {
-			if err := q.InsertBatch(ctx, cfg.InsertBatch); err != nil {
+		for inserted.Load()-handled.Load() < int64(backlog) {
+			if err := insert(ctx, batch); err != nil {
 				return err
 			}
-			inserted.Add(int64(cfg.InsertBatch))
+			inserted.Add(int64(batch))
 		}
 		select {
 		case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,11 @@ type Bench struct {
 	// family ("page /jobs"), and -only matches the whole name or the part
 	// before the first space.
 	Name string
+	// Labels are fixed key=value pairs printed after system= that tell
+	// variants of one benchmark apart ("load=engine", "tenants=10000").
+	// Name plus Labels identifies a benchmark; -only selects by Name, so
+	// one name runs all its variants.
+	Labels string
 	// Systems the benchmark runs for, in interleaving order; nil = jejak only.
 	Systems []string
 	// Run measures one round for one system.
@@ -52,15 +58,16 @@ var registry []Bench
 // order they should run within a round.
 func register(b Bench) {
 	for _, r := range registry {
-		if r.Name == b.Name {
-			panic("bench: duplicate benchmark " + b.Name)
+		if r.ID() == b.ID() {
+			panic("bench: duplicate benchmark " + b.ID())
 		}
 	}
 	registry = append(registry, b)
 }
 
 // selectBenches picks the benchmarks named by -only (comma-separated; empty
-// = all). A name matches a benchmark's full name or its first word.
+// = all). A name matches a benchmark's name with its labels ("page /admin
+// load=engine"), its name (every variant) or its first word (the family).
 func selectBenches(only string) ([]Bench, error) {
 	if strings.TrimSpace(only) == "" {
 		return registry, nil
@@ -74,16 +81,15 @@ func selectBenches(only string) ([]Bench, error) {
 	var out []Bench
 	for _, b := range registry {
 		first, _, _ := strings.Cut(b.Name, " ")
-		_, full := want[b.Name]
-		_, family := want[first]
-		if full || family {
+		hit := false
+		for _, n := range []string{b.ID(), b.Name, first} {
+			if _, ok := want[n]; ok {
+				want[n] = true
+				hit = true
+			}
+		}
+		if hit {
 			out = append(out, b)
-			if full {
-				want[b.Name] = true
-			}
-			if family {
-				want[first] = true
-			}
 		}
 	}
 	var unknown []string
@@ -99,12 +105,24 @@ func selectBenches(only string) ([]Bench, error) {
 	return out, nil
 }
 
+// benchNames lists the distinct names (variants share one).
 func benchNames() []string {
-	names := make([]string, len(registry))
-	for i, b := range registry {
-		names[i] = b.Name
+	var names []string
+	for _, b := range registry {
+		if !slices.Contains(names, b.Name) {
+			names = append(names, b.Name)
+		}
 	}
 	return names
+}
+
+// ID is the benchmark's identity in the registry and its results: the name
+// and, when set, the labels.
+func (b Bench) ID() string {
+	if b.Labels == "" {
+		return b.Name
+	}
+	return b.Name + " " + b.Labels
 }
 
 func (b Bench) systems() []string {
@@ -116,9 +134,13 @@ func (b Bench) systems() []string {
 
 // summaryLine aggregates the rounds of one benchmark on one system: the
 // median of every metric, plus min, max and per-round values of the primary.
-func summaryLine(name, system string, rounds []Result) string {
+// labels ("k=v k=v", may be empty) follow system=.
+func summaryLine(name, labels, system string, rounds []Result) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "BENCH %s system=%s", name, system)
+	if labels != "" {
+		sb.WriteString(" " + labels)
+	}
 	if len(rounds) == 0 {
 		return sb.String()
 	}
@@ -185,4 +207,34 @@ func formatValue(key string, v float64) string {
 	default:
 		return strconv.FormatFloat(v, 'g', 6, 64)
 	}
+}
+
+// variantLine compares the variants of one benchmark (same name, different
+// labels) on their primary metric's median, each relative to the first
+// variant: "# tenants burndown system=jejak jobs_per_sec relative to
+// tenants=10: tenants=1000 0.97×, tenants=10000 0.91×". It returns "" when
+// fewer than two variants have results.
+func variantLine(name, system string, labels []string, rounds [][]Result) string {
+	var base float64
+	var baseLabel, primary string
+	var parts []string
+	for i, rs := range rounds {
+		if len(rs) == 0 || len(rs[0].Metrics) == 0 {
+			continue
+		}
+		key := rs[0].Metrics[0].Key
+		v := median(values(rs, key))
+		if primary == "" {
+			primary, base, baseLabel = key, v, labels[i]
+			continue
+		}
+		if key != primary || base == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2f×", labels[i], v/base))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("# %s system=%s %s relative to %s: %s", name, system, primary, baseLabel, strings.Join(parts, ", "))
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,10 +19,29 @@ func TestSummaryLine(t *testing.T) {
 		{Metrics: []Metric{{"jobs_per_sec", 17000}, {"p50_ms", 3}}},
 		{Metrics: []Metric{{"jobs_per_sec", 13000}, {"p50_ms", 2}}},
 	}
-	got := summaryLine("burndown", "river", rounds)
+	got := summaryLine("burndown", "", "river", rounds)
 	want := "BENCH burndown system=river jobs_per_sec=15000 p50_ms=2.00 min=13000 max=17000 rounds=3 values=15000,17000,13000"
 	if got != want {
 		t.Fatalf("summaryLine:\n got %s\nwant %s", got, want)
+	}
+	got = summaryLine("page /admin", "load=engine", "jejak", rounds[:1])
+	want = "BENCH page /admin system=jejak load=engine jobs_per_sec=15000 p50_ms=1.23 min=15000 max=15000 rounds=1 values=15000"
+	if got != want {
+		t.Fatalf("summaryLine with labels:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestVariantLine(t *testing.T) {
+	t.Parallel()
+	r := func(v float64) []Result { return []Result{{Metrics: []Metric{{"jobs_per_sec", v}}}} }
+	got := variantLine("tenants burndown", "jejak", []string{"tenants=10", "tenants=1000", "tenants=10000"},
+		[][]Result{r(20000), nil, r(18000)})
+	want := "# tenants burndown system=jejak jobs_per_sec relative to tenants=10: tenants=10000 0.90×"
+	if got != want {
+		t.Fatalf("variantLine:\n got %s\nwant %s", got, want)
+	}
+	if got := variantLine("replicas", "jejak", []string{"replicas=1"}, [][]Result{r(5)}); got != "" {
+		t.Fatalf("one variant: got %q, want none", got)
 	}
 }
 
@@ -61,15 +82,17 @@ func TestSelectBenches(t *testing.T) {
 	for _, n := range []string{"burndown", "continuous", "page /jobs", "page /audit"} {
 		register(Bench{Name: n, Run: noop})
 	}
+	register(Bench{Name: "page /audit", Labels: "load=engine", Run: noop})
 	tests := []struct {
 		only    string
 		want    string
 		wantErr bool
 	}{
-		{"", "burndown,continuous,page /jobs,page /audit", false},
+		{"", "burndown,continuous,page /jobs,page /audit,page /audit load=engine", false},
 		{"continuous", "continuous", false},
-		{"page", "page /jobs,page /audit", false},
-		{"page /audit, burndown", "burndown,page /audit", false},
+		{"page", "page /jobs,page /audit,page /audit load=engine", false},
+		{"page /audit, burndown", "burndown,page /audit,page /audit load=engine", false},
+		{"page /audit load=engine", "page /audit load=engine", false},
 		{"nope", "", true},
 	}
 	for _, tc := range tests {
@@ -79,7 +102,7 @@ func TestSelectBenches(t *testing.T) {
 		}
 		var names []string
 		for _, b := range bs {
-			names = append(names, b.Name)
+			names = append(names, b.ID())
 		}
 		if got := strings.Join(names, ","); got != tc.want {
 			t.Errorf("selectBenches(%q) = %q, want %q", tc.only, got, tc.want)
@@ -103,9 +126,12 @@ func TestCheckLoopback(t *testing.T) {
 	}
 }
 
-// TestQueueBenchmarksSmoke runs every benchmark (queues and pages) once per available
-// system with tiny sizes on a real PostgreSQL (the machine's, or the
-// embedded cluster), so a broken harness fails here rather than in a long run.
+// TestQueueBenchmarksSmoke runs every benchmark (queues, pages quiet and
+// under engine load, many tenants, replicas) once per available system with
+// tiny sizes on a real PostgreSQL (the machine's, or the embedded cluster),
+// so a broken harness fails here rather than in a long run. The tenants and
+// replicas benchmarks run at 10/50 tenants and 1/2 replicas instead of their
+// registered sizes.
 func TestQueueBenchmarksSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
@@ -116,23 +142,75 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 		t.Fatalf("resolve server: %v", err)
 	}
 	t.Cleanup(cleanup)
-	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: "_smoketest", Cfg: Config{
+	// The suffix is per process: engineers' test runs share the machine's
+	// server, and one run's fresh databases must not be dropped by another.
+	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smoketest_%d", os.Getpid()), Cfg: Config{
 		Jobs: 3000, Workers: 20, InsertBatch: 1000, Duration: time.Second, Warmup: 200 * time.Millisecond,
 		Backlog: 2000, PollInterval: 20 * time.Millisecond, FetchCooldown: 2 * time.Millisecond,
 		ClaimBatch: 20, Conns: 4, Tenants: 3, LatencyJobs: 20, LatencyRate: 200, Timeout: time.Minute,
 		ScaleAuditEvents: 3000, ScaleJobs: 2000, Requests: 5, Reseed: true,
+		TenantsBacklog: 500, ReplicaJobs: 300, ReplicaWorkers: 5,
 	}}
+	t.Cleanup(runAtExit)
+	t.Cleanup(func() {
+		if err := env.DropDatabase(context.Background(), env.DBName(scaleDBName)); err != nil {
+			t.Logf("drop the smoke scale database: %v", err)
+		}
+	})
+	var benches []Bench
 	for _, b := range registry {
+		if b.Name != "replicas" && !strings.HasPrefix(b.Name, "tenants ") {
+			benches = append(benches, b)
+		}
+	}
+	for _, n := range []int{10, 50} {
+		benches = append(benches,
+			Bench{Name: "tenants burndown", Labels: fmt.Sprintf("tenants=%d", n), Run: tenantsBurndown(n, true)},
+			Bench{Name: "tenants continuous", Labels: fmt.Sprintf("tenants=%d", n), Run: tenantsContinuous(n, true)})
+	}
+	benches = append(benches,
+		Bench{Name: "tenants burndown", Labels: "tenants=50 fairness=off", Run: tenantsBurndown(50, false)},
+		Bench{Name: "tenants continuous", Labels: "tenants=50 fairness=off", Run: tenantsContinuous(50, false)})
+	for _, n := range []int{1, 2} {
+		benches = append(benches, Bench{Name: "replicas", Labels: fmt.Sprintf("replicas=%d", n), Run: replicasBench(n)})
+	}
+	for _, b := range benches {
 		for _, sys := range b.systems() {
 			res, err := b.Run(ctx, env, sys)
 			if err != nil {
-				t.Fatalf("%s system=%s: %v", b.Name, sys, err)
+				t.Fatalf("%s system=%s: %v", b.ID(), sys, err)
 			}
 			if len(res.Metrics) == 0 || !(res.Metrics[0].Value > 0) {
-				t.Fatalf("%s system=%s: primary metric not positive: %+v", b.Name, sys, res.Metrics)
+				t.Fatalf("%s system=%s: primary metric not positive: %+v", b.ID(), sys, res.Metrics)
 			}
-			t.Logf("%s", summaryLine(b.Name, sys, []Result{res}))
+			checkSmoke(t, b, res)
+			t.Logf("%s", summaryLine(b.Name, b.Labels, sys, []Result{res}))
 		}
+	}
+}
+
+// checkSmoke asserts what each new benchmark must report beyond a positive
+// primary metric.
+func checkSmoke(t *testing.T, b Bench, res Result) {
+	t.Helper()
+	must := func(key string, ok func(float64) bool) {
+		if v, found := res.Get(key); !found || !ok(v) {
+			t.Errorf("%s: %s = %v (present %v)", b.ID(), key, v, found)
+		}
+	}
+	positive := func(v float64) bool { return v > 0 }
+	switch {
+	case b.Labels == "load=engine":
+		must("load_jobs_per_sec", positive)
+	case strings.HasPrefix(b.Name, "tenants "):
+		must("small_jobs", positive)
+		must("small_wait_p95_ms", positive)
+	case b.Name == "replicas":
+		must("run_twice", func(v float64) bool { return v == 0 })
+		must("jobs", func(v float64) bool { return v == 300 })
+		n, _ := strconv.Atoi(strings.TrimPrefix(b.Labels, "replicas="))
+		// Which replicas get work is up to the claims; none is invented.
+		must("workers_used", func(v float64) bool { return v >= 1 && int(v) <= n })
 	}
 }
 

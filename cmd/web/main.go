@@ -4,7 +4,9 @@
 //	web migrate           apply database migrations
 //	web seed              write the demo data
 //	web seed --audit-events N --jobs N   large-data mode
-//	web audit verify [--tenant SLUG]      check audit hash chains
+//	web audit verify [--tenant SLUG] [--anchors DIR]   check audit hash chains (and signed checkpoints)
+//	web audit anchor                      write signed checkpoints of every audit head now
+//	web audit verify-export --checkpoint FILE [--public-key HEX] EXPORT.jsonl   offline check
 //	web outbox status                     outbox counts, lag, failed messages
 //	web outbox retry-failed [--tenant SLUG] --reason TEXT
 package main
@@ -44,10 +46,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		cmd, args = args[0], args[1:]
 	}
 	if cmd == "audit" {
-		if len(args) == 0 || args[0] != "verify" {
-			return fmt.Errorf("usage: web audit verify [--tenant SLUG]")
+		if len(args) == 0 || (args[0] != "verify" && args[0] != "anchor" && args[0] != "verify-export") {
+			return fmt.Errorf("usage: web audit verify [--tenant SLUG] [--anchors DIR] | web audit anchor | web audit verify-export --checkpoint FILE EXPORT.jsonl")
 		}
-		cmd, args = "audit verify", args[1:]
+		cmd, args = "audit "+args[0], args[1:]
 	}
 	if cmd == "outbox" {
 		if len(args) == 0 || (args[0] != "status" && args[0] != "retry-failed") {
@@ -57,7 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	var reason string
 	var scale demo.ScaleOptions
-	var tenantSlug string
+	var tenantSlug, anchorDir, checkpoint, publicKey string
 	fs := flag.NewFlagSet("web "+cmd, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (DATABASE_URL); empty = embedded cluster")
@@ -74,16 +76,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		fs.IntVar(&scale.Tenants, "tenants", 20, "generated tenants for large-data mode, besides the demo ones")
 	case "audit verify":
 		fs.StringVar(&tenantSlug, "tenant", "", "verify only this tenant (slug)")
+		fs.StringVar(&anchorDir, "anchors", "", "also compare every chain with its last signed checkpoint in this directory")
+	case "audit anchor":
+		fs.StringVar(&cfg.AnchorDir, "anchors", cfg.AnchorDir, "anchor directory (JEJAK_ANCHOR_DIR; default <data dir>/anchors)")
+	case "audit verify-export":
+		fs.StringVar(&checkpoint, "checkpoint", "", "checkpoint file downloaded from /t/{slug}/audit/checkpoint")
+		fs.StringVar(&publicKey, "public-key", "", "the operator's published anchor key (hex); default: the key in the checkpoint file")
 	case "outbox status":
 	case "outbox retry-failed":
 		fs.StringVar(&tenantSlug, "tenant", "", "retry only this tenant's failed messages (slug)")
 		fs.StringVar(&reason, "reason", "", "why (required; recorded in each affected tenant's audit trail)")
 	case "migrate":
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, seed, audit verify or outbox)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, migrate, seed, audit verify, audit anchor, audit verify-export or outbox)", cmd)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if cmd == "audit verify-export" {
+		if fs.NArg() != 1 || checkpoint == "" {
+			return fmt.Errorf("usage: web audit verify-export --checkpoint FILE [--public-key HEX] EXPORT.jsonl")
+		}
+		return app.AuditVerifyExport(out, fs.Arg(0), checkpoint, publicKey)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -101,7 +115,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		}
 		return app.Seed(ctx, cfg, log, out, scale)
 	case "audit verify":
-		return app.AuditVerify(ctx, cfg, log, out, tenantSlug)
+		return app.AuditVerify(ctx, cfg, log, out, tenantSlug, anchorDir)
+	case "audit anchor":
+		return app.AuditAnchor(ctx, cfg, log, out)
 	case "outbox status":
 		return app.OutboxStatus(ctx, cfg, log, out)
 	case "outbox retry-failed":

@@ -7,6 +7,7 @@
 -- sentinels (epoch, zero, empty string) because the arrays cannot carry NULLs through
 -- the generated types. Idempotency conflicts are skipped; the caller looks up the
 -- existing job. Rows are produced in input order, so ids ascend with it.
+WITH ins AS (
 INSERT INTO jobs (tenant_id, kind, queue, priority, payload, max_attempts,
                   available_at, created_at, trace_id, requested_by, requested_at,
                   expires_at, idempotency_key, payload_hash)
@@ -27,7 +28,14 @@ FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@kinds::text[]) 
              unnest(@expires_ats::timestamptz[]) AS expires_at,
              unnest(@idempotency_keys::text[]) AS idempotency_key) u
 ON CONFLICT (tenant_id, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id, tenant_id, kind, idempotency_key;
+RETURNING id, tenant_id, kind, idempotency_key
+), counted AS (
+    -- The overview's unfinished count: appended, never upserted, because
+    -- this runs in the caller's transaction (see job_count_deltas).
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, count(*) FROM ins GROUP BY tenant_id, kind
+)
+SELECT id, tenant_id, kind, idempotency_key FROM ins;
 
 -- name: JobGetByIdempotencyKey :one
 SELECT id FROM jobs WHERE tenant_id = $1 AND kind = $2 AND idempotency_key = $3;
@@ -36,8 +44,10 @@ SELECT id FROM jobs WHERE tenant_id = $1 AND kind = $2 AND idempotency_key = $3;
 -- cannot follow its recursive CTE and lateral LIMIT.
 
 -- name: JobSetCompletedMany :many
--- Batched completion of jobs this worker holds (the engine checks in
--- memory that each is still the attempt it claimed).
+-- Batched completion of jobs this worker holds. Each id comes with the
+-- attempt it was claimed as: (worker, attempt) is the claim token, so a
+-- late completion of an earlier attempt can never finish a later one,
+-- even when the same worker claimed both.
 --
 -- Held-job checks in this file test "lease_expires_at IS NOT NULL" rather
 -- than "state = running": the two are equivalent (a lease exists exactly
@@ -53,8 +63,10 @@ WITH done AS (
     UPDATE jobs
        SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
            lease_expires_at = NULL
-     WHERE id = ANY(@ids::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
-    RETURNING id, tenant_id, kind
+      FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt) AS held
+     WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+       AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = @worker_id::text
+    RETURNING jobs.id, jobs.tenant_id, jobs.kind
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
     SELECT tenant_id, date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), kind, count(*)
@@ -62,16 +74,20 @@ WITH done AS (
       ORDER BY tenant_id, kind
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET succeeded = job_stats_minute.succeeded + EXCLUDED.succeeded
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -count(*) FROM done GROUP BY tenant_id, kind
 )
 SELECT id FROM done;
 
 -- name: JobSetCompleted :many
--- One job; counted in the rollup like JobSetCompletedMany.
+-- One job, fenced by its claim token; counted in the rollup like
+-- JobSetCompletedMany.
 WITH done AS (
     UPDATE jobs
        SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
            lease_expires_at = NULL
-     WHERE id = @id AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
+     WHERE id = @id AND attempt = @attempt AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
     RETURNING id, tenant_id, kind
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
@@ -79,6 +95,9 @@ WITH done AS (
       FROM done
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET succeeded = job_stats_minute.succeeded + 1
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -1 FROM done
 )
 SELECT id FROM done;
 
@@ -110,7 +129,7 @@ WITH failed AS (
                'attempt', attempt, 'at', coalesce(sqlc.narg('now')::timestamptz, now()),
                'worker', worker_id, 'class', @class::text, 'error', @error::text))
      WHERE id = @id AND attempt = @attempt AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
-    RETURNING state, available_at, tenant_id, kind
+    RETURNING id, state, available_at, finished_at, tenant_id, kind, flagged
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, failed, dead)
     SELECT tenant_id, date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), kind,
@@ -118,13 +137,27 @@ WITH failed AS (
       FROM failed
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET failed = job_stats_minute.failed + 1, dead = job_stats_minute.dead + EXCLUDED.dead
+), grouped AS (
+    -- A dead letter joins its group for the dead-letter page and leaves
+    -- the unfinished count.
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged, last_at, last_id)
+    SELECT tenant_id, kind, @class::text, 1, CASE WHEN flagged THEN 1 ELSE 0 END, finished_at, id
+      FROM failed WHERE state = 'dead'
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + 1, flagged = g.flagged + EXCLUDED.flagged,
+           last_at = greatest(g.last_at, EXCLUDED.last_at), last_id = greatest(g.last_id, EXCLUDED.last_id)
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -1 FROM failed WHERE state = 'dead'
 )
 SELECT state, available_at FROM failed;
 
 -- name: JobRescueExpired :many
 -- Jobs whose worker stopped extending the lease (crashed, partitioned):
 -- retried now, or dead when the attempt was the last one. The lost attempt
--- is recorded in the history like any transient failure.
+-- is recorded in the history like any transient failure. Those that die
+-- join their dead-letter group and leave the unfinished count.
+WITH rescued AS (
 UPDATE jobs
    SET state = CASE WHEN attempt < max_attempts THEN 'pending' ELSE 'dead' END,
        available_at = CASE WHEN attempt < max_attempts
@@ -139,18 +172,42 @@ UPDATE jobs
            'worker', worker_id, 'class', 'transient',
            'error', 'lease expired: worker ' || worker_id || ' stopped heartbeating'))
  WHERE state = 'running' AND lease_expires_at < coalesce(sqlc.narg('now')::timestamptz, now())
-RETURNING id, state;
+RETURNING id, state, tenant_id, kind, flagged, finished_at
+), grouped AS (
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged, last_at, last_id)
+    SELECT tenant_id, kind, 'transient', count(*), count(*) FILTER (WHERE flagged), max(finished_at), max(id)
+      FROM rescued WHERE state = 'dead'
+     GROUP BY tenant_id, kind
+     ORDER BY tenant_id, kind
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + EXCLUDED.n, flagged = g.flagged + EXCLUDED.flagged,
+           last_at = greatest(g.last_at, EXCLUDED.last_at), last_id = greatest(g.last_id, EXCLUDED.last_id)
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -count(*) FROM rescued WHERE state = 'dead' GROUP BY tenant_id, kind
+)
+SELECT id, state FROM rescued;
 
 -- name: JobReleaseMany :execrows
--- Graceful shutdown: hand unfinished jobs back without consuming an attempt.
+-- Graceful shutdown: hand back jobs whose handler never started, without
+-- consuming an attempt. Fenced by claim token like completion.
 UPDATE jobs
-   SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL
- WHERE id = ANY(@ids::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text;
+   SET state = 'pending', attempt = greatest(jobs.attempt - 1, 0), lease_expires_at = NULL
+  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt) AS held
+ WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+   AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = @worker_id::text;
 
--- name: JobExtendLeases :execrows
+-- name: JobRenewLeases :many
+-- The heartbeat renews the lease of every job this worker holds and learns
+-- which it still holds: an id missing from the result was rescued (its
+-- lease ran out while the worker could not reach the database) or taken
+-- by an operator, and its handler must stop.
 UPDATE jobs
    SET lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8)
- WHERE id = ANY(@ids::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text;
+  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt) AS held
+ WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+   AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = @worker_id::text
+RETURNING jobs.id;
 
 -- name: JobListDead :many
 SELECT id, tenant_id, kind, queue, payload, attempt, max_attempts, last_error,
@@ -162,15 +219,34 @@ SELECT id, tenant_id, kind, queue, payload, attempt, max_attempts, last_error,
  LIMIT @max_rows::int;
 
 -- name: JobGet :one
-SELECT * FROM jobs WHERE id = $1;
+-- payload_intact: the stored payload still matches the MAC signed at
+-- enqueue with the server key (jobs_sign_payload).
+SELECT *, job_payload_intact(id, tenant_id, kind, payload, payload_hash) AS payload_intact
+  FROM jobs WHERE id = $1;
 
--- name: JobDeleteFinished :execrows
--- Retention in bounded slices so a prune never holds long locks.
+-- name: JobDeleteFinished :one
+-- Retention in bounded slices so a prune never holds long locks. Pruned
+-- dead letters leave their groups in the same statement.
+WITH gone AS (
 DELETE FROM jobs
  WHERE id IN (SELECT f.id FROM jobs f
                WHERE f.state = ANY(@states::text[])
                  AND f.finished_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8)
-               LIMIT @max_rows::int);
+               LIMIT @max_rows::int)
+RETURNING tenant_id, kind, state, error_class, flagged
+), ungrouped AS (
+    -- An upsert in key order rather than an UPDATE ... FROM: rows are
+    -- locked in the order inserted, the same order every writer of
+    -- job_dead_groups uses, so two writers cannot deadlock.
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged)
+    SELECT tenant_id, kind, coalesce(error_class, ''), -count(*), -count(*) FILTER (WHERE flagged)
+      FROM gone WHERE state = 'dead'
+     GROUP BY 1, 2, 3
+     ORDER BY 1, 2, 3
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + EXCLUDED.n, flagged = g.flagged + EXCLUDED.flagged
+)
+SELECT count(*)::bigint FROM gone;
 
 -- name: JobNotify :exec
 SELECT pg_notify('jejak_jobs', '');

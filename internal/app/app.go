@@ -2,6 +2,9 @@ package app
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,15 +12,19 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/alert"
+	"github.com/jejakhq/jejak/internal/anchor"
 	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/chaos"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/database"
@@ -26,6 +33,7 @@ import (
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/member"
 	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/payment"
@@ -66,14 +74,26 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Env, error) {
 		env.Close()
 		return nil, err
 	}
+	// Each pool logs in as its own role: derived from DATABASE_URL (the
+	// login roles are created on first start), or given explicitly.
 	var err error
-	if env.App, err = database.Open(ctx, env.URL, 20); err != nil {
-		env.Close()
-		return nil, err
+	if cfg.AppDatabaseURL != "" {
+		env.App, err = database.OpenExplicit(ctx, cfg.AppDatabaseURL, database.AppRole, 20)
+	} else {
+		env.App, err = database.Open(ctx, env.URL, 20)
 	}
-	if env.System, err = database.OpenSystem(ctx, env.URL, 20); err != nil {
+	if err != nil {
 		env.Close()
-		return nil, err
+		return nil, fmt.Errorf("tenant pool: %w", err)
+	}
+	if cfg.SystemDatabaseURL != "" {
+		env.System, err = database.OpenExplicit(ctx, cfg.SystemDatabaseURL, database.SystemRole, 20)
+	} else {
+		env.System, err = database.OpenSystem(ctx, env.URL, 20)
+	}
+	if err != nil {
+		env.Close()
+		return nil, fmt.Errorf("system pool: %w", err)
 	}
 	return env, nil
 }
@@ -109,6 +129,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		if err := demo.Seed(ctx, env.System); err != nil {
 			return err
 		}
+		if err := demo.SeedHistory(ctx, env.System, nil); err != nil {
+			return err
+		}
 		printDemoAccounts(out)
 	}
 	clk := clock.Database{}
@@ -141,7 +164,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 			log.Error("stop workers", "error", err.Error())
 		}
 	}()
-	ob, err := startOutbox(ctx, cfg, env, engine, clk, log)
+	ob, err := startOutbox(ctx, cfg, env, engine, clk, log, reg.OutboxPublished)
 	if err != nil {
 		return err
 	}
@@ -152,7 +175,19 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	WithPayments(&deps, ext.payments)
 	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies
+	anchors, err := anchor.Open(cfg.AnchorDirectory())
+	if err != nil {
+		return err
+	}
+	deps.Anchors = anchor.NewService(anchors, env.System)
+	go runAnchors(ctx, anchors, env.System, engine, cfg.AnchorInterval, log)
 	deps.TrustedProxies = cfg.TrustedProxies
+	// Invitations go out through the same mailer as the weekly reports.
+	mailer, err := newMailer(cfg, env)
+	if err != nil {
+		return err
+	}
+	deps.Members = member.NewService(env.App, env.System, clk, mailer, deps.Tenants)
 	deps.Metrics, deps.MetricsToken = reg, cfg.MetricsToken
 	handler := web.New(deps)
 	if cfg.Demo {
@@ -200,22 +235,15 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 // startEngine builds the job engine with every kind registered and, unless
 // this replica serves only, starts its workers.
 func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger, reg *metrics.Registry) (*job.Engine, *extras, error) {
-	var mailer mail.Mailer = mail.NewSink(env.App)
-	if cfg.SMTPURL != "" {
-		var err error
-		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
-			return nil, nil, fmt.Errorf("JEJAK_SMTP_URL: %w", err)
-		}
-	}
-	if cfg.Demo {
-		// Demo mail to bounce.test fails like an SMTP outage, so some jobs
-		// retry with backoff and end as dead letters.
-		mailer = demo.BounceMailer{Next: mailer}
+	mailer, err := newMailer(cfg, env)
+	if err != nil {
+		return nil, nil, err
 	}
 	// The tally counts this replica's attempts for the worker-outlier
 	// alert and passes every event on to the metrics.
 	tally := alert.NewWorkerTally(reg)
-	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log, Observer: tally})
+	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log, Observer: tally,
+		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -228,6 +256,9 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer,
 		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow}, Payments: ext.payments,
 		WebhookOutcome: reg.WebhookDelivered})
+	if cfg.ChaosKind {
+		chaos.Register(engine, env.App)
+	}
 	if cfg.Workers > 0 {
 		if err := engine.Start(ctx); err != nil {
 			ext.stop()
@@ -242,6 +273,23 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 		go evaluator.Run(ctx, 15*time.Second, engine.IsLeader)
 	}
 	return engine, ext, nil
+}
+
+// newMailer is the configured mailer: SMTP when JEJAK_SMTP_URL is set, else
+// the dev sink; in the demo, mail to bounce.test fails like an SMTP outage,
+// so some jobs retry with backoff and end as dead letters.
+func newMailer(cfg Config, env *Env) (mail.Mailer, error) {
+	var mailer mail.Mailer = mail.NewSink(env.App)
+	if cfg.SMTPURL != "" {
+		var err error
+		if mailer, err = mail.NewSMTP(cfg.SMTPURL); err != nil {
+			return nil, fmt.Errorf("JEJAK_SMTP_URL: %w", err)
+		}
+	}
+	if cfg.Demo {
+		mailer = demo.BounceMailer{Next: mailer}
+	}
+	return mailer, nil
 }
 
 // NewDeps wires the dashboard's dependencies over the two pools. serve
@@ -266,13 +314,16 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 		Outbox:   outboxconsole.New(systemPool, clk),
 		SignIn:   signin.NewService(appPool, users, clk, signin.DefaultLimits),
 		CSRF:     signin.NewCSRFSigner(systemPool),
+		Activity: activity.NewService(appPool),
+		// Invitations go to the dev mail sink unless serve sets its mailer.
+		Members: member.NewService(appPool, systemPool, clk, mail.NewSink(appPool), tenants),
 		// Staff tenant pages and two-person approvals (system pool).
 		Approvals: approval.NewService(systemPool, engine, clk).WithReplayer(cons),
 		Support:   support.NewService(systemPool, clk),
 		// No provider until WithPayments: billing shows Jejak's own records.
 		Payments: payment.NewService(appPool, systemPool, nil, engine, clk),
 		// The incident page and alerts (system pool).
-		Incidents: incident.NewService(systemPool, incident.OutboxSource),
+		Incidents: incident.NewService(systemPool, incident.OutboxSource, incident.ApprovalSource),
 		Alerts:    alert.NewService(systemPool, nil),
 		Controls:  engine,
 	}
@@ -296,6 +347,9 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 	if err := demo.Seed(ctx, env.System); err != nil {
 		return err
 	}
+	if err := demo.SeedHistory(ctx, env.System, nil); err != nil {
+		return err
+	}
 	printDemoAccounts(out)
 	if scale.AuditEvents > 0 || scale.Jobs > 0 {
 		scale.Out = out
@@ -308,9 +362,87 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 	return nil
 }
 
+// runAnchors writes signed checkpoints of the audit heads that moved, every
+// interval, while this replica leads job maintenance (one writer at a time).
+func runAnchors(ctx context.Context, s *anchor.Store, system *pgxpool.Pool, engine *job.Engine, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !engine.IsLeader() {
+			continue
+		}
+		if n, err := s.Write(ctx, system, false); err != nil {
+			log.Error("write audit anchors", "error", err.Error())
+		} else if n > 0 {
+			log.Info("audit anchors written", "tenants", n, "dir", s.Dir())
+		}
+	}
+}
+
+// AuditAnchor writes a signed checkpoint of every tenant's audit head now
+// (on demand; the leader also does it every JEJAK_ANCHOR_INTERVAL).
+func AuditAnchor(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) error {
+	env, err := Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	s, err := anchor.Open(cfg.AnchorDirectory())
+	if err != nil {
+		return err
+	}
+	n, err := s.Write(ctx, env.System, true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "anchored %d tenant(s) in %s (public key %x)\n", n, filepath.Join(s.Dir(), anchor.AnchorsFile), s.Public())
+	return nil
+}
+
+// AuditVerifyExport checks a JSON Lines export against a downloaded
+// checkpoint file, offline (no database). pubHex is the operator's
+// published anchor key; "" trusts the key inside the checkpoint file.
+func AuditVerifyExport(out io.Writer, exportPath, checkpointPath, pubHex string) error {
+	raw, err := os.ReadFile(checkpointPath)
+	if err != nil {
+		return err
+	}
+	var cp struct {
+		anchor.Checkpoint
+		PublicKey string `json:"public_key"`
+	}
+	if err := json.Unmarshal(raw, &cp); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", checkpointPath, err)
+	}
+	if pubHex == "" {
+		pubHex = cp.PublicKey
+	}
+	pub, err := hex.DecodeString(pubHex)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return fmt.Errorf("public key %q is not a hex Ed25519 key", pubHex)
+	}
+	f, err := os.Open(exportPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := anchor.VerifyExport(f, cp.Checkpoint, pub); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "ok: export verified through the checkpoint #%d of %s (tenant %d)\n", cp.Seq, cp.At.Format(time.RFC3339), cp.TenantID)
+	return nil
+}
+
 // AuditVerify checks the hash chain of one tenant (slug) or of all tenants,
-// prints one line per tenant and fails when any chain is broken.
-func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, slug string) error {
+// prints one line per tenant and fails when any chain is broken. With an
+// anchor directory it also compares every chain with its last signed
+// checkpoint (anchor.Check).
+func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, slug string, anchorDir ...string) error {
 	env, err := Open(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -337,6 +469,33 @@ func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Write
 		return err
 	}
 	broken := 0
+	// Heads and tenants must agree even without anchors (a tenant with
+	// events but no head would otherwise verify as an empty chain); with
+	// an anchor directory every chain is also compared with its last
+	// signed checkpoint.
+	latest := map[int64]anchor.Checkpoint{}
+	if len(anchorDir) > 0 && anchorDir[0] != "" {
+		pub, err := anchor.LoadPublic(anchorDir[0])
+		if err != nil {
+			return err
+		}
+		if latest, err = anchor.Latest(anchorDir[0], pub); err != nil {
+			return fmt.Errorf("anchors: %w", err)
+		}
+		fmt.Fprintf(out, "checking %d anchored tenant(s) against %s\n", len(latest), anchorDir[0])
+	}
+	problems, err := anchor.Check(ctx, env.System, latest)
+	if err != nil {
+		return err
+	}
+	for _, p := range problems {
+		broken++
+		name := names.Slug(p.TenantID)
+		if name == "" {
+			name = fmt.Sprintf("tenant %d", p.TenantID)
+		}
+		fmt.Fprintf(out, "%-24s ANCHOR  %s\n", name, p.Reason)
+	}
 	for _, r := range results {
 		if r.OK {
 			fmt.Fprintf(out, "%-24s ok      verified through #%d (head %x)\n", names.Slug(r.TenantID), r.CheckedThrough, r.HeadHash)
@@ -346,7 +505,7 @@ func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Write
 		fmt.Fprintf(out, "%-24s BROKEN  first bad event #%d: %s\n", names.Slug(r.TenantID), r.FirstBadSeq, r.Reason)
 	}
 	if broken > 0 {
-		return fmt.Errorf("%d of %d audit chains are broken", broken, len(results))
+		return fmt.Errorf("%d problem(s) in %d audit chains", broken, len(results))
 	}
 	return nil
 }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jejakhq/jejak/internal/webhook"
 )
@@ -26,9 +28,20 @@ type Config struct {
 	SMTPURL       string // JEJAK_SMTP_URL (smtp://host:port); "" = the dev mail sink in the database
 	SecureCookies bool   // JEJAK_SECURE_COOKIES; set behind TLS
 	LogLevel      string // JEJAK_LOG_LEVEL: debug, info, warn, error
-	MetricsToken  string // JEJAK_METRICS_TOKEN: bearer token for /metrics; "" = loopback only
-	OTelEndpoint  string // OTEL_EXPORTER_OTLP_ENDPOINT: export spans over OTLP/HTTP; "" = off
-	PaymentURL    string // JEJAK_PAYMENT_URL; "" = the built-in payment simulator on loopback
+
+	Lease     time.Duration // JEJAK_LEASE; job claim lease, 0 = the engine's default (15s)
+	Heartbeat time.Duration // JEJAK_HEARTBEAT; lease renewal interval, 0 = min(5s, lease/3)
+
+	AnchorDir      string        // JEJAK_ANCHOR_DIR; signed audit checkpoints, default <data dir>/anchors
+	AnchorInterval time.Duration // JEJAK_ANCHOR_INTERVAL; how often the leader anchors, default 5m
+
+	ChaosKind bool // JEJAK_CHAOS_KIND; registers the chaos suite's test kind (never in production)
+
+	AppDatabaseURL    string // JEJAK_APP_DATABASE_URL; tenant pool's own login (optional)
+	SystemDatabaseURL string // JEJAK_SYSTEM_DATABASE_URL; cross-tenant pool's own login (optional)
+	MetricsToken      string // JEJAK_METRICS_TOKEN: bearer token for /metrics; "" = loopback only
+	OTelEndpoint      string // OTEL_EXPORTER_OTLP_ENDPOINT: export spans over OTLP/HTTP; "" = off
+	PaymentURL        string // JEJAK_PAYMENT_URL; "" = the built-in payment simulator on loopback
 	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
 	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
 	WebhookAllow []netip.Prefix
@@ -57,13 +70,29 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("JEJAK_WORKERS must be a whole number ≥ 0, got %q", v)
 		}
 	}
-	for name, dst := range map[string]*bool{"JEJAK_WORKERS_ONLY": &c.WorkersOnly, "JEJAK_DEMO": &c.Demo, "JEJAK_SECURE_COOKIES": &c.SecureCookies} {
+	for name, dst := range map[string]*bool{"JEJAK_WORKERS_ONLY": &c.WorkersOnly, "JEJAK_DEMO": &c.Demo, "JEJAK_SECURE_COOKIES": &c.SecureCookies,
+		"JEJAK_CHAOS_KIND": &c.ChaosKind} {
 		if v := getenv(name); v != "" {
 			if *dst, err = strconv.ParseBool(v); err != nil {
 				return c, fmt.Errorf("%s must be true or false, got %q", name, v)
 			}
 		}
 	}
+	c.AnchorDir = getenv("JEJAK_ANCHOR_DIR")
+	c.AnchorInterval = 5 * time.Minute
+	for name, dst := range map[string]*time.Duration{"JEJAK_LEASE": &c.Lease, "JEJAK_HEARTBEAT": &c.Heartbeat,
+		"JEJAK_ANCHOR_INTERVAL": &c.AnchorInterval} {
+		if v := getenv(name); v != "" {
+			if *dst, err = time.ParseDuration(v); err != nil || *dst <= 0 {
+				return c, fmt.Errorf("%s must be a positive duration such as 15s, got %q", name, v)
+			}
+		}
+	}
+	if c.Lease > 0 && c.Heartbeat > 0 && c.Heartbeat >= c.Lease {
+		return c, fmt.Errorf("JEJAK_HEARTBEAT (%s) must be shorter than JEJAK_LEASE (%s)", c.Heartbeat, c.Lease)
+	}
+	c.AppDatabaseURL = getenv("JEJAK_APP_DATABASE_URL")
+	c.SystemDatabaseURL = getenv("JEJAK_SYSTEM_DATABASE_URL")
 	if c.WebhookAllow, err = webhook.ParseAllowCIDRs(getenv("JEJAK_WEBHOOK_ALLOW_CIDRS")); err != nil {
 		return c, fmt.Errorf("JEJAK_WEBHOOK_ALLOW_CIDRS: %w", err)
 	}
@@ -113,4 +142,12 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// AnchorDirectory is JEJAK_ANCHOR_DIR, or anchors/ under the data directory.
+func (c Config) AnchorDirectory() string {
+	if c.AnchorDir != "" {
+		return c.AnchorDir
+	}
+	return filepath.Join(c.DataDir, "anchors")
 }

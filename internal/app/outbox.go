@@ -28,13 +28,14 @@ type outboxRuntime struct {
 // the stream and starts the relay and the webhook consumer. Every replica
 // runs both; the maintenance leader's pruning rides on the job engine's
 // election.
-func startOutbox(ctx context.Context, cfg Config, env *Env, engine *job.Engine, clk clock.Clock, log *slog.Logger) (*outboxRuntime, error) {
+func startOutbox(ctx context.Context, cfg Config, env *Env, engine *job.Engine, clk clock.Clock, log *slog.Logger,
+	onPublished func(result string, n int)) (*outboxRuntime, error) {
 	bus, err := natsbus.Open(ctx, natsbus.Config{URL: cfg.NATSURL, DataDir: cfg.DataDir, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("NATS: %w", err)
 	}
 	relay, err := outbox.NewRelay(outbox.RelayConfig{Pool: env.System, Sink: natsbus.Sink{JS: bus.JS}, Clock: clk,
-		WorkerID: engine.WorkerID(), IsLeader: engine.IsLeader, Logger: log})
+		WorkerID: engine.WorkerID(), IsLeader: engine.IsLeader, Logger: log, OnPublished: onPublished})
 	if err != nil {
 		bus.Close()
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"strconv"
 	"time"
@@ -81,9 +82,11 @@ func ExportCSV(ctx context.Context, db database.Beginner, tenantID int64, f Filt
 		return wrapf(err, "write audit export")
 	}
 	record := make([]string, len(CSVHeader))
-	return exportRows(ctx, db, tenantID, f,
+	var count int64
+	err := exportRows(ctx, db, tenantID, f,
 		func() error { cw.Flush(); return cw.Error() },
 		func(r *scanned) error {
+			count++
 			record[0] = strconv.FormatInt(r.TenantID, 10)
 			record[1] = strconv.FormatInt(r.Seq, 10)
 			record[2] = r.OccurredAt.UTC().Format(time.RFC3339Nano)
@@ -108,6 +111,52 @@ func ExportCSV(ctx context.Context, db database.Beginner, tenantID int64, f Filt
 			}
 			return cw.Write(record)
 		})
+	if err != nil {
+		return err
+	}
+	t, err := exportTrailer(ctx, db, tenantID, count)
+	if err != nil {
+		return err
+	}
+	row := make([]string, len(CSVHeader))
+	row[0], row[1], row[2], row[3] = "#trailer", strconv.FormatInt(t.Count, 10), strconv.FormatInt(t.HeadSeq, 10), t.HeadHash
+	if err := cw.Write(row); err != nil {
+		return wrapf(err, "write audit export")
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Trailer ends every export: how many events it holds and the tenant's
+// chain head when the export finished, so a reader can tell a complete
+// export from a cut one and compare the head with a signed checkpoint.
+// CSV: a row "#trailer,<count>,<head seq>,<head hash>" (padded to the
+// header's width); JSON Lines: {"trailer":{...}}.
+type Trailer struct {
+	Count    int64  `json:"count"`
+	HeadSeq  int64  `json:"head_seq"`
+	HeadHash string `json:"head_hash"`
+}
+
+func exportTrailer(ctx context.Context, db database.Beginner, tenantID, count int64) (Trailer, error) {
+	var seq int64
+	var hash []byte
+	err := database.InTenantTx(ctx, db, tenantID, func(tx pgx.Tx) (err error) {
+		seq, hash, err = newStore(tx).head(ctx, tenantID)
+		if errors.Is(err, errNoHead) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return Trailer{}, wrapf(err, "read audit head of tenant %d for export", tenantID)
+	}
+	if hash == nil {
+		hash = genesisHash
+	}
+	// The head read after the export may be past its last event (appends
+	// while it streamed); it is never before it.
+	return Trailer{Count: count, HeadSeq: seq, HeadHash: hex.EncodeToString(hash)}, nil
 }
 
 // CSVCell makes a value safe to open in a spreadsheet: a cell starting with
@@ -139,6 +188,10 @@ type jsonLine struct {
 	JobID      *int64          `json:"job_id"`
 	PrevHash   string          `json:"prev_hash"`
 	Hash       string          `json:"hash"`
+
+	// DetailText is detail exactly as hashed (jsonb's text, spaces and
+	// all); Detail is re-encoded compactly by the JSON encoder.
+	DetailText string `json:"detail_text"`
 }
 
 // ExportJSONLines streams tenantID's events matching f to w, one JSON object
@@ -147,7 +200,9 @@ func ExportJSONLines(ctx context.Context, db database.Beginner, tenantID int64, 
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	return exportRows(ctx, db, tenantID, f, bw.Flush, func(r *scanned) error {
+	var count int64
+	err := exportRows(ctx, db, tenantID, f, bw.Flush, func(r *scanned) error {
+		count++
 		return enc.Encode(jsonLine{
 			TenantID:   r.TenantID,
 			Seq:        r.Seq,
@@ -158,12 +213,26 @@ func ExportJSONLines(ctx context.Context, db database.Beginner, tenantID int64, 
 			Entity:     r.Entity,
 			EntityID:   r.EntityID,
 			Detail:     json.RawMessage(r.DetailText),
+			DetailText: r.DetailText,
 			TraceID:    r.TraceID,
 			JobID:      r.JobID,
 			PrevHash:   hex.EncodeToString(r.PrevHash),
 			Hash:       hex.EncodeToString(r.Hash),
 		})
 	})
+	if err != nil {
+		return err
+	}
+	t, err := exportTrailer(ctx, db, tenantID, count)
+	if err != nil {
+		return err
+	}
+	if err := enc.Encode(struct {
+		Trailer Trailer `json:"trailer"`
+	}{t}); err != nil {
+		return wrapf(err, "write audit export")
+	}
+	return bw.Flush()
 }
 
 func formatNullInt(v *int64) string {

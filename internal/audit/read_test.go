@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,7 +174,9 @@ func TestExportEscapesFormulas(t *testing.T) {
 	if err != nil {
 		t.Fatalf("export is not CSV: %v", err)
 	}
-	if len(recs) != len(hostile)+1 || strings.Join(recs[0], ",") != strings.Join(audit.CSVHeader, ",") {
+	// header, one row per event, and the trailer
+	if len(recs) != len(hostile)+2 || strings.Join(recs[0], ",") != strings.Join(audit.CSVHeader, ",") ||
+		recs[len(recs)-1][0] != "#trailer" || recs[len(recs)-1][1] != strconv.Itoa(len(hostile)) {
 		t.Fatalf("export has %d lines, header %v", len(recs), recs[0])
 	}
 	for i, s := range hostile {
@@ -198,9 +201,10 @@ func TestExportEscapesFormulas(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != len(hostile) {
-		t.Fatalf("JSON Lines export has %d lines, want %d", len(lines), len(hostile))
+	if len(lines) != len(hostile)+1 || !strings.HasPrefix(lines[len(lines)-1], `{"trailer":`) {
+		t.Fatalf("JSON Lines export has %d lines, want %d and the trailer", len(lines), len(hostile))
 	}
+	lines = lines[:len(hostile)]
 	for i, l := range lines {
 		var v struct {
 			Seq      int64  `json:"seq"`
@@ -230,8 +234,8 @@ func TestExportStreamsInBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.lines != 2500 || w.writes < 3 {
-		t.Fatalf("export wrote %d lines in %d writes, want 2500 lines in several writes", w.lines, w.writes)
+	if w.lines != 2501 || w.writes < 3 {
+		t.Fatalf("export wrote %d lines in %d writes, want 2500 lines and the trailer in several writes", w.lines, w.writes)
 	}
 	if w.maxHeld != 0 {
 		t.Fatalf("the export held %d pool connections while writing to its client", w.maxHeld)

@@ -5,9 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/database"
 )
 
 // VerifyResult is the outcome of checking one tenant's chain.
@@ -43,7 +44,7 @@ func Verify(ctx context.Context, db TxBeginner, tenantID int64) (VerifyResult, e
 		return VerifyResult{}, wrapf(err, "begin audit verification of tenant %d", tenantID)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
-	if _, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true)", strconv.FormatInt(tenantID, 10)); err != nil {
+	if err := database.ScopeTx(ctx, tx, tenantID); err != nil {
 		return VerifyResult{}, wrapf(err, "scope audit verification to tenant %d", tenantID)
 	}
 	return verifyTx(ctx, tx, tenantID)

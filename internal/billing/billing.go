@@ -58,6 +58,8 @@ var (
 	ErrNotFound = apperr.NotFound("billing: not found")
 	// ErrUnknownPlan: no plan has that code; nothing was written.
 	ErrUnknownPlan = apperr.Invalid("plan", "Unknown plan.")
+	// ErrSamePlan: a plan change to the current plan; nothing was written.
+	ErrSamePlan = apperr.Invalid("plan", "The tenant is already on this plan.")
 )
 
 // Subscription is a tenant's current subscription.
@@ -115,9 +117,25 @@ func (s *Service) Subscribe(ctx context.Context, tx pgx.Tx, tenantID int64, plan
 	if planCode == "" {
 		return Subscription{}, Change{}, fmt.Errorf("subscribe tenant %d: %w: empty plan code", tenantID, ErrUnknownPlan)
 	}
-	sub, ch, err := subscribeTx(ctx, tx, tenantID, planCode, actorID, s.clock.Now())
+	sub, ch, err := subscribeTx(ctx, tx, tenantID, planCode, actorID, s.clock.Now(), false)
 	if err != nil {
 		return Subscription{}, Change{}, fmt.Errorf("subscribe tenant %d to %q: %w", tenantID, planCode, err)
+	}
+	return sub, ch, nil
+}
+
+// ChangePlan is Subscribe for a deliberate plan change: moving a tenant to
+// the plan it is already on changes nothing, so it returns ErrSamePlan and
+// writes nothing (the check runs under the subscription's row lock, so two
+// racing identical changes cannot both pass it).
+func (s *Service) ChangePlan(ctx context.Context, tx pgx.Tx, tenantID int64, planCode string, actorID *int64) (Subscription, Change, error) {
+	planCode = strings.TrimSpace(planCode)
+	if planCode == "" {
+		return Subscription{}, Change{}, fmt.Errorf("change plan of tenant %d: %w: empty plan code", tenantID, ErrUnknownPlan)
+	}
+	sub, ch, err := subscribeTx(ctx, tx, tenantID, planCode, actorID, s.clock.Now(), true)
+	if err != nil {
+		return Subscription{}, Change{}, fmt.Errorf("change plan of tenant %d to %q: %w", tenantID, planCode, err)
 	}
 	return sub, ch, nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
-func subscribeTx(ctx context.Context, tx pgx.Tx, tenantID int64, planCode string, actorID *int64, now *time.Time) (Subscription, Change, error) {
+func subscribeTx(ctx context.Context, tx pgx.Tx, tenantID int64, planCode string, actorID *int64, now *time.Time, refuseSame bool) (Subscription, Change, error) {
 	q := queries.New(tx)
 	if _, err := q.PlanGet(ctx, planCode); errors.Is(err, pgx.ErrNoRows) {
 		return Subscription{}, Change{}, ErrUnknownPlan
@@ -30,6 +30,9 @@ func subscribeTx(ctx context.Context, tx pgx.Tx, tenantID int64, planCode string
 		old, err := q.SubscriptionGetForUpdate(ctx, tenantID)
 		if err != nil {
 			return Subscription{}, Change{}, fmt.Errorf("lock current subscription: %w", err)
+		}
+		if refuseSame && old.PlanCode == planCode {
+			return Subscription{}, Change{}, ErrSamePlan
 		}
 		from = &old.PlanCode
 		row, err = q.SubscriptionChangePlan(ctx, queries.SubscriptionChangePlanParams{

@@ -34,6 +34,8 @@ type Service struct {
 	tenants *tenant.Service
 	audit   *audit.Service
 	rec     *audit.Recorder
+	// scanWindow bounds a staff list page whose filters no index serves.
+	scanWindow int64
 }
 
 // Config wires a Service.
@@ -44,15 +46,29 @@ type Config struct {
 	Kinds   Kinds       // nil = every kind has job.DefaultMaxAttempts
 	Tenants *tenant.Service
 	Audit   *audit.Service
+	// ScanWindow is how many job ids one page of the staff job list
+	// searches when its filters have no index (kind, queue, trace,
+	// idempotency key, payload without a tenant or id); 0 =
+	// DefaultScanWindow.
+	ScanWindow int64
 }
+
+// DefaultScanWindow bounds one staff job list page with unindexed filters
+// to the newest 20,000 job ids below its cursor: a filter that rarely
+// matches costs one bounded scan per page, not a walk of the whole table,
+// and "older" searches the next window.
+const DefaultScanWindow = 20_000
 
 // New returns a console Service.
 func New(c Config) *Service {
 	if c.Clock == nil {
 		c.Clock = clock.Database{}
 	}
+	if c.ScanWindow <= 0 {
+		c.ScanWindow = DefaultScanWindow
+	}
 	return &Service{app: c.App, system: c.System, clock: c.Clock, kinds: c.Kinds, tenants: c.Tenants,
-		audit: c.Audit, rec: audit.NewRecorder(c.Clock)}
+		audit: c.Audit, rec: audit.NewRecorder(c.Clock), scanWindow: c.ScanWindow}
 }
 
 // Row is one job in a list: the staff pages show all of it, the tenant's

@@ -275,3 +275,100 @@ func TestStatsCacheSharesOneLoad(t *testing.T) {
 		t.Fatalf("negative max age: loads = %d, want 3", loads.Load())
 	}
 }
+
+// TestDeadGroupsFollowOperatorActions: retry and discard move dead
+// letters out of the maintained groups the dead-letter page and the
+// overview read, in the statement that changes the job.
+func TestDeadGroupsFollowOperatorActions(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenants := newTenants(t, db, 1)
+	e := newEngine(t, db, job.Config{})
+	staff := staffUser(t, db)
+	first, second := deadJob(t, db, e, tenants[0]), deadJob(t, db, e, tenants[0])
+	c := newConsole(db, e, nil)
+	ctx := context.Background()
+	check := func(when string, dead, flagged, pending int64) {
+		t.Helper()
+		d, err := c.Dead(ctx, console.DeadQuery{}, 0)
+		if err != nil {
+			t.Fatalf("%s: dead page: %v", when, err)
+		}
+		var n, f int64
+		for _, g := range d.Groups {
+			n, f = n+g.Count, f+g.Flagged
+			if g.Kind != "k" || g.Class != job.ClassPolicy || g.Example != "approval revoked" {
+				t.Fatalf("%s: group %+v", when, g)
+			}
+		}
+		o, err := c.Overview(ctx)
+		if err != nil {
+			t.Fatalf("%s: overview: %v", when, err)
+		}
+		if n != dead || f != flagged || int64(len(d.Rows)) != dead || o.Totals.Dead != dead || o.Totals.Flagged != flagged || o.Totals.Pending != pending {
+			t.Fatalf("%s: groups %d/%d, %d rows, overview %+v; want dead %d flagged %d pending %d",
+				when, n, f, len(d.Rows), o.Totals, dead, flagged, pending)
+		}
+	}
+	check("two dead", 2, 2, 0)
+	if _, err := c.Act(ctx, console.Operator{UserID: staff}, console.ActionRetry, first, "fixed"); err != nil {
+		t.Fatal(err)
+	}
+	check("after retry", 1, 1, 1)
+	if _, err := c.Act(ctx, console.Operator{UserID: staff}, console.ActionDiscard, second, "obsolete"); err != nil {
+		t.Fatal(err)
+	}
+	check("after discard", 0, 0, 1)
+}
+
+// TestJobsUnindexedFilterSearchesWindows: a filter no index serves (a
+// kind, without a tenant) searches one window of ids per page; a page that
+// finds too few continues below its window, and following "older" reaches
+// an old match.
+func TestJobsUnindexedFilterSearchesWindows(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenants := newTenants(t, db, 1)
+	e := newEngine(t, db, job.Config{})
+	ctx := context.Background()
+	rare := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenants[0], Kind: "rare", Payload: json.RawMessage(`{}`)})
+	ps := make([]job.EnqueueParams, 250)
+	for i := range ps {
+		ps[i] = job.EnqueueParams{TenantID: tenants[0], Kind: "common", Payload: json.RawMessage(`{}`)}
+	}
+	if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error { _, err := e.EnqueueMany(ctx, tx, ps); return err }); err != nil {
+		t.Fatal(err)
+	}
+	c := console.New(console.Config{App: db.App, System: db.System, Kinds: e, ScanWindow: 100,
+		Tenants: tenant.NewService(db.App, db.System, nil), Audit: audit.NewService(db.App, db.System)})
+
+	common, err := c.Jobs(ctx, console.JobQuery{Kind: "common"}, 0)
+	if err != nil || len(common.Rows) != 50 || common.SearchedFrom != 0 || common.Next == 0 {
+		t.Fatalf("common kind: %d rows, searched from %d, next %d, %v", len(common.Rows), common.SearchedFrom, common.Next, err)
+	}
+	var before int64
+	for page := 1; ; page++ {
+		res, err := c.Jobs(ctx, console.JobQuery{Kind: "rare"}, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Rows) == 1 && res.Rows[0].ID == rare.ID {
+			if page != 3 || res.Next != 0 {
+				t.Fatalf("found the rare job on page %d (next %d), want page 3 of windows of 100 over 251 jobs, the last", page, res.Next)
+			}
+			break
+		}
+		if len(res.Rows) != 0 || res.SearchedFrom == 0 || res.Next != res.SearchedFrom || (before != 0 && before-res.SearchedFrom != 100) {
+			t.Fatalf("page %d below %d: %d rows, searched from %d, next %d", page, before, len(res.Rows), res.SearchedFrom, res.Next)
+		}
+		before = res.Next
+		if page > 3 {
+			t.Fatal("did not reach the rare job")
+		}
+	}
+	// With a tenant the filter is served by an index: no window.
+	one, err := c.Jobs(ctx, console.JobQuery{Kind: "rare", Tenant: "tenant-1"}, 0)
+	if err != nil || len(one.Rows) != 1 || one.SearchedFrom != 0 {
+		t.Fatalf("rare kind of one tenant: %d rows, searched from %d, %v", len(one.Rows), one.SearchedFrom, err)
+	}
+}

@@ -148,6 +148,17 @@ func payloadFilter(s string) (json.RawMessage, string) {
 type Jobs struct {
 	Tenants tenant.Names
 	keyset.Page[Row]
+	// SearchedFrom, when not 0, is the oldest job id this page searched:
+	// its filters have no index, so it searched one window of ids below
+	// the cursor, and Next continues below that window.
+	SearchedFrom int64
+}
+
+// unindexed reports whether no index narrows the filter (no tenant, no id,
+// and a filter on a column without one), so a page is a bounded scan.
+func (f jobFilter) unindexed() bool {
+	return f.TenantID == 0 && f.ID == 0 &&
+		(f.Kind != "" || f.Queue != "" || f.TraceID != "" || f.IdempotencyKey != "" || len(f.PayloadContains) > 0)
 }
 
 // Jobs returns one page of jobs matching q across tenants, newest first,
@@ -163,9 +174,26 @@ func (s *Service) Jobs(ctx context.Context, q JobQuery, before int64) (Jobs, err
 	if len(errs) > 0 {
 		return out, invalid(errs)
 	}
+	var floor int64
+	if f.unindexed() {
+		top := before - 1
+		if before == 0 {
+			if top, err = newStore(s.system).maxID(ctx); err != nil {
+				return out, err
+			}
+		}
+		if floor = top - s.scanWindow + 1; floor <= 1 {
+			floor = 0
+		}
+	}
 	out.Page, err = onePage(func(limit int) ([]Row, error) {
-		return newFilteredStore(s.system).list(ctx, f, before, limit)
+		return newFilteredStore(s.system).list(ctx, f, before, floor, limit)
 	})
+	if err == nil && floor > 0 && out.Next == 0 {
+		// Fewer matches than a page in this window: older ones may lie
+		// below it.
+		out.Next, out.SearchedFrom = floor, floor
+	}
 	return out, err
 }
 

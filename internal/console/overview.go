@@ -13,8 +13,9 @@ import (
 	"github.com/jejakhq/jejak/internal/tenant"
 )
 
-// The queue overview: live counts from the jobs table's partial indexes,
-// the last hour from the per-minute rollup (job_stats_minute, written by
+// The queue overview: live counts from the maintained counts (job_counts,
+// job_dead_groups) and bounded index probes (running jobs, jobs scheduled
+// ahead, the oldest due job), never a scan of the backlog; the last hour from the per-minute rollup (job_stats_minute, written by
 // the engine's completion and failure statements in the transaction of the
 // state change), and a cache that lets any number of viewers share one
 // snapshot per few seconds instead of each poll counting the jobs table.
@@ -92,7 +93,7 @@ func (o *Overview) Lag() time.Duration {
 }
 
 // Overview takes a snapshot of the queues across tenants: live counts from
-// the three partial indexes (pending, running, dead), the last hour from
+// the maintained counts and bounded probes (see JobAdminLiveCounts), the last hour from
 // the rollup, and the workers' heartbeats. One read-only transaction, a
 // handful of statements; callers share snapshots through a StatsCache.
 func (s *Service) Overview(ctx context.Context) (*Overview, error) {
@@ -144,19 +145,10 @@ func (s *Service) overview(ctx context.Context, tx pgx.Tx, o *Overview) error {
 		return err
 	}
 	for _, r := range live {
-		var c Counts
-		switch r.State {
-		case job.StatePending:
-			c.Pending, c.Due = r.N, r.Extra
-			if r.Oldest != nil && (o.OldestDue == nil || r.Oldest.Before(*o.OldestDue)) {
-				o.OldestDue = r.Oldest
-			}
-		case job.StateRunning:
-			c.Running = r.N
-		case job.StateDead:
-			c.Dead, c.Flagged = r.N, r.Extra
-		}
-		g.add(r.TenantID, r.Kind, c)
+		g.add(r.TenantID, r.Kind, Counts{Pending: r.Pending, Due: r.Due, Running: r.Running, Dead: r.Dead, Flagged: r.Flagged})
+	}
+	if o.OldestDue, err = st.oldestDue(ctx, o.AsOf); err != nil {
+		return err
 	}
 	first := o.AsOf.Truncate(time.Minute).Add(-59 * time.Minute)
 	totals, err := st.statsTotals(ctx, first)

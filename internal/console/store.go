@@ -46,11 +46,20 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func (s store) list(ctx context.Context, f jobFilter, before int64, limit int) ([]Row, error) {
+func (s store) maxID(ctx context.Context) (int64, error) {
+	id, err := s.q.JobAdminMaxID(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("newest job id: %w", err)
+	}
+	return id, nil
+}
+
+func (s store) list(ctx context.Context, f jobFilter, before, floor int64, limit int) ([]Row, error) {
 	rows, err := s.q.JobAdminList(ctx, queries.JobAdminListParams{
 		State: strPtr(string(f.State)), Kind: strPtr(f.Kind), TenantID: idPtr(f.TenantID), Queue: strPtr(f.Queue),
 		ID: idPtr(f.ID), TraceID: strPtr(f.TraceID), IdempotencyKey: strPtr(f.IdempotencyKey),
-		PayloadContains: f.PayloadContains, BeforeID: idPtr(before), Lim: int32(limit),
+		PayloadContains: f.PayloadContains, BeforeID: idPtr(before), FloorID: idPtr(floor), Lim: int32(limit),
+		WithOthers: f.State != job.StateRunning, WithRunning: f.State == "" || f.State == job.StateRunning,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
@@ -71,6 +80,7 @@ func (s store) list(ctx context.Context, f jobFilter, before int64, limit int) (
 func (s store) tenantList(ctx context.Context, tenantID int64, state job.State, before int64, limit int) ([]Row, error) {
 	rows, err := s.q.JobTenantList(ctx, queries.JobTenantListParams{
 		TenantID: tenantID, State: strPtr(string(state)), BeforeID: idPtr(before), Lim: int32(limit),
+		WithOthers: state != job.StateRunning, WithRunning: state == "" || state == job.StateRunning,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list jobs of tenant %d: %w", tenantID, err)
@@ -202,15 +212,12 @@ func (s store) now(ctx context.Context, clk *time.Time) (time.Time, error) {
 	return s.q.JobAdminNow(ctx, clk)
 }
 
-// liveCount is one (tenant, kind, state) group of live jobs. For pending,
-// Extra counts the due ones and Oldest is the oldest due time; for dead,
-// Extra counts the flagged ones.
+// liveCount is one (tenant, kind) group of live jobs.
 type liveCount struct {
-	TenantID int64
-	Kind     string
-	State    job.State
-	N, Extra int64
-	Oldest   *time.Time
+	TenantID              int64
+	Kind                  string
+	Pending, Due, Running int64
+	Dead, Flagged         int64
 }
 
 func (s store) liveCounts(ctx context.Context, now time.Time) ([]liveCount, error) {
@@ -220,13 +227,21 @@ func (s store) liveCounts(ctx context.Context, now time.Time) ([]liveCount, erro
 	}
 	out := make([]liveCount, len(rows))
 	for i, r := range rows {
-		out[i] = liveCount{TenantID: r.TenantID, Kind: r.Kind, State: job.State(r.State), N: r.N, Extra: r.Extra}
-		if t, ok := r.Oldest.(time.Time); ok {
-			t = t.UTC()
-			out[i].Oldest = &t
-		}
+		pending := r.Unfinished - r.Running
+		out[i] = liveCount{TenantID: r.TenantID, Kind: r.Kind, Pending: pending, Due: pending - r.Scheduled,
+			Running: r.Running, Dead: r.Dead, Flagged: r.Flagged}
 	}
 	return out, nil
+}
+
+// oldestDue is the due time of the oldest job waiting, nil when none is.
+func (s store) oldestDue(ctx context.Context, now time.Time) (*time.Time, error) {
+	rows, err := s.q.JobAdminOldestDue(ctx, now)
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	t := rows[0].UTC()
+	return &t, nil
 }
 
 // statTotal is one (tenant, kind)'s finished attempts over a window.

@@ -15,9 +15,11 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/jejakhq/jejak/db/schema"
+	"github.com/jejakhq/jejak/internal/reqctx"
 )
 
-// Roles the pools run as (created by db/schema/00001_roles.sql).
+// Group roles the pools' logins belong to (created by
+// db/schema/00001_roles.sql; the login roles by LoginURL).
 const (
 	// AppRole serves tenant-facing requests: row-level security pins every
 	// read and write to the tenant set by InTenantTx.
@@ -27,20 +29,41 @@ const (
 	SystemRole = "jejak_system"
 )
 
-// Open connects the tenant-facing pool: its connections run as jejak_app, so
-// row-level security applies even when the URL names a superuser. The URL's
-// user must be jejak_app itself or a member of it (a superuser is).
+// Open connects the tenant-facing pool. url is the migration user's (a
+// superuser or the database owner): the pool logs in as the jejak_app_login
+// role derived from it (LoginURL), unless url already names that role.
+// It refuses a role that is a superuser, has BYPASSRLS or owns tables.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
-	return open(ctx, url, AppRole, maxConns)
+	return openDerived(ctx, url, AppRole, maxConns)
 }
 
 // OpenSystem connects the cross-tenant pool used by the job engine and the
-// staff pages; its connections run as jejak_system.
+// staff pages, as the jejak_system_login role derived from url.
 func OpenSystem(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
-	return open(ctx, url, SystemRole, maxConns)
+	return openDerived(ctx, url, SystemRole, maxConns)
 }
 
-func open(ctx context.Context, url, role string, maxConns int32) (*pgxpool.Pool, error) {
+// OpenExplicit connects a pool with an operator-given URL whose user must
+// be a member of group (AppRole or SystemRole) and nothing more; nothing is
+// derived or created (JEJAK_APP_DATABASE_URL, JEJAK_SYSTEM_DATABASE_URL).
+func OpenExplicit(ctx context.Context, url, group string, maxConns int32) (*pgxpool.Pool, error) {
+	return open(ctx, url, group, maxConns)
+}
+
+func openDerived(ctx context.Context, url, group string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if cfg.User != loginFor[group] {
+		if url, err = LoginURL(ctx, url, group); err != nil {
+			return nil, err
+		}
+	}
+	return open(ctx, url, group, maxConns)
+}
+
+func open(ctx context.Context, url, group string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
@@ -48,20 +71,14 @@ func open(ctx context.Context, url, role string, maxConns int32) (*pgxpool.Pool,
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
-	limitsFor(role).apply(cfg)
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		if _, err := c.Exec(ctx, "SET ROLE "+role); err != nil {
-			return fmt.Errorf("set role %s: %w", role, err)
-		}
-		return nil
-	}
+	limitsFor(group).apply(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
 	}
-	if err := pool.Ping(ctx); err != nil {
+	if err := checkRole(ctx, pool, group); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("ping database: %w", err)
+		return nil, err
 	}
 	return pool, nil
 }
@@ -92,6 +109,12 @@ func MigrateDB(ctx context.Context, db *sql.DB) error {
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
+	}
+	// Tables created by migrations after the membership check was added
+	// get it too: every jejak_app tenant policy also requires the signed-in
+	// user's membership (db/schema/00026_rls_membership.sql).
+	if _, err := db.ExecContext(ctx, "SELECT app_enforce_membership()"); err != nil {
+		return fmt.Errorf("enforce membership in row-level security policies: %w", err)
 	}
 	return nil
 }
@@ -124,14 +147,51 @@ func InTx(ctx context.Context, db Beginner, fn func(pgx.Tx) error) (err error) {
 // InTenantTx runs fn in a transaction scoped to one tenant: app.tenant_id is
 // set with is_local=true so it vanishes at commit and never leaks to the next
 // user of a pooled connection. Row-level security policies read it.
+//
+// When ctx carries a signed-in viewer (reqctx.WithViewer, set by the web
+// layer for every signed-in request), app.user_id is set too and the
+// policies also require that user's live membership of the tenant, so a
+// handler that forgot its membership check still reads nothing. Worker and
+// system paths carry no viewer and stay scoped by tenant alone.
 func InTenantTx(ctx context.Context, db Beginner, tenantID int64, fn func(pgx.Tx) error) error {
+	var userID int64
+	if v := reqctx.ViewerFrom(ctx); v != nil {
+		userID = v.UserID
+	}
+	return InTenantUserTx(ctx, db, tenantID, userID, fn)
+}
+
+// InTenantUserTx is InTenantTx for an explicit user (0 = none): the
+// policies admit the transaction only while userID is a member of tenantID.
+func InTenantUserTx(ctx context.Context, db Beginner, tenantID, userID int64, fn func(pgx.Tx) error) error {
 	if tenantID <= 0 {
 		return errors.New("tenant transaction: tenant id must be positive")
 	}
+	if userID < 0 {
+		return errors.New("tenant transaction: user id must not be negative")
+	}
+	user := ""
+	if userID > 0 {
+		user = strconv.FormatInt(userID, 10)
+	}
 	return InTx(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true)", strconv.FormatInt(tenantID, 10)); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true)",
+			strconv.FormatInt(tenantID, 10), user); err != nil {
 			return fmt.Errorf("set tenant: %w", err)
 		}
 		return fn(tx)
 	})
+}
+
+// ScopeTx scopes a transaction the caller began itself (say, a REPEATABLE
+// READ snapshot) exactly as InTenantTx does: the tenant, and the signed-in
+// viewer of ctx when there is one.
+func ScopeTx(ctx context.Context, tx pgx.Tx, tenantID int64) error {
+	var user string
+	if v := reqctx.ViewerFrom(ctx); v != nil && v.UserID > 0 {
+		user = strconv.FormatInt(v.UserID, 10)
+	}
+	_, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true)",
+		strconv.FormatInt(tenantID, 10), user)
+	return err
 }

@@ -47,8 +47,8 @@ func TestMigrationsCreateRestrictedAppRole(t *testing.T) {
 	if err := db.App.QueryRow(ctx, "SELECT current_user").Scan(&current); err != nil {
 		t.Fatalf("current_user: %v", err)
 	}
-	if current != "jejak_app" {
-		t.Fatalf("app pool runs as %q, want jejak_app", current)
+	if current != database.AppLogin {
+		t.Fatalf("app pool runs as %q, want %s", current, database.AppLogin)
 	}
 	// The app role can use tables but not change their shape.
 	if _, err := db.App.Exec(ctx, "ALTER TABLE tenants ADD COLUMN x int"); err == nil {

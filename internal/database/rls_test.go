@@ -25,7 +25,9 @@ func TestTenantTablesForceRowLevelSecurity(t *testing.T) {
 		               WHERE p.polrelid = c.oid
 		                 AND 'jejak_app'::regrole = ANY (p.polroles)
 		                 AND pg_get_expr(p.polqual, p.polrelid) LIKE '%app_tenant_id()%'
-		                 AND pg_get_expr(p.polwithcheck, p.polrelid) LIKE '%app_tenant_id()%'),
+		                 AND pg_get_expr(p.polqual, p.polrelid) LIKE '%SELECT app_is_member()%'
+		                 AND pg_get_expr(p.polwithcheck, p.polrelid) LIKE '%app_tenant_id()%'
+		                 AND pg_get_expr(p.polwithcheck, p.polrelid) LIKE '%SELECT app_is_member()%'),
 		       EXISTS (SELECT 1 FROM pg_policy p
 		               WHERE p.polrelid = c.oid AND 'jejak_system'::regrole = ANY (p.polroles))
 		FROM pg_class c
@@ -52,7 +54,7 @@ func TestTenantTablesForceRowLevelSecurity(t *testing.T) {
 			t.Errorf("%s: row-level security enabled=%v forced=%v, want both", tb.Name, tb.Enabled, tb.Forced)
 		}
 		if !tb.App {
-			t.Errorf("%s: no jejak_app policy on app_tenant_id() for reads and writes", tb.Name)
+			t.Errorf("%s: no jejak_app policy on app_tenant_id() and (SELECT app_is_member()) for reads and writes", tb.Name)
 		}
 		if !tb.Sys {
 			t.Errorf("%s: no jejak_system policy (the cross-tenant path)", tb.Name)

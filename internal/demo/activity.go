@@ -72,10 +72,16 @@ func (a *Activity) Run(ctx context.Context, every time.Duration) {
 	}
 }
 
+type demoMember struct {
+	id   int64
+	role string
+}
+
 type demoTenant struct {
-	id    int64
-	slug  string
-	owner int64
+	id      int64
+	slug    string
+	members []demoMember // everyone, in user id order
+	writers []demoMember // owners and admins
 }
 
 // Step performs one random action for a random demo tenant.
@@ -87,18 +93,25 @@ func (a *Activity) Step(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	actor := tenant.Actor{UserID: t.owner, Role: tenant.RoleOwner, TraceID: newTrace(a.Rand)}
+	// Changes are made by the members who may make them (owners, admins);
+	// anyone, read-only members included, signs in and asks for reports.
+	actor := tenant.Actor{UserID: t.writers[a.Rand.IntN(len(t.writers))].id, TraceID: newTrace(a.Rand)}
+	actor.Role = t.roleOf(actor.UserID)
+	anyone := t.members[a.Rand.IntN(len(t.members))]
+	requester := tenant.Actor{UserID: anyone.id, Role: anyone.role, TraceID: actor.TraceID}
 	switch r := a.Rand.IntN(100); {
 	case r < 20:
 		_, err = a.Tenants.CreateProject(ctx, t.id, actor, projectNames[a.Rand.IntN(len(projectNames))])
 	case r < 30:
 		err = a.deleteOldestProject(ctx, t, actor)
-	case r < 35:
-		err = a.Tenants.ChangePlan(ctx, t.id, actor, tenant.PlanCodes[a.Rand.IntN(len(tenant.PlanCodes))])
+	case r < 33:
+		err = a.changePlan(ctx, t, actor)
+	case r < 36:
+		err = a.Tenants.RecordSignIn(ctx, anyone.id, true, fmt.Sprintf("203.0.113.%d", 10+a.Rand.IntN(200)), actor.TraceID)
 	case r < 40:
 		err = a.systemExport(ctx, t)
 	case r < 60:
-		err = a.enqueue(ctx, t, "email.weekly-report", map[string]any{"tenant_id": t.id}, actor)
+		err = a.enqueue(ctx, t, "email.weekly-report", map[string]any{"tenant_id": t.id}, requester)
 	case r < 67:
 		// An owner address at the bounce domain: retried with backoff, then dead.
 		err = a.enqueue(ctx, t, "email.weekly-report", map[string]any{"tenant_id": t.id, "to": []string{"laporan@" + BounceDomain}}, actor)
@@ -115,16 +128,59 @@ func (a *Activity) Step(ctx context.Context) error {
 	return err
 }
 
+func (t demoTenant) roleOf(id int64) string {
+	for _, m := range t.members {
+		if m.id == id {
+			return m.role
+		}
+	}
+	return ""
+}
+
 func (a *Activity) pickTenant(ctx context.Context) (demoTenant, error) {
 	slug := Tenants[a.Rand.IntN(len(Tenants))].Slug
-	var t demoTenant
-	err := a.System.QueryRow(ctx, `SELECT t.id, t.slug, m.user_id FROM tenants t
-		JOIN memberships m ON m.tenant_id = t.id AND m.role = 'owner'
-		WHERE t.slug = $1 ORDER BY m.user_id LIMIT 1`, slug).Scan(&t.id, &t.slug, &t.owner)
+	t := demoTenant{slug: slug}
+	rows, err := a.System.Query(ctx, `SELECT t.id, m.user_id, m.role FROM tenants t
+		JOIN memberships m ON m.tenant_id = t.id
+		JOIN users u ON u.id = m.user_id AND u.active
+		WHERE t.slug = $1 ORDER BY m.user_id`, slug)
 	if err != nil {
 		return t, fmt.Errorf("demo tenant %s: %w", slug, err)
 	}
+	defer rows.Close()
+	for rows.Next() {
+		var m demoMember
+		if err := rows.Scan(&t.id, &m.id, &m.role); err != nil {
+			return t, fmt.Errorf("demo tenant %s: %w", slug, err)
+		}
+		t.members = append(t.members, m)
+		if m.role == tenant.RoleOwner || m.role == tenant.RoleAdmin {
+			t.writers = append(t.writers, m)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return t, fmt.Errorf("demo tenant %s: %w", slug, err)
+	}
+	if len(t.writers) == 0 {
+		return t, fmt.Errorf("demo tenant %s has no owner", slug)
+	}
 	return t, nil
+}
+
+// changePlan moves the tenant to a plan other than its current one (the
+// service refuses a change that changes nothing).
+func (a *Activity) changePlan(ctx context.Context, t demoTenant, actor tenant.Actor) error {
+	_, plan, err := a.Tenants.Home(ctx, t.id)
+	if err != nil {
+		return err
+	}
+	var choices []string
+	for _, c := range tenant.PlanCodes {
+		if plan == nil || c != plan.Code {
+			choices = append(choices, c)
+		}
+	}
+	return a.Tenants.ChangePlan(ctx, t.id, actor, choices[a.Rand.IntN(len(choices))])
 }
 
 // deleteOldestProject keeps project lists from growing without bound. It

@@ -35,7 +35,7 @@ func TestSeedIsIdempotent(t *testing.T) {
 		}
 	}
 	got := counts()
-	want := [5]int{3, 8, 6, 7, 3}
+	want := [5]int{3, 11, 9, 7, 3}
 	if got != want {
 		t.Fatalf("after two seeds (tenants, users, memberships, projects, plan history) = %v, want %v", got, want)
 	}
@@ -86,6 +86,24 @@ func TestActivityProducesAMixThatSucceedsRetriesAndDies(t *testing.T) {
 		if count(`SELECT count(*) FROM audit_events WHERE action = '`+action+`'`) == 0 {
 			t.Errorf("no %s events", action)
 		}
+	}
+	// Nothing that changes nothing is recorded: a plan "change" always
+	// moves to another plan.
+	if n := count(`SELECT count(*) FROM audit_events WHERE action = 'subscription.change' AND detail->>'from_plan' = detail->>'to_plan'`); n != 0 {
+		t.Errorf("%d plan changes to the same plan were recorded", n)
+	}
+	if count(`SELECT count(*) FROM audit_events WHERE action = 'subscription.change'`) == 0 {
+		t.Error("no plan changes at all")
+	}
+	// Several people act, not only the owners: admins change things,
+	// members sign in and ask for reports.
+	if n := count(`SELECT count(DISTINCT m.role) FROM audit_events e JOIN memberships m
+		ON m.tenant_id = e.tenant_id AND m.user_id = e.actor_id WHERE e.actor_kind = 'user'`); n < 3 {
+		t.Errorf("events by %d kinds of member, want owners, admins and members", n)
+	}
+	if n := count(`SELECT count(*) FROM audit_events e JOIN memberships m ON m.tenant_id = e.tenant_id AND m.user_id = e.actor_id
+		WHERE m.role = 'admin' AND e.action LIKE 'project.%'`); n == 0 {
+		t.Error("no admin ever changed a project")
 	}
 	// Poll with a deadline until the workers have produced both outcomes.
 	for {

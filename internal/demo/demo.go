@@ -36,11 +36,16 @@ var Tenants = []struct {
 // Accounts are the demo sign-ins (password Password).
 var Accounts = []Account{
 	{Email: "budi@melati.test", Name: "Budi Santoso", Tenant: "toko-bunga-melati", Role: "owner"},
-	{Email: "rina@melati.test", Name: "Rina Marlina", Tenant: "toko-bunga-melati", Role: "member"},
+	{Email: "rina@melati.test", Name: "Rina Wulandari", Tenant: "toko-bunga-melati", Role: "member"},
 	{Email: "sari@senja.test", Name: "Sari Wulandari", Tenant: "kopi-senja", Role: "owner"},
 	{Email: "agus@senja.test", Name: "Agus Pratama", Tenant: "kopi-senja", Role: "member"},
 	{Email: "dewi@batik.test", Name: "Dewi Lestari", Tenant: "batik-nusantara", Role: "owner"},
 	{Email: "putri@batik.test", Name: "Putri Ayu", Tenant: "batik-nusantara", Role: "member"},
+	// Admins make changes in the live demo activity too, so the trail is
+	// not one person's.
+	{Email: "eko@melati.test", Name: "Eko Prasetyo", Tenant: "toko-bunga-melati", Role: "admin"},
+	{Email: "joko@senja.test", Name: "Joko Susilo", Tenant: "kopi-senja", Role: "admin"},
+	{Email: "wayan@batik.test", Name: "Wayan Sudarma", Tenant: "batik-nusantara", Role: "admin"},
 	{Email: "support@jejak.test", Name: "Sinta (Support)", Staff: user.StaffSupport},
 	{Email: "admin@jejak.test", Name: "Adi (Admin)", Staff: user.StaffAdmin},
 }

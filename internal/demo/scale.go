@@ -12,6 +12,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
 )
 
 // ScaleOptions sizes the large-data mode (millions of audit events and
@@ -59,6 +60,11 @@ func SeedScale(ctx context.Context, system *pgxpool.Pool, ownerURL string, o Sca
 	}
 	if o.Jobs > 0 {
 		if _, err := seedJobs(ctx, system, tenants, o.Jobs, progress("jobs", o.Jobs)); err != nil {
+			return err
+		}
+		// The seeder writes jobs directly, past the statements that keep
+		// the staff pages' counts.
+		if err := job.RebuildCounts(ctx, system); err != nil {
 			return err
 		}
 	}

@@ -152,3 +152,27 @@ func (s store) deliveries(ctx context.Context, eventIDs []int64, limit int) ([]d
 	}
 	return out, nil
 }
+
+type approvalRow struct {
+	id, tenantID, targetID, requestedBy int64
+	action, reason, state               string
+	requestedAt                         time.Time
+	decidedBy                           *int64
+	decidedAt                           *time.Time
+	decisionReason                      string
+	jobID                               *int64
+}
+
+func (s store) approvals(ctx context.Context, traceID string, limit int) ([]approvalRow, error) {
+	rows, err := s.q.TraceApprovals(ctx, queries.TraceApprovalsParams{TraceID: traceID, Lim: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]approvalRow, len(rows))
+	for i, r := range rows {
+		out[i] = approvalRow{id: r.ID, tenantID: r.TenantID, targetID: r.TargetID, requestedBy: r.RequestedBy,
+			action: r.Action, reason: r.Reason, state: r.State, requestedAt: r.RequestedAt, decidedBy: r.DecidedBy,
+			decidedAt: r.DecidedAt, decisionReason: deref(r.DecisionReason), jobID: r.JobID}
+	}
+	return out, nil
+}

@@ -22,6 +22,10 @@
 --    locked with SKIP LOCKED so concurrent claimers never collide.
 -- 4) picked: the batch by priority, then rank within the tenant (round
 --    robin across tenants), then due time; marked running with a lease.
+--    Each row comes back with the database's check of its payload MAC
+--    (tampered: one jobs_tampered call for the whole batch): the handler
+--    gets exactly this payload, so checking it here is checking it at
+--    start, without another round trip.
 WITH RECURSIVE tenant_walk AS (
     (SELECT j.tenant_id, 1 AS n
        FROM jobs j
@@ -74,6 +78,9 @@ picked AS (
      ORDER BY candidates.priority, CASE WHEN $10::bool THEN candidates.rank ELSE 0 END,
               candidates.available_at, candidates.id
      LIMIT $4::int
+),
+tampered AS (
+    SELECT t.id FROM jobs_tampered(ARRAY(SELECT picked.id FROM picked)) AS t(id)
 )
 UPDATE jobs
    SET state            = 'running',
@@ -87,4 +94,5 @@ RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.queue, jobs.priority, jobs.pa
           jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
           jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
           jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
-          jobs.payload_version
+          jobs.payload_version,
+          NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = jobs.id)

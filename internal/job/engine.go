@@ -41,11 +41,14 @@ type Config struct {
 	BatchSize int
 	// PollInterval is the fallback wake-up when no NOTIFY arrives; 0 = 1s.
 	PollInterval time.Duration
-	// LeaseDuration is how long a claim holds a job before rescue may take
-	// it back; heartbeats extend it for long jobs. 0 = 5 minutes.
+	// LeaseDuration is how long a claim holds a job without renewal before
+	// rescue may hand it to another worker: after a replica dies, its jobs
+	// run elsewhere within about LeaseDuration + HeartbeatInterval.
+	// 0 = 15s (JEJAK_LEASE).
 	LeaseDuration time.Duration
-	// HeartbeatInterval refreshes job_workers and extends leases of jobs
-	// running longer than one interval; 0 = min(5s, LeaseDuration/3).
+	// HeartbeatInterval refreshes job_workers and renews the lease of every
+	// job this engine holds; the maintenance leader rescues expired leases
+	// as often. 0 = min(5s, LeaseDuration/3) (JEJAK_HEARTBEAT).
 	HeartbeatInterval time.Duration
 	// DisableTenantFairness turns the fair claim (equal share of each batch
 	// per tenant with due work, round robin) into plain priority/due-time
@@ -67,8 +70,9 @@ type Config struct {
 	Retention time.Duration
 	// DeadRetention prunes dead letters; 0 = never (they wait for triage).
 	DeadRetention time.Duration
-	// MaintenanceInterval is how often the leader rescues expired leases
-	// and prunes; 0 = 30s.
+	// MaintenanceInterval is how often the leader prunes (rescue of
+	// expired leases and leader election run every HeartbeatInterval, or
+	// this interval when shorter); 0 = 30s.
 	MaintenanceInterval time.Duration
 	// Logger receives operational logs; nil = slog.Default().
 	Logger *slog.Logger
@@ -111,6 +115,9 @@ type kindEntry struct {
 	opts KindOptions
 }
 
+// DefaultLease is the claim lease when Config.LeaseDuration is zero.
+const DefaultLease = 15 * time.Second
+
 // DefaultMaxAttempts is a kind's attempt budget unless it registers
 // another: a transient outage usually passes within two retries (2 and 4
 // minutes with the default backoff), and a failure that outlives them
@@ -145,10 +152,13 @@ func New(cfg Config) (*Engine, error) {
 		cfg.PollInterval = time.Second
 	}
 	if cfg.LeaseDuration <= 0 {
-		cfg.LeaseDuration = 5 * time.Minute
+		cfg.LeaseDuration = DefaultLease
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = min(5*time.Second, cfg.LeaseDuration/3)
+	}
+	if cfg.HeartbeatInterval >= cfg.LeaseDuration {
+		return nil, errors.New("job engine: HeartbeatInterval must be shorter than LeaseDuration")
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultBackoff
@@ -449,9 +459,23 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 }
 
 // Complete marks a job the worker holds as succeeded; ErrNotHeld when the
-// worker does not hold it (never claimed, already finished, rescued).
+// worker does not hold it (never claimed, already finished, rescued). It
+// completes whichever attempt the worker holds now: code that ran a
+// particular claim uses CompleteAttempt.
 func (e *Engine) Complete(ctx context.Context, workerID string, id int64) error {
-	ok, err := storeComplete(ctx, e.pool, e.clock.Now(), workerID, id)
+	attempt, _, err := storeGetHeld(ctx, e.pool, workerID, id)
+	if err != nil {
+		return fmt.Errorf("complete job %d: %w", id, err)
+	}
+	return e.CompleteAttempt(ctx, workerID, id, attempt)
+}
+
+// CompleteAttempt marks a job succeeded only if workerID still holds that
+// attempt of it (the claim token): a completion that arrives after the
+// lease was lost and the job claimed again, by any worker, is refused with
+// ErrNotHeld.
+func (e *Engine) CompleteAttempt(ctx context.Context, workerID string, id int64, attempt int) error {
+	ok, err := storeComplete(ctx, e.pool, e.clock.Now(), workerID, id, attempt)
 	if err != nil {
 		return fmt.Errorf("complete job %d: %w", id, err)
 	}
@@ -472,6 +496,11 @@ func (e *Engine) Fail(ctx context.Context, workerID string, id int64, cause erro
 	return e.fail(ctx, workerID, id, attempt, cause)
 }
 
+// FailAttempt is Fail fenced by the claim token (worker, attempt).
+func (e *Engine) FailAttempt(ctx context.Context, workerID string, id int64, attempt int, cause error) (State, error) {
+	return e.fail(ctx, workerID, id, attempt, cause)
+}
+
 func (e *Engine) fail(ctx context.Context, workerID string, id int64, attempt int, cause error) (State, error) {
 	return e.failIn(ctx, e.pool, workerID, id, attempt, cause)
 }
@@ -483,7 +512,11 @@ func (e *Engine) failIn(ctx context.Context, db Querier, workerID string, id int
 		cause = errors.New("unspecified failure")
 	}
 	e.stats.failures.Add(1)
-	st, err := storeFail(ctx, db, e.clock.Now(), workerID, id, attempt, ClassOf(cause), cause.Error(), e.cfg.Backoff(attempt))
+	backoff := e.cfg.Backoff(attempt)
+	if errors.Is(cause, errShutdown) {
+		backoff = 0 // another replica may take it at once
+	}
+	st, err := storeFail(ctx, db, e.clock.Now(), workerID, id, attempt, ClassOf(cause), cause.Error(), backoff)
 	if err != nil {
 		return "", fmt.Errorf("fail job %d: %w", id, err)
 	}

@@ -108,9 +108,14 @@ func TestEnqueueIsTransactionalAndTenantScoped(t *testing.T) {
 	if !jobs[0].VerifyPayload() {
 		t.Fatalf("claimed payload %s does not verify", jobs[0].Payload)
 	}
-	jobs[0].Payload = json.RawMessage(`{"a": 2, "b": [1, 2]}`)
-	if jobs[0].VerifyPayload() {
-		t.Fatal("a tampered payload verified")
+	// Someone who can edit the row rewrites the payload and recomputes a
+	// plain SHA-256: the server-keyed MAC no longer verifies.
+	if _, err := db.Admin.Exec(ctx, `UPDATE jobs SET payload = '{"a": 2, "b": [1, 2]}',
+		payload_hash = sha256(convert_to('{"a": 2, "b": [1, 2]}', 'UTF8')) WHERE id = $1`, got.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.Get(ctx, got.ID); err != nil || r.VerifyPayload() {
+		t.Fatalf("a tampered payload verified (err %v)", err)
 	}
 }
 

@@ -43,6 +43,7 @@ func (e *Engine) Get(ctx context.Context, id int64) (*Record, error) {
 			ExpiresAt: r.ExpiresAt, IdempotencyKey: deref(r.IdempotencyKey), PayloadHash: r.PayloadHash,
 			WorkerID: deref(r.WorkerID), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
 			AttemptedAt: deref(r.AttemptedAt), LeaseExpiresAt: deref(r.LeaseExpiresAt),
+			payloadIntact: r.PayloadIntact,
 		},
 		State: State(r.State), FinishedAt: r.FinishedAt, LastError: deref(r.LastError),
 		Class: Class(deref(r.ErrorClass)), Flagged: r.Flagged,
@@ -116,3 +117,6 @@ func (e *Engine) Prune(ctx context.Context) (int64, error) { return e.prune(ctx,
 func StatsPrune(ctx context.Context, db Querier, now *time.Time, olderThan time.Duration) (int64, error) {
 	return storeStatsPrune(ctx, db, now, olderThan)
 }
+
+// FoldCounts runs the maintenance leader's fold of the count deltas.
+func (e *Engine) FoldCounts(ctx context.Context) (int64, error) { return storeCountsFold(ctx, e.pool) }

@@ -8,9 +8,7 @@
 package job
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"time"
@@ -63,22 +61,28 @@ type Job struct {
 	RequestedAt    time.Time
 	ExpiresAt      *time.Time
 	IdempotencyKey string
-	PayloadHash    []byte // SHA-256 of the payload at enqueue
+	PayloadHash    []byte // HMAC-SHA256 of the job and its payload, signed by the database at enqueue
 	WorkerID       string
 	AvailableAt    time.Time
 	CreatedAt      time.Time
 	AttemptedAt    time.Time // when this attempt was claimed (engine clock)
 	LeaseExpiresAt time.Time // when the lease ends unless heartbeats extend it
 	PayloadVersion int       // the payload's version, stamped at enqueue
+
+	// payloadIntact is the database's verdict on PayloadHash, read with the
+	// payload (the key never leaves the database).
+	payloadIntact bool
+	// claimedAt is this process's monotonic reading taken just before the
+	// claim: AttemptedAt plus the time elapsed since then is "now" on the
+	// database's clock without asking it.
+	claimedAt time.Time
 }
 
-// VerifyPayload reports whether the payload still hashes to PayloadHash,
-// i.e. nobody changed it between enqueue and run. The hash is taken over PostgreSQL's canonical jsonb text, which
-// is exactly what Payload holds after a claim.
-func (j *Job) VerifyPayload() bool {
-	h := sha256.Sum256(j.Payload)
-	return bytes.Equal(h[:], j.PayloadHash)
-}
+// VerifyPayload reports whether the payload is the one signed at enqueue
+// (SPEC S3). The MAC is keyed with a server secret only the database owner
+// can read, so it is checked by the database as the job is claimed or
+// read; the engine refuses to run a job whose payload fails it.
+func (j *Job) VerifyPayload() bool { return j.payloadIntact }
 
 // KindOptions configures one registered kind.
 type KindOptions struct {
@@ -158,6 +162,9 @@ var (
 	// dead-lettered as a policy failure, since running it late could act
 	// on stale authority.
 	ErrExpired = errors.New("job expired before it ran")
+	// ErrPayloadTampered: the payload no longer matches the MAC signed at
+	// enqueue (the row was edited); the job is refused as a policy failure.
+	ErrPayloadTampered = errors.New("job payload does not match its signed hash")
 	// ErrUnknownKind: no handler is registered for the job's kind; such a
 	// job fails permanently.
 	ErrUnknownKind = errors.New("no handler registered for job kind")

@@ -101,7 +101,7 @@ func (e *Engine) recordStarted(ctx context.Context, j *Job) error {
 func (e *Engine) completeAudited(ctx context.Context, j *Job) error {
 	rec := audit.NewRecorder(e.clock)
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		ok, err := storeComplete(ctx, tx, e.clock.Now(), j.WorkerID, j.ID)
+		ok, err := storeComplete(ctx, tx, e.clock.Now(), j.WorkerID, j.ID, j.Attempt)
 		if err != nil {
 			return err
 		}

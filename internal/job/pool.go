@@ -30,6 +30,9 @@ type runState struct {
 
 	heldMu sync.Mutex
 	held   map[int64]*heldJob // claimed and not yet handed to the completer / failed
+	// finishing counts jobs taken out of held whose outcome is still being
+	// recorded; Stop waits for them so it returns with every outcome stored.
+	finishing sync.WaitGroup
 
 	comp *completer
 
@@ -39,9 +42,25 @@ type runState struct {
 }
 
 type heldJob struct {
-	job   *Job
-	ticks int // heartbeats seen while running
+	job *Job
+	// cancel stops the handler (with ErrLeaseLost when the claim is lost);
+	// nil until a worker starts it.
+	cancel context.CancelCauseFunc
+	// renewed is when the lease was last known good, by this process's
+	// monotonic clock, taken before the statement that set it: the local
+	// deadline renewed+LeaseDuration never passes after the database's.
+	renewed time.Time
 }
+
+// ErrLeaseLost is the cause of a handler's cancelled context when the
+// heartbeat learns its claim is gone (rescued after the lease ran out, or
+// the database was unreachable for longer than a lease).
+var ErrLeaseLost = errors.New("job lease lost: another worker may run this job now")
+
+// errShutdown marks a failure caused by Stop cutting a running handler
+// short: the attempt counts (a handler that ignores cancellation must
+// still use up its attempts) but the retry is due at once.
+var errShutdown = errors.New("worker shut down while the handler was running")
 
 // Start runs the worker pool (when Workers > 0), the heartbeat and the
 // leader-elected maintenance loop, and returns at once. Cancelling ctx stops
@@ -110,13 +129,15 @@ func (e *Engine) Stop(ctx context.Context) error {
 	r.prodStop()
 	<-r.prodDone
 	// Jobs claimed but not yet picked up by a worker go straight back.
-	var unstarted []int64
+	var unstarted []claimToken
 drain:
 	for {
 		select {
 		case j := <-r.jobs:
-			unstarted = append(unstarted, j.ID)
-			r.untrack(j.ID)
+			if r.releaseHeld(j) {
+				unstarted = append(unstarted, claimToken{j.ID, j.Attempt})
+				r.finishing.Done()
+			}
 			r.inflight.Add(-1)
 		default:
 			break drain
@@ -137,15 +158,37 @@ drain:
 	if r.comp != nil {
 		r.comp.stop(cleanup)
 	}
-	// Whatever is still held did not finish in time.
+	// Whatever is still held did not finish in time. A handler that has
+	// started counts its attempt: handing it back with attempt - 1 would
+	// let a handler that ignores cancellation run forever.
 	r.heldMu.Lock()
-	var rest []int64
-	for id := range r.held {
-		rest = append(rest, id)
+	var notStarted []claimToken
+	var cut []*Job
+	for _, h := range r.held {
+		if h.cancel == nil {
+			notStarted = append(notStarted, claimToken{h.job.ID, h.job.Attempt})
+		} else {
+			h.cancel(errShutdown)
+			cut = append(cut, h.job)
+		}
 	}
 	r.held = map[int64]*heldJob{}
 	r.heldMu.Unlock()
-	e.release(cleanup, rest)
+	e.release(cleanup, notStarted)
+	for _, j := range cut {
+		if _, err := e.failJob(cleanup, j, errShutdown); err != nil {
+			e.log.Error("record job cut short by shutdown", "job_id", j.ID, "err", err)
+		}
+	}
+	// Handlers that returned before the snapshot above are recording their
+	// outcome: wait (boundedly) so Stop returns with it stored.
+	recorded := make(chan struct{})
+	go func() { r.finishing.Wait(); close(recorded) }()
+	select {
+	case <-recorded:
+	case <-time.After(10 * time.Second):
+		e.log.Warn("job outcomes still being recorded at shutdown")
+	}
 
 	r.cancel()
 	r.bgDone.Wait()
@@ -155,7 +198,7 @@ drain:
 	return deadlineErr
 }
 
-func (e *Engine) release(ctx context.Context, ids []int64) {
+func (e *Engine) release(ctx context.Context, ids []claimToken) {
 	if len(ids) == 0 {
 		return
 	}
@@ -175,16 +218,51 @@ func (e *Engine) workerInfo(r *runState) WorkerInfo {
 	}
 }
 
-func (r *runState) track(j *Job) {
+// track records a fresh claim of j whose lease was set no earlier than
+// claimedAt. An older attempt of the same job still running here lost its
+// claim (it was rescued and claimed again): its handler is cancelled.
+func (r *runState) track(j *Job, claimedAt time.Time) {
 	r.heldMu.Lock()
-	r.held[j.ID] = &heldJob{job: j}
+	if old, ok := r.held[j.ID]; ok && old.cancel != nil {
+		old.cancel(ErrLeaseLost)
+	}
+	j.claimedAt = claimedAt
+	r.held[j.ID] = &heldJob{job: j, renewed: claimedAt}
 	r.heldMu.Unlock()
 }
 
-func (r *runState) untrack(id int64) {
+// begin gives a worker the context to run j with, or false when the claim
+// was lost while j waited in the channel.
+func (r *runState) begin(j *Job) (context.Context, bool) {
 	r.heldMu.Lock()
-	delete(r.held, id)
-	r.heldMu.Unlock()
+	defer r.heldMu.Unlock()
+	h, ok := r.held[j.ID]
+	if !ok || h.job != j {
+		return nil, false
+	}
+	ctx, cancel := context.WithCancelCause(r.hardCtx)
+	h.cancel = cancel
+	return ctx, true
+}
+
+// lose drops the claims in lost (if they are still the ones held) and
+// cancels their handlers.
+func (r *runState) lose(lost []*Job) int {
+	r.heldMu.Lock()
+	defer r.heldMu.Unlock()
+	n := 0
+	for _, j := range lost {
+		h, ok := r.held[j.ID]
+		if !ok || h.job != j {
+			continue
+		}
+		delete(r.held, j.ID)
+		if h.cancel != nil {
+			h.cancel(ErrLeaseLost)
+		}
+		n++
+	}
+	return n
 }
 
 // releaseHeld drops j from the held set if it is still this claim of the job,
@@ -199,6 +277,10 @@ func (r *runState) releaseHeld(j *Job) bool {
 		return false
 	}
 	delete(r.held, j.ID)
+	if h.cancel != nil {
+		h.cancel(nil) // the handler has returned: free the context
+	}
+	r.finishing.Add(1) // under heldMu: ordered before Stop's snapshot and wait
 	return true
 }
 
@@ -242,6 +324,7 @@ func (e *Engine) produce(r *runState) {
 			continue
 		}
 		n := min(free, e.cfg.BatchSize)
+		claimedAt := time.Now() //nolint:forbidigo // local lease deadline, not domain time
 		// The claim itself is not interrupted by Stop: a claim that
 		// committed on the server but was cancelled in the client would
 		// leave jobs running until their lease expired.
@@ -251,7 +334,7 @@ func (e *Engine) produce(r *runState) {
 		}
 		for _, j := range jobs {
 			r.inflight.Add(1)
-			r.track(j)
+			r.track(j, claimedAt)
 			r.jobs <- j // never blocks: at most 2×Workers jobs are in flight
 		}
 		if err == nil && len(jobs) > 0 {
@@ -277,36 +360,40 @@ func (e *Engine) produce(r *runState) {
 func (e *Engine) worker(r *runState) {
 	defer r.workersDone.Done()
 	for j := range r.jobs {
-		e.execute(r, j)
+		if ctx, ok := r.begin(j); ok {
+			e.execute(r, j, ctx)
+		}
 		r.inflight.Add(-1)
 		signal(r.slotFreed)
 	}
 }
 
-func (e *Engine) execute(r *runState, j *Job) {
+func (e *Engine) execute(r *runState, j *Job, hctx context.Context) {
 	audited := e.sensitive(j.Kind)
 	if audited {
 		if err := e.recordStarted(context.WithoutCancel(r.ctx), j); err != nil {
 			e.log.Error("audit job start", "job_id", j.ID, "err", err)
 		}
 	}
-	began := time.Now()
-	err := e.invoke(r, j)
+	began := time.Now() //nolint:forbidigo // duration measurement, not domain time
+	err := e.invokeCtx(hctx, j)
 	run := time.Since(began)
-	if err != nil && r.hardCtx.Err() != nil {
-		// Cut short by shutdown: Stop releases the job without counting
-		// the attempt.
+	if !r.releaseHeld(j) {
+		// The lease was lost (or Stop recorded the attempt): whoever holds
+		// the job now decides its fate; the claim token fences us out.
+		e.log.Warn("job attempt finished after its claim was lost", "job_id", j.ID, "attempt", j.Attempt,
+			"cause", context.Cause(hctx))
 		return
 	}
-	if !r.releaseHeld(j) {
-		e.log.Warn("job attempt finished after its claim was lost", "job_id", j.ID, "attempt", j.Attempt)
-		return
+	defer r.finishing.Done()
+	if err != nil && r.hardCtx.Err() != nil {
+		err = fmt.Errorf("%w: %w", errShutdown, err)
 	}
 	ctx := context.WithoutCancel(r.ctx)
 	if err == nil {
 		e.observeAttempt(j, nil, "", run)
 		if !audited {
-			r.comp.add(j.ID)
+			r.comp.add(j)
 		} else if cerr := e.completeAudited(ctx, j); cerr != nil {
 			// Left running: lease rescue retries it (at least once).
 			e.log.Error("complete sensitive job", "job_id", j.ID, "err", cerr)
@@ -331,13 +418,9 @@ func (e *Engine) execute(r *runState, j *Job) {
 		"trace_id", j.TraceID, "attempt", j.Attempt, "class", ClassOf(err), "state", st, "err", err)
 }
 
-// invoke runs the handler with its timeout, turning panics into transient
-// failures, unknown kinds into permanent ones and expired jobs into policy
-// failures.
-func (e *Engine) invoke(r *runState, j *Job) (err error) {
-	return e.invokeCtx(r.hardCtx, j)
-}
-
+// invokeCtx runs the handler with its timeout, turning panics into
+// transient failures, unknown kinds into permanent ones and expired or
+// tampered jobs into policy failures.
 func (e *Engine) invokeCtx(ctx context.Context, j *Job) (err error) {
 	ctx, span := e.attemptContext(ctx, j)
 	defer func() { span.End(err) }()
@@ -348,8 +431,13 @@ func (e *Engine) invokeCtx(ctx context.Context, j *Job) (err error) {
 	if err := checkVersion(k.opts, j); err != nil {
 		return err
 	}
-	if j.ExpiresAt != nil && !j.AttemptedAt.Before(*j.ExpiresAt) {
+	// Checked as the handler starts, not only at claim: a job claimed ahead
+	// may wait a whole handler duration in the channel.
+	if j.ExpiresAt != nil && !e.startTime(j).Before(*j.ExpiresAt) {
 		return Policy(fmt.Errorf("%w: expired at %s", ErrExpired, j.ExpiresAt.Format(time.RFC3339)))
+	}
+	if !j.payloadIntact {
+		return Policy(ErrPayloadTampered)
 	}
 	if k.opts.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -362,6 +450,19 @@ func (e *Engine) invokeCtx(ctx context.Context, j *Job) (err error) {
 		}
 	}()
 	return k.h(ctx, j)
+}
+
+// startTime is "now" on the engine's clock as a handler starts: the
+// injected clock when it has a reading, else the database's claim time
+// plus the local time elapsed since the claim (no round trip per job).
+func (e *Engine) startTime(j *Job) time.Time {
+	if t := e.clock.Now(); t != nil {
+		return *t
+	}
+	if j.claimedAt.IsZero() {
+		return j.AttemptedAt
+	}
+	return j.AttemptedAt.Add(time.Since(j.claimedAt))
 }
 
 // listen wakes the producer on every NOTIFY jejak_jobs, reconnecting after
@@ -407,9 +508,9 @@ func (e *Engine) listenOnce(ctx context.Context, r *runState) error {
 	}
 }
 
-// heartbeat refreshes this engine's job_workers row and extends the leases
-// of jobs that have been running for more than one interval, in one
-// statement, so short jobs never pay for it.
+// heartbeat refreshes this engine's job_workers row and renews the lease
+// of every job it holds (running or claimed ahead), so a replica that
+// vanishes loses its jobs one lease after its last beat.
 func (e *Engine) heartbeat(r *runState) {
 	defer r.bgDone.Done()
 	t := time.NewTicker(e.cfg.HeartbeatInterval)
@@ -425,22 +526,73 @@ func (e *Engine) heartbeat(r *runState) {
 }
 
 func (e *Engine) beat(ctx context.Context, r *runState) {
-	var ids []int64
+	// A renewal that hangs (a network that drops packets rather than
+	// refusing them) must count as a failed one, or the local lease check
+	// below would never run.
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.HeartbeatInterval)
+	defer cancel()
+	began := time.Now() //nolint:forbidigo // local lease deadline, not domain time
+	var tokens []claimToken
+	jobs := map[int64]*Job{}
 	r.heldMu.Lock()
 	for id, h := range r.held {
-		h.ticks++
-		if h.ticks > 1 {
-			ids = append(ids, id)
-		}
+		tokens = append(tokens, claimToken{id, h.job.Attempt})
+		jobs[id] = h.job
 	}
 	r.heldMu.Unlock()
-	if len(ids) > 0 {
-		if _, err := storeExtend(ctx, e.pool, e.clock.Now(), e.cfg.WorkerID, ids, e.cfg.LeaseDuration); err != nil && ctx.Err() == nil {
-			e.log.Error("extend job leases", "err", err)
+	if len(tokens) > 0 {
+		kept, err := storeRenew(ctx, e.pool, e.clock.Now(), e.cfg.WorkerID, tokens, e.cfg.LeaseDuration)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Error("renew job leases", "err", err)
+			}
+			e.expireUnrenewed(r, began)
+		} else {
+			e.renewed(r, jobs, kept, began)
 		}
 	}
 	if err := storeWorkerUpsert(ctx, e.pool, e.clock.Now(), e.workerInfo(r)); err != nil && ctx.Err() == nil {
 		e.log.Error("job worker heartbeat", "err", err)
+	}
+}
+
+// renewed records a successful renewal: the kept claims are good until
+// at+LeaseDuration; the others were lost and their handlers are cancelled.
+func (e *Engine) renewed(r *runState, sent map[int64]*Job, kept []int64, at time.Time) {
+	r.heldMu.Lock()
+	for _, id := range kept {
+		if h, ok := r.held[id]; ok && h.job == sent[id] {
+			h.renewed = at
+		}
+		delete(sent, id)
+	}
+	r.heldMu.Unlock()
+	if len(sent) == 0 {
+		return
+	}
+	lost := make([]*Job, 0, len(sent))
+	for _, j := range sent {
+		lost = append(lost, j)
+	}
+	if n := r.lose(lost); n > 0 {
+		e.log.Warn("job leases lost; their handlers are cancelled", "jobs", n)
+	}
+}
+
+// expireUnrenewed gives up the claims whose lease has run out by the local
+// clock while renewals failed: rescue may already have handed them to
+// another worker, so their handlers must stop.
+func (e *Engine) expireUnrenewed(r *runState, now time.Time) {
+	var lost []*Job
+	r.heldMu.Lock()
+	for _, h := range r.held {
+		if now.Sub(h.renewed) >= e.cfg.LeaseDuration {
+			lost = append(lost, h.job)
+		}
+	}
+	r.heldMu.Unlock()
+	if n := r.lose(lost); n > 0 {
+		e.log.Warn("job leases expired while the database was unreachable; handlers cancelled", "jobs", n)
 	}
 }
 
@@ -450,7 +602,7 @@ func (e *Engine) beat(ctx context.Context, r *runState) {
 type completer struct {
 	e       *Engine
 	mu      sync.Mutex
-	ids     []int64
+	ids     []claimToken
 	backlog atomic.Int64 // ids waiting for or inside a flush
 	kick    chan struct{}
 	stopped bool
@@ -464,18 +616,18 @@ func newCompleter(e *Engine) *completer {
 		drained: make(chan struct{}, 1)}
 }
 
-func (c *completer) add(id int64) {
+func (c *completer) add(j *Job) {
 	c.mu.Lock()
 	if c.stopped {
 		c.mu.Unlock()
 		// A handler that finished after Stop's deadline: complete it
-		// directly (ErrNotHeld if Stop already released it).
-		if err := c.e.Complete(context.Background(), c.e.cfg.WorkerID, id); err != nil {
-			c.e.log.Warn("late completion after shutdown", "job_id", id, "err", err)
+		// directly (ErrNotHeld if Stop already recorded the attempt).
+		if err := c.e.CompleteAttempt(context.Background(), c.e.cfg.WorkerID, j.ID, j.Attempt); err != nil {
+			c.e.log.Warn("late completion after shutdown", "job_id", j.ID, "err", err)
 		}
 		return
 	}
-	c.ids = append(c.ids, id)
+	c.ids = append(c.ids, claimToken{j.ID, j.Attempt})
 	c.backlog.Add(1)
 	c.mu.Unlock()
 	signal(c.kick)
@@ -555,36 +707,56 @@ func (e *Engine) maintain(r *runState) {
 	var lead *pgxpool.Conn
 	defer func() {
 		if lead != nil {
-			_, _ = lead.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", maintenanceLockKey)
+			_, _ = lead.Exec(context.Background(), "SELECT pg_advisory_unlock($1), set_config('idle_session_timeout', '0', false)", maintenanceLockKey)
 			lead.Release()
 			e.leader.Store(false)
 		}
 	}()
 	t := time.NewTimer(0)
 	defer t.Stop()
+	every := min(e.cfg.MaintenanceInterval, e.cfg.HeartbeatInterval)
+	var lastPrune time.Time
 	for {
 		select {
 		case <-r.ctx.Done():
 			return
 		case <-t.C:
 		}
-		lead = e.maintainOnce(r.ctx, lead)
-		t.Reset(e.cfg.MaintenanceInterval)
+		now := time.Now() //nolint:forbidigo // interval bookkeeping, not domain time
+		prune := now.Sub(lastPrune) >= e.cfg.MaintenanceInterval
+		var pruned bool
+		lead, pruned = e.maintainOnce(r.ctx, lead, prune)
+		if pruned {
+			lastPrune = now
+		}
+		t.Reset(every)
 	}
 }
 
-// maintainOnce tries to become (or stay) leader and runs one maintenance
-// pass if it is; it returns the leader connection, or nil.
-func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn) *pgxpool.Conn {
+// maintainOnce tries to become (or stay) leader and, if it is, rescues
+// expired leases and, when prune is set, prunes. It returns the leader
+// connection (or nil) and whether it pruned. Rescue runs every heartbeat
+// so a dead replica's jobs come back within a lease and a beat.
+func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune bool) (*pgxpool.Conn, bool) {
 	if lead == nil {
 		c, err := e.pool.Acquire(ctx)
 		if err != nil {
-			return nil
+			return nil, false
 		}
 		var got bool
 		if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", maintenanceLockKey).Scan(&got); err != nil || !got {
 			c.Release()
-			return nil
+			return nil, false
+		}
+		// The lock lives as long as this session. If the leader is cut off
+		// without the connection closing, the server ends the session once
+		// it has been silent for a lease (the leader speaks every beat), so
+		// another replica can take over and rescue.
+		if _, err := c.Exec(ctx, "SELECT set_config('idle_session_timeout', $1, false)",
+			fmt.Sprintf("%dms", e.cfg.LeaseDuration.Milliseconds())); err != nil {
+			_, _ = c.Exec(ctx, "SELECT pg_advisory_unlock($1)", maintenanceLockKey)
+			c.Release()
+			return nil, false
 		}
 		lead = c
 		e.leader.Store(true)
@@ -598,9 +770,12 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn) *pgxpool.
 		if lead.Conn().IsClosed() || lead.Ping(ctx) != nil {
 			lead.Release()
 			e.leader.Store(false)
-			return nil
+			return nil, false
 		}
-		return lead
+		return lead, false
+	}
+	if !prune {
+		return lead, false
 	}
 	if n, err := e.prune(ctx, lead); err != nil {
 		if ctx.Err() == nil {
@@ -612,12 +787,21 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn) *pgxpool.
 	if _, err := storeWorkerDeleteStale(ctx, lead, e.clock.Now(), 24*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune stale workers", "err", err)
 	}
+	// Keep the overview's unfinished counts a short sum: fold the deltas
+	// appended since the last pass.
+	if _, err := storeCountsFold(ctx, lead); err != nil && ctx.Err() == nil {
+		e.log.Error("maintenance: fold job counts", "err", err)
+	}
+	// Owners chart 30 days: fold the minutes into days before pruning them.
+	if _, err := StatsFoldDays(ctx, lead, e.clock.Now()); err != nil && ctx.Err() == nil {
+		e.log.Error("maintenance: fold job stats", "err", err)
+	}
 	// The overview charts the last hour; keep two days of minutes.
 	if _, err := storeStatsPrune(ctx, lead, e.clock.Now(), 48*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune job stats", "err", err)
 	}
 	e.runHooks(ctx)
-	return lead
+	return lead, true
 }
 
 // IsLeader reports whether this engine currently runs maintenance.

@@ -128,7 +128,7 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, erro
 		)
 		if err := rows.Scan(&j.ID, &j.TenantID, &j.Kind, &j.Queue, &j.Priority, &payload,
 			&attempt, &maxAttempts, &j.AvailableAt, &j.CreatedAt, &attemptedAt, &j.TraceID,
-			&j.RequestedBy, &j.RequestedAt, &j.ExpiresAt, &key, &j.PayloadHash, &lease, &version); err != nil {
+			&j.RequestedBy, &j.RequestedAt, &j.ExpiresAt, &key, &j.PayloadHash, &lease, &version, &j.payloadIntact); err != nil {
 			return nil, err
 		}
 		j.Payload = json.RawMessage(payload)
@@ -147,14 +147,31 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, erro
 	return out, rows.Err()
 }
 
-func storeCompleteMany(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ids []int64) ([]int64, error) {
+// claimToken identifies one claim of one job: the worker and the attempt it
+// claimed. Every write that ends or extends a claim is fenced by it.
+type claimToken struct {
+	id      int64
+	attempt int
+}
+
+func tokenArrays(ts []claimToken) ([]int64, []int32) {
+	ids, attempts := make([]int64, len(ts)), make([]int32, len(ts))
+	for i, t := range ts {
+		ids[i], attempts[i] = t.id, int32(t.attempt)
+	}
+	return ids, attempts
+}
+
+func storeCompleteMany(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ts []claimToken) ([]int64, error) {
+	ids, attempts := tokenArrays(ts)
 	return queries.New(db).JobSetCompletedMany(ctx, queries.JobSetCompletedManyParams{
-		Now: now, Ids: ids, WorkerID: workerID,
+		Now: now, Ids: ids, Attempts: attempts, WorkerID: workerID,
 	})
 }
 
-func storeComplete(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, id int64) (bool, error) {
-	done, err := queries.New(db).JobSetCompleted(ctx, queries.JobSetCompletedParams{Now: now, ID: id, WorkerID: workerID})
+func storeComplete(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, id int64, attempt int) (bool, error) {
+	done, err := queries.New(db).JobSetCompleted(ctx, queries.JobSetCompletedParams{
+		Now: now, ID: id, Attempt: int32(attempt), WorkerID: workerID})
 	return len(done) == 1, err
 }
 
@@ -202,13 +219,17 @@ func storeRescue(ctx context.Context, db queries.DBTX, now *time.Time) (retried,
 	return retried, dead, nil
 }
 
-func storeRelease(ctx context.Context, db queries.DBTX, workerID string, ids []int64) (int64, error) {
-	return queries.New(db).JobReleaseMany(ctx, queries.JobReleaseManyParams{Ids: ids, WorkerID: workerID})
+func storeRelease(ctx context.Context, db queries.DBTX, workerID string, ts []claimToken) (int64, error) {
+	ids, attempts := tokenArrays(ts)
+	return queries.New(db).JobReleaseMany(ctx, queries.JobReleaseManyParams{Ids: ids, Attempts: attempts, WorkerID: workerID})
 }
 
-func storeExtend(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ids []int64, lease time.Duration) (int64, error) {
-	return queries.New(db).JobExtendLeases(ctx, queries.JobExtendLeasesParams{
-		Now: now, LeaseSeconds: lease.Seconds(), Ids: ids, WorkerID: workerID,
+// storeRenew extends the leases of the given claims and returns the ids of
+// those the worker still holds.
+func storeRenew(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ts []claimToken, lease time.Duration) ([]int64, error) {
+	ids, attempts := tokenArrays(ts)
+	return queries.New(db).JobRenewLeases(ctx, queries.JobRenewLeasesParams{
+		Now: now, LeaseSeconds: lease.Seconds(), Ids: ids, Attempts: attempts, WorkerID: workerID,
 	})
 }
 
@@ -225,6 +246,11 @@ func storeDeleteFinished(ctx context.Context, db queries.DBTX, now *time.Time, s
 // storeStatsPrune deletes rollup minutes older than olderThan.
 func storeStatsPrune(ctx context.Context, db queries.DBTX, now *time.Time, olderThan time.Duration) (int64, error) {
 	return queries.New(db).JobStatsPrune(ctx, queries.JobStatsPruneParams{Now: now, OlderThanSeconds: olderThan.Seconds()})
+}
+
+// storeStatsFoldDays folds yesterday's and today's minutes into days.
+func storeStatsFoldDays(ctx context.Context, db queries.DBTX, now *time.Time) (int64, error) {
+	return queries.New(db).JobStatsFoldDays(ctx, now)
 }
 
 func storeNotify(ctx context.Context, db queries.DBTX) error {
@@ -263,4 +289,26 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// storeCountsFold folds the appended unfinished-count deltas into
+// job_counts (see JobCountsFold).
+func storeCountsFold(ctx context.Context, db queries.DBTX) (int64, error) {
+	return queries.New(db).JobCountsFold(ctx)
+}
+
+// storeRebuildCounts recounts job_counts and job_dead_groups from jobs;
+// the caller provides the transaction.
+func storeRebuildCounts(ctx context.Context, tx queries.DBTX) error {
+	q := queries.New(tx)
+	if err := q.JobCountsRebuild(ctx); err != nil {
+		return err
+	}
+	if _, err := q.JobCountsFold(ctx); err != nil {
+		return err
+	}
+	if err := q.JobDeadGroupsClear(ctx); err != nil {
+		return err
+	}
+	return q.JobDeadGroupsRebuild(ctx)
 }

@@ -116,10 +116,11 @@ func TestWeeklyReportLandsInDevSink(t *testing.T) {
 	if !m.CreatedAt.Equal(now) || m.From != mail.DefaultFrom || m.MessageID != fmt.Sprintf("weekly-report.%d.41@jejak", f.tenant) {
 		t.Errorf("stored %+v", m)
 	}
-	if want := "Weekly report for Toko Budi: 1 Feb 2026 – 8 Feb 2026"; m.Subject != want {
+	if want := "Laporan mingguan Toko Budi: 1 Feb 2026 – 8 Feb 2026 / Weekly report for Toko Budi: 1 Feb 2026 – 8 Feb 2026"; m.Subject != want {
 		t.Errorf("subject %q, want %q", m.Subject, want)
 	}
-	for _, want := range []string{"Projects: 3 (1 new this week)", "Plan: Pro (active, period ends 3 Mar 2026)"} {
+	for _, want := range []string{"Projects: 3 (1 new this week)", "Plan: Pro (active, period ends 3 Mar 2026)",
+		"Proyek: 3 (1 baru minggu ini)", "Paket: Pro (aktif, periode berakhir 3 Mar 2026)"} {
 		if !strings.Contains(m.Body, want) {
 			t.Errorf("body lacks %q:\n%s", want, m.Body)
 		}

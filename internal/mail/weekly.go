@@ -12,6 +12,7 @@ import (
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds/payload"
 )
@@ -104,25 +105,34 @@ func (h *WeeklyReportHandler) Handle(ctx context.Context, j *job.Job) error {
 	})
 }
 
+// renderWeekly writes the report in Bahasa Indonesia and then in English:
+// recipients are addresses, not accounts with a chosen language, so the
+// mail carries both (Indonesian first, as the tenants are Indonesian).
 func renderWeekly(s weeklySummary) (subject, text string) {
 	loc, err := time.LoadLocation(s.TimeZone)
 	if err != nil {
 		loc = time.UTC
 	}
-	day := func(t time.Time) string { return t.In(loc).Format("2 Jan 2006") }
-	subject = fmt.Sprintf("Weekly report for %s: %s – %s", s.TenantName, day(s.WeekStart), day(s.WeekEnd))
+	var subjects []string
 	var b strings.Builder
-	fmt.Fprintf(&b, "Hello,\n\nThis is the weekly summary of %s for %s – %s.\n\n", s.TenantName, day(s.WeekStart), day(s.WeekEnd))
-	fmt.Fprintf(&b, "Projects: %d (%d new this week)\n", s.ProjectCount, s.ProjectsNew)
-	if s.PlanName == "" {
-		b.WriteString("Plan: none\n")
-	} else {
-		fmt.Fprintf(&b, "Plan: %s (%s", s.PlanName, s.PlanStatus)
-		if s.PeriodEnd != nil {
-			fmt.Fprintf(&b, ", period ends %s", day(*s.PeriodEnd))
+	for i, lang := range []string{i18n.ID, i18n.EN} {
+		day := func(t time.Time) string { return i18n.Date(lang, t.In(loc)) }
+		subjects = append(subjects, i18n.In(lang, "mail.weekly.subject", s.TenantName, day(s.WeekStart), day(s.WeekEnd)))
+		if i > 0 {
+			b.WriteString("\n--------\n\n")
 		}
-		b.WriteString(")\n")
+		b.WriteString(i18n.In(lang, "mail.weekly.hello", s.TenantName, day(s.WeekStart), day(s.WeekEnd)))
+		b.WriteString(i18n.In(lang, "mail.weekly.projects", s.ProjectCount, s.ProjectsNew))
+		if s.PlanName == "" {
+			b.WriteString(i18n.In(lang, "mail.weekly.no_plan"))
+		} else {
+			b.WriteString(i18n.In(lang, "mail.weekly.plan", s.PlanName, i18n.In(lang, "status."+s.PlanStatus)))
+			if s.PeriodEnd != nil {
+				b.WriteString(i18n.In(lang, "mail.weekly.ends", day(*s.PeriodEnd)))
+			}
+			b.WriteString(")\n")
+		}
+		b.WriteString(i18n.In(lang, "mail.weekly.sign"))
 	}
-	b.WriteString("\n— Jejak\n")
-	return subject, b.String()
+	return strings.Join(subjects, " / "), b.String()
 }

@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/tracing"
 )
 
 // RelayConfig configures a Relay. Zero values take the defaults noted.
@@ -58,6 +61,9 @@ type RelayConfig struct {
 	IsLeader func() bool
 	// Logger receives operational logs; nil = slog.Default().
 	Logger *slog.Logger
+	// OnPublished, when set, is told after each batch how many messages
+	// the sink accepted ("ok") and refused ("error"), for metrics.
+	OnPublished func(result string, n int)
 }
 
 // DefaultMaxAttempts is seed 001's retry budget.
@@ -253,6 +259,7 @@ func (r *Relay) claim(ctx context.Context) ([]Envelope, error) {
 
 // deliver publishes a claimed batch and settles it.
 func (r *Relay) deliver(ctx context.Context, msgs []Envelope) error {
+	spans := startPublishSpans(ctx, msgs)
 	pubCtx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	errs := r.sink.Publish(pubCtx, msgs)
 	cancel()
@@ -262,6 +269,10 @@ func (r *Relay) deliver(ctx context.Context, msgs []Envelope) error {
 			errs[i] = errors.New("sink returned a wrong number of results")
 		}
 	}
+	for i, s := range spans {
+		s.End(errs[i])
+	}
+	r.reportPublished(errs)
 	if r.afterPublish != nil && r.afterPublish(msgs) {
 		return errAbandoned
 	}
@@ -270,6 +281,41 @@ func (r *Relay) deliver(ctx context.Context, msgs []Envelope) error {
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer scancel()
 	return r.settle(sctx, ctx.Err() != nil, msgs, errs)
+}
+
+// startPublishSpans starts one span per message in the trace the message
+// carries, so an exported trace runs from the request through the job
+// that wrote the event to its publish. The batch is published as one, so
+// the spans share its duration. Nil when spans are not exported.
+func startPublishSpans(ctx context.Context, msgs []Envelope) []tracing.Span {
+	if !tracing.Enabled() {
+		return nil
+	}
+	spans := make([]tracing.Span, len(msgs))
+	for i, m := range msgs {
+		_, spans[i] = tracing.Start(reqctx.WithTrace(ctx, m.TraceID), "outbox.publish "+m.Type, "",
+			attribute.String("jejak.event_id", m.EventID()), attribute.String("jejak.event_type", m.Type),
+			attribute.Int64("jejak.tenant_id", m.TenantID), attribute.Int("jejak.attempt", m.Attempt))
+	}
+	return spans
+}
+
+func (r *Relay) reportPublished(errs []error) {
+	if r.cfg.OnPublished == nil {
+		return
+	}
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+	}
+	if ok := len(errs) - failed; ok > 0 {
+		r.cfg.OnPublished("ok", ok)
+	}
+	if failed > 0 {
+		r.cfg.OnPublished("error", failed)
+	}
 }
 
 func (r *Relay) settle(ctx context.Context, stopping bool, msgs []Envelope, errs []error) error {

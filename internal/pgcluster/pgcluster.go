@@ -269,3 +269,18 @@ func lockFile(path string) (func(), error) {
 	}
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
+
+// Restart stops the server the way a crash would (immediate mode: no
+// shutdown checkpoint, sessions cut) and starts it again on the same port.
+// Only for a cluster this process started (the chaos suite's own).
+func (c *Cluster) Restart(ctx context.Context) error {
+	if !c.started {
+		return errors.New("restart: this process did not start the cluster")
+	}
+	if err := c.run(ctx, filepath.Join(c.BinDir, "pg_ctl"), "stop", "-D", c.Dir, "-m", "immediate", "-w"); err != nil {
+		return err
+	}
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200", c.Port)
+	return c.run(ctx, filepath.Join(c.BinDir, "pg_ctl"), "start", "-D", c.Dir, "-w", "-t", "60",
+		"-l", filepath.Join(c.Dir, "server.log"), "-o", opts)
+}

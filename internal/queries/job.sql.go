@@ -11,12 +11,27 @@ import (
 	"time"
 )
 
-const jobDeleteFinished = `-- name: JobDeleteFinished :execrows
+const jobDeleteFinished = `-- name: JobDeleteFinished :one
+WITH gone AS (
 DELETE FROM jobs
  WHERE id IN (SELECT f.id FROM jobs f
                WHERE f.state = ANY($1::text[])
                  AND f.finished_at < coalesce($2::timestamptz, now()) - make_interval(secs => $3::float8)
                LIMIT $4::int)
+RETURNING tenant_id, kind, state, error_class, flagged
+), ungrouped AS (
+    -- An upsert in key order rather than an UPDATE ... FROM: rows are
+    -- locked in the order inserted, the same order every writer of
+    -- job_dead_groups uses, so two writers cannot deadlock.
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged)
+    SELECT tenant_id, kind, coalesce(error_class, ''), -count(*), -count(*) FILTER (WHERE flagged)
+      FROM gone WHERE state = 'dead'
+     GROUP BY 1, 2, 3
+     ORDER BY 1, 2, 3
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + EXCLUDED.n, flagged = g.flagged + EXCLUDED.flagged
+)
+SELECT count(*)::bigint FROM gone
 `
 
 type JobDeleteFinishedParams struct {
@@ -26,53 +41,62 @@ type JobDeleteFinishedParams struct {
 	MaxRows          int32
 }
 
-// Retention in bounded slices so a prune never holds long locks.
+// Retention in bounded slices so a prune never holds long locks. Pruned
+// dead letters leave their groups in the same statement.
 func (q *Queries) JobDeleteFinished(ctx context.Context, arg JobDeleteFinishedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, jobDeleteFinished,
+	row := q.db.QueryRow(ctx, jobDeleteFinished,
 		arg.States,
 		arg.Now,
 		arg.OlderThanSeconds,
 		arg.MaxRows,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const jobExtendLeases = `-- name: JobExtendLeases :execrows
-UPDATE jobs
-   SET lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8)
- WHERE id = ANY($3::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = $4::text
-`
-
-type JobExtendLeasesParams struct {
-	Now          *time.Time
-	LeaseSeconds float64
-	Ids          []int64
-	WorkerID     string
-}
-
-func (q *Queries) JobExtendLeases(ctx context.Context, arg JobExtendLeasesParams) (int64, error) {
-	result, err := q.db.Exec(ctx, jobExtendLeases,
-		arg.Now,
-		arg.LeaseSeconds,
-		arg.Ids,
-		arg.WorkerID,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const jobGet = `-- name: JobGet :one
-SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, payload_version, depends_on, has_dependents FROM jobs WHERE id = $1
+SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, payload_version, depends_on, has_dependents, job_payload_intact(id, tenant_id, kind, payload, payload_hash) AS payload_intact
+  FROM jobs WHERE id = $1
 `
 
-func (q *Queries) JobGet(ctx context.Context, id int64) (Job, error) {
+type JobGetRow struct {
+	ID             int64
+	TenantID       int64
+	Kind           string
+	Queue          string
+	Priority       int16
+	State          string
+	Payload        json.RawMessage
+	Attempt        int32
+	MaxAttempts    int32
+	AvailableAt    time.Time
+	CreatedAt      time.Time
+	AttemptedAt    *time.Time
+	FinishedAt     *time.Time
+	WorkerID       *string
+	LeaseExpiresAt *time.Time
+	LastError      *string
+	ErrorClass     *string
+	Errors         json.RawMessage
+	Flagged        bool
+	TraceID        string
+	RequestedBy    *int64
+	RequestedAt    time.Time
+	ExpiresAt      *time.Time
+	IdempotencyKey *string
+	PayloadHash    []byte
+	PayloadVersion int32
+	DependsOn      *int64
+	HasDependents  bool
+	PayloadIntact  bool
+}
+
+// payload_intact: the stored payload still matches the MAC signed at
+// enqueue with the server key (jobs_sign_payload).
+func (q *Queries) JobGet(ctx context.Context, id int64) (JobGetRow, error) {
 	row := q.db.QueryRow(ctx, jobGet, id)
-	var i Job
+	var i JobGetRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -102,6 +126,7 @@ func (q *Queries) JobGet(ctx context.Context, id int64) (Job, error) {
 		&i.PayloadVersion,
 		&i.DependsOn,
 		&i.HasDependents,
+		&i.PayloadIntact,
 	)
 	return i, err
 }
@@ -147,6 +172,7 @@ func (q *Queries) JobGetHeld(ctx context.Context, arg JobGetHeldParams) (JobGetH
 
 const jobInsertMany = `-- name: JobInsertMany :many
 
+WITH ins AS (
 INSERT INTO jobs (tenant_id, kind, queue, priority, payload, max_attempts,
                   available_at, created_at, trace_id, requested_by, requested_at,
                   expires_at, idempotency_key, payload_hash)
@@ -168,6 +194,13 @@ FROM (SELECT unnest($2::bigint[]) AS tenant_id, unnest($3::text[]) AS kind,
              unnest($12::text[]) AS idempotency_key) u
 ON CONFLICT (tenant_id, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, tenant_id, kind, idempotency_key
+), counted AS (
+    -- The overview's unfinished count: appended, never upserted, because
+    -- this runs in the caller's transaction (see job_count_deltas).
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, count(*) FROM ins GROUP BY tenant_id, kind
+)
+SELECT id, tenant_id, kind, idempotency_key FROM ins
 `
 
 type JobInsertManyParams struct {
@@ -311,25 +344,77 @@ func (q *Queries) JobNotify(ctx context.Context) error {
 
 const jobReleaseMany = `-- name: JobReleaseMany :execrows
 UPDATE jobs
-   SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL
- WHERE id = ANY($1::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = $2::text
+   SET state = 'pending', attempt = greatest(jobs.attempt - 1, 0), lease_expires_at = NULL
+  FROM (SELECT unnest($2::bigint[]) AS id, unnest($3::int[]) AS attempt) AS held
+ WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+   AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = $1::text
 `
 
 type JobReleaseManyParams struct {
-	Ids      []int64
 	WorkerID string
+	Ids      []int64
+	Attempts []int32
 }
 
-// Graceful shutdown: hand unfinished jobs back without consuming an attempt.
+// Graceful shutdown: hand back jobs whose handler never started, without
+// consuming an attempt. Fenced by claim token like completion.
 func (q *Queries) JobReleaseMany(ctx context.Context, arg JobReleaseManyParams) (int64, error) {
-	result, err := q.db.Exec(ctx, jobReleaseMany, arg.Ids, arg.WorkerID)
+	result, err := q.db.Exec(ctx, jobReleaseMany, arg.WorkerID, arg.Ids, arg.Attempts)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
+const jobRenewLeases = `-- name: JobRenewLeases :many
+UPDATE jobs
+   SET lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8)
+  FROM (SELECT unnest($4::bigint[]) AS id, unnest($5::int[]) AS attempt) AS held
+ WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+   AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = $3::text
+RETURNING jobs.id
+`
+
+type JobRenewLeasesParams struct {
+	Now          *time.Time
+	LeaseSeconds float64
+	WorkerID     string
+	Ids          []int64
+	Attempts     []int32
+}
+
+// The heartbeat renews the lease of every job this worker holds and learns
+// which it still holds: an id missing from the result was rescued (its
+// lease ran out while the worker could not reach the database) or taken
+// by an operator, and its handler must stop.
+func (q *Queries) JobRenewLeases(ctx context.Context, arg JobRenewLeasesParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, jobRenewLeases,
+		arg.Now,
+		arg.LeaseSeconds,
+		arg.WorkerID,
+		arg.Ids,
+		arg.Attempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobRescueExpired = `-- name: JobRescueExpired :many
+WITH rescued AS (
 UPDATE jobs
    SET state = CASE WHEN attempt < max_attempts THEN 'pending' ELSE 'dead' END,
        available_at = CASE WHEN attempt < max_attempts
@@ -344,7 +429,21 @@ UPDATE jobs
            'worker', worker_id, 'class', 'transient',
            'error', 'lease expired: worker ' || worker_id || ' stopped heartbeating'))
  WHERE state = 'running' AND lease_expires_at < coalesce($1::timestamptz, now())
-RETURNING id, state
+RETURNING id, state, tenant_id, kind, flagged, finished_at
+), grouped AS (
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged, last_at, last_id)
+    SELECT tenant_id, kind, 'transient', count(*), count(*) FILTER (WHERE flagged), max(finished_at), max(id)
+      FROM rescued WHERE state = 'dead'
+     GROUP BY tenant_id, kind
+     ORDER BY tenant_id, kind
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + EXCLUDED.n, flagged = g.flagged + EXCLUDED.flagged,
+           last_at = greatest(g.last_at, EXCLUDED.last_at), last_id = greatest(g.last_id, EXCLUDED.last_id)
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -count(*) FROM rescued WHERE state = 'dead' GROUP BY tenant_id, kind
+)
+SELECT id, state FROM rescued
 `
 
 type JobRescueExpiredRow struct {
@@ -354,7 +453,8 @@ type JobRescueExpiredRow struct {
 
 // Jobs whose worker stopped extending the lease (crashed, partitioned):
 // retried now, or dead when the attempt was the last one. The lost attempt
-// is recorded in the history like any transient failure.
+// is recorded in the history like any transient failure. Those that die
+// join their dead-letter group and leave the unfinished count.
 func (q *Queries) JobRescueExpired(ctx context.Context, now *time.Time) ([]JobRescueExpiredRow, error) {
 	rows, err := q.db.Query(ctx, jobRescueExpired, now)
 	if err != nil {
@@ -380,7 +480,7 @@ WITH done AS (
     UPDATE jobs
        SET state = 'succeeded', finished_at = coalesce($1::timestamptz, now()),
            lease_expires_at = NULL
-     WHERE id = $2 AND lease_expires_at IS NOT NULL AND worker_id = $3::text
+     WHERE id = $2 AND attempt = $3 AND lease_expires_at IS NOT NULL AND worker_id = $4::text
     RETURNING id, tenant_id, kind
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
@@ -388,6 +488,9 @@ WITH done AS (
       FROM done
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET succeeded = job_stats_minute.succeeded + 1
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -1 FROM done
 )
 SELECT id FROM done
 `
@@ -395,12 +498,19 @@ SELECT id FROM done
 type JobSetCompletedParams struct {
 	Now      *time.Time
 	ID       int64
+	Attempt  int32
 	WorkerID string
 }
 
-// One job; counted in the rollup like JobSetCompletedMany.
+// One job, fenced by its claim token; counted in the rollup like
+// JobSetCompletedMany.
 func (q *Queries) JobSetCompleted(ctx context.Context, arg JobSetCompletedParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, jobSetCompleted, arg.Now, arg.ID, arg.WorkerID)
+	rows, err := q.db.Query(ctx, jobSetCompleted,
+		arg.Now,
+		arg.ID,
+		arg.Attempt,
+		arg.WorkerID,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -425,8 +535,10 @@ WITH done AS (
     UPDATE jobs
        SET state = 'succeeded', finished_at = coalesce($1::timestamptz, now()),
            lease_expires_at = NULL
-     WHERE id = ANY($2::bigint[]) AND lease_expires_at IS NOT NULL AND worker_id = $3::text
-    RETURNING id, tenant_id, kind
+      FROM (SELECT unnest($3::bigint[]) AS id, unnest($4::int[]) AS attempt) AS held
+     WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+       AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = $2::text
+    RETURNING jobs.id, jobs.tenant_id, jobs.kind
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
     SELECT tenant_id, date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), kind, count(*)
@@ -434,20 +546,26 @@ WITH done AS (
       ORDER BY tenant_id, kind
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET succeeded = job_stats_minute.succeeded + EXCLUDED.succeeded
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -count(*) FROM done GROUP BY tenant_id, kind
 )
 SELECT id FROM done
 `
 
 type JobSetCompletedManyParams struct {
 	Now      *time.Time
-	Ids      []int64
 	WorkerID string
+	Ids      []int64
+	Attempts []int32
 }
 
 // The fair batch claim lives in internal/job/claim.sql: sqlc's analyzer
 // cannot follow its recursive CTE and lateral LIMIT.
-// Batched completion of jobs this worker holds (the engine checks in
-// memory that each is still the attempt it claimed).
+// Batched completion of jobs this worker holds. Each id comes with the
+// attempt it was claimed as: (worker, attempt) is the claim token, so a
+// late completion of an earlier attempt can never finish a later one,
+// even when the same worker claimed both.
 //
 // Held-job checks in this file test "lease_expires_at IS NOT NULL" rather
 // than "state = running": the two are equivalent (a lease exists exactly
@@ -460,7 +578,12 @@ type JobSetCompletedManyParams struct {
 // (job_stats_minute): no extra round trip, and the count commits exactly
 // with the state change.
 func (q *Queries) JobSetCompletedMany(ctx context.Context, arg JobSetCompletedManyParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, jobSetCompletedMany, arg.Now, arg.Ids, arg.WorkerID)
+	rows, err := q.db.Query(ctx, jobSetCompletedMany,
+		arg.Now,
+		arg.WorkerID,
+		arg.Ids,
+		arg.Attempts,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +620,7 @@ WITH failed AS (
                'attempt', attempt, 'at', coalesce($2::timestamptz, now()),
                'worker', worker_id, 'class', $1::text, 'error', $4::text))
      WHERE id = $5 AND attempt = $6 AND lease_expires_at IS NOT NULL AND worker_id = $7::text
-    RETURNING state, available_at, tenant_id, kind
+    RETURNING id, state, available_at, finished_at, tenant_id, kind, flagged
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, failed, dead)
     SELECT tenant_id, date_trunc('minute', coalesce($2::timestamptz, now()), 'UTC'), kind,
@@ -505,6 +628,18 @@ WITH failed AS (
       FROM failed
     ON CONFLICT (tenant_id, minute, kind) DO UPDATE
        SET failed = job_stats_minute.failed + 1, dead = job_stats_minute.dead + EXCLUDED.dead
+), grouped AS (
+    -- A dead letter joins its group for the dead-letter page and leaves
+    -- the unfinished count.
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged, last_at, last_id)
+    SELECT tenant_id, kind, $1::text, 1, CASE WHEN flagged THEN 1 ELSE 0 END, finished_at, id
+      FROM failed WHERE state = 'dead'
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + 1, flagged = g.flagged + EXCLUDED.flagged,
+           last_at = greatest(g.last_at, EXCLUDED.last_at), last_id = greatest(g.last_id, EXCLUDED.last_id)
+), uncounted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, -1 FROM failed WHERE state = 'dead'
 )
 SELECT state, available_at FROM failed
 `

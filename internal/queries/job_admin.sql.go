@@ -58,14 +58,13 @@ const jobAdminDeadGroups = `-- name: JobAdminDeadGroups :many
 SELECT g.kind, g.error_class, g.n, g.flagged, g.last_at,
        coalesce((SELECT j.last_error FROM jobs j WHERE j.id = g.last_id), '')::text AS example
 FROM (
-    SELECT kind, coalesce(error_class, '')::text AS error_class, count(*)::bigint AS n,
-           count(*) FILTER (WHERE flagged)::bigint AS flagged,
-           max(finished_at)::timestamptz AS last_at, max(id)::bigint AS last_id
-    FROM jobs
-    WHERE state = 'dead'
-      AND ($1::bigint IS NULL OR tenant_id = $1::bigint)
-    GROUP BY kind, coalesce(error_class, '')
-    ORDER BY count(*) DESC, kind, coalesce(error_class, '')
+    SELECT kind, error_class, sum(n)::bigint AS n, sum(flagged)::bigint AS flagged,
+           coalesce(max(last_at), 'epoch')::timestamptz AS last_at, max(last_id)::bigint AS last_id
+    FROM job_dead_groups
+    WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)
+    GROUP BY kind, error_class
+    HAVING sum(n) > 0
+    ORDER BY sum(n) DESC, kind, error_class
     LIMIT 200
 ) g
 ORDER BY g.n DESC, g.kind, g.error_class
@@ -80,9 +79,12 @@ type JobAdminDeadGroupsRow struct {
 	Example    string
 }
 
-// Dead letters grouped by kind and failure class. The aggregate reads only
-// jobs_dead_all_idx (index-only); each group's example is the newest
-// error, fetched by primary key for the few groups shown.
+// Dead letters grouped by kind and failure class, from the maintained
+// groups (job_dead_groups: a few rows per tenant and kind), so the page
+// costs the same however many dead letters there are and whether or not
+// vacuum has caught up with the jobs table. Each group's example is the
+// error of its newest dead letter, fetched by primary key for the groups
+// shown.
 func (q *Queries) JobAdminDeadGroups(ctx context.Context, tenantID *int64) ([]JobAdminDeadGroupsRow, error) {
 	rows, err := q.db.Query(ctx, jobAdminDeadGroups, tenantID)
 	if err != nil {
@@ -266,10 +268,24 @@ func (q *Queries) JobAdminDeadLock(ctx context.Context, arg JobAdminDeadLockPara
 }
 
 const jobAdminDiscardMany = `-- name: JobAdminDiscardMany :many
+WITH discarded AS (
 UPDATE jobs
    SET state = 'cancelled', finished_at = coalesce($1::timestamptz, now())
  WHERE id = ANY($2::bigint[]) AND state = 'dead'
-RETURNING id
+RETURNING id, tenant_id, kind, error_class, flagged
+), ungrouped AS (
+    -- An upsert in key order rather than an UPDATE ... FROM: rows are
+    -- locked in the order inserted, the same order every writer of
+    -- job_dead_groups uses, so two writers cannot deadlock.
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged)
+    SELECT tenant_id, kind, coalesce(error_class, ''), -count(*), -count(*) FILTER (WHERE flagged)
+      FROM discarded
+     GROUP BY 1, 2, 3
+     ORDER BY 1, 2, 3
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + EXCLUDED.n, flagged = g.flagged + EXCLUDED.flagged
+)
+SELECT id FROM discarded
 `
 
 type JobAdminDiscardManyParams struct {
@@ -277,7 +293,8 @@ type JobAdminDiscardManyParams struct {
 	Ids []int64
 }
 
-// Operator discard: dead letters become cancelled and stay for the record.
+// Operator discard: dead letters become cancelled and stay for the record,
+// and leave their dead-letter groups in the same statement.
 func (q *Queries) JobAdminDiscardMany(ctx context.Context, arg JobAdminDiscardManyParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, jobAdminDiscardMany, arg.Now, arg.Ids)
 	if err != nil {
@@ -303,21 +320,49 @@ const jobAdminList = `-- name: JobAdminList :many
 SELECT j.id, j.tenant_id, j.kind, j.queue, j.priority, j.state, j.attempt, j.max_attempts,
        j.available_at, j.created_at, j.finished_at, j.last_error, j.error_class, j.flagged,
        j.trace_id, j.worker_id
-FROM jobs j
-WHERE ($1::text IS NULL OR j.state = $1::text)
-  AND ($2::text IS NULL OR j.kind = $2::text)
-  AND ($3::bigint IS NULL OR j.tenant_id = $3::bigint)
-  AND ($4::text IS NULL OR j.queue = $4::text)
-  AND ($5::bigint IS NULL OR j.id = $5::bigint)
-  AND ($6::text IS NULL OR j.trace_id = $6::text)
-  AND ($7::text IS NULL OR j.idempotency_key = $7::text)
-  AND ($8::jsonb IS NULL OR j.payload @> $8::jsonb)
-  AND ($9::bigint IS NULL OR j.id < $9::bigint)
+FROM (
+    (SELECT o.id, o.tenant_id, o.kind, o.queue, o.priority, o.state, o.attempt, o.max_attempts,
+            o.available_at, o.created_at, o.finished_at, o.last_error, o.error_class, o.flagged,
+            o.trace_id, o.worker_id
+       FROM jobs o
+      WHERE $1::bool AND o.state <> 'running'
+        AND ($2::text IS NULL OR o.state = $2::text)
+        AND ($3::text IS NULL OR o.kind = $3::text)
+        AND ($4::bigint IS NULL OR o.tenant_id = $4::bigint)
+        AND ($5::text IS NULL OR o.queue = $5::text)
+        AND ($6::bigint IS NULL OR o.id = $6::bigint)
+        AND ($7::text IS NULL OR o.trace_id = $7::text)
+        AND ($8::text IS NULL OR o.idempotency_key = $8::text)
+        AND ($9::jsonb IS NULL OR o.payload @> $9::jsonb)
+        AND ($10::bigint IS NULL OR o.id < $10::bigint)
+        AND ($11::bigint IS NULL OR o.id >= $11::bigint)
+      ORDER BY o.id DESC
+      LIMIT $12::int)
+    UNION ALL
+    (SELECT r.id, r.tenant_id, r.kind, r.queue, r.priority, r.state, r.attempt, r.max_attempts,
+            r.available_at, r.created_at, r.finished_at, r.last_error, r.error_class, r.flagged,
+            r.trace_id, r.worker_id
+       FROM jobs r
+      WHERE $13::bool AND r.state = 'running'
+        AND ($2::text IS NULL OR r.state = $2::text)
+        AND ($3::text IS NULL OR r.kind = $3::text)
+        AND ($4::bigint IS NULL OR r.tenant_id = $4::bigint)
+        AND ($5::text IS NULL OR r.queue = $5::text)
+        AND ($6::bigint IS NULL OR r.id = $6::bigint)
+        AND ($7::text IS NULL OR r.trace_id = $7::text)
+        AND ($8::text IS NULL OR r.idempotency_key = $8::text)
+        AND ($9::jsonb IS NULL OR r.payload @> $9::jsonb)
+        AND ($10::bigint IS NULL OR r.id < $10::bigint)
+        AND ($11::bigint IS NULL OR r.id >= $11::bigint)
+      ORDER BY r.id DESC
+      LIMIT $12::int)
+) j
 ORDER BY j.id DESC
-LIMIT $10::int
+LIMIT $12::int
 `
 
 type JobAdminListParams struct {
+	WithOthers      bool
 	State           *string
 	Kind            *string
 	TenantID        *int64
@@ -327,7 +372,9 @@ type JobAdminListParams struct {
 	IdempotencyKey  *string
 	PayloadContains json.RawMessage
 	BeforeID        *int64
+	FloorID         *int64
 	Lim             int32
+	WithRunning     bool
 }
 
 type JobAdminListRow struct {
@@ -356,8 +403,16 @@ type JobAdminListRow struct {
 // present.
 // The job list, newest first, keyset on id. payload_contains is a jsonb
 // object matched with @> (one field=value search).
+//
+// Two branches, like the tenant list (JobTenantList): jobs not running,
+// where a tenant filter reads only that tenant's rows through
+// jobs_tenant_idx, and running jobs through jobs_running_idx (few).
+// with_others / with_running switch a branch off when the state filter
+// excludes it. floor_id, when set, bounds the scan to ids in
+// [floor_id, before_id) for filters no index serves (see console.Jobs).
 func (q *Queries) JobAdminList(ctx context.Context, arg JobAdminListParams) ([]JobAdminListRow, error) {
 	rows, err := q.db.Query(ctx, jobAdminList,
+		arg.WithOthers,
 		arg.State,
 		arg.Kind,
 		arg.TenantID,
@@ -367,7 +422,9 @@ func (q *Queries) JobAdminList(ctx context.Context, arg JobAdminListParams) ([]J
 		arg.IdempotencyKey,
 		arg.PayloadContains,
 		arg.BeforeID,
+		arg.FloorID,
 		arg.Lim,
+		arg.WithRunning,
 	)
 	if err != nil {
 		return nil, err
@@ -405,31 +462,43 @@ func (q *Queries) JobAdminList(ctx context.Context, arg JobAdminListParams) ([]J
 }
 
 const jobAdminLiveCounts = `-- name: JobAdminLiveCounts :many
-SELECT tenant_id, kind, 'pending'::text AS state, count(*)::bigint AS n,
-       count(*) FILTER (WHERE available_at <= $1::timestamptz)::bigint AS extra,
-       min(available_at) FILTER (WHERE available_at <= $1::timestamptz) AS oldest
-  FROM jobs WHERE state = 'pending' GROUP BY tenant_id, kind
-UNION ALL
-SELECT tenant_id, kind, 'running'::text, count(*)::bigint, 0::bigint, min(attempted_at)
-  FROM jobs WHERE state = 'running' GROUP BY tenant_id, kind
-UNION ALL
-SELECT tenant_id, kind, 'dead'::text, count(*)::bigint, count(*) FILTER (WHERE flagged)::bigint, max(finished_at)
-  FROM jobs WHERE state = 'dead' GROUP BY tenant_id, kind
+SELECT tenant_id, kind, sum(unfinished)::bigint AS unfinished, sum(running)::bigint AS running,
+       sum(scheduled)::bigint AS scheduled, sum(dead)::bigint AS dead, sum(flagged)::bigint AS flagged
+FROM (
+    SELECT c.tenant_id, c.kind, c.unfinished, 0::bigint AS running, 0::bigint AS scheduled,
+           0::bigint AS dead, 0::bigint AS flagged
+      FROM job_counts c
+    UNION ALL
+    SELECT d.tenant_id, d.kind, d.unfinished, 0, 0, 0, 0 FROM job_count_deltas d
+    UNION ALL
+    SELECT r.tenant_id, r.kind, 0, 1, 0, 0, 0 FROM jobs r WHERE r.state = 'running'
+    UNION ALL
+    SELECT s.tenant_id, s.kind, 0, 0, 1, 0, 0 FROM jobs s
+     WHERE s.state = 'pending' AND s.available_at > $1::timestamptz
+    UNION ALL
+    SELECT g.tenant_id, g.kind, 0, 0, 0, g.n, g.flagged FROM job_dead_groups g
+) x
+GROUP BY tenant_id, kind
+HAVING sum(unfinished) <> 0 OR sum(dead) <> 0 OR sum(running) <> 0
 `
 
 type JobAdminLiveCountsRow struct {
-	TenantID int64
-	Kind     string
-	State    string
-	N        int64
-	Extra    int64
-	Oldest   interface{}
+	TenantID   int64
+	Kind       string
+	Unfinished int64
+	Running    int64
+	Scheduled  int64
+	Dead       int64
+	Flagged    int64
 }
 
-// Live counts for the overview, one branch per partial index (claim,
-// running, dead) so none of them reads succeeded or cancelled rows. For
-// pending, "extra" counts jobs already due and oldest is the oldest due
-// time (the lag); for dead, extra counts flagged ones.
+// Live counts for the overview per tenant and kind, none of them a scan of
+// the backlog: unfinished (pending + running) from the maintained counts
+// plus the deltas not folded yet; running from jobs_running_idx (bounded
+// by the workers' capacity); dead and flagged from the dead-letter groups;
+// "scheduled" counts pending jobs due after now through
+// jobs_pending_at_idx (the jobs scheduled ahead, not the backlog). Pending
+// is unfinished minus running, due is pending minus scheduled.
 func (q *Queries) JobAdminLiveCounts(ctx context.Context, now time.Time) ([]JobAdminLiveCountsRow, error) {
 	rows, err := q.db.Query(ctx, jobAdminLiveCounts, now)
 	if err != nil {
@@ -442,10 +511,11 @@ func (q *Queries) JobAdminLiveCounts(ctx context.Context, now time.Time) ([]JobA
 		if err := rows.Scan(
 			&i.TenantID,
 			&i.Kind,
-			&i.State,
-			&i.N,
-			&i.Extra,
-			&i.Oldest,
+			&i.Unfinished,
+			&i.Running,
+			&i.Scheduled,
+			&i.Dead,
+			&i.Flagged,
 		); err != nil {
 			return nil, err
 		}
@@ -455,6 +525,18 @@ func (q *Queries) JobAdminLiveCounts(ctx context.Context, now time.Time) ([]JobA
 		return nil, err
 	}
 	return items, nil
+}
+
+const jobAdminMaxID = `-- name: JobAdminMaxID :one
+SELECT coalesce(max(id), 0)::bigint FROM jobs
+`
+
+// The newest job id (0 when none): one probe at the end of the primary key.
+func (q *Queries) JobAdminMaxID(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, jobAdminMaxID)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const jobAdminNow = `-- name: JobAdminNow :one
@@ -468,7 +550,37 @@ func (q *Queries) JobAdminNow(ctx context.Context, now *time.Time) (time.Time, e
 	return column_1, err
 }
 
+const jobAdminOldestDue = `-- name: JobAdminOldestDue :many
+SELECT available_at FROM jobs
+ WHERE state = 'pending' AND available_at <= $1::timestamptz
+ ORDER BY available_at
+ LIMIT 1
+`
+
+// The due time of the oldest pending job already due (no row when none):
+// one probe at the low end of jobs_pending_at_idx.
+func (q *Queries) JobAdminOldestDue(ctx context.Context, now time.Time) ([]time.Time, error) {
+	rows, err := q.db.Query(ctx, jobAdminOldestDue, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []time.Time{}
+	for rows.Next() {
+		var available_at time.Time
+		if err := rows.Scan(&available_at); err != nil {
+			return nil, err
+		}
+		items = append(items, available_at)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobAdminRetryMany = `-- name: JobAdminRetryMany :many
+WITH retried AS (
 UPDATE jobs
    SET state = 'pending',
        available_at = coalesce($1::timestamptz, now()),
@@ -476,9 +588,26 @@ UPDATE jobs
        lease_expires_at = NULL,
        flagged = false,
        max_attempts = u.max_attempts
-  FROM (SELECT unnest($2::bigint[]) AS id, unnest($3::int[]) AS max_attempts) u
- WHERE jobs.id = u.id AND jobs.state = 'dead'
-RETURNING jobs.id
+  FROM (SELECT unnest($2::bigint[]) AS id, unnest($3::int[]) AS max_attempts) u,
+       (SELECT w.id, w.flagged FROM jobs w WHERE w.id = ANY($2::bigint[])) was
+ WHERE jobs.id = u.id AND was.id = u.id AND jobs.state = 'dead'
+RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.error_class, was.flagged
+), ungrouped AS (
+    -- An upsert in key order rather than an UPDATE ... FROM: rows are
+    -- locked in the order inserted, the same order every writer of
+    -- job_dead_groups uses, so two writers cannot deadlock.
+    INSERT INTO job_dead_groups AS g (tenant_id, kind, error_class, n, flagged)
+    SELECT tenant_id, kind, coalesce(error_class, ''), -count(*), -count(*) FILTER (WHERE flagged)
+      FROM retried
+     GROUP BY 1, 2, 3
+     ORDER BY 1, 2, 3
+    ON CONFLICT (tenant_id, kind, error_class) DO UPDATE
+       SET n = g.n + EXCLUDED.n, flagged = g.flagged + EXCLUDED.flagged
+), counted AS (
+    INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+    SELECT tenant_id, kind, count(*) FROM retried GROUP BY tenant_id, kind
+)
+SELECT id FROM retried
 `
 
 type JobAdminRetryManyParams struct {
@@ -491,6 +620,10 @@ type JobAdminRetryManyParams struct {
 // attempt budget (max_attempts per job, computed by the caller); the
 // attempt counter and the errors history are kept, the review flag is
 // cleared. Only jobs still dead change.
+//
+// The same statement moves the jobs out of their dead-letter groups and
+// back into the unfinished count. The caller has locked the rows (FOR
+// UPDATE), so "was" reads the values the update replaces.
 func (q *Queries) JobAdminRetryMany(ctx context.Context, arg JobAdminRetryManyParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, jobAdminRetryMany, arg.Now, arg.Ids, arg.MaxAttempts)
 	if err != nil {

@@ -11,21 +11,39 @@ import (
 )
 
 const jobTenantList = `-- name: JobTenantList :many
-SELECT id, kind, queue, state, attempt, max_attempts, available_at, created_at,
-       finished_at, last_error, error_class, trace_id
-FROM jobs
-WHERE tenant_id = $1
-  AND ($2::text IS NULL OR state = $2::text)
-  AND ($3::bigint IS NULL OR id < $3::bigint)
-ORDER BY id DESC
-LIMIT $4
+SELECT j.id, j.kind, j.queue, j.state, j.attempt, j.max_attempts, j.available_at, j.created_at,
+       j.finished_at, j.last_error, j.error_class, j.trace_id
+FROM (
+    (SELECT o.id, o.kind, o.queue, o.state, o.attempt, o.max_attempts, o.available_at, o.created_at,
+            o.finished_at, o.last_error, o.error_class, o.trace_id
+       FROM jobs o
+      WHERE $1::bool
+        AND o.tenant_id = $2 AND o.state <> 'running'
+        AND ($3::text IS NULL OR o.state = $3::text)
+        AND ($4::bigint IS NULL OR o.id < $4::bigint)
+      ORDER BY o.id DESC
+      LIMIT $5)
+    UNION ALL
+    (SELECT r.id, r.kind, r.queue, r.state, r.attempt, r.max_attempts, r.available_at, r.created_at,
+            r.finished_at, r.last_error, r.error_class, r.trace_id
+       FROM jobs r
+      WHERE $6::bool
+        AND r.tenant_id = $2 AND r.state = 'running'
+        AND ($4::bigint IS NULL OR r.id < $4::bigint)
+      ORDER BY r.id DESC
+      LIMIT $5)
+) j
+ORDER BY j.id DESC
+LIMIT $5
 `
 
 type JobTenantListParams struct {
-	TenantID int64
-	State    *string
-	BeforeID *int64
-	Lim      int32
+	WithOthers  bool
+	TenantID    int64
+	State       *string
+	BeforeID    *int64
+	Lim         int32
+	WithRunning bool
 }
 
 type JobTenantListRow struct {
@@ -46,12 +64,21 @@ type JobTenantListRow struct {
 // One tenant's jobs for its owner's read-only page, newest first, keyset on
 // id (never OFFSET), optionally one state. The caller runs it in the
 // tenant's transaction, so row-level security pins the tenant as well.
+//
+// Two branches so a page reads only this tenant's rows, never the primary
+// key backwards past every other tenant's: jobs not running through
+// jobs_tenant_idx (tenant_id, id), running ones through jobs_running_idx
+// (few: bounded by the workers). with_others / with_running switch a
+// branch off for the running tab and the other tabs (a false parameter
+// stops the branch before it reads anything).
 func (q *Queries) JobTenantList(ctx context.Context, arg JobTenantListParams) ([]JobTenantListRow, error) {
 	rows, err := q.db.Query(ctx, jobTenantList,
+		arg.WithOthers,
 		arg.TenantID,
 		arg.State,
 		arg.BeforeID,
 		arg.Lim,
+		arg.WithRunning,
 	)
 	if err != nil {
 		return nil, err

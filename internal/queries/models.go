@@ -7,6 +7,8 @@ package queries
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type AlertEvent struct {
@@ -46,6 +48,13 @@ type AlertWorkerMinute struct {
 	Failures int64
 }
 
+type AppSecret struct {
+	Name string
+	Key  []byte
+	Ipad []byte
+	Opad []byte
+}
+
 type Approval struct {
 	TenantID       int64
 	ID             int64
@@ -63,6 +72,12 @@ type Approval struct {
 	ConsumedAt     *time.Time
 	ConsumedByJob  *int64
 	TraceID        string
+}
+
+type AuditDayCount struct {
+	TenantID int64
+	Day      pgtype.Date
+	Events   int64
 }
 
 type AuditEvent struct {
@@ -98,6 +113,17 @@ type IdempotencyKey struct {
 	JobID            *int64
 	FirstProcessedAt time.Time
 	CompletedAt      *time.Time
+}
+
+type Invitation struct {
+	TenantID   int64
+	ID         int64
+	Email      string
+	Role       string
+	InvitedBy  *int64
+	CreatedAt  time.Time
+	AcceptedAt *time.Time
+	RevokedAt  *time.Time
 }
 
 type Invoice struct {
@@ -143,6 +169,28 @@ type Job struct {
 	HasDependents  bool
 }
 
+type JobCount struct {
+	TenantID   int64
+	Kind       string
+	Unfinished int64
+}
+
+type JobCountDelta struct {
+	TenantID   int64
+	Kind       string
+	Unfinished int64
+}
+
+type JobDeadGroup struct {
+	TenantID   int64
+	Kind       string
+	ErrorClass string
+	N          int64
+	Flagged    int64
+	LastAt     *time.Time
+	LastID     *int64
+}
+
 type JobPause struct {
 	Scope    string
 	Name     string
@@ -162,6 +210,14 @@ type JobPauseLog struct {
 	Auto    bool
 	At      time.Time
 	Detail  json.RawMessage
+}
+
+type JobStatsDay struct {
+	TenantID  int64
+	Day       pgtype.Date
+	Succeeded int64
+	Failed    int64
+	Dead      int64
 }
 
 type JobStatsMinute struct {
@@ -400,6 +456,7 @@ type User struct {
 	StaffRole    *string
 	Active       bool
 	CreatedAt    time.Time
+	Locale       *string
 }
 
 type UserSession struct {

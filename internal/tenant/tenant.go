@@ -38,6 +38,8 @@ var (
 	ErrNotFound = apperr.NotFound("not found")
 	// ErrReadOnly: members may look but not change.
 	ErrReadOnly = apperr.Forbidden("members have read-only access")
+	// ErrSamePlan: the tenant is already on the chosen plan; nothing changes.
+	ErrSamePlan = apperr.Invalid("plan", "The tenant is already on this plan.")
 )
 
 // Tenant is one customer organisation.
@@ -258,7 +260,12 @@ func (s *Service) ChangePlan(ctx context.Context, tenantID int64, actor Actor, p
 	}
 	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
 		uid := actor.UserID
-		_, ch, err := s.plans.Subscribe(ctx, tx, tenantID, planCode, &uid)
+		// A "change" to the current plan changes nothing: billing refuses
+		// it, so the trail never records a change from pro to pro.
+		_, ch, err := s.plans.ChangePlan(ctx, tx, tenantID, planCode, &uid)
+		if errors.Is(err, billing.ErrSamePlan) {
+			return ErrSamePlan
+		}
 		if errors.Is(err, billing.ErrUnknownPlan) {
 			return apperr.Invalid("plan", "Choose one of the offered plans.")
 		}
@@ -327,6 +334,13 @@ func (s *Service) RecordSignIn(ctx context.Context, userID int64, ok bool, ip, t
 	return database.InTx(ctx, s.system, func(tx pgx.Tx) error {
 		tenants, err := newStore(tx).tenantsOfUser(ctx, userID)
 		if err != nil {
+			return err
+		}
+		ids := make([]int64, len(tenants))
+		for i, t := range tenants {
+			ids[i] = t.ID
+		}
+		if err := s.audit.LockHeads(ctx, tx, ids); err != nil {
 			return err
 		}
 		for _, t := range tenants {

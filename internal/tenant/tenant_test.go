@@ -111,3 +111,36 @@ func TestProjectsStayInTheirTenant(t *testing.T) {
 		t.Fatalf("member create: %v", err)
 	}
 }
+
+// TestChangePlanRefusesANoOp: a "change" to the current plan is refused
+// and writes nothing (no plan history row, no audit event); a real change
+// is recorded once.
+func TestChangePlanRefusesANoOp(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	melati := e.id(t, `SELECT id FROM tenants WHERE slug = 'toko-bunga-melati'`)
+	budi := e.id(t, `SELECT id FROM users WHERE email = 'budi@melati.test'`)
+	owner := tenant.Actor{UserID: budi, Role: tenant.RoleOwner, TraceID: "t-plan"}
+	written := func() int64 {
+		return e.id(t, `SELECT (SELECT count(*) FROM audit_events WHERE tenant_id = $1)
+			+ (SELECT count(*) FROM subscription_changes WHERE tenant_id = $1)`, melati)
+	}
+	before := written()
+	err := e.svc.ChangePlan(ctx, melati, owner, "pro") // Melati is on pro
+	if !errors.Is(err, tenant.ErrSamePlan) || apperr.CodeOf(err) != apperr.CodeInvalid {
+		t.Fatalf("pro → pro: %v, want ErrSamePlan", err)
+	}
+	if after := written(); after != before {
+		t.Fatalf("a no-op plan change wrote %d rows", after-before)
+	}
+	if err := e.svc.ChangePlan(ctx, melati, owner, "free"); err != nil {
+		t.Fatal(err)
+	}
+	if after := written(); after != before+2 {
+		t.Fatalf("pro → free wrote %d rows, want 2 (history + audit)", after-before)
+	}
+	if err := e.svc.ChangePlan(ctx, melati, owner, " free "); !errors.Is(err, tenant.ErrSamePlan) {
+		t.Fatalf("free → free: %v", err)
+	}
+}

@@ -34,9 +34,11 @@ import (
 
 // DB is one test's database.
 type DB struct {
-	// App is a pool running as jejak_app, exactly like the application's.
+	// App is a pool logged in as jejak_app_login (member of jejak_app
+	// only), exactly like the application's.
 	App *pgxpool.Pool
-	// System is a pool running as jejak_system, the cross-tenant path.
+	// System is a pool logged in as jejak_system_login, the cross-tenant
+	// path.
 	System *pgxpool.Pool
 	// Admin is a superuser pool for set-up and inspection that must not be
 	// limited by row-level security or privileges.

@@ -56,6 +56,9 @@ func fromRow(r queries.User) *User {
 	if r.StaffRole != nil {
 		u.StaffRole = *r.StaffRole
 	}
+	if r.Locale != nil {
+		u.Locale = *r.Locale
+	}
 	return u
 }
 
@@ -64,4 +67,14 @@ func mapErr(err error, what string) error {
 		return ErrNotFound
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// SetLocale saves a user's language (nil = follow the browser); false when
+// no such user.
+func (s *Store) SetLocale(ctx context.Context, id int64, locale *string) (bool, error) {
+	n, err := s.q.UserSetLocale(ctx, queries.UserSetLocaleParams{Locale: locale, ID: id})
+	if err != nil {
+		return false, fmt.Errorf("set locale of user %d: %w", id, err)
+	}
+	return n > 0, nil
 }

@@ -36,7 +36,10 @@ type User struct {
 	Name      string
 	StaffRole string // "", "support" or "admin"
 	Active    bool
-	hash      string
+	// Locale is the language the user chose for the dashboard ("id", "en");
+	// "" = follow the browser.
+	Locale string
+	hash   string
 }
 
 // IsStaff reports whether the user is support or admin staff.

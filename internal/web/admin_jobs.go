@@ -49,6 +49,9 @@ func (s *Server) adminJobs(c echo.Context) error {
 	}
 	tenants, all := adminTenants(res.Tenants)
 	vm := admin.JobsVM{Form: form, AllTenants: all, Tenants: tenants, FirstPage: before == 0, Rows: adminRows(res.Rows)}
+	if res.SearchedFrom != 0 {
+		vm.SearchedFrom = strconv.FormatInt(res.SearchedFrom, 10)
+	}
 	if res.Next != 0 {
 		next := url.Values{}
 		for k, v := range q {

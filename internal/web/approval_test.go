@@ -135,7 +135,7 @@ func TestDisableAccessTwoPersonFlow(t *testing.T) {
 		t.Fatalf("tenant search: %d %.300s", a.status, a.body)
 	}
 	page := sup.get("/admin/tenants/toko-bunga-melati")
-	if page.status != 200 || !strings.Contains(page.body, "Rina Marlina") || !strings.Contains(page.body, `data-testid="staff-audit"`) {
+	if page.status != 200 || !strings.Contains(page.body, "Rina Wulandari") || !strings.Contains(page.body, `data-testid="staff-audit"`) {
 		t.Fatalf("tenant page: %d %.500s", page.status, page.body)
 	}
 	sup.get("/admin/tenants/toko-bunga-melati?action=project.create")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/user"
@@ -37,7 +38,7 @@ func (s *Server) login(c echo.Context) error {
 	case errors.As(err, &throttled):
 		c.Response().Header().Set("Retry-After", fmt.Sprint(int(throttled.RetryAfter.Seconds())+1))
 		return render(c, http.StatusTooManyRequests, auth.LoginPage(auth.LoginVM{Email: email,
-			Error: fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", int(throttled.RetryAfter.Minutes())+1)}))
+			Error: i18n.T(c.Request().Context(), "Too many failed sign-ins. Try again in %d minutes.", int(throttled.RetryAfter.Minutes())+1)}))
 	case errors.Is(err, user.ErrBusy):
 		c.Response().Header().Set("Retry-After", "1")
 		return render(c, http.StatusServiceUnavailable, auth.LoginPage(auth.LoginVM{Email: email,
@@ -95,6 +96,9 @@ func (s *Server) logout(c echo.Context) error {
 // of one tenant straight to it, others to a chooser.
 func (s *Server) start(c echo.Context) error {
 	v := viewer(c)
+	if s.pendingInvitations(c) {
+		return c.Redirect(http.StatusSeeOther, "/invitations")
+	}
 	ts, err := s.Tenants.TenantsOf(c.Request().Context(), v.UserID)
 	if err != nil {
 		return err

@@ -1,6 +1,10 @@
 package web_test
 
 import (
+	"os"
+
+	"github.com/jejakhq/jejak/internal/anchor"
+
 	"context"
 	"io"
 	"log/slog"
@@ -55,6 +59,12 @@ func newAdminFixture(t *testing.T, statsMaxAge time.Duration) *fixture {
 func newHandler(db *testdb.DB, engine *job.Engine, log *slog.Logger, statsMaxAge time.Duration) http.Handler {
 	deps := app.NewDeps(db.App, db.System, engine, clock.Database{}, log)
 	deps.StatsMaxAge = statsMaxAge
+	dir, err := os.MkdirTemp("", "jejak-anchors-")
+	if err == nil {
+		if store, err := anchor.Open(dir); err == nil {
+			deps.Anchors = anchor.NewService(store, db.System)
+		}
+	}
 	return web.New(deps)
 }
 

@@ -23,13 +23,16 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(filesOnly{static.FS})))))
 
 	// Everything below has a session and CSRF protection on every POST.
-	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.csrf, s.loadViewer)
+	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.csrf, s.loadViewer, s.locale)
 	app.GET("/login", s.loginForm)
+	app.POST("/locale", s.localeSet)
 	app.POST("/login", s.login)
 	app.POST("/logout", s.logout)
 
 	signedIn := app.Group("", s.requireViewer)
 	signedIn.GET("/", s.start)
+	signedIn.GET("/invitations", s.myInvitations)
+	signedIn.POST("/invitations/:id/accept", s.invitationAccept)
 
 	// Tenant owner/admin/member pages: membership required, else 404.
 	t := signedIn.Group("/t/:slug", s.requireMember)
@@ -44,8 +47,15 @@ func (s *Server) routes(e *echo.Echo) {
 	t.GET("/audit/export.csv", s.auditExport(audit.FormatCSV), s.streamDeadline)
 	t.GET("/audit/export.jsonl", s.auditExport(audit.FormatJSONLines), s.streamDeadline)
 	t.POST("/audit/verify", s.auditVerify)
+	t.GET("/audit/checkpoint", s.auditCheckpoint)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
+	// -- the team: any member reads it, owners change it --
+	t.GET("/members", s.tenantMembers)
+	t.POST("/members/invite", s.memberInvite)
+	t.POST("/members/:user_id/role", s.memberRole)
+	t.POST("/members/:user_id/remove", s.memberRemove)
+	t.POST("/invitations/:id/revoke", s.invitationRevoke)
 	t.GET("/billing", s.tenantBilling)
 	// -- tenant webhooks (owners/admins; members 403) --
 	t.GET("/webhooks", s.tenantWebhooks)

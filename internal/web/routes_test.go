@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -20,6 +21,7 @@ const (
 	toLogin                 // anonymous: 303 to /login
 	forbidden               // 403: known, not allowed
 	notFound                // 404: must not even learn the resource exists
+	notTheirs               // 404 on the viewer's own route (their name may show in the page's header)
 )
 
 var roles = []string{"anonymous", "budi@melati.test", "rina@melati.test", "sari@senja.test", "support@jejak.test", "admin@jejak.test"}
@@ -35,6 +37,21 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	owner.login("budi@melati.test")
 	owner.post("/t/toko-bunga-melati/projects", owner.withCSRF(url.Values{"name": {"Matriks"}}), false)
 	project := f.projectID("toko-bunga-melati", "Matriks")
+	// The team routes act on people outside the roles below, so no role's
+	// own access changes while the matrix runs.
+	eko := f.userID("eko@melati.test")
+	var leaving int64
+	if err := f.db.Admin.QueryRow(context.Background(), `WITH u AS (INSERT INTO users (email, name, password_hash)
+		VALUES ('pergi@melati.test', 'Pergi', 'x') RETURNING id)
+		INSERT INTO memberships (tenant_id, user_id, role) SELECT $1, id, 'member' FROM u RETURNING user_id`,
+		f.tenantID("toko-bunga-melati")).Scan(&leaving); err != nil {
+		t.Fatal(err)
+	}
+	owner.post("/t/toko-bunga-melati/members/invite", owner.withCSRF(url.Values{"email": {"baru@example.com"}, "role": {"member"}}), false)
+	invitation := f.count(`SELECT id FROM invitations WHERE email = 'baru@example.com'`)
+	owner.post("/t/toko-bunga-melati/members/invite", owner.withCSRF(url.Values{"email": {"tamu@example.com"}, "role": {"member"}}), false)
+	// Addressed to nobody in the matrix: accepting it is a 404 for all.
+	guestInvitation := f.count(`SELECT id FROM invitations WHERE email = 'tamu@example.com'`)
 	hook, delivery := f.webhookWithDelivery("toko-bunga-melati")
 	deadByRole := map[string]int64{}
 	for _, r := range roles {
@@ -59,6 +76,9 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	signedIn := map[string]access{"anonymous": toLogin, "budi@melati.test": allowed, "rina@melati.test": allowed,
 		"sari@senja.test": allowed, "support@jejak.test": allowed, "admin@jejak.test": allowed}
 
+	nobody := map[string]access{"anonymous": toLogin, "budi@melati.test": notTheirs, "rina@melati.test": notFound,
+		"sari@senja.test": notFound, "support@jejak.test": notFound, "admin@jejak.test": notFound}
+
 	type rule struct {
 		path string // concrete path
 		form url.Values
@@ -66,37 +86,46 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	}
 	reason := url.Values{"reason": {"matrix test"}}
 	rules := map[string]rule{
-		"GET /healthz":                      {"/healthz", nil, everyone},
-		"GET /readyz":                       {"/readyz", nil, everyone},
-		"GET /metrics":                      {"/metrics", nil, everyone}, // loopback, no token: see metrics_test.go
-		"GET /static/*":                     {"/static/app.css", nil, everyone},
-		"GET /login":                        {"/login", nil, everyone},
-		"POST /login":                       {"/login", url.Values{"email": {"x@y.test"}, "password": {"x"}}, everyone},
-		"POST /logout":                      {"/logout", nil, everyone},
-		"GET /":                             {"/", nil, signedIn},
-		"GET /t/:slug/":                     {"/t/toko-bunga-melati/", nil, tenantRead},
-		"GET /t/:slug":                      {"/t/toko-bunga-melati", nil, tenantRead},
-		"POST /t/:slug/projects":            {"/t/toko-bunga-melati/projects", url.Values{"name": {""}}, tenantWrite},
-		"POST /t/:slug/projects/:id/delete": {fmt.Sprintf("/t/toko-bunga-melati/projects/%d/delete", project), nil, tenantWrite},
-		"POST /t/:slug/plan":                {"/t/toko-bunga-melati/plan", url.Values{"plan": {"pro"}}, tenantWrite},
-		"GET /t/:slug/audit":                {"/t/toko-bunga-melati/audit", nil, tenantRead},
-		"GET /t/:slug/audit/export.csv":     {"/t/toko-bunga-melati/audit/export.csv", nil, tenantRead},
-		"GET /t/:slug/audit/export.jsonl":   {"/t/toko-bunga-melati/audit/export.jsonl", nil, tenantRead},
-		"POST /t/:slug/audit/verify":        {"/t/toko-bunga-melati/audit/verify", nil, tenantWrite},
-		"GET /t/:slug/audit/:entity/:id":    {fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), nil, tenantRead},
-		"GET /t/:slug/jobs":                 {"/t/toko-bunga-melati/jobs", nil, tenantRead},
-		"GET /admin":                        {"/admin", nil, staff},
-		"GET /admin/jobs":                   {"/admin/jobs", nil, staff},
-		"GET /admin/jobs/:id":               {"/admin/jobs/{dead}", nil, staff},
-		"POST /admin/jobs/:id/retry":        {"/admin/jobs/{dead}/retry", reason, staff},
-		"POST /admin/jobs/:id/discard":      {"/admin/jobs/{dead}/discard", reason, staff},
-		"GET /admin/dead":                   {"/admin/dead", nil, staff},
-		"GET /admin/dead/bulk":              {"/admin/dead/bulk?action=retry", nil, staff},
-		"POST /admin/dead/bulk":             {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
-		"GET /admin/search":                 {"/admin/search", nil, staff},
-		"GET /admin/alerts":                 {"/admin/alerts", nil, staff},
-		"GET /admin/tenants":                {"/admin/tenants?q=melati", nil, staff},
-		"GET /admin/tenants/:slug":          {"/admin/tenants/toko-bunga-melati", nil, staff},
+		"GET /healthz":                          {"/healthz", nil, everyone},
+		"GET /readyz":                           {"/readyz", nil, everyone},
+		"GET /metrics":                          {"/metrics", nil, everyone}, // loopback, no token: see metrics_test.go
+		"GET /static/*":                         {"/static/app.css", nil, everyone},
+		"GET /login":                            {"/login", nil, everyone},
+		"POST /login":                           {"/login", url.Values{"email": {"x@y.test"}, "password": {"x"}}, everyone},
+		"POST /logout":                          {"/logout", nil, everyone},
+		"POST /locale":                          {"/locale", url.Values{"locale": {"id"}}, everyone},
+		"GET /":                                 {"/", nil, signedIn},
+		"GET /t/:slug/":                         {"/t/toko-bunga-melati/", nil, tenantRead},
+		"GET /t/:slug":                          {"/t/toko-bunga-melati", nil, tenantRead},
+		"POST /t/:slug/projects":                {"/t/toko-bunga-melati/projects", url.Values{"name": {""}}, tenantWrite},
+		"POST /t/:slug/projects/:id/delete":     {fmt.Sprintf("/t/toko-bunga-melati/projects/%d/delete", project), nil, tenantWrite},
+		"POST /t/:slug/plan":                    {"/t/toko-bunga-melati/plan", url.Values{"plan": {"pro"}}, tenantWrite},
+		"GET /t/:slug/audit":                    {"/t/toko-bunga-melati/audit", nil, tenantRead},
+		"GET /t/:slug/audit/export.csv":         {"/t/toko-bunga-melati/audit/export.csv", nil, tenantRead},
+		"GET /t/:slug/audit/export.jsonl":       {"/t/toko-bunga-melati/audit/export.jsonl", nil, tenantRead},
+		"POST /t/:slug/audit/verify":            {"/t/toko-bunga-melati/audit/verify", nil, tenantWrite},
+		"GET /t/:slug/audit/checkpoint":         {"/t/toko-bunga-melati/audit/checkpoint", nil, tenantWrite},
+		"GET /t/:slug/audit/:entity/:id":        {fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), nil, tenantRead},
+		"GET /t/:slug/jobs":                     {"/t/toko-bunga-melati/jobs", nil, tenantRead},
+		"GET /invitations":                      {"/invitations", nil, signedIn},
+		"POST /invitations/:id/accept":          {fmt.Sprintf("/invitations/%d/accept", guestInvitation), nil, nobody},
+		"GET /t/:slug/members":                  {"/t/toko-bunga-melati/members", nil, tenantRead},
+		"POST /t/:slug/members/invite":          {"/t/toko-bunga-melati/members/invite", url.Values{"email": {"lagi@example.com"}, "role": {"member"}}, tenantWrite},
+		"POST /t/:slug/members/:user_id/role":   {fmt.Sprintf("/t/toko-bunga-melati/members/%d/role", eko), url.Values{"role": {"member"}}, tenantWrite},
+		"POST /t/:slug/members/:user_id/remove": {fmt.Sprintf("/t/toko-bunga-melati/members/%d/remove", leaving), nil, tenantWrite},
+		"POST /t/:slug/invitations/:id/revoke":  {fmt.Sprintf("/t/toko-bunga-melati/invitations/%d/revoke", invitation), nil, tenantWrite},
+		"GET /admin":                            {"/admin", nil, staff},
+		"GET /admin/jobs":                       {"/admin/jobs", nil, staff},
+		"GET /admin/jobs/:id":                   {"/admin/jobs/{dead}", nil, staff},
+		"POST /admin/jobs/:id/retry":            {"/admin/jobs/{dead}/retry", reason, staff},
+		"POST /admin/jobs/:id/discard":          {"/admin/jobs/{dead}/discard", reason, staff},
+		"GET /admin/dead":                       {"/admin/dead", nil, staff},
+		"GET /admin/dead/bulk":                  {"/admin/dead/bulk?action=retry", nil, staff},
+		"POST /admin/dead/bulk":                 {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
+		"GET /admin/search":                     {"/admin/search", nil, staff},
+		"GET /admin/alerts":                     {"/admin/alerts", nil, staff},
+		"GET /admin/tenants":                    {"/admin/tenants?q=melati", nil, staff},
+		"GET /admin/tenants/:slug":              {"/admin/tenants/toko-bunga-melati", nil, staff},
 		"POST /admin/tenants/:slug/members/:user_id/disable": {fmt.Sprintf("/admin/tenants/toko-bunga-melati/members/%d/disable", rina), reason, staff},
 		"POST /admin/tenants/:slug/reconcile":                {"/admin/tenants/toko-bunga-melati/reconcile", nil, staff},
 		"GET /t/:slug/billing":                               {"/t/toko-bunga-melati/billing", nil, tenantRead},
@@ -184,6 +213,10 @@ func checkAccess(t *testing.T, want access, a answer, path string) {
 			if strings.Contains(a.body, leak) {
 				t.Fatalf("404 page leaks %q", leak)
 			}
+		}
+	case notTheirs:
+		if a.status != http.StatusNotFound {
+			t.Fatalf("got %d, want 404", a.status)
 		}
 	case allowed:
 		// Sign-out legitimately sends everyone to /login; anywhere else

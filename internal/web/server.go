@@ -14,13 +14,16 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/alert"
+	"github.com/jejakhq/jejak/internal/anchor"
 	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/incident"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/member"
 	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/payment"
@@ -52,6 +55,10 @@ type Deps struct {
 	// Console is the staff's view of the job engine and a tenant's list of
 	// its own jobs; the workers themselves run beside the server.
 	Console *console.Service
+	// Activity reads the owner home's 30-day figures.
+	Activity *activity.Service
+	// Members is the team page's service (invitations go through its mailer).
+	Members *member.Service
 	Clock   clock.Clock
 	Logger  *slog.Logger
 	// SecureCookies marks cookies Secure; set it when served behind TLS.
@@ -60,6 +67,9 @@ type Deps struct {
 	// shared snapshot per period, whatever the number of viewers);
 	// 0 = console.DefaultStatsMaxAge, negative = fresh on every request (tests).
 	StatsMaxAge time.Duration
+	// Anchors holds the signed audit checkpoints owners download; nil =
+	// no checkpoint route answers (404).
+	Anchors *anchor.Service
 	// Metrics is the Prometheus registry /metrics serves and HTTP requests
 	// are counted in; nil = a registry with HTTP and process metrics only.
 	Metrics *metrics.Registry

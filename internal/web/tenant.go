@@ -17,6 +17,9 @@ func (s *Server) tenantHome(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if vm.Charts, err = s.homeCharts(c); err != nil {
+		return err
+	}
 	return render(c, http.StatusOK, viewtenant.HomePage(vm))
 }
 

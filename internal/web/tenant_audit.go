@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
@@ -234,14 +235,25 @@ func (s *Server) auditTimeline(c echo.Context) error {
 	}
 	if page.Next != 0 {
 		vm.OlderURL = linkWith("/t/"+t.Slug+"/audit", af.query, "before", keyset.Format(page.Next))
+		if len(rows) > 0 {
+			// The next page heads its first day only when it is a new one.
+			vm.OlderURL += "&day=" + rows[len(rows)-1].DayKey
+		}
+	}
+	if hasBefore {
+		if d := c.QueryParam("day"); dayKey.MatchString(d) {
+			vm.PrevDay = d
+		}
 	}
 	if hasBefore && partial {
-		return render(c, http.StatusOK, viewtenant.AuditOlder(rows, vm.OlderURL))
+		return render(c, http.StatusOK, viewtenant.AuditOlder(rows, vm.OlderURL, vm.PrevDay))
 	}
 	vm.Rows = rows
 	if hasBefore {
 		vm.Older = true
 	} else {
+		now := s.now()
+		vm.TodayKey, vm.Today = now.In(loc).Format(time.DateOnly), i18n.DayLabel(i18n.Lang(ctx), now, now, loc)
 		// The first page polls for what arrives after its newest event or
 		// the head, whichever is later.
 		newest := page.Head
@@ -388,6 +400,13 @@ func (s *Server) auditVerify(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusForbidden, "Only owners and admins verify the chain.")
 	}
 	res, err := s.Audit.Verify(ctx, t.ID)
+	if errors.Is(err, audit.ErrVerifyBusy) && isHTMX(c) {
+		// htmx swaps no 409, so the refusal is said inside the fragment;
+		// without htmx the 409 error page says it.
+		vm := s.chainVM(c, t)
+		vm.Busy = true
+		return render(c, http.StatusOK, viewtenant.ChainStatus(vm))
+	}
 	if err != nil {
 		return err
 	}
@@ -433,6 +452,7 @@ func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit
 		return nil, err
 	}
 	loc := t.Location()
+	now := s.now()
 	base := "/t/" + t.Slug + "/audit/"
 	rows := make([]components.AuditRow, len(events))
 	for i, e := range events {
@@ -447,6 +467,7 @@ func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit
 		if e.EntityID != "" {
 			r.EntityURL = base + url.PathEscape(e.Entity) + "/" + url.PathEscape(e.EntityID)
 		}
+		describe(ctx, &r, e, names, loc, now)
 		rows[i] = r
 	}
 	return rows, nil
@@ -460,6 +481,11 @@ func (s *Server) actorNames(ctx context.Context, events []audit.Recorded) (map[i
 		if e.ActorID != nil && !seen[*e.ActorID] {
 			seen[*e.ActorID] = true
 			ids = append(ids, *e.ActorID)
+		}
+		// Sentences name the user an event is about, too.
+		if id, err := strconv.ParseInt(e.EntityID, 10, 64); err == nil && e.Entity == "user" && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
 		}
 	}
 	return s.Users.Names(ctx, ids)

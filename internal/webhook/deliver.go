@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/tracing"
 )
 
 // Deliverer performs webhook.deliver jobs: one signed POST per job, its
@@ -80,9 +82,20 @@ func (d *Deliverer) Handle(ctx context.Context, j *job.Job) error {
 	if !t.Enabled {
 		return d.settle(ctx, j, t, Attempt{}, StateFailed, "endpoint disabled", nil, false)
 	}
-	a, retryAfter := d.post(ctx, t, now)
+	// The attempt's span is a child of the job attempt's (ctx carries it),
+	// so an exported trace ends with the HTTP call to the receiver.
+	sctx, span := tracing.Start(ctx, "webhook.deliver", "",
+		attribute.Int64("jejak.delivery_id", t.ID), attribute.Int64("jejak.event_id", t.EventID),
+		attribute.Int64("jejak.tenant_id", j.TenantID), attribute.Int("jejak.attempt", int(t.Attempts)+1))
+	a, retryAfter := d.post(sctx, t, now)
 	a.N = int(t.Attempts) + 1
 	a.At = now
+	span.Set(attribute.Int("http.response.status_code", a.StatusCode))
+	var spanErr error
+	if a.StatusCode < 200 || a.StatusCode >= 300 {
+		spanErr = errors.New(a.summary())
+	}
+	span.End(spanErr)
 	switch {
 	case a.StatusCode >= 200 && a.StatusCode < 300:
 		d.outcome("succeeded")

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+)
+
+// Several replicas: 1, 2 and 4 processes of the real binary (cmd/web,
+// workers only) on one PostgreSQL burn down the same backlog of
+// points.award jobs, a shipped kind that does real work (a tenant-scoped
+// transaction writing a dedup row, a ledger row and a balance). Correctness
+// is read from the database afterwards: every job succeeded on its first
+// attempt (no failures are injected, so attempt > 1 means a job ran twice),
+// and the ledger holds exactly one row per job and the balances their sum.
+
+// replicaCounts are the sizes measured; the smoke test uses its own.
+var replicaCounts = []int{1, 2, 4}
+
+func init() {
+	for _, n := range replicaCounts {
+		register(Bench{Name: "replicas", Labels: fmt.Sprintf("replicas=%d", n), Run: replicasBench(n)})
+	}
+}
+
+var (
+	webOnce sync.Once
+	webBin  string
+	webErr  error
+)
+
+// webBinary builds cmd/web of the repository this bench module sits in
+// into a temporary directory, once per process; atExit removes it.
+func webBinary(ctx context.Context) (string, error) {
+	webOnce.Do(func() {
+		root, err := filepath.Abs("..")
+		if err != nil {
+			webErr = err
+			return
+		}
+		if _, err := os.Stat(filepath.Join(root, "cmd", "web", "main.go")); err != nil {
+			webErr = fmt.Errorf("run the benchmark from the bench directory of the repository: %w", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "jejak-bench-web-")
+		if err != nil {
+			webErr = err
+			return
+		}
+		atExit(func() { os.RemoveAll(dir) })
+		bin := filepath.Join(dir, "web")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/web")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			webErr = fmt.Errorf("build cmd/web: %w\n%s", err, out)
+			return
+		}
+		webBin = bin
+	})
+	return webBin, webErr
+}
+
+var (
+	exitMu    sync.Mutex
+	exitFuncs []func()
+)
+
+// atExit registers clean-up for the end of the program (or the test).
+func atExit(f func()) {
+	exitMu.Lock()
+	defer exitMu.Unlock()
+	exitFuncs = append(exitFuncs, f)
+}
+
+// runAtExit runs the clean-ups, newest first.
+func runAtExit() {
+	exitMu.Lock()
+	fs := exitFuncs
+	exitFuncs = nil
+	exitMu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
+	}
+}
+
+// replica is one running process of the binary.
+type replica struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.b.Len() > 64<<10 { // keep the start; a failing replica says why early
+		return len(p), nil
+	}
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startReplica runs `web serve --workers-only` on databaseURL with workers
+// worker goroutines, in its own working and data directory.
+func startReplica(bin, databaseURL string, workers int) (*replica, error) {
+	dir, err := os.MkdirTemp("", "jejak-bench-replica-")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "serve")
+	cmd.Dir = dir
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + dir,
+		"DATABASE_URL=" + databaseURL,
+		"JEJAK_WORKERS=" + strconv.Itoa(workers),
+		"JEJAK_WORKERS_ONLY=true",
+		"JEJAK_DATA_DIR=" + filepath.Join(dir, "data"),
+		"JEJAK_ADDR=127.0.0.1:0",
+		"JEJAK_LOG_LEVEL=warn",
+	}
+	r := &replica{cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start replica: %w", err)
+	}
+	go func() {
+		r.done <- cmd.Wait()
+		os.RemoveAll(dir)
+	}()
+	return r, nil
+}
+
+// stop asks the replica to shut down (SIGTERM: it finishes running jobs)
+// and kills it after a grace period.
+func (r *replica) stop() error {
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-r.done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
+			return nil
+		}
+		return err
+	case <-time.After(20 * time.Second):
+		_ = r.cmd.Process.Kill()
+		<-r.done
+		return errors.New("replica did not stop within 20 s; killed")
+	}
+}
+
+func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
+	return func(ctx context.Context, env *Env, _ string) (Result, error) {
+		cfg := env.Cfg
+		bin, err := webBinary(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		db, err := env.NewJejakDB(ctx, env.DBName("jejak_bench_replicas"))
+		if err != nil {
+			return Result{}, err
+		}
+		defer func() {
+			db.Close()
+			if err := env.DropDatabase(context.WithoutCancel(ctx), db.Name); err != nil {
+				env.Log.Warn("drop database", "database", db.Name, "err", err)
+			}
+		}()
+		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+
+		var reps []*replica
+		defer func() {
+			for _, r := range reps {
+				if err := r.stop(); err != nil {
+					env.Log.Warn("stop replica", "err", err, "output", r.out.String())
+				}
+			}
+		}()
+		for range n {
+			r, err := startReplica(bin, db.URL, cfg.ReplicaWorkers)
+			if err != nil {
+				return Result{}, err
+			}
+			reps = append(reps, r)
+		}
+		if err := waitReplicas(ctx, db, reps); err != nil {
+			return Result{}, err
+		}
+
+		// One transaction: every replica sees the whole backlog at once.
+		eng, err := job.New(job.Config{Pool: db.System, Logger: env.Log})
+		if err != nil {
+			return Result{}, err
+		}
+		ps := make([]job.EnqueueParams, cfg.ReplicaJobs)
+		for i := range ps {
+			t := db.Tenants[i%len(db.Tenants)]
+			p, _ := json.Marshal(map[string]any{
+				"tenant_id": t, "message_id": "bench-" + strconv.Itoa(i),
+				"customer": "c" + strconv.Itoa(i%500) + "@bench.test", "points": 1, "reason": "bench",
+			})
+			ps[i] = job.EnqueueParams{TenantID: t, Kind: "points.award", Payload: p, MaxAttempts: 5}
+		}
+		if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
+			_, err := eng.EnqueueMany(ctx, tx, ps)
+			return err
+		}); err != nil {
+			return Result{}, fmt.Errorf("enqueue: %w", err)
+		}
+		start := time.Now()
+		if err := waitFinished(ctx, unfinishedJobs{db}); err != nil {
+			return Result{}, fmt.Errorf("%w (replica output: %s)", err, reps[0].out.String())
+		}
+		elapsed := time.Since(start)
+
+		var c struct{ jobs, firstTry, retried, notSucceeded, workers, ledger, balance int64 }
+		err = db.Admin.QueryRow(ctx, `SELECT count(*),
+				count(*) FILTER (WHERE state = 'succeeded' AND attempt = 1),
+				count(*) FILTER (WHERE attempt > 1),
+				count(*) FILTER (WHERE state <> 'succeeded'),
+				count(DISTINCT worker_id),
+				(SELECT count(*) FROM points_ledger),
+				(SELECT coalesce(sum(balance), 0) FROM points_balances)
+			FROM jobs WHERE kind = 'points.award'`).
+			Scan(&c.jobs, &c.firstTry, &c.retried, &c.notSucceeded, &c.workers, &c.ledger, &c.balance)
+		if err != nil {
+			return Result{}, fmt.Errorf("read outcome: %w", err)
+		}
+		want := int64(cfg.ReplicaJobs)
+		if c.jobs != want || c.firstTry != want || c.ledger != want || c.balance != want {
+			return Result{}, fmt.Errorf("correctness: %d jobs, %d succeeded on the first attempt, %d ran more than once, %d not succeeded, %d ledger rows, balance sum %d; want %d each and none run twice",
+				c.jobs, c.firstTry, c.retried, c.notSucceeded, c.ledger, c.balance, want)
+		}
+		return Result{Metrics: []Metric{
+			{"jobs_per_sec", float64(want) / elapsed.Seconds()},
+			{"seconds", elapsed.Seconds()},
+			{"jobs", float64(want)},
+			{"run_twice", float64(c.retried)},
+			{"workers_used", float64(c.workers)},
+		}}, nil
+	}
+}
+
+// waitReplicas waits until every replica's engine has registered in
+// job_workers, failing early when one exits.
+func waitReplicas(ctx context.Context, db *JejakDB, reps []*replica) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		for _, r := range reps {
+			select {
+			case err := <-r.done:
+				r.done <- err
+				return fmt.Errorf("replica exited at start (%v): %s", err, r.out.String())
+			default:
+			}
+		}
+		var up int
+		if err := db.Admin.QueryRow(ctx, `SELECT count(*) FROM job_workers WHERE capacity > 0`).Scan(&up); err != nil {
+			return fmt.Errorf("count replicas: %w", err)
+		}
+		if up >= len(reps) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d replicas registered: %w", up, len(reps), ctx.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,43 @@
+-- The maintained counts behind the staff pages (job_counts,
+-- job_count_deltas, job_dead_groups; see db/schema/00050_page_counts.sql).
+-- The statements that move jobs write them; these fold and rebuild them.
+
+-- name: JobCountsFold :execrows
+-- Fold the appended deltas into job_counts, in one statement so a reader's
+-- snapshot sees a delta either in one table or the other, never both or
+-- neither. Rows appended by transactions still open are not visible to
+-- the DELETE and wait for the next fold. Run by the maintenance leader.
+WITH d AS (
+    DELETE FROM job_count_deltas RETURNING tenant_id, kind, unfinished
+)
+INSERT INTO job_counts AS c (tenant_id, kind, unfinished)
+SELECT tenant_id, kind, sum(unfinished)::bigint FROM d
+ GROUP BY tenant_id, kind
+ ORDER BY tenant_id, kind
+ON CONFLICT (tenant_id, kind) DO UPDATE SET unfinished = c.unfinished + EXCLUDED.unfinished;
+
+-- name: JobCountsRebuild :exec
+-- Recount from the jobs table, for a bulk load that wrote jobs directly
+-- (the large-data seeder) or a repair: the old counts go and the recount
+-- arrives as deltas (the DELETEs do not see rows this statement adds).
+-- Run it while nothing else moves jobs.
+WITH cleared AS (
+    DELETE FROM job_count_deltas
+), zeroed AS (
+    DELETE FROM job_counts
+)
+INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
+SELECT tenant_id, kind, count(*) FROM jobs WHERE state IN ('pending', 'running')
+ GROUP BY tenant_id, kind;
+
+-- name: JobDeadGroupsClear :exec
+DELETE FROM job_dead_groups;
+
+-- name: JobDeadGroupsRebuild :exec
+-- Regroup the dead letters from the jobs table after JobDeadGroupsClear,
+-- in the same transaction (see JobCountsRebuild).
+INSERT INTO job_dead_groups (tenant_id, kind, error_class, n, flagged, last_at, last_id)
+SELECT tenant_id, kind, coalesce(error_class, ''), count(*), count(*) FILTER (WHERE flagged),
+       max(finished_at), max(id)
+  FROM jobs WHERE state = 'dead'
+ GROUP BY tenant_id, kind, coalesce(error_class, '');

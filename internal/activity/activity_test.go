@@ -1,0 +1,130 @@
+package activity_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jejakhq/jejak/internal/activity"
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/testdb"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestDaysCountsEventsAndJobsPerLocalDay: events are counted per day in the
+// tenant's zone by the insert trigger (an event at 23:30 UTC is the next
+// day in Jakarta); job outcomes come from folded days and, for the last
+// two days, from the minutes, never twice; another tenant's figures stay
+// out (row-level security on the rollups).
+func TestDaysCountsEventsAndJobsPerLocalDay(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	var tenantID, other int64
+	if err := db.Admin.QueryRow(ctx, `INSERT INTO tenants (slug, name) VALUES ('a', 'A') RETURNING id`).Scan(&tenantID); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Admin.QueryRow(ctx, `INSERT INTO tenants (slug, name) VALUES ('b', 'B') RETURNING id`).Scan(&other); err != nil {
+		t.Fatal(err)
+	}
+	jkt, _ := time.LoadLocation("Asia/Jakarta")
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, jkt) // 03:00 UTC
+	clk := clock.NewFrozen(now)
+	rec := audit.NewRecorder(clk)
+	record := func(tenant int64, at time.Time) {
+		clk.Set(at)
+		if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
+			_, err := rec.Record(ctx, tx, audit.Event{TenantID: tenant, ActorKind: audit.ActorSystem, Action: "test.event", Entity: "x", EntityID: "1"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 28 Nov 23:30 UTC is 29 Nov 06:30 in Jakarta.
+	record(tenantID, time.Date(2026, 11, 20, 9, 0, 0, 0, jkt))
+	record(tenantID, time.Date(2026, 11, 28, 23, 30, 0, 0, time.UTC))
+	record(tenantID, time.Date(2026, 11, 29, 8, 0, 0, 0, jkt))
+	record(tenantID, now.Add(-time.Hour))
+	record(other, now.Add(-time.Hour))
+
+	// Jobs: a folded day long ago, and minutes yesterday and today.
+	if _, err := db.Admin.Exec(ctx, `INSERT INTO job_stats_day (tenant_id, day, succeeded, failed, dead) VALUES ($1, '2026-11-25', 4, 2, 1)`, tenantID); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []struct {
+		at           time.Time
+		tenant       int64
+		ok, fail, dd int
+	}{
+		{time.Date(2026, 11, 29, 9, 0, 0, 0, jkt), tenantID, 1, 1, 0},
+		{now.Add(-2 * time.Hour), tenantID, 2, 0, 0},
+		{now.Add(-2 * time.Hour), other, 9, 9, 9},
+	} {
+		if _, err := db.Admin.Exec(ctx, `INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded, failed, dead) VALUES ($1, $2, 'k', $3, $4, $5)`,
+			m.tenant, m.at, m.ok, m.fail, m.dd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Folding the last two days (as maintenance does) must not double them.
+	if _, err := job.StatsFoldDays(ctx, db.System, &now); err != nil {
+		t.Fatal(err)
+	}
+	days, err := activity.NewService(db.App).Days(ctx, tenantID, jkt, now, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(days) != 30 || days[29].Date.Format(time.DateOnly) != "2026-11-30" || days[0].Date.Format(time.DateOnly) != "2026-11-01" {
+		t.Fatalf("days span %s … %s (%d)", days[0].Date, days[len(days)-1].Date, len(days))
+	}
+	got := map[string]activity.Day{}
+	for _, d := range days {
+		got[d.Date.Format(time.DateOnly)] = d
+	}
+	for day, want := range map[string]activity.Day{
+		"2026-11-20": {Events: 1},
+		"2026-11-25": {Succeeded: 4, Failed: 2, Dead: 1},
+		"2026-11-29": {Events: 2, Succeeded: 1, Failed: 1},
+		"2026-11-30": {Events: 1, Succeeded: 2},
+		"2026-11-28": {},
+	} {
+		d := got[day]
+		d.Date = time.Time{}
+		if d != want {
+			t.Errorf("%s: %+v, want %+v", day, d, want)
+		}
+	}
+}
+
+// TestDayCountsMatchTheTrailAfterABulkLoad: the large-data seeder's
+// multi-row inserts keep the per-day counts exact.
+func TestDayCountsMatchTheTrailAfterABulkLoad(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	var a, b int64
+	if err := db.Admin.QueryRow(ctx, `INSERT INTO tenants (slug, name) VALUES ('a', 'A') RETURNING id`).Scan(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Admin.QueryRow(ctx, `INSERT INTO tenants (slug, name, time_zone) VALUES ('b', 'B', 'UTC') RETURNING id`).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.SeedScale(ctx, db.System, []int64{a, b}, 20000, audit.SeedOptions{BatchSize: 3000, Step: 17 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	var mismatched, days int
+	if err := db.Admin.QueryRow(ctx, `
+		WITH truth AS (
+			SELECT e.tenant_id, (e.occurred_at AT TIME ZONE t.time_zone)::date AS day, count(*) AS n
+			FROM audit_events e JOIN tenants t ON t.id = e.tenant_id GROUP BY 1, 2)
+		SELECT count(*) FILTER (WHERE c.events IS DISTINCT FROM truth.n), count(*)
+		FROM truth FULL JOIN audit_day_counts c USING (tenant_id, day)`).Scan(&mismatched, &days); err != nil {
+		t.Fatal(err)
+	}
+	if mismatched != 0 || days < 4 {
+		t.Fatalf("%d of %d tenant-days counted wrong", mismatched, days)
+	}
+}

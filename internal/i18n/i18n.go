@@ -1,0 +1,183 @@
+// Package i18n translates Jejak's tenant-facing text into Bahasa Indonesia
+// and English. Messages live in one catalog per language (catalog_en.go,
+// catalog_id.go), keyed by short dotted ids; golang.org/x/text/message
+// formats them, numbers included, per language. The request's language
+// travels in the context (WithLang / Lang), so views translate with
+// T(ctx, key, args...) without knowing where the choice came from.
+//
+// This is a leaf package: views may import it.
+package i18n
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	"golang.org/x/text/message/catalog"
+)
+
+// Languages.
+const (
+	EN = "en" // English
+	ID = "id" // Bahasa Indonesia
+)
+
+// Default is the language when neither the user nor the browser chose one.
+const Default = EN
+
+// Supported lists the languages in the order a chooser shows them.
+var Supported = []string{ID, EN}
+
+var (
+	tags    = map[string]language.Tag{EN: language.English, ID: language.Indonesian}
+	cat     = catalog.NewBuilder(catalog.Fallback(language.English))
+	matcher = language.NewMatcher([]language.Tag{language.English, language.Indonesian})
+	// printers are built once: a Printer is safe for concurrent use.
+	printers = map[string]*message.Printer{}
+)
+
+func init() {
+	for lang, msgs := range Catalogs() {
+		for key, msg := range msgs {
+			if err := cat.SetString(tags[lang], key, msg); err != nil {
+				panic(fmt.Sprintf("i18n: catalog %s key %q: %v", lang, key, err))
+			}
+		}
+	}
+	for lang, tag := range tags {
+		printers[lang] = message.NewPrinter(tag, message.Catalog(cat))
+	}
+}
+
+// Catalogs returns every language's messages by key (for tests and tools).
+func Catalogs() map[string]map[string]string {
+	return map[string]map[string]string{EN: en, ID: id}
+}
+
+// Valid reports whether lang is a supported language code.
+func Valid(lang string) bool { _, ok := tags[lang]; return ok }
+
+// FromAcceptLanguage picks the supported language a browser prefers, or
+// Default when the header names none of them.
+func FromAcceptLanguage(header string) string {
+	if strings.TrimSpace(header) == "" {
+		return Default
+	}
+	prefs, _, err := language.ParseAcceptLanguage(header)
+	if err != nil || len(prefs) == 0 {
+		return Default
+	}
+	_, idx, conf := matcher.Match(prefs...)
+	if conf == language.No {
+		return Default
+	}
+	return []string{EN, ID}[idx]
+}
+
+type ctxKey struct{}
+
+// WithLang returns ctx carrying the reader's language.
+func WithLang(ctx context.Context, lang string) context.Context {
+	if !Valid(lang) {
+		lang = Default
+	}
+	return context.WithValue(ctx, ctxKey{}, lang)
+}
+
+// Lang returns the reader's language (Default when none was set).
+func Lang(ctx context.Context) string {
+	if l, ok := ctx.Value(ctxKey{}).(string); ok {
+		return l
+	}
+	return Default
+}
+
+// T translates key into the context's language, formatting args the
+// language's way (numbers grouped as 1.234 in Indonesian, 1,234 in
+// English). A key missing from the catalogs is printed as is, so a
+// domain's English validation message still reads when untranslated.
+func T(ctx context.Context, key string, args ...any) string {
+	return In(Lang(ctx), key, args...)
+}
+
+// In is T for an explicit language (mail and other work outside a request).
+func In(lang, key string, args ...any) string {
+	if len(args) == 0 && !Has(key) {
+		// Untranslated text (a domain's message) is shown as is, never
+		// read as a format: a stray % must not print as %!v(MISSING).
+		return key
+	}
+	p, ok := printers[lang]
+	if !ok {
+		p = printers[Default]
+	}
+	return p.Sprintf(key, args...)
+}
+
+// Has reports whether key is in the catalogs.
+func Has(key string) bool { _, ok := en[key]; return ok }
+
+// Number formats n the language's way.
+func Number(ctx context.Context, n int64) string { return In(Lang(ctx), "%d", n) }
+
+// Weekday is the short name of a weekday ("Mon", "Sen").
+func Weekday(lang string, d time.Weekday) string { return In(lang, fmt.Sprintf("weekday.%d", int(d))) }
+
+// Month is the short name of a month ("Nov", "Nov"; "Aug", "Agu").
+func Month(lang string, m time.Month) string { return In(lang, fmt.Sprintf("month.%d", int(m))) }
+
+// ShortDate formats t as "Mon 10 Nov" / "Sen 10 Nov" (t in the zone wanted).
+func ShortDate(lang string, t time.Time) string {
+	return Weekday(lang, t.Weekday()) + " " + fmt.Sprint(t.Day()) + " " + Month(lang, t.Month())
+}
+
+// Date formats t as "10 Nov 2026" / "10 Nov 2026" with the language's month.
+func Date(lang string, t time.Time) string {
+	return fmt.Sprintf("%d %s %d", t.Day(), Month(lang, t.Month()), t.Year())
+}
+
+// DateTime formats t as "Mon 10 Nov 2026 14:05 WIB" with the language's
+// names (t in the zone wanted).
+func DateTime(lang string, t time.Time) string {
+	zone, _ := t.Zone()
+	return ShortDate(lang, t) + " " + fmt.Sprint(t.Year()) + " " + t.Format("15:04:05") + " " + zone
+}
+
+// DayLabel names the calendar day of t relative to now, both read in loc:
+// "Today", "Yesterday", else "Mon 10 Nov" (with the year when it differs).
+func DayLabel(lang string, t, now time.Time, loc *time.Location) string {
+	t, now = t.In(loc), now.In(loc)
+	ty, tm, td := t.Date()
+	ny, nm, nd := now.Date()
+	today := time.Date(ny, nm, nd, 0, 0, 0, 0, loc)
+	day := time.Date(ty, tm, td, 0, 0, 0, 0, loc)
+	switch {
+	case day.Equal(today):
+		return In(lang, "day.today")
+	case day.Equal(today.AddDate(0, 0, -1)):
+		return In(lang, "day.yesterday")
+	case ty != ny:
+		return ShortDate(lang, t) + " " + fmt.Sprint(ty)
+	default:
+		return ShortDate(lang, t)
+	}
+}
+
+// Relative says how long ago t was: "just now", "5 min ago", "3 h ago",
+// "2 days ago" (and the language's equivalents).
+func Relative(lang string, t, now time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return In(lang, "rel.now")
+	case d < time.Hour:
+		return In(lang, "rel.minutes", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return In(lang, "rel.hours", int(d/time.Hour))
+	default:
+		return In(lang, "rel.days", int(d/(24*time.Hour)))
+	}
+}

@@ -1,0 +1,132 @@
+package i18n
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCatalogsHaveTheSameKeys fails when a key exists in one language and
+// not the other, or a translation is empty.
+func TestCatalogsHaveTheSameKeys(t *testing.T) {
+	cats := Catalogs()
+	for a, ma := range cats {
+		for b, mb := range cats {
+			var missing []string
+			for k := range ma {
+				if _, ok := mb[k]; !ok {
+					missing = append(missing, k)
+				}
+			}
+			sort.Strings(missing)
+			if len(missing) > 0 {
+				t.Errorf("keys in %s but not in %s: %q", a, b, missing)
+			}
+		}
+		for k, v := range ma {
+			if strings.TrimSpace(v) == "" {
+				t.Errorf("%s: empty translation of %q", a, k)
+			}
+		}
+	}
+}
+
+// TestPlaceholdersMatch: a translation uses the same verbs as English, so
+// no argument goes missing or prints as %!s(MISSING).
+func TestPlaceholdersMatch(t *testing.T) {
+	verb := regexp.MustCompile(`%(\[\d+\])?[sdv]`)
+	norm := func(s string) []string {
+		v := verb.FindAllString(s, -1)
+		sort.Strings(v)
+		return v
+	}
+	for k, e := range en {
+		if got, want := norm(id[k]), norm(e); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%q: id uses %v, en %v", k, got, want)
+		}
+	}
+}
+
+// TestViewsUseKnownKeys: every literal key that views and the web package
+// pass to T exists in the catalogs (a typo would print the raw key).
+func TestViewsUseKnownKeys(t *testing.T) {
+	call := regexp.MustCompile(`i18n\.T\(ctx, "([a-z_]+\.[a-z_.-]+)"`)
+	var files []string
+	for _, dir := range []string{"../../views", "../web"} {
+		_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+			if err == nil && (strings.HasSuffix(p, ".templ") || (strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_templ.go"))) {
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	seen := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+			seen++
+			if !Has(m[1]) {
+				t.Errorf("%s uses unknown key %q", f, m[1])
+			}
+		}
+	}
+	if seen < 20 {
+		t.Fatalf("found only %d translated strings in views; is the pattern stale?", seen)
+	}
+}
+
+func TestLanguageChoiceAndFormats(t *testing.T) {
+	for header, want := range map[string]string{
+		"": EN, "id": ID, "id-ID,id;q=0.9,en;q=0.5": ID, "en-US,en;q=0.9": EN, "fr": EN, "fr, id;q=0.5": ID, "garbage;;": EN,
+	} {
+		if got := FromAcceptLanguage(header); got != want {
+			t.Errorf("Accept-Language %q → %s, want %s", header, got, want)
+		}
+	}
+	ctx := WithLang(context.Background(), ID)
+	if got := T(ctx, "event.project.delete", "Rina Wulandari", "“Katalog Musim Hujan”"); got != "Rina Wulandari menghapus proyek “Katalog Musim Hujan”" {
+		t.Errorf("id sentence: %q", got)
+	}
+	if got := In(EN, "event.project.delete", "Rina Wulandari", "“Katalog Musim Hujan”"); got != "Rina Wulandari deleted project “Katalog Musim Hujan”" {
+		t.Errorf("en sentence: %q", got)
+	}
+	if got := Number(ctx, 1234567); got != "1.234.567" {
+		t.Errorf("id number: %q", got)
+	}
+	if got := Number(context.Background(), 1234567); got != "1,234,567" {
+		t.Errorf("en number: %q", got)
+	}
+	jkt, _ := time.LoadLocation("Asia/Jakarta")
+	now := time.Date(2026, 11, 12, 9, 0, 0, 0, jkt)
+	for _, tc := range []struct {
+		lang string
+		t    time.Time
+		want string
+	}{
+		{ID, now.Add(-time.Hour), "Hari ini"},
+		{EN, now.Add(-time.Hour), "Today"},
+		{ID, now.Add(-20 * time.Hour), "Kemarin"},
+		{EN, now.Add(-20 * time.Hour), "Yesterday"},
+		{EN, time.Date(2026, 11, 10, 23, 0, 0, 0, jkt), "Tue 10 Nov"},
+		{ID, time.Date(2026, 11, 10, 23, 0, 0, 0, jkt), "Sel 10 Nov"},
+		{ID, time.Date(2025, 8, 17, 10, 0, 0, 0, jkt), "Min 17 Agu 2025"},
+	} {
+		if got := DayLabel(tc.lang, tc.t, now, jkt); got != tc.want {
+			t.Errorf("DayLabel(%s, %s) = %q, want %q", tc.lang, tc.t, got, tc.want)
+		}
+	}
+	if got := Relative(ID, now.Add(-5*time.Minute), now); got != "5 menit lalu" {
+		t.Errorf("relative: %q", got)
+	}
+	if Unknown := In(ID, "Some untranslated domain message."); Unknown != "Some untranslated domain message." {
+		t.Errorf("unknown key: %q", Unknown)
+	}
+}

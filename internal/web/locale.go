@@ -1,0 +1,74 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/i18n"
+	"github.com/jejakhq/jejak/internal/user"
+)
+
+const sessionLocale = "locale"
+
+// locale picks the language of the answer: the signed-in user's saved
+// choice, else the one chosen in this session before signing in, else the
+// browser's Accept-Language. Views read it with i18n.T(ctx, ...).
+func (s *Server) locale(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		lang := ""
+		if u := currentUser(c); u != nil {
+			lang = u.Locale
+		}
+		if lang == "" {
+			lang = s.sessions.GetString(ctx, sessionLocale)
+		}
+		if !i18n.Valid(lang) {
+			lang = i18n.FromAcceptLanguage(c.Request().Header.Get("Accept-Language"))
+		}
+		c.Response().Header().Add("Vary", "Accept-Language")
+		c.SetRequest(c.Request().WithContext(i18n.WithLang(ctx, lang)))
+		return next(c)
+	}
+}
+
+// localeSet saves the reader's language (field locale: "id", "en", or ""
+// to follow the browser) on the account when signed in, and in the session
+// either way, then returns to the page it came from.
+func (s *Server) localeSet(c echo.Context) error {
+	ctx := c.Request().Context()
+	lang := strings.TrimSpace(c.FormValue("locale"))
+	if lang != "" && !i18n.Valid(lang) {
+		return echo.NewHTTPError(http.StatusUnprocessableEntity, i18n.T(ctx, "Choose Bahasa Indonesia or English."))
+	}
+	if v := viewer(c); v != nil {
+		if err := s.Users.SetLocale(ctx, v.UserID, lang); err != nil {
+			return err
+		}
+	}
+	if lang == "" {
+		s.sessions.Remove(ctx, sessionLocale)
+	} else {
+		s.sessions.Put(ctx, sessionLocale, lang)
+	}
+	return c.Redirect(http.StatusSeeOther, backTo(c.Request().Referer(), c.Request().Host))
+}
+
+// backTo returns the path of the page the chooser was on (the Referer), or
+// "/" when it is missing or another site's.
+func backTo(referer, host string) string {
+	u, err := url.Parse(referer)
+	if err != nil || referer == "" || u.Host != host || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
+		return "/"
+	}
+	return u.RequestURI()
+}
+
+// currentUser is the signed-in account as loaded by loadViewer, or nil.
+func currentUser(c echo.Context) *user.User {
+	u, _ := c.Get(ctxUser).(*user.User)
+	return u
+}

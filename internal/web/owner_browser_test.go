@@ -1,0 +1,100 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/jejakhq/jejak/internal/browsertest"
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/demo"
+)
+
+// widths are the screens every page is checked at: a laptop and a phone.
+var widths = []int64{1360, 390}
+
+// checkPage loads path at each width, saves a screenshot, runs axe (no
+// serious or critical violation allowed), and at phone width checks that
+// nothing overflows sideways (tables stack, the navigation folds away).
+func checkPage(t *testing.T, ctx context.Context, base, who, path string) {
+	t.Helper()
+	for _, w := range widths {
+		name := fmt.Sprintf("%s %s @%d", who, path, w)
+		if err := chromedp.Do(ctx,
+			chromedp.EmulateViewport(w, 900),
+			chromedp.Navigate(base+path),
+			chromedp.WaitReady(chromedp.CSS(`main`)),
+		); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		browsertest.Wait(t, ctx, name+" settled", `document.readyState === "complete"`)
+		browsertest.Screenshot(t, ctx, fmt.Sprintf("%s%s-%d", who, strings.NewReplacer("/", "_", "?", "_", "=", "_", "&", "_").Replace(path), w))
+		browsertest.AxeClean(t, ctx, name)
+		if w >= 700 {
+			shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll(".nav-menu nav a")].every(a => a.checkVisibility())`))
+			if err != nil || !shown {
+				t.Errorf("%s: navigation hidden on a wide screen (%v)", name, err)
+			}
+		}
+		if w < 700 {
+			over, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body *")]
+				.filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest("pre, .chart-table, svg, thead, .sr-only, details:not([open])"))
+				.slice(0, 5).map(e => e.tagName + "." + e.className)`))
+			if err != nil {
+				t.Fatalf("%s overflow check: %v", name, err)
+			}
+			if len(over) > 0 {
+				t.Errorf("%s: wider than the screen: %v", name, over)
+			}
+		}
+	}
+}
+
+// TestBrowserEveryPageAtTwoWidthsPassesAxe walks every owner and staff
+// page at 1360 and 390 px with axe-core, in English and Indonesian.
+func TestBrowserEveryPageAtTwoWidthsPassesAxe(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if err := demo.SeedHistory(context.Background(), f.db.System, clock.Database{}); err != nil {
+		t.Fatal(err)
+	}
+	dead := f.makeDead("toko-bunga-melati", "email.weekly-report", 2, "smtp 550 mailbox unavailable")
+	project := f.projectID("toko-bunga-melati", "Katalog Musim Hujan")
+	ctx := browsertest.New(t)
+
+	checkPage(t, ctx, f.srv.URL, "anonymous", "/login")
+	if err := signIn(ctx, f.srv.URL, "budi@melati.test"); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	for _, p := range []string{"/t/toko-bunga-melati/", "/t/toko-bunga-melati/audit", "/t/toko-bunga-melati/audit?action=project.delete",
+		fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), "/t/toko-bunga-melati/jobs", "/t/toko-bunga-melati/jobs?state=dead",
+		"/t/toko-bunga-melati/members", "/t/toko-bunga-melati/audit?from=bad", "/invitations", "/t/toko-bunga-melati/webhooks", "/t/toko-bunga-melati/billing"} {
+		checkPage(t, ctx, f.srv.URL, "owner", p)
+	}
+	// The same owner in Indonesian.
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/t/toko-bunga-melati/"),
+		chromedp.SetValue(chromedp.CSS(`#locale-select`), "id"),
+		chromedp.Submit(chromedp.CSS(`#locale-select`)),
+		chromedp.WaitReady(chromedp.CSS(`html[lang="id"]`))); err != nil {
+		t.Fatalf("switch to Indonesian: %v", err)
+	}
+	for _, p := range []string{"/t/toko-bunga-melati/", "/t/toko-bunga-melati/audit", "/t/toko-bunga-melati/members"} {
+		checkPage(t, ctx, f.srv.URL, "pemilik", p)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/login")); err != nil {
+		t.Fatal(err)
+	}
+	// Staff.
+	staff := browsertest.New(t)
+	if err := signIn(staff, f.srv.URL, "support@jejak.test"); err != nil {
+		t.Fatalf("sign in staff: %v", err)
+	}
+	for _, p := range []string{"/admin", "/admin/jobs", fmt.Sprintf("/admin/jobs/%d", dead[0]), "/admin/dead",
+		"/admin/dead/bulk?action=retry", "/admin/search", "/admin/search?trace=demo", "/admin/outbox", "/admin/tenants",
+		"/admin/tenants/toko-bunga-melati", "/admin/approvals", "/admin/alerts"} {
+		checkPage(t, staff, f.srv.URL, "staff", p)
+	}
+}

@@ -1,0 +1,61 @@
+package web
+
+import (
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/jejakhq/jejak/internal/i18n"
+	"github.com/jejakhq/jejak/views/components"
+)
+
+// chartDays is how many days the owner's home pictures.
+const chartDays = 30
+
+// homeCharts builds the owner home's two 30-day charts: audit events per
+// day and job outcomes per day, each bar a link to the timeline filtered to
+// its day.
+func (s *Server) homeCharts(c echo.Context) ([]components.DayChart, error) {
+	ctx := c.Request().Context()
+	t := currentTenant(c)
+	loc := t.Location()
+	days, err := s.Activity.Days(ctx, t.ID, loc, s.now(), chartDays)
+	if err != nil {
+		return nil, err
+	}
+	lang := i18n.Lang(ctx)
+	n := func(v int64) string { return i18n.Number(ctx, v) }
+	events := components.DayChart{ID: "activity-chart", Title: i18n.T(ctx, "home.activity"),
+		Classes: []string{"events"}, Series: []string{i18n.T(ctx, "home.table_events")},
+		DayHeading: i18n.T(ctx, "home.table_day"), TableLabel: i18n.T(ctx, "home.show_table")}
+	jobs := components.DayChart{ID: "jobs-chart", Title: i18n.T(ctx, "home.jobs_chart"),
+		Classes:    []string{"ok", "fail", "deadbar"},
+		Series:     []string{i18n.T(ctx, "home.table_succeeded"), i18n.T(ctx, "home.table_failed"), i18n.T(ctx, "home.table_dead")},
+		DayHeading: i18n.T(ctx, "home.table_day"), TableLabel: i18n.T(ctx, "home.show_table")}
+	var total, ok, failed, dead int64
+	for _, d := range days {
+		key := d.Date.Format(time.DateOnly)
+		label := i18n.ShortDate(lang, d.Date)
+		u := dayURL(t.Slug, key)
+		total += d.Events
+		events.Bars = append(events.Bars, components.DayBar{Key: key, Label: label, URL: u,
+			Values: []int64{d.Events}, Cells: []string{n(d.Events)},
+			Text: i18n.T(ctx, "home.day_events", label, n(d.Events))})
+		// Failed includes the attempts that became dead letters; the bars
+		// stack them apart so nothing is counted twice.
+		retried := d.Failed - d.Dead
+		ok, failed, dead = ok+d.Succeeded, failed+retried, dead+d.Dead
+		jobs.Bars = append(jobs.Bars, components.DayBar{Key: key, Label: label, URL: u,
+			Values: []int64{d.Succeeded, retried, d.Dead}, Cells: []string{n(d.Succeeded), n(retried), n(d.Dead)},
+			Text: i18n.T(ctx, "home.day_jobs", label, n(d.Succeeded), n(retried), n(d.Dead))})
+	}
+	events.Description = i18n.T(ctx, "home.activity_desc", zoneLabel(loc), n(total))
+	jobs.Description = i18n.T(ctx, "home.jobs_desc", n(ok), n(failed), n(dead))
+	return []components.DayChart{events, jobs}, nil
+}
+
+// dayURL is the timeline filtered to one day (both ends inclusive).
+func dayURL(slug, day string) string {
+	return "/t/" + slug + "/audit?" + url.Values{"from": {day}, "to": {day}}.Encode()
+}
