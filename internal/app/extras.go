@@ -38,7 +38,9 @@ func wireExtras(cfg Config, env *Env, engine *job.Engine, clk clock.Clock, log *
 		return err
 	})
 	// Retry storms: a kind failing above the threshold pauses itself (shown
-	// on /admin) until staff resume it. guard.OnPause is the alert hook.
+	// on /admin) until staff resume it. The kind_auto_paused alert reads the
+	// pause row itself, so it fires and resolves whichever replica paused
+	// or resumed; guard.OnPause is left for extra notification.
 	guard := job.FailureGuard{}
 	engine.OnMaintenance(func(ctx context.Context) error {
 		_, err := engine.CheckFailureRates(ctx, guard)
