@@ -176,7 +176,7 @@ func DefaultRules(src Sources) []Rule {
 		},
 		{
 			Name: RuleKindAutoPaused, Title: "Kind paused automatically",
-			Description: "Kinds the failure-rate guard paused (over half of at least 20 attempts failed in 5 minutes) " +
+			Description: "Kinds the failure-rate guard paused (half or more of at least 20 attempts failed in 5 minutes) " +
 				"and no one has resumed.",
 			Runbook: "Its jobs wait, none are lost. Open /admin/dead and the kind's recent failures: fix the cause " +
 				"(a failing dependency, a bad deploy), then resume the kind on /admin with a reason; the alert resolves.",
