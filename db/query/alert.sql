@@ -97,3 +97,6 @@ DELETE FROM alert_worker_minute WHERE minute < @before::timestamptz;
 
 -- name: AlertPruneEvents :execrows
 DELETE FROM alert_events WHERE at < @before::timestamptz;
+
+-- name: AlertAutoPausedKinds :many
+SELECT name FROM job_pauses WHERE scope = 'kind' AND auto ORDER BY name;

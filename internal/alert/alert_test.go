@@ -234,3 +234,69 @@ func TestWorkerFailingAlert(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestKindAutoPausedAlert: real failures of one kind trip the engine's
+// failure-rate guard on a frozen clock; the next evaluation fires
+// kind_auto_paused naming the kind, it keeps firing while the kind stays
+// paused, and resolves once staff resume it.
+func TestKindAutoPausedAlert(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	clk := clock.NewFrozen(time.Date(2026, 3, 2, 9, 0, 10, 0, time.UTC))
+	engine, err := job.New(job.Config{Pool: db.System, Clock: clk, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := tenant(t, db, "guarded")
+	var staff int64
+	if err := db.Admin.QueryRow(ctx, "INSERT INTO users (email, name, password_hash) VALUES ('ops@example.test', 'Ops', 'x') RETURNING id").Scan(&staff); err != nil {
+		t.Fatal(err)
+	}
+	ev := alert.New(alert.Config{Pool: db.System, Clock: clk, Logger: quiet,
+		Rules: only(alert.DefaultRules(alert.Sources{}), alert.RuleKindAutoPaused)})
+
+	// A kind paused by hand is an operator's decision, not an alert.
+	if err := engine.Pause(ctx, job.PauseKind, "test.manual", "maintenance window", staff); err != nil {
+		t.Fatal(err)
+	}
+	eval(t, ev)
+
+	ps := make([]job.EnqueueParams, 25)
+	for i := range ps {
+		ps[i] = job.EnqueueParams{TenantID: tid, Kind: "test.flaky", Payload: json.RawMessage(`{}`)}
+	}
+	if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error { _, err := engine.EnqueueMany(ctx, tx, ps); return err }); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := engine.Claim(ctx, "w1", 25)
+	if err != nil || len(jobs) != 25 {
+		t.Fatalf("claim: %d %v", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if _, err := engine.Fail(ctx, "w1", j.ID, job.Permanent(errors.New("upstream 503"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eval(t, ev) // failing, but not paused yet: the pause is what alerts
+	paused, err := engine.CheckFailureRates(ctx, job.FailureGuard{})
+	if err != nil || fmt.Sprint(paused) != "[test.flaky]" {
+		t.Fatalf("guard paused %v %v", paused, err)
+	}
+	eval(t, ev, "kind_auto_paused:pending", "kind_auto_paused:firing")
+	clk.Advance(10 * time.Minute)
+	eval(t, ev) // still paused: still firing, nothing new
+
+	o, err := alert.NewService(db.System, ev.Rules()).Overview(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := o.Firing(); len(f) != 1 || !strings.Contains(f[0].Summary, "test.flaky") || strings.Contains(f[0].Summary, "test.manual") {
+		t.Fatalf("firing: %+v", f)
+	}
+
+	if err := engine.Resume(ctx, job.PauseKind, "test.flaky", "dependency fixed", staff); err != nil {
+		t.Fatal(err)
+	}
+	eval(t, ev, "kind_auto_paused:resolved")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -16,6 +17,9 @@ type Reader interface {
 	PrincipalWindows(ctx context.Context, recentSince, baseSince time.Time, minRecent int64) ([]PrincipalWindow, error)
 	MissingActorSince(ctx context.Context, since time.Time) (int64, error)
 	WorkersSince(ctx context.Context, since time.Time) ([]WorkerWindow, error)
+	// AutoPausedKinds are the kinds the failure-rate guard paused and no
+	// one has resumed yet.
+	AutoPausedKinds(ctx context.Context) ([]string, error)
 }
 
 // PrincipalWindow is one principal's enqueues now and in its baseline.
@@ -53,6 +57,7 @@ const (
 	RulePrincipalSpike  = "principal_enqueue_spike"
 	RuleMissingMetadata = "jobs_missing_metadata"
 	RuleWorkerFailing   = "worker_failing"
+	RuleKindAutoPaused  = "kind_auto_paused"
 )
 
 // DefaultRules are Jejak's alert rules with their thresholds.
@@ -167,6 +172,24 @@ func DefaultRules(src Sources) []Rule {
 				}
 				v, summary := workerOutlier(ws)
 				return v, summary, nil
+			},
+		},
+		{
+			Name: RuleKindAutoPaused, Title: "Kind paused automatically",
+			Description: "Kinds the failure-rate guard paused (half or more of at least 20 attempts failed in 5 minutes) " +
+				"and no one has resumed.",
+			Runbook: "Its jobs wait, none are lost. Open /admin/dead and the kind's recent failures: fix the cause " +
+				"(a failing dependency, a bad deploy), then resume the kind on /admin with a reason; the alert resolves.",
+			// The pause row is the state: it fires on the pass after the
+			// guard pauses and resolves once the kind is resumed, whichever
+			// replica did either.
+			Threshold: 0, For: 0,
+			Eval: func(ctx context.Context, q Reader, _ time.Time) (float64, string, error) {
+				kinds, err := q.AutoPausedKinds(ctx)
+				if err != nil || len(kinds) == 0 {
+					return 0, "no kind paused automatically", err
+				}
+				return float64(len(kinds)), "paused automatically: " + strings.Join(kinds, ", "), nil
 			},
 		},
 	}

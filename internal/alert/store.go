@@ -133,6 +133,10 @@ func (s store) MissingActorSince(ctx context.Context, since time.Time) (int64, e
 	return s.q.AlertMissingActorSince(ctx, since)
 }
 
+func (s store) AutoPausedKinds(ctx context.Context) ([]string, error) {
+	return s.q.AlertAutoPausedKinds(ctx)
+}
+
 func (s store) WorkersSince(ctx context.Context, since time.Time) ([]WorkerWindow, error) {
 	rows, err := s.q.AlertWorkersSince(ctx, since)
 	if err != nil {

@@ -243,7 +243,7 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 	// alert and passes every event on to the metrics.
 	tally := alert.NewWorkerTally(reg)
 	engine, err := job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.Workers, Logger: log, Observer: tally,
-		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat})
+		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, ScheduledPrune: true})
 	if err != nil {
 		return nil, nil, err
 	}

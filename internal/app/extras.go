@@ -6,6 +6,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/schedule"
 )
@@ -32,13 +33,18 @@ func wireExtras(cfg Config, env *Env, engine *job.Engine, clk clock.Clock, log *
 		ext.sim, ext.stop, url = sim, stop, simURL
 	}
 	ext.payments = payment.NewService(env.App, env.System, &payment.HTTPProvider{BaseURL: url}, engine, clk)
-	ext.scheduler = schedule.New(env.System, clk, engine.WorkerID(), schedule.Shipped(engine)...)
+	// Retention runs as schedules (the engine and relay are configured with
+	// ScheduledPrune) so its runs show on /admin and happen once per hour.
+	schedules := append(schedule.Shipped(engine), schedule.Retention(engine, clk, outbox.DefaultRetention)...)
+	ext.scheduler = schedule.New(env.System, clk, engine.WorkerID(), schedules...)
 	engine.OnMaintenance(func(ctx context.Context) error {
 		_, err := ext.scheduler.Tick(ctx)
 		return err
 	})
 	// Retry storms: a kind failing above the threshold pauses itself (shown
-	// on /admin) until staff resume it. guard.OnPause is the alert hook.
+	// on /admin) until staff resume it. The kind_auto_paused alert reads the
+	// pause row itself, so it fires and resolves whichever replica paused
+	// or resumed; guard.OnPause is left for extra notification.
 	guard := job.FailureGuard{}
 	engine.OnMaintenance(func(ctx context.Context) error {
 		_, err := engine.CheckFailureRates(ctx, guard)

@@ -35,7 +35,9 @@ func startOutbox(ctx context.Context, cfg Config, env *Env, engine *job.Engine, 
 		return nil, fmt.Errorf("NATS: %w", err)
 	}
 	relay, err := outbox.NewRelay(outbox.RelayConfig{Pool: env.System, Sink: natsbus.Sink{JS: bus.JS}, Clock: clk,
-		WorkerID: engine.WorkerID(), IsLeader: engine.IsLeader, Logger: log, OnPublished: onPublished})
+		WorkerID: engine.WorkerID(), IsLeader: engine.IsLeader, Logger: log, OnPublished: onPublished,
+		// The scheduler's outbox.retention schedule prunes delivered messages.
+		ScheduledPrune: true})
 	if err != nil {
 		bus.Close()
 		return nil, err

@@ -70,6 +70,10 @@ type Config struct {
 	Retention time.Duration
 	// DeadRetention prunes dead letters; 0 = never (they wait for triage).
 	DeadRetention time.Duration
+	// ScheduledPrune leaves the retention prune to the scheduler's
+	// job.retention schedule (PruneFinished, once per period across
+	// replicas, its runs shown on /admin) instead of every maintenance pass.
+	ScheduledPrune bool
 	// MaintenanceInterval is how often the leader prunes (rescue of
 	// expired leases and leader election run every HeartbeatInterval, or
 	// this interval when shorter); 0 = 30s.
@@ -542,6 +546,12 @@ func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
 		}
 	}
 	return retried + dead, nil
+}
+
+// PruneFinished runs the retention prune once on db (the scheduler's
+// claiming transaction) and reports how many jobs it deleted.
+func (e *Engine) PruneFinished(ctx context.Context, db Querier) (int64, error) {
+	return e.prune(ctx, db)
 }
 
 // prune deletes finished jobs past retention (succeeded and cancelled after

@@ -777,7 +777,9 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune boo
 	if !prune {
 		return lead, false
 	}
-	if n, err := e.prune(ctx, lead); err != nil {
+	if e.cfg.ScheduledPrune {
+		// The scheduler's job.retention schedule prunes.
+	} else if n, err := e.prune(ctx, lead); err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("maintenance: prune", "err", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/tracing"
 )
@@ -56,6 +57,9 @@ type RelayConfig struct {
 	// Retention prunes delivered messages older than this; 0 = 24h,
 	// negative = never.
 	Retention time.Duration
+	// ScheduledPrune leaves pruning delivered messages to the scheduler's
+	// outbox.retention schedule (PruneDelivered) instead of every pass.
+	ScheduledPrune bool
 	// IsLeader reports whether this replica holds maintenance leadership
 	// (the job engine's election); pruning runs only there. nil = never.
 	IsLeader func() bool
@@ -142,7 +146,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		cfg.MaintenanceInterval = 30 * time.Second
 	}
 	if cfg.Retention == 0 {
-		cfg.Retention = 24 * time.Hour
+		cfg.Retention = DefaultRetention
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -377,21 +381,34 @@ func (r *Relay) Maintain(ctx context.Context) error {
 	if r.cfg.IsLeader == nil || !r.cfg.IsLeader() {
 		return nil
 	}
-	if r.cfg.Retention > 0 {
-		for {
-			n, err := storePrune(ctx, r.cfg.Pool, now, r.cfg.Retention, 5000)
-			if err != nil {
-				return fmt.Errorf("prune delivered outbox messages: %w", err)
-			}
-			if n == 0 || ctx.Err() != nil {
-				break
-			}
+	if r.cfg.Retention > 0 && !r.cfg.ScheduledPrune {
+		if _, err := PruneDelivered(ctx, r.cfg.Pool, now, r.cfg.Retention); err != nil {
+			return err
 		}
 	}
 	if _, err := storeStatsPrune(ctx, r.cfg.Pool, now, 48*time.Hour); err != nil {
 		return fmt.Errorf("prune outbox stats: %w", err)
 	}
 	return nil
+}
+
+// DefaultRetention is how long delivered messages are kept.
+const DefaultRetention = 24 * time.Hour
+
+// PruneDelivered deletes delivered messages older than olderThan in
+// bounded slices and reports how many it deleted.
+func PruneDelivered(ctx context.Context, db database.Querier, now *time.Time, olderThan time.Duration) (int64, error) {
+	var total int64
+	for {
+		n, err := storePrune(ctx, db, now, olderThan, 5000)
+		if err != nil {
+			return total, fmt.Errorf("prune delivered outbox messages: %w", err)
+		}
+		total += n
+		if n == 0 || ctx.Err() != nil {
+			return total, nil
+		}
+	}
 }
 
 func (r *Relay) maintain(ctx context.Context) {

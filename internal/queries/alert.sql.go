@@ -10,6 +10,30 @@ import (
 	"time"
 )
 
+const alertAutoPausedKinds = `-- name: AlertAutoPausedKinds :many
+SELECT name FROM job_pauses WHERE scope = 'kind' AND auto ORDER BY name
+`
+
+func (q *Queries) AlertAutoPausedKinds(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, alertAutoPausedKinds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const alertDeadSince = `-- name: AlertDeadSince :one
 SELECT coalesce(sum(dead), 0)::bigint FROM job_stats_minute WHERE minute >= $1::timestamptz
 `

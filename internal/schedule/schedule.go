@@ -1,6 +1,7 @@
 // Package schedule runs Jejak's periodic work (SPEC J15): the subscription
 // sweep daily, the weekly report per tenant weekly, payment reconciliation
-// daily. Only the job engine's maintenance leader
+// daily, and the job and outbox retention prunes hourly. Only the job
+// engine's maintenance leader
 // ticks the scheduler, and each schedule runs exactly once per period
 // across replicas: the period is part of a key that is claimed with
 // INSERT … ON CONFLICT DO NOTHING in the same transaction as the jobs it

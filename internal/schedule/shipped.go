@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/outbox"
 )
 
 // Enqueuer is the part of the job engine schedules need.
@@ -36,8 +39,8 @@ func perTenant(e Enqueuer, kind, keyPrefix string) Action {
 	}
 }
 
-// Shipped are Jejak's periodic tasks. Job retention is not among them:
-// the maintenance leader prunes finished jobs on every pass already.
+// Shipped are Jejak's periodic tasks that enqueue jobs; Retention adds
+// the prunes.
 func Shipped(e Enqueuer) []Schedule {
 	return []Schedule{
 		{Name: "subscription.sweep", Every: Daily, About: "recompute every subscription's status (active, grace, expired)",
@@ -46,5 +49,34 @@ func Shipped(e Enqueuer) []Schedule {
 			Action: perTenant(e, "email.weekly-report", "weekly-report")},
 		{Name: "payment.reconcile", Every: Daily, About: "compare provider charges with invoices; refund duplicates",
 			Action: perTenant(e, "payment.reconcile", "reconcile")},
+	}
+}
+
+// JobPruner is the part of the job engine the retention schedule needs.
+type JobPruner interface {
+	PruneFinished(ctx context.Context, db job.Querier) (int64, error)
+}
+
+// Retention are the prunes of finished jobs and delivered outbox messages
+// (older than outboxAge), hourly so each run deletes an hour's worth. They
+// run in the claiming transaction: a period's prune and its run record
+// commit together, once across replicas. The job engine and the outbox
+// relay must be configured with ScheduledPrune so they do not prune on
+// every pass as well.
+func Retention(jobs JobPruner, clk clock.Clock, outboxAge time.Duration) []Schedule {
+	return []Schedule{
+		{Name: "job.retention", Every: Hourly, About: "delete finished jobs past their retention (dead letters are kept unless configured)",
+			Action: func(ctx context.Context, tx pgx.Tx, _ Period) (int, string, error) {
+				n, err := jobs.PruneFinished(ctx, tx)
+				return 0, fmt.Sprintf("%d finished job(s) pruned", n), err
+			}},
+		{Name: "outbox.retention", Every: Hourly, About: "delete outbox messages delivered more than " + outboxAge.String() + " ago",
+			Action: func(ctx context.Context, tx pgx.Tx, _ Period) (int, string, error) {
+				if outboxAge <= 0 {
+					return 0, "retention off", nil
+				}
+				n, err := outbox.PruneDelivered(ctx, tx, clk.Now(), outboxAge)
+				return 0, fmt.Sprintf("%d delivered message(s) pruned", n), err
+			}},
 	}
 }

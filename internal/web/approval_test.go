@@ -16,6 +16,7 @@ import (
 	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds"
+	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/schedule"
 	"github.com/jejakhq/jejak/internal/testdb"
 	"github.com/jejakhq/jejak/internal/web"
@@ -39,10 +40,12 @@ func newSensitiveFixture(t *testing.T, clk clock.Clock) *fixture {
 	kinds.Register(engine, kinds.Deps{App: db.App, System: db.System, Clock: clk})
 	deps := app.NewDeps(db.App, db.System, engine, clk, log)
 	deps.StatsMaxAge = -1
-	deps.Schedules = schedule.New(db.System, clk, "sensitive-test", schedule.Shipped(engine)...)
+	sched := schedule.New(db.System, clk, "sensitive-test",
+		append(schedule.Shipped(engine), schedule.Retention(engine, clk, outbox.DefaultRetention)...)...)
+	deps.Schedules = sched
 	srv := httptest.NewServer(web.New(deps))
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, db: db, srv: srv, jobs: engine}
+	return &fixture{t: t, db: db, srv: srv, jobs: engine, sched: sched}
 }
 
 func (f *fixture) work(n int) {
@@ -381,15 +384,27 @@ func (f *fixture) makeApprovals(n int) []int64 {
 
 // TestAdminPausesAndSchedules: staff pause a kind with a reason from /admin
 // (no reason: 422, nothing paused), see it listed, resume it; /admin lists
-// the schedules with their next run.
+// the schedules (retention among them) with their last and next run.
 func TestAdminPausesAndSchedules(t *testing.T) {
 	t.Parallel()
 	f := newSensitiveFixture(t, clock.Database{})
 	sup := f.client()
 	sup.login("support@jejak.test")
 	home := sup.get("/admin")
-	if strings.Count(home.body, `data-testid="schedule-row"`) != 3 || !strings.Contains(home.body, "payment.reconcile") {
+	if strings.Count(home.body, `data-testid="schedule-row"`) != 5 || !strings.Contains(home.body, "payment.reconcile") ||
+		!strings.Contains(home.body, `data-name="job.retention"`) || !strings.Contains(home.body, `data-name="outbox.retention"`) {
 		t.Fatalf("/admin schedules: %.3000s", home.body)
+	}
+	if _, err := f.sched.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	home = sup.get("/admin")
+	for _, name := range []string{"job.retention", "outbox.retention"} {
+		row := home.body[strings.Index(home.body, `data-name="`+name+`"`):]
+		row = row[:strings.Index(row, "</tr>")]
+		if !strings.Contains(row, "pruned") || !strings.Contains(row, "sensitive-test") || !strings.Contains(row, "hourly") {
+			t.Fatalf("/admin %s row after a run: %s", name, row)
+		}
 	}
 	if a := sup.post("/admin/pauses", sup.withCSRF(url.Values{"scope": {"kind"}, "name": {"payment.charge"}}), false); a.status != http.StatusUnprocessableEntity {
 		t.Fatalf("pause without reason: %d", a.status)

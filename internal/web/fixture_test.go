@@ -21,6 +21,7 @@ import (
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/schedule"
 	"github.com/jejakhq/jejak/internal/testdb"
 	"github.com/jejakhq/jejak/internal/web"
 )
@@ -31,6 +32,8 @@ type fixture struct {
 	db   *testdb.DB
 	srv  *httptest.Server
 	jobs *job.Engine // enqueue-only engine (no workers) shared with the handler
+	// sched is the /admin scheduler, set by newSensitiveFixture.
+	sched *schedule.Scheduler
 }
 
 func newFixture(t *testing.T) *fixture { return newAdminFixture(t, 0) }
