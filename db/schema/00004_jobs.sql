@@ -1,5 +1,5 @@
 -- +goose Up
--- The job engine's tables (SPEC J1–J14, S1). See docs/jobs.md for the
+-- The job engine's tables. See docs/jobs.md for the
 -- design: every index on jobs costs throughput on each claim and completion
 -- (a state change is never a HOT update, because state appears in the
 -- partial-index predicates), so there are five, four of them partial and
@@ -34,7 +34,7 @@ CREATE TABLE jobs (
     -- the row is cheaper than a side table written on the hot path.
     errors           jsonb,
     -- Policy failures (expired, unauthorised, tampered) are flagged for
-    -- review (seed 003's poison queue).
+    -- review.
     flagged          boolean NOT NULL DEFAULT false,
     -- S1 metadata.
     trace_id         text NOT NULL,

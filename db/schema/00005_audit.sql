@@ -1,5 +1,5 @@
 -- +goose Up
--- The audit trail (SPEC A1–A7): an append-only, per-tenant hash chain.
+-- The audit trail: an append-only, per-tenant hash chain.
 -- See docs/audit.md for the design and its limits.
 SET LOCAL ROLE jejak_owner;
 

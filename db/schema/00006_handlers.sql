@@ -1,7 +1,7 @@
 -- +goose Up
 -- Tables behind the first shipped job kinds: the dev mail sink
 -- (email.weekly-report), subscription status history (subscription.sweep)
--- and the points ledger with its dedup table (points.award, seed 004).
+-- and the points ledger with its dedup table (points.award).
 SET LOCAL ROLE jejak_owner;
 
 -- The default Mailer when no SMTP server is configured: every message a
@@ -34,7 +34,7 @@ CREATE TABLE subscription_status_changes (
     PRIMARY KEY (tenant_id, id)
 );
 
--- Dedup memory for idempotent consumers (seed 004, SPEC O6/S4): a consumer
+-- Dedup memory for idempotent consumers: a consumer
 -- claims a message by inserting its id with ON CONFLICT DO NOTHING in the
 -- same transaction as its effect; zero rows inserted means "already done".
 CREATE TABLE processed_messages (

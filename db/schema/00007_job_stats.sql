@@ -1,6 +1,6 @@
 -- +goose Up
--- Per-minute rollup of finished job attempts for the staff queue overview
--- (SPEC D3, D9): the overview reads the last hour from here instead of
+-- Per-minute rollup of finished job attempts for the staff queue overview:
+-- the overview reads the last hour from here instead of
 -- counting the jobs table, which holds a million rows at scale and loses
 -- finished jobs to retention anyway. The engine adds to the current minute
 -- as it completes and fails jobs (job.StatsRecordFinished /

@@ -1,5 +1,5 @@
 -- +goose Up
--- The transactional outbox (SPEC O1–O5): domain code inserts a message in
+-- The transactional outbox: domain code inserts a message in
 -- the same transaction as its change; relays on every replica claim,
 -- publish to NATS JetStream and mark messages delivered. See docs/outbox.md.
 SET LOCAL ROLE jejak_owner;

@@ -1,5 +1,5 @@
 -- +goose Up
--- Signed tenant webhooks (SPEC O3, O7): endpoints an owner manages, one
+-- Signed tenant webhooks: endpoints an owner manages, one
 -- delivery per (event, endpoint) and every attempt's outcome.
 SET LOCAL ROLE jejak_owner;
 

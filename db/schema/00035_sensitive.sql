@@ -1,5 +1,5 @@
 -- +goose Up
--- Sensitive work (SPEC S2–S7, D10): disabled memberships, the session
+-- Sensitive work: disabled memberships, the session
 -- index that lets an access revocation find a user's sessions, two-person
 -- approvals, the idempotency store, resource locks with a lease, and the
 -- once-an-hour memory of staff reads of a tenant's trail.

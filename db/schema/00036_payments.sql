@@ -1,5 +1,5 @@
 -- +goose Up
--- Payments (SPEC S6, seed 004): Jejak's invoices and the refunds its
+-- Payments: Jejak's invoices and the refunds its
 -- reconciliation made, plus the built-in payment provider simulator's own
 -- tables (paysim_*), which stand in for an external provider's database:
 -- Jejak's code reaches them only over the provider's HTTP API.

@@ -1,5 +1,5 @@
 -- +goose Up
--- Periodic work (SPEC J15): one row per schedule and period. The
+-- Periodic work: one row per schedule and period. The
 -- maintenance leader inserts the period's row with ON CONFLICT DO NOTHING
 -- in the same transaction as the jobs it enqueues, so a period is
 -- scheduled exactly once even when two replicas both believe they lead.

@@ -1,5 +1,5 @@
 -- +goose Up
--- Controls against three of seed 003's failure modes (SPEC J16):
+-- Controls against three failure modes of sensitive work:
 -- payload drift (payload_version per job), out-of-order processing
 -- (depends_on: run only after another job succeeded) and retry storms
 -- (pause a kind or a queue, by hand or automatically).

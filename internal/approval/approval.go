@@ -1,4 +1,4 @@
-// Package approval holds two-person actions (SPEC S7, D10): a staff member
+// Package approval holds two-person actions: a staff member
 // requests a sensitive action with a reason, a different staff member
 // approves or rejects it, and approving enqueues the job that carries the
 // approval. The job consumes the approval exactly once at dequeue

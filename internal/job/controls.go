@@ -16,8 +16,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 )
 
-// Payload versions, dependencies and pauses (seed 003's payload drift,
-// out-of-order processing and retry storm).
+// Payload versions, dependencies and pauses.
 
 // delayUnknownVersion is the delay reason of a job whose payload version this
 // replica does not read.

@@ -78,8 +78,8 @@ type Job struct {
 	claimedAt time.Time
 }
 
-// VerifyPayload reports whether the payload is the one signed at enqueue
-// (SPEC S3). The MAC is keyed with a server secret only the database owner
+// VerifyPayload reports whether the payload is the one signed at enqueue.
+// The MAC is keyed with a server secret only the database owner
 // can read, so it is checked by the database as the job is claimed or
 // read; the engine refuses to run a job whose payload fails it.
 func (j *Job) VerifyPayload() bool { return j.payloadIntact }

@@ -51,7 +51,7 @@ func TestPrometheusRulesNameExportedMetrics(t *testing.T) {
 		"jejak_job_run_seconds", "jejak_jobs", "jejak_queue_oldest_pending_age_seconds", "jejak_outbox_messages",
 		"jejak_outbox_oldest_pending_age_seconds", "jejak_webhook_deliveries_total", "jejak_db_pool_connections"} {
 		if !names[must] {
-			t.Errorf("metric %s (SPEC name) is not registered", must)
+			t.Errorf("metric %s is not registered", must)
 		}
 	}
 	rules := 0

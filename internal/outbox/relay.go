@@ -41,7 +41,7 @@ type RelayConfig struct {
 	// PollInterval is the fallback wake-up when no NOTIFY arrives; 0 = 1s.
 	PollInterval time.Duration
 	// MaxAttempts is how many publishes a message gets before it is
-	// failed; 0 = 5 (seed 001).
+	// failed; 0 = 5.
 	MaxAttempts int
 	// Backoff is the delay after failed attempt n; nil = DefaultBackoff.
 	Backoff func(attempt int) time.Duration
@@ -70,7 +70,7 @@ type RelayConfig struct {
 	OnPublished func(result string, n int)
 }
 
-// DefaultMaxAttempts is seed 001's retry budget.
+// DefaultMaxAttempts is the default retry budget.
 const DefaultMaxAttempts = 5
 
 // DefaultReclaimAfter is how long a reservation may last.

@@ -25,7 +25,7 @@ import (
 // CountCap is where the page stops counting: "10000+" costs the same as 10.
 const CountCap = 10000
 
-// LagAlert is the pending age above which the outbox is late (SPEC O5).
+// LagAlert is the pending age above which the outbox is late.
 const LagAlert = 2 * time.Minute
 
 // MaxRetry caps one retry action.

@@ -1,6 +1,6 @@
 // Package payment charges tenants for paid plans through a payment
 // provider's HTTP API and reconciles what the provider charged with
-// Jejak's invoices (SPEC S6, seed 004). Upgrading to a paid plan creates an
+// Jejak's invoices. Upgrading to a paid plan creates an
 // invoice and enqueues payment.charge with the invoice as idempotency key;
 // payment.reconcile finds invoices charged more than once (the classic
 // double charge: the provider charged, the response timed out, the retry

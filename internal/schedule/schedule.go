@@ -1,4 +1,4 @@
-// Package schedule runs Jejak's periodic work (SPEC J15): the subscription
+// Package schedule runs Jejak's periodic work: the subscription
 // sweep daily, the weekly report per tenant weekly, payment reconciliation
 // daily, and the job and outbox retention prunes hourly. Only the job
 // engine's maintenance leader

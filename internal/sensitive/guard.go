@@ -32,7 +32,7 @@ type Approval struct {
 }
 
 // Authorize re-checks, inside the handler's transaction and before any
-// effect, everything that authorized the job at enqueue (SPEC S2, S3): the
+// effect, everything that authorized the job at enqueue: the
 // job has not expired and its payload is unchanged; the approval exists
 // for this tenant, action and target, is approved, and is consumed now
 // (single use: a second job with the same approval is refused); its

@@ -15,7 +15,7 @@ import (
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
-// Key is one entry of the idempotency store (SPEC S4).
+// Key is one entry of the idempotency store.
 type Key struct {
 	TenantID         int64
 	Key              string
@@ -97,7 +97,7 @@ func RecordSkipped(ctx context.Context, tx pgx.Tx, c clock.Clock, j *job.Job, k 
 // LockBusyRetry is how long a job waits before trying a busy lock again.
 const LockBusyRetry = 5 * time.Second
 
-// Lock is a resource lock with a lease (SPEC S5) on a resource such as
+// Lock is a resource lock with a lease on a resource such as
 // "user:987" or "invoice:12". It is committed on its own, before the
 // effect's transaction, so other replicas see it; the effect's
 // transaction releases it on success, and a crashed holder's lock is

@@ -1,4 +1,4 @@
-// Package support is the staff's view of one tenant (SPEC D10, A9): tenant
+// Package support is the staff's view of one tenant: tenant
 // search, and a tenant's members, plan and status history, recent jobs,
 // approvals and audit trail. Every staff read of a tenant's trail is
 // itself recorded in that trail (staff.viewed_audit), at most once per

@@ -20,7 +20,7 @@ import (
 	"github.com/jejakhq/jejak/views/support"
 )
 
-// Staff tenant pages and two-person approvals (SPEC D10, S7, A9).
+// Staff tenant pages and two-person approvals.
 
 const staffTime = "2006-01-02 15:04 UTC"
 
