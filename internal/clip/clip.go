@@ -18,3 +18,16 @@ func Runes(s string, n int) string {
 	}
 	return s[:i] + "…"
 }
+
+// Bytes returns s cut to at most n bytes, backing off to the start of a
+// character so the result stays valid UTF-8; for stored text whose limit is
+// in bytes (error columns, response excerpts). Nothing is appended.
+func Bytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -28,3 +28,25 @@ func TestRunes(t *testing.T) {
 		}
 	}
 }
+
+func TestBytes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc"},
+		{"héé", 2, "h"}, // "é" is two bytes: never half of it
+		{"héé", 3, "hé"},
+		{"日本語", 4, "日"},
+		{"", 0, ""},
+	}
+	for _, c := range cases {
+		got := clip.Bytes(c.in, c.n)
+		if got != c.want || !utf8.ValidString(got) || len(got) > c.n {
+			t.Errorf("Bytes(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

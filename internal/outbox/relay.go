@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/jejakhq/jejak/internal/clip"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/reqctx"
@@ -335,7 +336,7 @@ func (r *Relay) settle(ctx context.Context, stopping bool, msgs []Envelope, errs
 			release = append(release, m.ID)
 		default:
 			failed = append(failed, m.ID)
-			reasons = append(reasons, truncate(errs[i].Error(), 1000))
+			reasons = append(reasons, clip.Bytes(errs[i].Error(), 1000))
 			delays = append(delays, r.cfg.Backoff(m.Attempt).Seconds())
 		}
 	}
@@ -465,15 +466,3 @@ func (r *Relay) listenOnce(ctx context.Context) error {
 		r.wakeAll()
 	}
 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

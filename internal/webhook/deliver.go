@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/clip"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
@@ -156,7 +157,7 @@ func (d *Deliverer) post(ctx context.Context, t attemptTarget, now time.Time) (A
 	a := Attempt{}
 	if err != nil {
 		a.Latency = time.Since(start)
-		a.Error = truncate(err.Error(), 500)
+		a.Error = clip.Bytes(err.Error(), 500)
 		return a, 0
 	}
 	defer resp.Body.Close()

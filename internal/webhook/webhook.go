@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/clip"
 	"github.com/jejakhq/jejak/internal/outbox"
 )
 
@@ -176,7 +177,7 @@ func ParseEvents(raw string) ([]string, error) {
 			continue
 		}
 		if p != "*" && !outbox.ValidType(p) {
-			return nil, apperr.Invalid("events", fmt.Sprintf("%q is not an event type (lower-case words separated by dots)", truncate(p, 60)))
+			return nil, apperr.Invalid("events", fmt.Sprintf("%q is not an event type (lower-case words separated by dots)", clip.Bytes(p, 60)))
 		}
 		seen[p] = true
 	}
@@ -202,13 +203,3 @@ func retryDelay(n int, retryAfter time.Duration) time.Duration {
 }
 
 var errGone = errors.New("receiver answered 410 Gone: endpoint disabled")
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
