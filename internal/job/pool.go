@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/database"
 )
 
 // runState is everything a started engine runs: one producer that claims
@@ -465,47 +467,11 @@ func (e *Engine) startTime(j *Job) time.Time {
 	return j.AttemptedAt.Add(time.Since(j.claimedAt))
 }
 
-// listen wakes the producer on every NOTIFY jejak_jobs, reconnecting after
-// errors; polling covers any gap.
+// listen wakes the producer on every NOTIFY jejak_jobs; polling covers
+// any gap.
 func (e *Engine) listen(r *runState) {
 	defer r.bgDone.Done()
-	ctx := r.prodCtx
-	for ctx.Err() == nil {
-		if err := e.listenOnce(ctx, r); err != nil && ctx.Err() == nil {
-			e.log.Warn("job notifications lost; reconnecting", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(e.cfg.PollInterval):
-			}
-		}
-	}
-}
-
-func (e *Engine) listenOnce(ctx context.Context, r *runState) error {
-	conn, err := e.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// A connection interrupted mid-wait is unusable; otherwise make it
-		// clean for the next user of the pool.
-		if ctx.Err() != nil {
-			conn.Conn().Close(context.Background()) //nolint:errcheck
-		} else {
-			_, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *")
-		}
-		conn.Release()
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN jejak_jobs"); err != nil {
-		return err
-	}
-	signal(r.wake) // anything enqueued while we were not listening
-	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
-			return err
-		}
-		signal(r.wake)
-	}
+	database.Listen(r.prodCtx, e.pool, "jejak_jobs", e.cfg.PollInterval, e.log, func() { signal(r.wake) })
 }
 
 // heartbeat refreshes this engine's job_workers row and renews the lease

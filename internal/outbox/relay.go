@@ -428,41 +428,8 @@ func (r *Relay) maintain(ctx context.Context) {
 	}
 }
 
-// listen wakes the claim loops on every NOTIFY jejak_outbox, reconnecting
-// after errors; polling covers any gap.
+// listen wakes the claim loops on every NOTIFY jejak_outbox; polling
+// covers any gap.
 func (r *Relay) listen(ctx context.Context) {
-	for ctx.Err() == nil {
-		if err := r.listenOnce(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("outbox notifications lost; reconnecting", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(r.cfg.PollInterval):
-			}
-		}
-	}
-}
-
-func (r *Relay) listenOnce(ctx context.Context) error {
-	conn, err := r.cfg.Pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if ctx.Err() != nil {
-			conn.Conn().Close(context.Background()) //nolint:errcheck
-		} else {
-			_, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *")
-		}
-		conn.Release()
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN jejak_outbox"); err != nil {
-		return err
-	}
-	r.wakeAll()
-	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
-			return err
-		}
-		r.wakeAll()
-	}
+	database.Listen(ctx, r.cfg.Pool, "jejak_outbox", r.cfg.PollInterval, r.log, r.wakeAll)
 }
