@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,7 +14,6 @@ import (
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/reqctx"
-	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/views/admin"
 	"github.com/jejakhq/jejak/views/support"
 )
@@ -54,9 +52,6 @@ func (s *Server) adminTenant(c echo.Context) error {
 	ctx := c.Request().Context()
 	slug := pathParam(c, "slug")
 	t, err := s.Tenants.BySlug(ctx, slug)
-	if errors.Is(err, tenant.ErrNotFound) {
-		return echo.NewHTTPError(http.StatusNotFound)
-	}
 	if err != nil {
 		return err
 	}
@@ -205,9 +200,6 @@ func (s *Server) adminMemberDisable(c echo.Context) error {
 	ctx := c.Request().Context()
 	slug := pathParam(c, "slug")
 	t, err := s.Tenants.BySlug(ctx, slug)
-	if errors.Is(err, tenant.ErrNotFound) {
-		return echo.NewHTTPError(http.StatusNotFound)
-	}
 	if err != nil {
 		return err
 	}

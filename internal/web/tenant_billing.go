@@ -8,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/reqctx"
-	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/views/billing"
 )
 
@@ -64,9 +63,6 @@ func (s *Server) tenantBilling(c echo.Context) error {
 func (s *Server) adminTenantReconcile(c echo.Context) error {
 	ctx := c.Request().Context()
 	t, err := s.Tenants.BySlug(ctx, pathParam(c, "slug"))
-	if err == tenant.ErrNotFound {
-		return echo.NewHTTPError(http.StatusNotFound)
-	}
 	if err != nil {
 		return err
 	}
