@@ -5,6 +5,7 @@ package apperr
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -28,6 +29,16 @@ type Error struct {
 	Code    Code
 	Message string
 	Fields  map[string]string
+	// Formats holds, for a field whose message has values, the message's
+	// format (its key in the language catalogs) and the values, so the web
+	// layer formats it in the reader's language.
+	Formats map[string]Format
+}
+
+// Format is a message with values: Fields holds it formatted in English.
+type Format struct {
+	Format string
+	Args   []any
 }
 
 func (e *Error) Error() string {
@@ -49,6 +60,24 @@ func (e *Error) Error() string {
 // Invalid returns a validation error for one field.
 func Invalid(field, msg string) *Error {
 	return &Error{Code: CodeInvalid, Message: "invalid input", Fields: map[string]string{field: msg}}
+}
+
+// Invalidf returns a validation error for one field whose message has
+// values (format's verbs filled with args).
+func Invalidf(field, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Message: "invalid input", Fields: map[string]string{field: fmt.Sprintf(format, args...)},
+		Formats: map[string]Format{field: {Format: format, Args: args}}}
+}
+
+// FormatOf returns the format and values of err's message for field, when
+// it was made with Invalidf.
+func FormatOf(err error, field string) (Format, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		f, ok := e.Formats[field]
+		return f, ok
+	}
+	return Format{}, false
 }
 
 // InvalidFields returns a validation error for several fields at once, so

@@ -143,7 +143,7 @@ func CheckReason(reason string) (string, error) {
 		return "", apperr.Invalid("reason", "A reason is required.")
 	}
 	if utf8.RuneCountInString(reason) > MaxReason || !utf8.ValidString(reason) || strings.ContainsRune(reason, 0) {
-		return "", apperr.Invalid("reason", fmt.Sprintf("A reason is at most %d characters of text.", MaxReason))
+		return "", apperr.Invalidf("reason", "A reason is at most %d characters of text.", MaxReason)
 	}
 	return reason, nil
 }

@@ -56,7 +56,7 @@ var (
 	// ErrReasonRequired: an operator action without a (non-blank) reason.
 	ErrReasonRequired = apperr.Invalid("reason", "A reason is required: it is recorded in the tenant's audit trail.")
 	// ErrReasonTooLong: a reason over MaxReason characters, or not text.
-	ErrReasonTooLong = apperr.Invalid("reason", fmt.Sprintf("Give a reason of at most %d characters.", MaxReason))
+	ErrReasonTooLong = apperr.Invalidf("reason", "Give a reason of at most %d characters.", MaxReason)
 	// ErrNotDead: the job exists but is no longer a dead letter (retried
 	// or discarded meanwhile); nothing was changed.
 	ErrNotDead = apperr.Conflict("job is not a dead letter")

@@ -117,6 +117,16 @@ func In(lang, key string, args ...any) string {
 	return p.Sprintf(key, args...)
 }
 
+// Enum translates a fixed value shown to people (a job state, an alert
+// state, a delivery outcome) by the key group+"."+value. The value itself
+// stays what URLs and forms use; one without a translation is shown as is.
+func Enum(ctx context.Context, group, value string) string {
+	if key := group + "." + value; Has(key) {
+		return T(ctx, key)
+	}
+	return value
+}
+
 // Has reports whether key is in the catalogs.
 func Has(key string) bool { _, ok := en[key]; return ok }
 

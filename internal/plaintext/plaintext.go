@@ -24,16 +24,17 @@ func Deceptive(r rune) bool {
 	return false
 }
 
-// NameProblem returns what is wrong with a name's characters, or "" when
-// nothing is: names are shown in lists, titles and confirm dialogs, so no
-// control or bidirectional formatting character is allowed in them.
-func NameProblem(name string) string {
+// NameProblem returns the first character a name must not contain, and
+// whether there is one: names are shown in lists, titles and confirm
+// dialogs, so no control or bidirectional formatting character is allowed
+// in them.
+func NameProblem(name string) (rune, bool) {
 	for _, r := range name {
 		if Deceptive(r) {
-			return fmt.Sprintf("must not contain control or text-direction characters (found U+%04X)", r)
+			return r, true
 		}
 	}
-	return ""
+	return 0, false
 }
 
 // Visible returns s with every deceptive character except newline and tab

@@ -8,13 +8,13 @@ import (
 
 func TestNameProblemAndVisible(t *testing.T) {
 	for _, bad := range []string{"gpj.\u202Eexe", "a\u2066b", "tab\there", "bell\a", "nul\x00", "c1\u0085"} {
-		if plaintext.NameProblem(bad) == "" {
+		if _, found := plaintext.NameProblem(bad); !found {
 			t.Errorf("%q accepted as a name", bad)
 		}
 	}
 	for _, good := range []string{"Katalog Musim Hujan", "Toko Bunga Melati — 2026", "مرحبا", "日本語"} {
-		if p := plaintext.NameProblem(good); p != "" {
-			t.Errorf("%q refused: %s", good, p)
+		if r, found := plaintext.NameProblem(good); found {
+			t.Errorf("%q refused: U+%04X", good, r)
 		}
 	}
 	cases := map[string]string{

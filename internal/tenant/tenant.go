@@ -156,8 +156,8 @@ func ValidateProjectName(name string) (string, error) {
 	case n > 120:
 		return "", apperr.Invalid("name", "Project name must be at most 120 characters.")
 	}
-	if p := plaintext.NameProblem(name); p != "" {
-		return "", apperr.Invalid("name", "Project name "+p+".")
+	if r, bad := plaintext.NameProblem(name); bad {
+		return "", apperr.Invalidf("name", "Project name must not contain control or text-direction characters (found U+%04X).", r)
 	}
 	return name, nil
 }

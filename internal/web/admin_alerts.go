@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/alert"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/views/observe"
 )
 
@@ -30,7 +30,7 @@ func (s *Server) adminAlerts(c echo.Context) error {
 	}
 	vm := observe.AlertsVM{}
 	for _, st := range o.Rules {
-		r := alertRuleRow(st)
+		r := alertRuleRow(c.Request().Context(), st)
 		switch st.State {
 		case alert.StateFiring:
 			vm.Firing = append(vm.Firing, r)
@@ -50,10 +50,10 @@ func (s *Server) adminAlerts(c echo.Context) error {
 	return render(c, http.StatusOK, observe.AlertsPage(vm))
 }
 
-func alertRuleRow(st alert.Status) observe.AlertRuleRow {
+func alertRuleRow(ctx context.Context, st alert.Status) observe.AlertRuleRow {
 	r := observe.AlertRuleRow{Name: st.Rule.Name, Title: st.Rule.Title, State: st.State, Summary: st.Summary,
 		Description: st.Rule.Description, Runbook: st.Rule.Runbook, Value: strconv.FormatFloat(st.Value, 'g', 4, 64),
-		Condition: fmt.Sprintf("> %g for %s", st.Rule.Threshold, st.Rule.For)}
+		Condition: i18n.T(ctx, "alerts.condition", strconv.FormatFloat(st.Rule.Threshold, 'g', -1, 64), st.Rule.For.String())}
 	if !st.Since.IsZero() {
 		r.Since = st.Since.UTC().Format("2006-01-02 15:04:05")
 	}
@@ -75,7 +75,7 @@ func (s *Server) firingAlerts(ctx context.Context) ([]observe.AlertRuleRow, erro
 	}
 	var rows []observe.AlertRuleRow
 	for _, st := range o.Firing() {
-		rows = append(rows, alertRuleRow(st))
+		rows = append(rows, alertRuleRow(ctx, st))
 	}
 	return rows, nil
 }

@@ -1,12 +1,12 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/views/support"
 )
 
@@ -26,7 +26,7 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 			if r.LastRun != nil {
 				row.LastRun = fmtUTC(*r.LastRun)
 			} else {
-				row.LastRun, row.NextRun = "never", "at the leader's next pass"
+				row.LastRun, row.NextRun = i18n.T(ctx, "support.never"), i18n.T(ctx, "support.next_pass")
 			}
 			vm.Schedules = append(vm.Schedules, row)
 		}
@@ -58,14 +58,14 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 		for _, p := range ps {
 			row := support.PauseRow{Scope: p.Scope, Name: p.Name, Reason: p.Reason, Auto: p.Auto, Since: fmtUTC(p.PausedAt)}
 			if p.PausedBy != nil {
-				row.By = nameOr(names, *p.PausedBy)
+				row.By = nameOr(ctx, names, *p.PausedBy)
 			}
 			vm.Pauses = append(vm.Pauses, row)
 		}
 		for _, l := range log {
-			row := support.PauseLogRow{When: fmtUTC(l.At), Action: l.Action, Scope: l.Scope, Name: l.Name, Reason: l.Reason, By: "automatic"}
+			row := support.PauseLogRow{When: fmtUTC(l.At), Action: l.Action, Scope: l.Scope, Name: l.Name, Reason: l.Reason, By: i18n.T(ctx, "support.automatic")}
 			if l.ActorID != nil {
-				row.By = nameOr(names, *l.ActorID)
+				row.By = nameOr(ctx, names, *l.ActorID)
 			}
 			vm.PauseLog = append(vm.PauseLog, row)
 		}
@@ -93,10 +93,10 @@ func (s *Server) adminPauseAction(c echo.Context, pause bool) error {
 		// the message; nothing changed.
 		return err
 	}
-	verb := "Resumed"
+	key := "support.flash_resumed"
 	if pause {
-		verb = "Paused"
+		key = "support.flash_paused"
 	}
-	s.setFlash(c, fmt.Sprintf("%s %s %s. Logged with your reason.", verb, scope, name))
+	s.setFlash(c, i18n.T(ctx, key, i18n.Enum(ctx, "scope", scope), name))
 	return c.Redirect(http.StatusSeeOther, "/admin")
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/views/admin"
@@ -124,7 +124,7 @@ func (s *Server) adminDeadBulk(c echo.Context) error {
 	op := console.Operator{UserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx)}
 	reason := form.Get("reason")
 	n, err := s.Console.Bulk(ctx, op, action, deadQuery(dform), maxID, reason)
-	if msg := apperr.FieldsOf(err)["reason"]; msg != "" {
+	if msg := fieldMessage(ctx, err, "reason"); msg != "" {
 		b, berr := s.bulkVM(c, form)
 		if berr != nil {
 			return berr
@@ -137,19 +137,23 @@ func (s *Server) adminDeadBulk(c echo.Context) error {
 		return errBadBulkFilter
 	case err != nil && n > 0:
 		// Earlier batches committed; say so rather than hide it.
-		s.setFlash(c, fmt.Sprintf("%s stopped after %d job(s): %s", action, n, "internal error"))
+		key := "admin.flash_bulk_stopped_retry"
+		if action == console.ActionDiscard {
+			key = "admin.flash_bulk_stopped_discard"
+		}
+		s.setFlash(c, i18n.T(ctx, key, n))
 		s.Logger.ErrorContext(ctx, "bulk dead-letter action failed", "error", err.Error(), "done", n)
 		return c.Redirect(http.StatusSeeOther, dform.URL())
 	case err != nil:
 		return err
 	case maxID == 0:
-		s.setFlash(c, "Nothing to do: no dead letters matched.")
+		s.setFlash(c, i18n.T(ctx, "admin.flash_bulk_nothing"))
 		return c.Redirect(http.StatusSeeOther, dform.URL())
 	}
-	verb := "Retried"
+	key := "admin.flash_bulk_retried"
 	if action == console.ActionDiscard {
-		verb = "Discarded"
+		key = "admin.flash_bulk_discarded"
 	}
-	s.setFlash(c, fmt.Sprintf("%s %d dead job(s) matching %s. The reason is recorded in each tenant's audit trail.", verb, n, dform.Describe()))
+	s.setFlash(c, i18n.T(ctx, key, n, dform.Describe(ctx)))
 	return c.Redirect(http.StatusSeeOther, dform.URL())
 }

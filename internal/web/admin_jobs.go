@@ -1,9 +1,9 @@
 package web
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/reqctx"
@@ -100,13 +101,13 @@ func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
 	r := v.Job
 	tenants, _ := adminTenants(v.Tenants)
 	vm := admin.JobVM{R: adminDetail(r), Tenants: tenants, Payload: prettyJSON(r.Payload),
-		PayloadHashHex: hex.EncodeToString(r.PayloadHash), RequestedBy: "system"}
+		PayloadHashHex: hex.EncodeToString(r.PayloadHash), RequestedBy: i18n.T(ctx, "support.system")}
 	if r.RequestedBy != nil {
 		names, err := s.Users.Names(ctx, []int64{*r.RequestedBy})
 		if err != nil {
 			return admin.JobVM{}, err
 		}
-		vm.RequestedBy = fmt.Sprintf("user #%d", *r.RequestedBy)
+		vm.RequestedBy = i18n.T(ctx, "support.user_n", strconv.FormatInt(*r.RequestedBy, 10))
 		if n, ok := names[*r.RequestedBy]; ok {
 			vm.RequestedBy = n
 		}
@@ -152,16 +153,16 @@ func (s *Server) adminJobAction(action console.Action) echo.HandlerFunc {
 		reason := c.FormValue("reason")
 		op := console.Operator{UserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx)}
 		t, err := s.Console.Act(ctx, op, action, id, reason)
-		if msg := apperr.FieldsOf(err)["reason"]; msg != "" {
+		if msg := fieldMessage(ctx, err, "reason"); msg != "" {
 			return s.refuseJobAction(c, id, back, reason, msg)
 		}
 		if need, ok := errors.AsType[*console.NeedsApprovalError](err); ok {
 			return s.requestReplay(c, need, reason)
 		}
-		msg := actionDoneMessage(id, action, t.Slug)
+		msg := actionDoneMessage(ctx, id, action, t.Slug)
 		switch {
 		case errors.Is(err, console.ErrNotDead):
-			msg = fmt.Sprintf("Job #%d is no longer a dead letter (someone acted on it already); nothing changed.", id)
+			msg = i18n.T(ctx, "admin.flash_not_dead", id)
 			action = "none"
 		case err != nil:
 			return err
@@ -174,15 +175,16 @@ func (s *Server) adminJobAction(action console.Action) echo.HandlerFunc {
 	}
 }
 
-func actionDoneMessage(id int64, action console.Action, slug string) string {
-	where := "the tenant's"
-	if slug != "" {
-		where = slug + "'s"
+func actionDoneMessage(ctx context.Context, id int64, action console.Action, slug string) string {
+	switch {
+	case action == console.ActionDiscard && slug == "":
+		return i18n.T(ctx, "admin.flash_discarded_any", id)
+	case action == console.ActionDiscard:
+		return i18n.T(ctx, "admin.flash_discarded", id, slug)
+	case slug == "":
+		return i18n.T(ctx, "admin.flash_retried_any", id)
 	}
-	if action == console.ActionDiscard {
-		return fmt.Sprintf("Job #%d discarded (cancelled, kept for the record). Reason recorded in %s audit trail.", id, where)
-	}
-	return fmt.Sprintf("Job #%d retried: back to pending, due now. Reason recorded in %s audit trail.", id, where)
+	return i18n.T(ctx, "admin.flash_retried", id, slug)
 }
 
 // refuseJobAction answers a refused action (no reason): 422, nothing

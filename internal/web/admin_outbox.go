@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/views/admin"
@@ -100,7 +100,7 @@ func (s *Server) adminOutboxRetry(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setFlash(c, fmt.Sprintf("%d failed message(s) returned to pending.", n))
+	s.setFlash(c, i18n.T(ctx, "admin.flash_outbox_retried", n))
 	back := "/admin/outbox"
 	if slug != "" {
 		back += "?tenant=" + url.QueryEscape(slug)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/views/admin"
 	"github.com/jejakhq/jejak/views/support"
@@ -94,16 +96,16 @@ func (s *Server) adminTenant(c echo.Context) error {
 	}
 	if page.Subscription != nil {
 		vm.Plan, vm.Status = page.Subscription.PlanCode, string(page.Subscription.Status)
-		vm.Period = "period ends " + page.Subscription.PeriodEnd.In(loc).Format(timeShown)
+		vm.Period = i18n.T(ctx, "support.period_ends", page.Subscription.PeriodEnd.In(loc).Format(timeShown))
 	}
 	for _, m := range page.Members {
 		row := support.MemberRow{UserID: strconv.FormatInt(m.UserID, 10), Name: m.Name, Email: m.Email, Role: m.Role,
-			Since: m.Since.In(loc).Format("2 Jan 2006"), Status: "active",
+			Since: m.Since.In(loc).Format("2 Jan 2006"), Status: i18n.T(ctx, "support.member_active"),
 			DisableURL: fmt.Sprintf("/admin/tenants/%s/members/%d/disable", url.PathEscape(t.Slug), m.UserID)}
 		if m.DisabledAt != nil {
-			row.Disabled, row.Status, row.DisabledReason = true, "disabled "+m.DisabledAt.In(loc).Format(timeShown), m.DisabledReason
+			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", m.DisabledAt.In(loc).Format(timeShown)), m.DisabledReason
 		} else if !m.UserActive {
-			row.Status = "account deactivated"
+			row.Status = i18n.T(ctx, "support.account_deactivated")
 		}
 		vm.Members = append(vm.Members, row)
 	}
@@ -112,19 +114,19 @@ func (s *Server) adminTenant(c echo.Context) error {
 		if ch.FromPlan != nil {
 			from = *ch.FromPlan
 		}
-		by := "system"
+		by := i18n.T(ctx, "support.system")
 		if ch.ChangedBy != nil {
-			by = nameOr(names, *ch.ChangedBy)
+			by = nameOr(ctx, names, *ch.ChangedBy)
 		}
 		vm.PlanHistory = append(vm.PlanHistory, support.HistoryRow{When: ch.ChangedAt.In(loc).Format(timeShown), What: from + " → " + ch.ToPlan, By: by})
 	}
 	for _, ch := range page.StatusChanges {
-		by := "system"
+		by := i18n.T(ctx, "support.system")
 		if ch.JobID != nil {
-			by = "system (job #" + strconv.FormatInt(*ch.JobID, 10) + ")"
+			by = i18n.T(ctx, "support.system_job", strconv.FormatInt(*ch.JobID, 10))
 		}
 		vm.StatusHistory = append(vm.StatusHistory, support.HistoryRow{When: ch.ChangedAt.In(loc).Format(timeShown),
-			What: string(ch.FromStatus) + " → " + string(ch.ToStatus), By: by})
+			What: i18n.Enum(ctx, "status", string(ch.FromStatus)) + " → " + i18n.Enum(ctx, "status", string(ch.ToStatus)), By: by})
 	}
 	for _, j := range page.Jobs {
 		vm.Jobs = append(vm.Jobs, support.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
@@ -133,7 +135,7 @@ func (s *Server) adminTenant(c echo.Context) error {
 	}
 	slugs := map[int64]string{page.ID: page.Slug}
 	for _, a := range approvals {
-		vm.Approvals = append(vm.Approvals, approvalRow(a, slugs, names, v.UserID))
+		vm.Approvals = append(vm.Approvals, approvalRow(ctx, a, slugs, names, v.UserID))
 	}
 	if vm.Audit, err = s.auditRows(ctx, t, page.Audit.Rows); err != nil {
 		return err
@@ -151,11 +153,11 @@ func (s *Server) adminTenant(c echo.Context) error {
 	return render(c, http.StatusOK, support.TenantPage(vm))
 }
 
-func nameOr(names map[int64]string, id int64) string {
+func nameOr(ctx context.Context, names map[int64]string, id int64) string {
 	if n := names[id]; n != "" {
 		return n
 	}
-	return "user #" + strconv.FormatInt(id, 10)
+	return i18n.T(ctx, "support.user_n", strconv.FormatInt(id, 10))
 }
 
 func truncRunes(s string, n int) string {
@@ -166,26 +168,26 @@ func truncRunes(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
-func approvalRow(a approval.Approval, slugs map[int64]string, names map[int64]string, me int64) support.ApprovalRow {
+func approvalRow(ctx context.Context, a approval.Approval, slugs map[int64]string, names map[int64]string, me int64) support.ApprovalRow {
 	slug := slugs[a.TenantID]
 	r := support.ApprovalRow{
 		ID: strconv.FormatInt(a.ID, 10), Tenant: slug, TenantURL: "/admin/tenants/" + slug, Action: a.Action,
-		Reason: a.Reason, RequestedBy: nameOr(names, a.RequestedBy), RequestedAt: fmtUTC(a.RequestedAt),
+		Reason: a.Reason, RequestedBy: nameOr(ctx, names, a.RequestedBy), RequestedAt: fmtUTC(a.RequestedAt),
 		ExpiresAt: fmtUTC(a.ExpiresAt), State: a.State, DecisionReason: a.DecisionReason,
 		Consumed: fmtUTCPtr(a.ConsumedAt), TraceID: a.TraceID, Pending: a.State == approval.StatePending,
 		OwnRequest: a.RequestedBy == me,
 	}
 	switch a.Action {
 	case approval.ActionDisableAccess:
-		r.Target = "user #" + strconv.FormatInt(a.TargetID, 10)
+		r.Target = i18n.T(ctx, "support.user_n", strconv.FormatInt(a.TargetID, 10))
 		if n := names[a.TargetID]; n != "" {
 			r.Target = n
 		}
 	case approval.ActionReplay:
-		r.Target = "job #" + strconv.FormatInt(a.TargetID, 10)
+		r.Target = i18n.T(ctx, "support.job_n", strconv.FormatInt(a.TargetID, 10))
 	}
 	if a.DecidedBy != nil {
-		r.DecidedBy, r.DecidedAt = nameOr(names, *a.DecidedBy), fmtUTCPtr(a.DecidedAt)
+		r.DecidedBy, r.DecidedAt = nameOr(ctx, names, *a.DecidedBy), fmtUTCPtr(a.DecidedAt)
 	}
 	if a.JobID != nil {
 		r.Job = strconv.FormatInt(*a.JobID, 10)
@@ -212,7 +214,7 @@ func (s *Server) adminMemberDisable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setFlash(c, fmt.Sprintf("Request #%d to disable user #%d's access is waiting for a second staff member's approval.", a.ID, userID))
+	s.setFlash(c, i18n.T(ctx, "support.flash_disable_requested", a.ID, userID))
 	return c.Redirect(http.StatusSeeOther, "/admin/approvals")
 }
 
@@ -245,10 +247,10 @@ func (s *Server) adminApprovals(c echo.Context) error {
 	me := viewer(c).UserID
 	vm := support.ApprovalsVM{Flash: s.popFlash(c), Error: s.sessions.PopString(ctx, sessionFlashError)}
 	for _, a := range pending {
-		vm.Pending = append(vm.Pending, approvalRow(a, slugs, names, me))
+		vm.Pending = append(vm.Pending, approvalRow(ctx, a, slugs, names, me))
 	}
 	for _, a := range recent {
-		vm.Recent = append(vm.Recent, approvalRow(a, slugs, names, me))
+		vm.Recent = append(vm.Recent, approvalRow(ctx, a, slugs, names, me))
 	}
 	return render(c, http.StatusOK, support.ApprovalsPage(vm))
 }
@@ -284,11 +286,11 @@ func (s *Server) adminDecide(c echo.Context, approve bool) error {
 		vm := support.ApprovalsVM{Error: msg}
 		return s.renderApprovalsWith(c, status, vm)
 	}
-	msg := fmt.Sprintf("Request #%d rejected.", a.ID)
+	msg := i18n.T(ctx, "support.flash_rejected", a.ID)
 	if approve {
-		msg = fmt.Sprintf("Request #%d approved.", a.ID)
+		msg = i18n.T(ctx, "support.flash_approved", a.ID)
 		if a.JobID != nil {
-			msg += fmt.Sprintf(" Job #%d is queued and re-checks the approval before it runs.", *a.JobID)
+			msg = i18n.T(ctx, "support.flash_approved_job", a.ID, *a.JobID)
 		}
 	}
 	s.setFlash(c, msg)
@@ -315,7 +317,7 @@ func (s *Server) renderApprovalsWith(c echo.Context, status int, vm support.Appr
 		return err
 	}
 	for _, a := range pending {
-		vm.Pending = append(vm.Pending, approvalRow(a, slugs, names, viewer(c).UserID))
+		vm.Pending = append(vm.Pending, approvalRow(ctx, a, slugs, names, viewer(c).UserID))
 	}
 	return render(c, status, support.ApprovalsPage(vm))
 }
@@ -342,8 +344,7 @@ func (s *Server) requestReplay(c echo.Context, need *console.NeedsApprovalError,
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("Job #%d is a %s job: replaying it needs a second staff member. Request #%d is waiting on the approvals page.",
-		need.JobID, need.Kind, a.ID)
+	msg := i18n.T(ctx, "support.flash_replay_needs_approval", need.JobID, need.Kind, a.ID)
 	if isHTMX(c) {
 		return render(c, http.StatusAccepted, admin.DeadRowDone(need.JobID, "none", msg))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/views/layout"
 )
 
@@ -40,6 +41,17 @@ func renderThenFlush(c echo.Context, status int, comp templ.Component) error {
 	}
 	c.Response().Flush()
 	return nil
+}
+
+// fieldMessage is err's message for a form field in the reader's language
+// ("" when the field has none). A message with values (apperr.Invalidf)
+// is formatted through the catalogs here; a plain one stays the English
+// key, which the view translates.
+func fieldMessage(ctx context.Context, err error, field string) string {
+	if f, ok := apperr.FormatOf(err, field); ok {
+		return i18n.T(ctx, f.Format, f.Args...)
+	}
+	return apperr.FieldsOf(err)[field]
 }
 
 // statusOf maps an error to its HTTP status: the one place where

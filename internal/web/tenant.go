@@ -56,7 +56,7 @@ func (s *Server) projectCreate(c echo.Context) error {
 		if verr != nil {
 			return verr
 		}
-		vm.FormName, vm.FormError = name, apperr.FieldsOf(err)["name"]
+		vm.FormName, vm.FormError = name, fieldMessage(c.Request().Context(), err, "name")
 		if isHTMX(c) {
 			return render(c, http.StatusUnprocessableEntity, viewtenant.Projects(vm))
 		}

@@ -335,7 +335,7 @@ func (s *Server) auditExport(format string) echo.HandlerFunc {
 		t := currentTenant(c)
 		af, err := s.parseAuditFilter(c, t.Location())
 		if err != nil {
-			return echo.NewHTTPError(http.StatusUnprocessableEntity, "The export filter is not valid: "+joinErrors(af.form.Errors))
+			return echo.NewHTTPError(http.StatusUnprocessableEntity, i18n.T(ctx, "audit.export_invalid", joinErrors(ctx, af.form.Errors)))
 		}
 		h := c.Response().Header()
 		name := t.Slug + "-audit"
@@ -364,7 +364,7 @@ func (s *Server) auditExport(format string) echo.HandlerFunc {
 	}
 }
 
-func joinErrors(m map[string]string) string {
+func joinErrors(ctx context.Context, m map[string]string) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -372,7 +372,7 @@ func joinErrors(m map[string]string) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + ": " + m[k]
+		parts[i] = k + ": " + i18n.T(ctx, m[k])
 	}
 	return strings.Join(parts, "; ")
 }

@@ -1,12 +1,12 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/views/billing"
 )
@@ -73,6 +73,6 @@ func (s *Server) adminTenantReconcile(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setFlash(c, fmt.Sprintf("Reconciliation queued as job #%d; its findings will appear in the trail below.", id))
+	s.setFlash(c, i18n.T(ctx, "support.flash_reconcile", id))
 	return c.Redirect(http.StatusSeeOther, "/admin/tenants/"+t.Slug)
 }

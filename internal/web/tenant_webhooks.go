@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/webhook"
 	viewtenant "github.com/jejakhq/jejak/views/tenant"
@@ -106,9 +108,9 @@ func (s *Server) tenantWebhookSetEnabled(enabled bool) echo.HandlerFunc {
 			return err
 		}
 		if enabled {
-			s.setFlash(c, "Endpoint enabled.")
+			s.setFlash(c, i18n.T(c.Request().Context(), "webhooks.flash_enabled"))
 		} else {
-			s.setFlash(c, "Endpoint disabled: it receives nothing until enabled again.")
+			s.setFlash(c, i18n.T(c.Request().Context(), "webhooks.flash_disabled"))
 		}
 		return c.Redirect(http.StatusSeeOther, "/t/"+t.Slug+"/webhooks")
 	}
@@ -134,7 +136,7 @@ func (s *Server) tenantWebhookRotate(c echo.Context) error {
 		}
 	}
 	vm.NewSecret = secret
-	vm.Flash = fmt.Sprintf("New secret issued; the previous one keeps signing for %s.", webhook.RotationOverlap)
+	vm.Flash = i18n.T(c.Request().Context(), "webhooks.flash_rotated", webhook.RotationOverlap.String())
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return render(c, http.StatusOK, viewtenant.WebhooksPage(vm))
 }
@@ -153,7 +155,7 @@ func (s *Server) tenantWebhookDeliveries(c echo.Context) error {
 	vm := viewtenant.WebhookDeliveriesVM{Slug: t.Slug, TenantName: t.Name, Endpoint: webhookRow(t.Slug, ep, loc), Flash: s.popFlash(c)}
 	for _, d := range ds {
 		row := viewtenant.WebhookDeliveryRow{ID: strconv.FormatInt(d.ID, 10), EventID: d.EventID, EventType: d.EventType,
-			State: d.State, Attempts: strconv.Itoa(d.Attempts), LastStatus: statusText(d.LastStatus), LastError: d.LastError,
+			State: d.State, Attempts: strconv.Itoa(d.Attempts), LastStatus: statusText(c.Request().Context(), d.LastStatus), LastError: d.LastError,
 			NextAttempt: "—", Created: d.CreatedAt.In(loc).Format("2006-01-02 15:04:05"),
 			ResendURL: fmt.Sprintf("/t/%s/webhooks/%d/deliveries/%d/resend", t.Slug, ep.ID, d.ID)}
 		if d.NextAttempt != nil && d.State == webhook.StatePending {
@@ -161,16 +163,16 @@ func (s *Server) tenantWebhookDeliveries(c echo.Context) error {
 		}
 		for _, a := range d.Log {
 			row.Log = append(row.Log, viewtenant.WebhookAttemptRow{N: strconv.Itoa(a.N), At: a.At.In(loc).Format("2006-01-02 15:04:05"),
-				Status: statusText(a.StatusCode), Latency: a.Latency.String(), Response: a.Response, Error: a.Error})
+				Status: statusText(c.Request().Context(), a.StatusCode), Latency: a.Latency.String(), Response: a.Response, Error: a.Error})
 		}
 		vm.Rows = append(vm.Rows, row)
 	}
 	return render(c, http.StatusOK, viewtenant.WebhookDeliveriesPage(vm))
 }
 
-func statusText(code int) string {
+func statusText(ctx context.Context, code int) string {
 	if code == 0 {
-		return "no answer"
+		return i18n.T(ctx, "webhooks.no_answer")
 	}
 	return "HTTP " + strconv.Itoa(code)
 }
@@ -189,6 +191,6 @@ func (s *Server) tenantWebhookResend(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setFlash(c, fmt.Sprintf("Delivery of %s queued again.", d.EventID))
+	s.setFlash(c, i18n.T(c.Request().Context(), "webhooks.flash_resent", d.EventID))
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/t/%s/webhooks/%d", t.Slug, id))
 }
