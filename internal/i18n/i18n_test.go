@@ -123,6 +123,13 @@ func TestLanguageChoiceAndFormats(t *testing.T) {
 			t.Errorf("DayLabel(%s, %s) = %q, want %q", tc.lang, tc.t, got, tc.want)
 		}
 	}
+	// Dates on tenant and staff pages name the month in the reader's language.
+	if got, want := Date(ID, time.Date(2025, 8, 17, 10, 0, 0, 0, jkt)), "17 Agu 2025"; got != want {
+		t.Errorf("id date: %q, want %q", got, want)
+	}
+	if got, want := Date(EN, time.Date(2025, 8, 17, 10, 0, 0, 0, jkt)), "17 Aug 2025"; got != want {
+		t.Errorf("en date: %q, want %q", got, want)
+	}
 	if got := Relative(ID, now.Add(-5*time.Minute), now); got != "5 menit lalu" {
 		t.Errorf("relative: %q", got)
 	}

@@ -96,14 +96,14 @@ func (s *Server) adminTenant(c echo.Context) error {
 	}
 	if page.Subscription != nil {
 		vm.Plan, vm.Status = page.Subscription.PlanCode, string(page.Subscription.Status)
-		vm.Period = i18n.T(ctx, "support.period_ends", page.Subscription.PeriodEnd.In(loc).Format(timeShown))
+		vm.Period = i18n.T(ctx, "support.period_ends", shownTime(ctx, page.Subscription.PeriodEnd.In(loc)))
 	}
 	for _, m := range page.Members {
 		row := support.MemberRow{UserID: strconv.FormatInt(m.UserID, 10), Name: m.Name, Email: m.Email, Role: m.Role,
-			Since: m.Since.In(loc).Format("2 Jan 2006"), Status: i18n.T(ctx, "support.member_active"),
+			Since: i18n.Date(i18n.Lang(ctx), m.Since.In(loc)), Status: i18n.T(ctx, "support.member_active"),
 			DisableURL: fmt.Sprintf("/admin/tenants/%s/members/%d/disable", url.PathEscape(t.Slug), m.UserID)}
 		if m.DisabledAt != nil {
-			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", m.DisabledAt.In(loc).Format(timeShown)), m.DisabledReason
+			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", shownTime(ctx, m.DisabledAt.In(loc))), m.DisabledReason
 		} else if !m.UserActive {
 			row.Status = i18n.T(ctx, "support.account_deactivated")
 		}
@@ -118,14 +118,14 @@ func (s *Server) adminTenant(c echo.Context) error {
 		if ch.ChangedBy != nil {
 			by = nameOr(ctx, names, *ch.ChangedBy)
 		}
-		vm.PlanHistory = append(vm.PlanHistory, support.HistoryRow{When: ch.ChangedAt.In(loc).Format(timeShown), What: from + " → " + ch.ToPlan, By: by})
+		vm.PlanHistory = append(vm.PlanHistory, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)), What: from + " → " + ch.ToPlan, By: by})
 	}
 	for _, ch := range page.StatusChanges {
 		by := i18n.T(ctx, "support.system")
 		if ch.JobID != nil {
 			by = i18n.T(ctx, "support.system_job", strconv.FormatInt(*ch.JobID, 10))
 		}
-		vm.StatusHistory = append(vm.StatusHistory, support.HistoryRow{When: ch.ChangedAt.In(loc).Format(timeShown),
+		vm.StatusHistory = append(vm.StatusHistory, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)),
 			What: i18n.Enum(ctx, "status", string(ch.FromStatus)) + " → " + i18n.Enum(ctx, "status", string(ch.ToStatus)), By: by})
 	}
 	for _, j := range page.Jobs {

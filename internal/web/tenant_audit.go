@@ -34,8 +34,11 @@ const auditPageSize = 50
 // arrives over the next polls, oldest first, without gaps.
 const auditPollLimit = 100
 
-// timeShown is how tenant pages print times ("WIB" for Asia/Jakarta).
-const timeShown = "2 Jan 2006 15:04:05 MST"
+// shownTime is how tenant pages print times: "2 Agu 2026 14:05:00 WIB",
+// the month named in the reader's language (t in the zone wanted).
+func shownTime(ctx context.Context, t time.Time) string {
+	return i18n.Date(i18n.Lang(ctx), t) + " " + t.Format("15:04:05 MST")
+}
 
 // auditFilter is a parsed timeline filter: what the form showed, what the
 // query asks, and the canonical query string carried by links.
@@ -440,7 +443,7 @@ func (s *Server) chainVM(c echo.Context, t *tenant.Tenant) viewtenant.ChainVM {
 		return vm
 	}
 	vm.Verified, vm.OK, vm.Through, vm.FirstBad, vm.Reason = true, r.OK, r.Through, r.FirstBad, r.Reason
-	vm.At = r.At.In(t.Location()).Format(timeShown)
+	vm.At = shownTime(c.Request().Context(), r.At.In(t.Location()))
 	return vm
 }
 
@@ -457,7 +460,7 @@ func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit
 	rows := make([]components.AuditRow, len(events))
 	for i, e := range events {
 		r := components.AuditRow{
-			Seq: e.Seq, Time: e.OccurredAt.In(loc).Format(timeShown), TimeISO: e.OccurredAt.UTC().Format(time.RFC3339),
+			Seq: e.Seq, Time: shownTime(ctx, e.OccurredAt.In(loc)), TimeISO: e.OccurredAt.UTC().Format(time.RFC3339),
 			ActorKind: string(e.ActorKind), Action: e.Action, Entity: e.Entity, EntityID: e.EntityID,
 			Detail: prettyJSON(e.Detail), TraceID: e.TraceID, JobID: e.JobID,
 		}

@@ -32,7 +32,8 @@ func (s *Server) tenantBilling(c echo.Context) error {
 	if s.Payments == nil {
 		return render(c, http.StatusOK, billing.Page(vm))
 	}
-	b, err := s.Payments.Billing(c.Request().Context(), t.ID)
+	ctx := c.Request().Context()
+	b, err := s.Payments.Billing(ctx, t.ID)
 	if err != nil {
 		return err
 	}
@@ -41,19 +42,19 @@ func (s *Server) tenantBilling(c echo.Context) error {
 	for _, r := range b.Refunds {
 		refunded[r.ChargeRef] = true
 		vm.Refunds = append(vm.Refunds, billing.RefundRow{Invoice: strconv.FormatInt(r.InvoiceID, 10), Charge: r.ChargeRef,
-			Refund: r.RefundRef, Amount: rupiah(r.Amount), Reason: r.Reason, Created: r.CreatedAt.In(loc).Format(timeShown)})
+			Refund: r.RefundRef, Amount: rupiah(r.Amount), Reason: r.Reason, Created: shownTime(ctx, r.CreatedAt.In(loc))})
 	}
 	for _, i := range b.Invoices {
 		row := billing.InvoiceRow{ID: strconv.FormatInt(i.ID, 10), Plan: i.Plan, Amount: rupiah(i.Amount), Status: i.Status,
-			Charge: i.ChargeRef, Created: i.CreatedAt.In(loc).Format(timeShown)}
+			Charge: i.ChargeRef, Created: shownTime(ctx, i.CreatedAt.In(loc))}
 		if i.PaidAt != nil {
-			row.Paid = i.PaidAt.In(loc).Format(timeShown)
+			row.Paid = shownTime(ctx, i.PaidAt.In(loc))
 		}
 		vm.Invoices = append(vm.Invoices, row)
 	}
 	for _, ch := range b.Charges {
 		vm.Charges = append(vm.Charges, billing.ChargeRow{ID: ch.ID, Invoice: ch.Invoice, Amount: rupiah(ch.Amount),
-			Refunded: rupiah(ch.Refunded), Created: ch.CreatedAt.In(loc).Format(timeShown), Duplicate: refunded[ch.ID]})
+			Refunded: rupiah(ch.Refunded), Created: shownTime(ctx, ch.CreatedAt.In(loc)), Duplicate: refunded[ch.ID]})
 	}
 	vm.ChargesErr = b.ChargesErr
 	return render(c, http.StatusOK, billing.Page(vm))

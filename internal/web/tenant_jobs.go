@@ -75,11 +75,11 @@ func (s *Server) tenantJobs(c echo.Context) error {
 		r := viewtenant.JobRow{
 			ID: j.ID, Kind: j.Kind, Queue: j.Queue, State: string(j.State), Attempt: j.Attempt,
 			MaxAttempts: j.MaxAttempts, LastError: j.LastError, Class: string(j.Class),
-			Created: j.CreatedAt.In(loc).Format(timeShown), Available: j.AvailableAt.In(loc).Format(timeShown),
+			Created: shownTime(ctx, j.CreatedAt.In(loc)), Available: shownTime(ctx, j.AvailableAt.In(loc)),
 			TraceID: j.TraceID,
 		}
 		if j.FinishedAt != nil {
-			r.Finished = j.FinishedAt.In(loc).Format(timeShown)
+			r.Finished = shownTime(ctx, j.FinishedAt.In(loc))
 		}
 		vm.Rows = append(vm.Rows, r)
 	}
