@@ -55,5 +55,6 @@ RETURNING tenant_id;
 UPDATE jobs
    SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL,
        available_at = sqlc.arg(available_at)
- WHERE id = sqlc.arg(id) AND state = 'running' AND worker_id = sqlc.arg(worker_id)::text
+ WHERE tenant_id = sqlc.arg(tenant_id) AND id = sqlc.arg(id) AND state = 'running'
+   AND worker_id = sqlc.arg(worker_id)::text
 RETURNING id;

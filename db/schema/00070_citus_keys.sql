@@ -26,6 +26,49 @@ ALTER TABLE jobs ADD CONSTRAINT jobs_pkey PRIMARY KEY (tenant_id, id);
 DROP INDEX jobs_tenant_idx;
 CREATE INDEX jobs_id_idx ON jobs (id) WHERE state <> 'running';
 
+-- The claim's tamper check reads the batch by primary key: it takes the
+-- tenant of each id as well. The one-array form stays for callers that
+-- hold ids alone; it finds them through jobs_id_idx or, when running,
+-- jobs_running_idx (it must see every job it is asked about: a job it
+-- missed would count as intact).
+-- +goose StatementBegin
+CREATE FUNCTION jobs_tampered(tenant_ids bigint[], ids bigint[]) RETURNS SETOF bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+    ip bytea;
+    op bytea;
+BEGIN
+    SELECT s.ipad, s.opad INTO ip, op FROM public.app_secrets s WHERE s.name = 'job-payload';
+    RETURN QUERY
+        SELECT j.id FROM public.jobs j
+          JOIN unnest(tenant_ids, ids) AS k(tenant_id, id) ON j.tenant_id = k.tenant_id AND j.id = k.id
+         WHERE sha256(op || sha256(ip || convert_to(j.id::text || E'\n' || j.tenant_id::text || E'\n' || j.kind || E'\n' || j.payload::text, 'UTF8')))
+               IS DISTINCT FROM j.payload_hash;
+END
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION jobs_tampered(bigint[], bigint[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION jobs_tampered(bigint[], bigint[]) TO jejak_system;
+
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION jobs_tampered(ids bigint[]) RETURNS SETOF bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+    ip bytea;
+    op bytea;
+BEGIN
+    SELECT s.ipad, s.opad INTO ip, op FROM public.app_secrets s WHERE s.name = 'job-payload';
+    RETURN QUERY
+        SELECT j.id FROM (
+            (SELECT * FROM public.jobs o WHERE o.id = ANY(ids) AND o.state <> 'running')
+            UNION ALL
+            (SELECT * FROM public.jobs r WHERE r.id = ANY(ids) AND r.state = 'running')) j
+         WHERE sha256(op || sha256(ip || convert_to(j.id::text || E'\n' || j.tenant_id::text || E'\n' || j.kind || E'\n' || j.payload::text, 'UTF8')))
+               IS DISTINCT FROM j.payload_hash;
+END
+$$;
+-- +goose StatementEnd
+
 -- Dependencies never cross tenants (enqueue refuses a prerequisite of
 -- another tenant), so the dependents of a job are looked up, and released,
 -- within its tenant.
@@ -53,6 +96,9 @@ $$;
 -- A second key on id alone, used by no foreign key.
 ALTER TABLE projects DROP CONSTRAINT projects_id_key;
 ALTER TABLE approvals DROP CONSTRAINT approvals_id_key;
+-- Staff decide an approval by id (/admin/approvals/{id}) across tenants;
+-- approvals are rare, so a plain index costs nothing that matters.
+CREATE INDEX approvals_id_idx ON approvals (id);
 ALTER TABLE invoices DROP CONSTRAINT invoices_id_key;
 -- Accepting an invitation finds it by id and e-mail across tenants, through
 -- invitations_email_idx.

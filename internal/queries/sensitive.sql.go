@@ -103,12 +103,14 @@ const jobDelay = `-- name: JobDelay :one
 UPDATE jobs
    SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL,
        available_at = $1
- WHERE id = $2 AND state = 'running' AND worker_id = $3::text
+ WHERE tenant_id = $2 AND id = $3 AND state = 'running'
+   AND worker_id = $4::text
 RETURNING id
 `
 
 type JobDelayParams struct {
 	AvailableAt time.Time
+	TenantID    int64
 	ID          int64
 	WorkerID    string
 }
@@ -116,7 +118,12 @@ type JobDelayParams struct {
 // A job that could not start its effect (lock busy, unknown payload
 // version) goes back to pending for later without using up the attempt.
 func (q *Queries) JobDelay(ctx context.Context, arg JobDelayParams) (int64, error) {
-	row := q.db.QueryRow(ctx, jobDelay, arg.AvailableAt, arg.ID, arg.WorkerID)
+	row := q.db.QueryRow(ctx, jobDelay,
+		arg.AvailableAt,
+		arg.TenantID,
+		arg.ID,
+		arg.WorkerID,
+	)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
