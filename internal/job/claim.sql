@@ -26,6 +26,12 @@
 --    (tampered: one jobs_tampered call for the whole batch): the handler
 --    gets exactly this payload, so checking it here is checking it at
 --    start, without another round trip.
+-- 5) walk: how many tenants the walk visited and the last one, returned
+--    with every row (and alone, with NULL job columns, when nothing was
+--    claimed), with each row's tenant quota: the engine continues the
+--    round robin after the last tenant visited, and skips the refill pass
+--    when the walk saw every tenant and none used its whole quota (nothing
+--    more is due), which is what an idle queue's claim looks like.
 WITH RECURSIVE tenant_walk AS (
     (SELECT j.tenant_id, 1 AS n
        FROM jobs j
@@ -57,7 +63,7 @@ quota AS (
      WHERE w.tenant_id IS NOT NULL
 ),
 candidates AS (
-    SELECT c.id, c.priority, c.available_at, c.rank
+    SELECT c.id, c.priority, c.available_at, c.rank, q.k
       FROM quota q
      CROSS JOIN LATERAL (
         SELECT l.id, l.priority, l.available_at,
@@ -73,7 +79,7 @@ candidates AS (
      ) c
 ),
 picked AS (
-    SELECT candidates.id
+    SELECT candidates.id, candidates.k
       FROM candidates
      ORDER BY candidates.priority, CASE WHEN $10::bool THEN candidates.rank ELSE 0 END,
               candidates.available_at, candidates.id
@@ -81,18 +87,26 @@ picked AS (
 ),
 tampered AS (
     SELECT t.id FROM jobs_tampered(ARRAY(SELECT picked.id FROM picked)) AS t(id)
+),
+walk AS (
+    SELECT count(*)::int AS tenants, coalesce(max(quota.tenant_id), 0) AS last FROM quota
+),
+claimed AS (
+    UPDATE jobs
+       SET state            = 'running',
+           attempt          = jobs.attempt + 1,
+           attempted_at     = coalesce($1::timestamptz, now()),
+           worker_id        = $3::text,
+           lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $5::float8)
+      FROM picked
+     WHERE jobs.id = picked.id
+    RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.queue, jobs.priority, jobs.payload,
+              jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
+              jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
+              jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
+              jobs.payload_version,
+              NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = jobs.id) AS intact,
+              picked.k AS quota
 )
-UPDATE jobs
-   SET state            = 'running',
-       attempt          = jobs.attempt + 1,
-       attempted_at     = coalesce($1::timestamptz, now()),
-       worker_id        = $3::text,
-       lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $5::float8)
-  FROM picked
- WHERE jobs.id = picked.id
-RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.queue, jobs.priority, jobs.payload,
-          jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
-          jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
-          jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
-          jobs.payload_version,
-          NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = jobs.id)
+SELECT walk.tenants, walk.last, claimed.*
+  FROM walk LEFT JOIN claimed ON true

@@ -1,0 +1,260 @@
+package job_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/testdb"
+)
+
+// The claim of an idle queue: when the whole due set fits in the batch the
+// engine takes it in one simple statement (claim_small.sql) instead of the
+// per-tenant walk. These tests pin down that it takes exactly what the fair
+// claim would have taken, and that it steps aside when more is due.
+
+func staffID(t *testing.T, db *testdb.DB) int64 {
+	t.Helper()
+	var id int64
+	if err := db.Admin.QueryRow(context.Background(),
+		`INSERT INTO users (email, name, password_hash, staff_role) VALUES ('ops@x.test', 'Ops', 'x', 'support') RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func ids(jobs []*job.Job) []int64 {
+	out := make([]int64, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+// TestSmallClaimTakesExactlyWhatIsDue: paused kinds, other queues, jobs
+// scheduled ahead, dependents still waiting and rows another transaction
+// holds are all left alone; what is taken comes in priority order; and a
+// dependent becomes claimable once its prerequisite succeeded.
+func TestSmallClaimTakesExactlyWhatIsDue(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	ten := newTenants(t, db, 2)
+	e := newEngine(t, db, job.Config{})
+	if err := e.Pause(ctx, job.PauseKind, "paused", "retry storm", staffID(t, db)); err != nil {
+		t.Fatal(err)
+	}
+	enq := func(p job.EnqueueParams) int64 {
+		if p.Payload == nil {
+			p.Payload = json.RawMessage(`{}`)
+		}
+		return enqueueTenant(t, db, e, p).ID
+	}
+	later := time.Now().Add(time.Hour)
+	low := enq(job.EnqueueParams{TenantID: ten[0], Kind: "k", Priority: 5})
+	high := enq(job.EnqueueParams{TenantID: ten[1], Kind: "k", Priority: 1})
+	pre := enq(job.EnqueueParams{TenantID: ten[0], Kind: "k", Priority: 3})
+	dependent := enq(job.EnqueueParams{TenantID: ten[0], Kind: "k", Priority: 0, DependsOn: &pre})
+	enq(job.EnqueueParams{TenantID: ten[1], Kind: "paused"})
+	enq(job.EnqueueParams{TenantID: ten[1], Kind: "k", Queue: "other"})
+	enq(job.EnqueueParams{TenantID: ten[0], Kind: "k", AvailableAt: &later})
+	held := enq(job.EnqueueParams{TenantID: ten[1], Kind: "k"})
+	tx, err := db.Admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", held); err != nil {
+		t.Fatal(err)
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	before := e.Stats()
+	got, err := e.Claim(cctx, "w", 10)
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if want := []int64{high, pre, low}; !slices.Equal(ids(got), want) {
+		t.Fatalf("claimed %v, want %v (high, prerequisite, low priority)", ids(got), want)
+	}
+	st := e.Stats()
+	if st.SmallClaims-before.SmallClaims != 1 || st.Claims-before.Claims != 1 {
+		t.Fatalf("claims %d (small %d), want one small claim and no fair pass",
+			st.Claims-before.Claims, st.SmallClaims-before.SmallClaims)
+	}
+	for _, j := range got {
+		if j.Attempt != 1 || j.WorkerID != "w" || j.LeaseExpiresAt.IsZero() || !j.VerifyPayload() {
+			t.Fatalf("claimed job not stamped like the fair claim does: %+v", j)
+		}
+	}
+	if err := e.Complete(ctx, "w", pre); err != nil {
+		t.Fatal(err)
+	}
+	got, err = e.Claim(cctx, "w", 10)
+	if err != nil || !slices.Equal(ids(got), []int64{dependent}) {
+		t.Fatalf("after its prerequisite succeeded: %v, %v; want the dependent %d", ids(got), err, dependent)
+	}
+	if st, _, _, _ := jobRow(t, db, held); st != "pending" {
+		t.Fatalf("the row another transaction holds is %s", st)
+	}
+}
+
+// TestSmallClaimStepsAsideForFairness: an idle engine's next claim, when
+// more than a batch is due, is the fair one: the flood cannot crowd out a
+// tenant's single job. A due set of exactly one batch is taken whole.
+func TestSmallClaimStepsAsideForFairness(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	ten := newTenants(t, db, 2)
+	e := newEngine(t, db, job.Config{BatchSize: 100})
+	// Idle: the last claim came back short.
+	if got, err := e.Claim(ctx, "w", 100); err != nil || len(got) != 0 {
+		t.Fatalf("empty claim = %v, %v", got, err)
+	}
+	enqueueBulk(t, db, e, ten[0], "flood", 99)
+	enqueueTenant(t, db, e, job.EnqueueParams{TenantID: ten[1], Kind: "one", Payload: json.RawMessage(`{}`)})
+	before := e.Stats()
+	got, err := e.Claim(ctx, "w", 100)
+	if err != nil || len(got) != 100 || e.Stats().SmallClaims-before.SmallClaims != 1 {
+		t.Fatalf("a due set of exactly one batch: %d jobs, %v, small claims %d", len(got), err, e.Stats().SmallClaims-before.SmallClaims)
+	}
+	// Idle again, then a flood and a late lone job: more than a batch due.
+	if got, err := e.Claim(ctx, "w", 100); err != nil || len(got) != 0 {
+		t.Fatalf("empty claim = %v, %v", got, err)
+	}
+	enqueueBulk(t, db, e, ten[0], "flood", 500)
+	lone := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: ten[1], Kind: "one", Payload: json.RawMessage(`{}`)}).ID
+	before = e.Stats()
+	got, err = e.Claim(ctx, "w", 100)
+	if err != nil || len(got) != 100 {
+		t.Fatalf("claim = %d, %v", len(got), err)
+	}
+	if !slices.Contains(ids(got), lone) {
+		t.Fatal("the lone tenant's job waited behind the flood: the idle path was not fair")
+	}
+	if d := e.Stats().SmallClaims - before.SmallClaims; d != 0 {
+		t.Fatalf("%d small claims with more than a batch due", d)
+	}
+}
+
+// TestClaimStopsWhenEverythingDueWasSeen: a fair pass that walked every
+// tenant with due work from the start and filled nobody's share is not
+// followed by another pass (it would find nothing).
+func TestClaimStopsWhenEverythingDueWasSeen(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	ten := newTenants(t, db, 3)
+	e := newEngine(t, db, job.Config{})
+	for _, id := range ten {
+		enqueueBulk(t, db, e, id, "k", 40)
+	}
+	got, err := e.Claim(ctx, "w", 100) // more than a batch due: fair
+	if err != nil || len(got) != 100 {
+		t.Fatalf("first claim = %d, %v", len(got), err)
+	}
+	before := e.Stats()
+	got, err = e.Claim(ctx, "w", 100) // the last 20, over three tenants
+	if err != nil || len(got) != 20 {
+		t.Fatalf("second claim = %d, %v", len(got), err)
+	}
+	if d := e.Stats().Claims - before.Claims; d != 1 {
+		t.Fatalf("%d claim statements for the rest of the queue, want 1", d)
+	}
+}
+
+// TestRoundRobinPassesTenantsWithOnlyPausedWork: tenants whose due jobs
+// are all of a paused kind are walked but give nothing; the round robin
+// must move past them rather than start over, or a run of such tenants
+// (an automatic pause across many tenants) would starve everyone after
+// them.
+func TestRoundRobinPassesTenantsWithOnlyPausedWork(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	ten := newTenants(t, db, 8)
+	e := newEngine(t, db, job.Config{})
+	if err := e.Pause(ctx, job.PauseKind, "paused", "failing", staffID(t, db)); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ten {
+		kind := "k"
+		if i < 4 { // the lowest tenant ids, walked first
+			kind = "paused"
+		}
+		enqueueBulk(t, db, e, id, kind, 2)
+	}
+	got, err := e.Claim(ctx, "w", 2)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("claim = %d jobs, %v; want 2 from the tenants after the paused ones", len(got), err)
+	}
+	for _, j := range got {
+		if j.Kind != "k" {
+			t.Fatalf("claimed a paused kind: %+v", j)
+		}
+	}
+}
+
+// TestTwoEnginesShareSmallClaims: two engines with their own pools claim
+// the same small due sets at the same moment, round after round; SKIP
+// LOCKED hands each job to exactly one of them.
+func TestTwoEnginesShareSmallClaims(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	ten := newTenants(t, db, 3)
+	pool2, err := database.OpenSystem(ctx, db.URL, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool2.Close)
+	engines := []*job.Engine{newEngine(t, db, job.Config{}), newEngine(t, db, job.Config{Pool: pool2})}
+	var small int64
+	for round := range 30 {
+		var want []int64
+		for i := range 9 {
+			want = append(want, enqueueTenant(t, db, engines[0], job.EnqueueParams{
+				TenantID: ten[i%3], Kind: "k", Payload: json.RawMessage(fmt.Sprintf(`{"r":%d}`, round))}).ID)
+		}
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			got   []int64
+			start = make(chan struct{})
+		)
+		for i, e := range engines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				jobs, err := e.Claim(ctx, fmt.Sprintf("w%d", i), 100)
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				got = append(got, ids(jobs)...)
+				mu.Unlock()
+			}()
+		}
+		close(start)
+		wg.Wait()
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: the two engines claimed %v, want each of %v exactly once", round, got, want)
+		}
+	}
+	for _, e := range engines {
+		small += e.Stats().SmallClaims
+	}
+	if small == 0 {
+		t.Fatal("no claim took the small path: the test did not test it")
+	}
+}
