@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -257,4 +259,102 @@ func TestTwoEnginesShareSmallClaims(t *testing.T) {
 	if small == 0 {
 		t.Fatal("no claim took the small path: the test did not test it")
 	}
+}
+
+// TestSmallClaimReadsAtMostABatch: the idle path's statement runs as a
+// prepared statement (a cached plan, which is the point: no planning per
+// claim), so its plan must stay bounded by the batch whatever the planner
+// knows: with a generic plan too, beside 20,000 due jobs and 20,000
+// finished ones, it reads the due-time index and the primary key only and
+// a number of pages that does not grow with the table.
+func TestSmallClaimReadsAtMostABatch(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenant := newTenants(t, db, 1)[0]
+	seed := func(n int, state string) {
+		t.Helper()
+		_, err := db.Admin.Exec(ctx, `
+INSERT INTO jobs (tenant_id, kind, queue, state, payload, attempt, max_attempts, available_at, created_at,
+    trace_id, requested_at, payload_hash, attempted_at, finished_at, worker_id)
+SELECT $1::bigint, 'noop', 'default', $3, jsonb_build_object('g', g), 0, 3,
+    now() - interval '1 hour', now() - interval '1 hour', md5(g::text), now(), sha256(convert_to(g::text, 'UTF8')),
+    CASE WHEN $3 = 'pending' THEN NULL ELSE now() END, CASE WHEN $3 = 'pending' THEN NULL ELSE now() END,
+    CASE WHEN $3 = 'pending' THEN NULL ELSE 'w' END
+  FROM generate_series(1, $2::int) g`, tenant, n, state)
+		if err != nil {
+			t.Fatalf("seed %s: %v", state, err)
+		}
+	}
+	prepared := 0
+	measure := func(generic bool) (blocks float64, plan string) {
+		t.Helper()
+		tx, err := db.Admin.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck
+		mode := "force_custom_plan"
+		if generic {
+			mode = "force_generic_plan"
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL ROLE jejak_system; SET LOCAL plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
+		}
+		// PREPARE outlives the transaction: a name per call.
+		prepared++
+		name := fmt.Sprintf("small_claim_%d", prepared)
+		if _, err := tx.Exec(ctx, "PREPARE "+name+" AS "+job.ClaimSmallSQL); err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Exec(ctx, "DEALLOCATE "+name) //nolint:errcheck // before the rollback (deferred first)
+		var raw []byte
+		if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE `+name+`(NULL, 'default', 'plan-test', 100, 30, '{}')`).Scan(&raw); err != nil {
+			t.Fatal(err)
+		}
+		var out []struct {
+			Plan map[string]any `json:"Plan"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
+			v, _ := out[0].Plan[k].(float64)
+			blocks += v
+		}
+		return blocks, string(raw)
+	}
+	check := func(label string, generic bool, maxBlocks float64) {
+		t.Helper()
+		blocks, plan := measure(generic)
+		if strings.Contains(plan, `"Seq Scan"`) {
+			t.Errorf("%s: the small claim scans a table sequentially:\n%s", label, plan)
+		}
+		for _, ix := range regexp.MustCompile(`"Index Name": "([a-z_]+)"`).FindAllStringSubmatch(plan, -1) {
+			if ix[1] != "jobs_pending_at_idx" && ix[1] != "jobs_pkey" {
+				t.Errorf("%s: the small claim reads %s", label, ix[1])
+			}
+		}
+		if blocks > maxBlocks {
+			t.Errorf("%s: the small claim read %.0f buffers (at most %.0f expected)", label, blocks, maxBlocks)
+		}
+		t.Logf("%s: %.0f buffers", label, blocks)
+	}
+	seed(50, "pending")
+	if _, err := db.Admin.Exec(ctx, "ANALYZE jobs"); err != nil {
+		t.Fatal(err)
+	}
+	custom, _ := measure(false)
+	generic, _ := measure(true)
+	seed(20000, "succeeded")
+	seed(20000, "pending")
+	// A batch of 100 looks at 101 due jobs (and claims nothing: too many
+	// are due): the pages read must stay near what 50 due jobs cost.
+	check("custom plan, statistics from a small table", false, 2*custom+200)
+	check("generic plan, statistics from a small table", true, 2*generic+200)
+	if _, err := db.Admin.Exec(ctx, "ANALYZE jobs"); err != nil {
+		t.Fatal(err)
+	}
+	check("custom plan", false, 2*custom+200)
+	check("generic plan", true, 2*generic+200)
 }

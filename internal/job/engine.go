@@ -464,10 +464,12 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		e.stats.claimNanos.Add(int64(time.Since(began)))
 		out = append(out, res.jobs...)
 		// Round robin: when the walk was cut short by maxTenants, the next
-		// claim starts after the last tenant it visited; otherwise from the
-		// start.
+		// claim starts after the last tenant it visited (whether or not it
+		// gave anything: tenants whose due jobs are all of paused kinds
+		// must not hold the cursor back); otherwise from the start. Without
+		// fairness the claim always starts from the first tenants.
 		next := int64(0)
-		if res.tenants >= maxTenants {
+		if res.tenants >= maxTenants && args.fair {
 			next = res.last
 		}
 		e.cursorMu.Lock()
@@ -476,7 +478,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		// A walk from the start that visited every tenant with due work
 		// and filled nobody's share saw everything that is due: another
 		// pass would find nothing.
-		if cursor == 0 && res.tenants < maxTenants && !res.fullQuota {
+		if cursor == 0 && next == 0 && (len(res.jobs) == 0 || res.tenants < maxTenants && !res.fullQuota) {
 			break
 		}
 		cursor = next

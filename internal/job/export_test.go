@@ -123,3 +123,6 @@ func (e *Engine) FoldCounts(ctx context.Context) (int64, error) { return storeCo
 
 // ClaimSQL is the fair claim statement, for the plan test.
 var ClaimSQL = claimSQL
+
+// ClaimSmallSQL is the idle queue's claim statement, for the plan test.
+var ClaimSmallSQL = claimSmallSQL
