@@ -358,3 +358,44 @@ SELECT $1::bigint, 'noop', 'default', $3, jsonb_build_object('g', g), 0, 3,
 	check("custom plan", false, 2*custom+200)
 	check("generic plan", true, 2*generic+200)
 }
+
+// TestIdlePoolClaimsOncePerWake: an idle pool woken by NOTIFY claims the
+// new job with one small claim and goes back to sleep; it does not claim
+// again at once (that claim would only compete with the handler it just
+// started). Polling is off, so every claim here is a NOTIFY's.
+func TestIdlePoolClaimsOncePerWake(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenant := newTenants(t, db, 1)[0]
+	e := newEngine(t, db, job.Config{Workers: 2, PollInterval: time.Hour})
+	ran := make(chan int64, 1)
+	e.Register("ping", func(ctx context.Context, j *job.Job) error { ran <- j.ID; return nil }, job.KindOptions{})
+	startEngine(t, e)
+	ping := func() {
+		t.Helper()
+		id := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "ping", Payload: json.RawMessage(`{}`)}).ID
+		select {
+		case got := <-ran:
+			if got != id {
+				t.Fatalf("ran %d, want %d", got, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("job not started: NOTIFY did not wake the pool")
+		}
+	}
+	ping() // start-up claims (the first poll, the LISTEN wake-up) are behind us
+	before := e.Stats()
+	const n = 4
+	for range n {
+		ping()
+	}
+	st := e.Stats()
+	// One claim per job, and one of slack for a start-up claim that ran
+	// late; claiming again after each small claim would make it 2n.
+	if d := st.Claims - before.Claims; d > n+1 {
+		t.Fatalf("%d claims for %d jobs enqueued one at a time", d, n)
+	}
+	if d := st.SmallClaims - before.SmallClaims; d < n {
+		t.Fatalf("%d of the claims took the small path, want at least %d", d, n)
+	}
+}

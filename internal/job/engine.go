@@ -365,8 +365,17 @@ func checkPayloadTenant(payload json.RawMessage, tenantID int64) error {
 // fairly across tenants, marking them running with a lease. The worker
 // pool uses it; tests and tools may call it directly.
 func (e *Engine) Claim(ctx context.Context, workerID string, n int) ([]*Job, error) {
+	jobs, _, err := e.claim(ctx, workerID, n)
+	return jobs, err
+}
+
+// claim is Claim, also reporting whether every queue was answered by the
+// idle queue's claim (claim_small.sql) that fitted: then nothing else was
+// due when it ran, and the producer can wait for the next NOTIFY or poll
+// instead of claiming again at once.
+func (e *Engine) claim(ctx context.Context, workerID string, n int) ([]*Job, bool, error) {
 	if n <= 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	now := e.clock.Now()
 	queues := e.cfg.Queues
@@ -375,17 +384,21 @@ func (e *Engine) Claim(ctx context.Context, workerID string, n int) ([]*Job, err
 	e.queueRR++
 	e.cursorMu.Unlock()
 	var out []*Job
-	for i := 0; i < len(queues) && len(out) < n; i++ {
+	drained := true
+	i := 0
+	for ; i < len(queues) && len(out) < n; i++ {
 		q := queues[(startQ+i)%len(queues)]
 		if e.queuePaused(ctx, q) {
 			continue
 		}
-		jobs, err := e.claimQueue(ctx, now, q, workerID, n-len(out))
+		jobs, small, err := e.claimQueue(ctx, now, q, workerID, n-len(out))
 		if err != nil {
-			return out, err
+			return out, false, err
 		}
+		drained = drained && small
 		out = append(out, jobs...)
 	}
+	drained = drained && i == len(queues)
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].Priority != out[b].Priority {
 			return out[a].Priority < out[b].Priority
@@ -395,10 +408,10 @@ func (e *Engine) Claim(ctx context.Context, workerID string, n int) ([]*Job, err
 		}
 		return out[a].ID < out[b].ID
 	})
-	return out, nil
+	return out, drained, nil
 }
 
-func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID string, n int) ([]*Job, error) {
+func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID string, n int) (jobs []*Job, small bool, err error) {
 	maxTenants := n
 	perTenant := e.cfg.PerTenantBatch
 	if e.cfg.DisableTenantFairness {
@@ -410,7 +423,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	e.cursorMu.Unlock()
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("claim jobs: acquire connection: %w", err)
+		return nil, false, fmt.Errorf("claim jobs: acquire connection: %w", err)
 	}
 	defer conn.Release()
 	// The planner cannot size the per-tenant LIMIT and overestimates the
@@ -418,7 +431,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	// every batch. Switch JIT off once per connection.
 	if _, seen := e.jitOff.Load(conn.Conn()); !seen {
 		if _, err := conn.Exec(ctx, "SET jit = off"); err != nil {
-			return nil, fmt.Errorf("claim jobs: disable jit: %w", err)
+			return nil, false, fmt.Errorf("claim jobs: disable jit: %w", err)
 		}
 		e.jitOff.Store(conn.Conn(), struct{}{})
 	}
@@ -438,14 +451,14 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		began := time.Now() //nolint:forbidigo // duration measurement, not domain time
 		jobs, fits, err := storeClaimSmall(ctx, conn, args)
 		if err != nil {
-			return nil, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
+			return nil, false, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
 		}
 		if fits {
 			e.stats.claims.Add(1)
 			e.stats.claimed.Add(int64(len(jobs)))
 			e.stats.claimNanos.Add(int64(time.Since(began)))
 			e.stats.smallClaims.Add(1)
-			return jobs, nil // at most n were due: the queue stays idle
+			return jobs, true, nil // at most n were due: the queue stays idle
 		}
 	}
 	var out []*Job
@@ -457,7 +470,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		args.batch, args.afterTenant = n-len(out), cursor
 		res, err := storeClaim(ctx, conn, args)
 		if err != nil {
-			return out, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
+			return out, false, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
 		}
 		e.stats.claims.Add(1)
 		e.stats.claimed.Add(int64(len(res.jobs)))
@@ -486,7 +499,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	e.cursorMu.Lock()
 	e.busy[queue] = len(out) == n
 	e.cursorMu.Unlock()
-	return out, nil
+	return out, false, nil
 }
 
 // Complete marks a job the worker holds as succeeded; ErrNotHeld when the
