@@ -454,6 +454,21 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 			return nil, false, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
 		}
 		if fits {
+			// The round robin goes on from here as if the walk had served
+			// these tenants: after the last of them when they filled the
+			// walk's tenant budget (a batch of one that took tenant A's
+			// job leaves B first in line), else from the start.
+			next, seen := int64(0), map[int64]bool{}
+			for _, j := range jobs {
+				seen[j.TenantID] = true
+				next = max(next, j.TenantID)
+			}
+			if len(seen) < maxTenants || !args.fair {
+				next = 0
+			}
+			e.cursorMu.Lock()
+			e.cursors[queue] = next
+			e.cursorMu.Unlock()
 			e.stats.claims.Add(1)
 			e.stats.claimed.Add(int64(len(jobs)))
 			e.stats.claimNanos.Add(int64(time.Since(began)))
