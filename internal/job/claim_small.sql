@@ -28,7 +28,7 @@ fits AS (
     SELECT count(*) <= $4::int AS ok FROM due
 ),
 picked AS (
-    SELECT j.id
+    SELECT j.tenant_id, j.id
       FROM jobs j
      WHERE j.id = ANY(ARRAY(SELECT due.id FROM due
                              WHERE due.queue = $2 AND due.kind <> ALL($6::text[])
@@ -47,7 +47,7 @@ claimed AS (
            worker_id        = $3::text,
            lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $5::float8)
       FROM picked
-     WHERE jobs.id = picked.id
+     WHERE jobs.tenant_id = picked.tenant_id AND jobs.id = picked.id
     RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.queue, jobs.priority, jobs.payload,
               jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
               jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
