@@ -35,15 +35,16 @@ func fmtUTCPtr(t *time.Time) string {
 
 // adminTenants is the tenant search.
 func (s *Server) adminTenants(c echo.Context) error {
+	ctx := c.Request().Context()
 	q := c.QueryParam("q")
-	rows, err := s.Support.Search(c.Request().Context(), q)
+	rows, err := s.Support.Search(ctx, q)
 	if err != nil {
 		return err
 	}
 	vm := support.TenantsVM{Query: q}
 	for _, r := range rows {
 		vm.Rows = append(vm.Rows, support.TenantRow{Slug: r.Slug, Name: r.Name, Plan: r.Plan, Status: r.Status,
-			Members: strconv.FormatInt(r.Members, 10)})
+			Members: i18n.Number(ctx, r.Members)})
 	}
 	return render(c, http.StatusOK, support.TenantsPage(vm))
 }
@@ -130,7 +131,7 @@ func (s *Server) adminTenant(c echo.Context) error {
 	}
 	for _, j := range page.Jobs {
 		vm.Jobs = append(vm.Jobs, support.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
-			Attempts: fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), Created: fmtUTC(j.CreatedAt),
+			Attempts: i18n.Number(ctx, int64(j.Attempt)) + "/" + i18n.Number(ctx, int64(j.MaxAttempts)), Created: fmtUTC(j.CreatedAt),
 			LastError: truncRunes(j.LastError, 120), TraceID: j.TraceID, URL: "/admin/jobs/" + strconv.FormatInt(j.ID, 10)})
 	}
 	slugs := map[int64]string{page.ID: page.Slug}

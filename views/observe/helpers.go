@@ -1,8 +1,13 @@
 package observe
 
-import "strconv"
+import (
+	"context"
 
-func itoa(n int) string { return strconv.Itoa(n) }
+	"github.com/jejakhq/jejak/internal/i18n"
+)
+
+// num prints a count the reader's way (1.234 / 1,234).
+func num(ctx context.Context, n int) string { return i18n.Number(ctx, int64(n)) }
 
 // rowTestID marks job lines apart so tests can list a trace's jobs.
 func rowTestID(r IncidentRow) string {
