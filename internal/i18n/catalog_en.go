@@ -704,4 +704,12 @@ var en = map[string]string{
 	"A reason is required: it is recorded in the tenant's audit trail.":                  "A reason is required: it is recorded in the tenant's audit trail.",
 	"A reason is required.":                                                              "A reason is required.",
 	"A reason is required (at most 500 characters).":                                     "A reason is required (at most 500 characters).",
+	"dur.day": "1 day",
+	"dur.days": "%d days",
+	"dur.hour": "1 hour",
+	"dur.hours": "%d hours",
+	"dur.minute": "1 minute",
+	"dur.minutes": "%d minutes",
+	"dur.second": "1 second",
+	"dur.seconds": "%d seconds",
 }

@@ -689,4 +689,12 @@ var id = map[string]string{
 	"A reason is required: it is recorded in the tenant's audit trail.":                  "Alasan wajib diisi: alasan dicatat di jejak audit organisasi.",
 	"A reason is required.":                                                              "Alasan wajib diisi.",
 	"A reason is required (at most 500 characters).":                                     "Alasan wajib diisi (paling banyak 500 karakter).",
+	"dur.day": "1 hari",
+	"dur.days": "%d hari",
+	"dur.hour": "1 jam",
+	"dur.hours": "%d jam",
+	"dur.minute": "1 menit",
+	"dur.minutes": "%d menit",
+	"dur.second": "1 detik",
+	"dur.seconds": "%d detik",
 }

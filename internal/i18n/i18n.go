@@ -191,3 +191,45 @@ func Relative(lang string, t, now time.Time) string {
 		return In(lang, "rel.days", int(d/(24*time.Hour)))
 	}
 }
+
+// Duration says how long d is in words, largest units first and zero
+// parts left out: "24 hours", "1 hour 30 minutes" / "24 jam",
+// "1 jam 30 menit". Under a second it is "0 seconds".
+func Duration(ctx context.Context, d time.Duration) string { return DurationIn(Lang(ctx), d) }
+
+// DurationIn is Duration for an explicit language.
+func DurationIn(lang string, d time.Duration) string {
+	if d < 0 {
+		d = -d
+	}
+	units := []struct {
+		size      time.Duration
+		one, many string
+	}{
+		{24 * time.Hour, "dur.day", "dur.days"},
+		{time.Hour, "dur.hour", "dur.hours"},
+		{time.Minute, "dur.minute", "dur.minutes"},
+		{time.Second, "dur.second", "dur.seconds"},
+	}
+	var parts []string
+	for _, u := range units {
+		n := int64(d / u.size)
+		d -= time.Duration(n) * u.size
+		// A whole number of days under a week reads better in hours
+		// ("48 hours" rather than "2 days" is what overlaps are set in).
+		if u.size == 24*time.Hour && n < 7 {
+			d += time.Duration(n) * u.size
+			continue
+		}
+		switch {
+		case n == 1:
+			parts = append(parts, In(lang, u.one))
+		case n > 1:
+			parts = append(parts, In(lang, u.many, n))
+		}
+	}
+	if len(parts) == 0 {
+		return In(lang, "dur.seconds", 0)
+	}
+	return strings.Join(parts, " ")
+}

@@ -137,3 +137,27 @@ func TestLanguageChoiceAndFormats(t *testing.T) {
 		t.Errorf("unknown key: %q", Unknown)
 	}
 }
+
+// TestDurationInWords: overlaps and alert windows read as words in the
+// reader's language, never as Go's "24h0m0s".
+func TestDurationInWords(t *testing.T) {
+	for _, tc := range []struct {
+		lang string
+		d    time.Duration
+		want string
+	}{
+		{ID, 24 * time.Hour, "24 jam"},
+		{EN, 24 * time.Hour, "24 hours"},
+		{EN, time.Hour, "1 hour"},
+		{ID, 90 * time.Minute, "1 jam 30 menit"},
+		{EN, 90 * time.Minute, "1 hour 30 minutes"},
+		{EN, 5 * time.Minute, "5 minutes"},
+		{ID, 14 * 24 * time.Hour, "14 hari"},
+		{EN, 0, "0 seconds"},
+		{ID, 1500 * time.Millisecond, "1 detik"},
+	} {
+		if got := DurationIn(tc.lang, tc.d); got != tc.want {
+			t.Errorf("DurationIn(%s, %s) = %q, want %q", tc.lang, tc.d, got, tc.want)
+		}
+	}
+}

@@ -53,7 +53,7 @@ func (s *Server) adminAlerts(c echo.Context) error {
 func alertRuleRow(ctx context.Context, st alert.Status) observe.AlertRuleRow {
 	r := observe.AlertRuleRow{Name: st.Rule.Name, Title: st.Rule.Title, State: st.State, Summary: st.Summary,
 		Description: st.Rule.Description, Runbook: st.Rule.Runbook, Value: strconv.FormatFloat(st.Value, 'g', 4, 64),
-		Condition: i18n.T(ctx, "alerts.condition", strconv.FormatFloat(st.Rule.Threshold, 'g', -1, 64), st.Rule.For.String())}
+		Condition: i18n.T(ctx, "alerts.condition", strconv.FormatFloat(st.Rule.Threshold, 'g', -1, 64), i18n.Duration(ctx, st.Rule.For))}
 	if !st.Since.IsZero() {
 		r.Since = st.Since.UTC().Format("2006-01-02 15:04:05")
 	}

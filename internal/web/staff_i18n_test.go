@@ -113,6 +113,13 @@ func TestStaffPagesFollowTheLanguage(t *testing.T) {
 	if err := f.db.Admin.QueryRow(t.Context(), `SELECT max(id) FROM webhook_endpoints`).Scan(&ep); err != nil {
 		t.Fatal(err)
 	}
+	// The secret rotation's overlap is a duration in words, not "24h0m0s".
+	for lang, want := range map[string]string{"id": "tetap menandatangani selama 24 jam.", "en": "keeps signing for 24 hours."} {
+		r := owner.postLang(fmt.Sprintf("/t/toko-bunga-melati/webhooks/%d/rotate", ep), owner.withCSRF(nil), lang)
+		if r.status != http.StatusOK || !strings.Contains(r.body, want) || strings.Contains(r.body, "24h0m0s") {
+			t.Errorf("rotate in %s: %d, want %q: %.1500s", lang, r.status, want, r.body)
+		}
+	}
 	a = owner.postLang(fmt.Sprintf("/t/toko-bunga-melati/webhooks/%d/disable", ep), owner.withCSRF(nil), "id")
 	if a.status != http.StatusSeeOther {
 		t.Fatalf("disable: %d", a.status)

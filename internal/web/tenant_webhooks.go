@@ -136,7 +136,7 @@ func (s *Server) tenantWebhookRotate(c echo.Context) error {
 		}
 	}
 	vm.NewSecret = secret
-	vm.Flash = i18n.T(c.Request().Context(), "webhooks.flash_rotated", webhook.RotationOverlap.String())
+	vm.Flash = i18n.T(c.Request().Context(), "webhooks.flash_rotated", i18n.Duration(c.Request().Context(), webhook.RotationOverlap))
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return render(c, http.StatusOK, viewtenant.WebhooksPage(vm))
 }
