@@ -86,6 +86,22 @@ func InvalidFields(fields map[string]string) *Error {
 	return &Error{Code: CodeInvalid, Message: "invalid input", Fields: fields}
 }
 
+// InvalidFormats is InvalidFields for messages of which some have values:
+// each field's format (its key in the language catalogs) and values, so
+// the web layer formats every message in the reader's language.
+func InvalidFormats(fields map[string]Format) *Error {
+	e := &Error{Code: CodeInvalid, Message: "invalid input", Fields: make(map[string]string, len(fields)), Formats: map[string]Format{}}
+	for field, m := range fields {
+		if len(m.Args) == 0 {
+			e.Fields[field] = m.Format
+			continue
+		}
+		e.Fields[field] = fmt.Sprintf(m.Format, m.Args...)
+		e.Formats[field] = m
+	}
+	return e
+}
+
 // Malformed returns an error for a request that no page of ours sends; msg
 // is shown to the user.
 func Malformed(msg string) *Error { return &Error{Code: CodeMalformed, Message: msg} }

@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -42,62 +41,71 @@ type jobFilter struct {
 }
 
 // filter validates q; problems come back per form field.
-func (q JobQuery) filter(names tenant.Names) (jobFilter, map[string]string) {
-	errs := map[string]string{}
+func (q JobQuery) filter(names tenant.Names) (jobFilter, fieldErrs) {
+	errs := fieldErrs{}
 	f := jobFilter{State: job.State(q.State), Kind: q.Kind, Queue: q.Queue, TraceID: q.Trace, IdempotencyKey: q.Key}
 	if q.State != "" && !job.ValidState(f.State) {
-		errs["state"] = "Unknown state."
+		errs.set("state", "Unknown state.")
 	}
 	f.TenantID = tenantFilter(names, q.Tenant, errs)
 	if q.ID != "" {
 		id, err := strconv.ParseInt(strings.TrimPrefix(q.ID, "#"), 10, 64)
 		if err != nil || id <= 0 {
-			errs["id"] = "A job id is a positive number."
+			errs.set("id", "A job id is a positive number.")
 		}
 		f.ID = id
 	}
 	kindFilter(q.Kind, errs)
 	if len(q.Queue) > maxQueueLen {
-		errs["queue"] = fmt.Sprintf("A queue is at most %d characters.", maxQueueLen)
+		errs.set("queue", "A queue is at most %d characters.", maxQueueLen)
 	}
 	if len(q.Key) > maxKeyLen {
-		errs["key"] = fmt.Sprintf("An idempotency key is at most %d characters.", maxKeyLen)
+		errs.set("key", "An idempotency key is at most %d characters.", maxKeyLen)
 	}
 	if len(q.Trace) > maxTraceLen {
-		errs["trace"] = fmt.Sprintf("A trace id is at most %d characters.", maxTraceLen)
+		errs.set("trace", "A trace id is at most %d characters.", maxTraceLen)
 	}
 	if q.Payload != "" {
 		obj, msg := payloadFilter(q.Payload)
 		if msg != "" {
-			errs["payload"] = msg
+			errs.set("payload", msg)
 		}
 		f.PayloadContains = obj
 	}
 	return f, errs
 }
 
-func tenantFilter(names tenant.Names, slug string, errs map[string]string) int64 {
+func tenantFilter(names tenant.Names, slug string, errs fieldErrs) int64 {
 	if slug == "" {
 		return 0
 	}
 	t, ok := names.BySlug(slug)
 	if !ok {
-		errs["tenant"] = "Unknown tenant."
+		errs.set("tenant", "Unknown tenant.")
 	}
 	return t.ID
 }
 
-func kindFilter(kind string, errs map[string]string) {
+func kindFilter(kind string, errs fieldErrs) {
 	if len(kind) > job.MaxKindLen {
-		errs["kind"] = fmt.Sprintf("A kind is at most %d characters.", job.MaxKindLen)
+		errs.set("kind", "A kind is at most %d characters.", job.MaxKindLen)
 	}
 }
 
-func invalid(errs map[string]string) error {
+// fieldErrs are a filter's problems per form field: each message's English
+// format (its catalog key) and values, so the page shows it in the
+// reader's language.
+type fieldErrs map[string]apperr.Format
+
+func (e fieldErrs) set(field, format string, args ...any) {
+	e[field] = apperr.Format{Format: format, Args: args}
+}
+
+func invalid(errs fieldErrs) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return apperr.InvalidFields(errs)
+	return apperr.InvalidFormats(errs)
 }
 
 var payloadField = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}(\.[A-Za-z0-9_-]{1,100}){0,7}$`)
@@ -214,11 +222,11 @@ type deadFilter struct {
 	MaxID int64
 }
 
-func (q DeadQuery) filter(names tenant.Names) (deadFilter, map[string]string) {
-	errs := map[string]string{}
+func (q DeadQuery) filter(names tenant.Names) (deadFilter, fieldErrs) {
+	errs := fieldErrs{}
 	f := deadFilter{Kind: q.Kind, Class: job.Class(q.Class)}
 	if q.Class != "" && !job.ValidClass(f.Class) {
-		errs["class"] = "Unknown failure class."
+		errs.set("class", "Unknown failure class.")
 	}
 	f.TenantID = tenantFilter(names, q.Tenant, errs)
 	switch q.Flagged {
@@ -227,7 +235,7 @@ func (q DeadQuery) filter(names tenant.Names) (deadFilter, map[string]string) {
 		b := q.Flagged == "yes"
 		f.Flagged = &b
 	default:
-		errs["flagged"] = "Choose yes or no."
+		errs.set("flagged", "Choose yes or no.")
 	}
 	kindFilter(q.Kind, errs)
 	return f, errs

@@ -712,4 +712,18 @@ var en = map[string]string{
 	"dur.minutes": "%d minutes",
 	"dur.second": "1 second",
 	"dur.seconds": "%d seconds",
+	// The staff job and dead-letter filters' messages (internal/console).
+	"Unknown state.": "Unknown state.",
+	"A job id is a positive number.": "A job id is a positive number.",
+	"A queue is at most %d characters.": "A queue is at most %d characters.",
+	"An idempotency key is at most %d characters.": "An idempotency key is at most %d characters.",
+	"A trace id is at most %d characters.": "A trace id is at most %d characters.",
+	"Unknown tenant.": "Unknown tenant.",
+	"A kind is at most %d characters.": "A kind is at most %d characters.",
+	"Unknown failure class.": "Unknown failure class.",
+	"Choose yes or no.": "Choose yes or no.",
+	"Search the payload as field=value, e.g. tenant_id=1 or user.email=\"a@b.c\".": "Search the payload as field=value, e.g. tenant_id=1 or user.email=\"a@b.c\".",
+	"A field name has letters, digits, _ and -, with dots for nesting.": "A field name has letters, digits, _ and -, with dots for nesting.",
+	"The quoted value is not a valid JSON string.": "The quoted value is not a valid JSON string.",
+	"The value cannot be searched.": "The value cannot be searched.",
 }

@@ -697,4 +697,18 @@ var id = map[string]string{
 	"dur.minutes": "%d menit",
 	"dur.second": "1 detik",
 	"dur.seconds": "%d detik",
+	// The staff job and dead-letter filters' messages (internal/console).
+	"Unknown state.": "Status tidak dikenal.",
+	"A job id is a positive number.": "Id tugas berupa bilangan positif.",
+	"A queue is at most %d characters.": "Antrean paling banyak %d karakter.",
+	"An idempotency key is at most %d characters.": "Kunci idempotensi paling banyak %d karakter.",
+	"A trace id is at most %d characters.": "Id trace paling banyak %d karakter.",
+	"Unknown tenant.": "Organisasi tidak dikenal.",
+	"A kind is at most %d characters.": "Jenis paling banyak %d karakter.",
+	"Unknown failure class.": "Kelas kegagalan tidak dikenal.",
+	"Choose yes or no.": "Pilih ya atau tidak.",
+	"Search the payload as field=value, e.g. tenant_id=1 or user.email=\"a@b.c\".": "Cari payload sebagai kolom=nilai, mis. tenant_id=1 atau user.email=\"a@b.c\".",
+	"A field name has letters, digits, _ and -, with dots for nesting.": "Nama kolom berisi huruf, angka, _ dan -, dengan titik untuk bertingkat.",
+	"The quoted value is not a valid JSON string.": "Nilai berkutip bukan string JSON yang valid.",
+	"The value cannot be searched.": "Nilai ini tidak dapat dicari.",
 }

@@ -37,7 +37,7 @@ func (s *Server) deadVM(c echo.Context, v url.Values) (admin.DeadVM, error) {
 		return admin.DeadVM{}, err
 	}
 	res, err := s.Console.Dead(c.Request().Context(), deadQuery(form), before)
-	if fields := apperr.FieldsOf(err); fields != nil {
+	if fields := fieldMessages(c.Request().Context(), err); fields != nil {
 		form.Errors, err = fields, nil
 	}
 	if err != nil {

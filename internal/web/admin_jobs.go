@@ -11,7 +11,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/job"
@@ -42,7 +41,7 @@ func (s *Server) adminJobs(c echo.Context) error {
 		ID: form.ID, Trace: form.Trace, Key: form.Key, Payload: form.Payload,
 	}, before)
 	status := http.StatusOK
-	if fields := apperr.FieldsOf(err); fields != nil {
+	if fields := fieldMessages(c.Request().Context(), err); fields != nil {
 		form.Errors, err, status = fields, nil, http.StatusUnprocessableEntity
 	}
 	if err != nil {

@@ -54,6 +54,20 @@ func fieldMessage(ctx context.Context, err error, field string) string {
 	return apperr.FieldsOf(err)[field]
 }
 
+// fieldMessages is fieldMessage for every field of err (nil when err has
+// no field messages), for a form that shows each next to its field.
+func fieldMessages(ctx context.Context, err error) map[string]string {
+	fields := apperr.FieldsOf(err)
+	if fields == nil {
+		return nil
+	}
+	out := make(map[string]string, len(fields))
+	for field := range fields {
+		out[field] = fieldMessage(ctx, err, field)
+	}
+	return out
+}
+
 // statusOf maps an error to its HTTP status: the one place where
 // application error codes meet HTTP.
 func statusOf(err error) (int, string) {

@@ -88,6 +88,42 @@ func TestStaffPagesFollowTheLanguage(t *testing.T) {
 		t.Errorf("state filter option not a code with an Indonesian label: %.2000s", a.body)
 	}
 
+	// The job and dead-letter filters' messages, values included.
+	for _, tc := range []struct {
+		path   string
+		id, en []string
+	}{
+		{"/admin/jobs?tenant=nope&trace=" + strings.Repeat("x", 201),
+			[]string{"Organisasi tidak dikenal.", "Id trace paling banyak 200 karakter."},
+			[]string{"Unknown tenant.", "A trace id is at most 200 characters."}},
+		{"/admin/jobs?payload=garbage&queue=" + strings.Repeat("q", 101),
+			[]string{"Cari payload sebagai kolom=nilai", "Antrean paling banyak 100 karakter."},
+			[]string{"Search the payload as field=value", "A queue is at most 100 characters."}},
+		{"/admin/dead?class=bogus&flagged=maybe",
+			[]string{"Kelas kegagalan tidak dikenal.", "Pilih ya atau tidak."},
+			[]string{"Unknown failure class.", "Choose yes or no."}},
+	} {
+		for _, lang := range []struct {
+			code      string
+			want, not []string
+		}{{"id", tc.id, tc.en}, {"en", tc.en, tc.id}} {
+			a := staff.getLang(tc.path, lang.code)
+			if a.status != http.StatusUnprocessableEntity && a.status != http.StatusOK {
+				t.Errorf("%s in %s: %d", tc.path, lang.code, a.status)
+			}
+			for _, w := range lang.want {
+				if !strings.Contains(a.body, w) {
+					t.Errorf("%s in %s lacks %q", tc.path, lang.code, w)
+				}
+			}
+			for _, n := range lang.not {
+				if strings.Contains(a.body, n) {
+					t.Errorf("%s in %s shows %q (the other language)", tc.path, lang.code, n)
+				}
+			}
+		}
+	}
+
 	// Flash messages after an action follow the language too.
 	a := staff.postLang(fmt.Sprintf("/admin/jobs/%d/retry", dead), staff.withCSRF(url.Values{"reason": {"relai diperbaiki"}}), "id")
 	if a.status != http.StatusSeeOther {
