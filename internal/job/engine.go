@@ -524,6 +524,9 @@ func (e *Engine) failIn(ctx context.Context, db Querier, workerID string, id int
 	if err != nil {
 		return "", fmt.Errorf("fail job %d: %w", id, err)
 	}
+	if st == StateDead {
+		e.observeCancelledDependents(ctx, db, []int64{id})
+	}
 	return st, nil
 }
 
@@ -538,14 +541,15 @@ func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rescue expired jobs: %w", err)
 	}
-	if retried+dead > 0 {
-		e.observer().JobsRescued(retried + dead)
-		e.log.Warn("rescued jobs with expired leases", "retried", retried, "dead", dead)
+	e.observeCancelledDependents(ctx, db, dead)
+	if retried+len(dead) > 0 {
+		e.observer().JobsRescued(retried + len(dead))
+		e.log.Warn("rescued jobs with expired leases", "retried", retried, "dead", len(dead))
 		if retried > 0 {
 			_ = storeNotify(ctx, db)
 		}
 	}
-	return retried + dead, nil
+	return retried + len(dead), nil
 }
 
 // PruneFinished runs the retention prune once on db (the scheduler's

@@ -41,13 +41,60 @@ func (s *Server) adminAlerts(c echo.Context) error {
 		}
 	}
 	for _, h := range o.History {
+		notice, noticeState := alertNotice(h.Notice)
 		vm.History = append(vm.History, observe.AlertEventRow{At: h.At.UTC().Format("2006-01-02 15:04:05"), Rule: h.Rule,
-			State: h.State, Value: strconv.FormatFloat(h.Value, 'g', 4, 64), Summary: h.Summary})
+			State: h.State, Value: strconv.FormatFloat(h.Value, 'g', 4, 64), Summary: h.Summary,
+			Notice: notice, NoticeState: noticeState})
+	}
+	if w := o.Webhook; w != nil {
+		vm.Webhook = &observe.AlertWebhookVM{URL: w.URL, Status: "enabled", Secret: w.Secret, Last: "none yet"}
+		if !w.Enabled {
+			vm.Webhook.Status = "disabled: " + w.DisabledReason
+		}
+		if w.Last != nil {
+			vm.Webhook.Last = fmt.Sprintf("%s %s", w.Last.EventID, deliveryText(w.Last.State, w.Last.Attempts, w.Last.LastStatus, w.Last.LastError))
+		}
 	}
 	if partial == "live" {
 		return render(c, http.StatusOK, observe.AlertsLive(vm))
 	}
 	return render(c, http.StatusOK, observe.AlertsPage(vm))
+}
+
+// alertNotice says how far a transition's staff-webhook notification got.
+func alertNotice(n alert.Notice) (text, state string) {
+	switch {
+	case !n.Sent:
+		return "not sent (no staff webhook)", ""
+	case n.DeliveryState != "":
+		return deliveryText(n.DeliveryState, n.Attempts, n.LastStatus, n.LastError), n.DeliveryState
+	case n.OutboxState == "failed":
+		return "outbox: publishing failed", "failed"
+	case n.OutboxState == "delivered":
+		return "published, awaiting the webhook fan-out", "pending"
+	case n.OutboxState != "":
+		return "queued in the outbox", "pending"
+	}
+	// The message was published and pruned, and no delivery was made: the
+	// endpoint was disabled when the event was fanned out.
+	return "published, not delivered (endpoint disabled)", "failed"
+}
+
+// deliveryText describes a webhook delivery's state.
+func deliveryText(state string, attempts, status int, lastErr string) string {
+	last := lastErr
+	if status != 0 {
+		last = fmt.Sprintf("HTTP %d", status)
+	}
+	switch {
+	case state == "succeeded":
+		return fmt.Sprintf("delivered (%s, attempt %d)", last, attempts)
+	case state == "pending" && attempts == 0:
+		return "sending"
+	case state == "pending":
+		return fmt.Sprintf("retrying after attempt %d (%s)", attempts, last)
+	}
+	return fmt.Sprintf("%s after %d attempts (%s)", state, attempts, last)
 }
 
 func alertRuleRow(st alert.Status) observe.AlertRuleRow {
