@@ -120,3 +120,11 @@ func StatsPrune(ctx context.Context, db Querier, now *time.Time, olderThan time.
 
 // FoldCounts runs the maintenance leader's fold of the count deltas.
 func (e *Engine) FoldCounts(ctx context.Context) (int64, error) { return storeCountsFold(ctx, e.pool) }
+
+// ClaimSQL is the fair claim statement, for the plan test.
+var ClaimSQL = claimSQL
+
+// DelayJob gives a held job back for later, as a handler's Delay does.
+func (e *Engine) DelayJob(ctx context.Context, j *Job, after time.Duration, reason string) error {
+	return e.delayJob(ctx, j, after, reason)
+}
