@@ -6,11 +6,11 @@ UPDATE jobs
    SET payload_version = sqlc.arg(payload_version),
        depends_on = sqlc.narg(depends_on),
        available_at = CASE WHEN sqlc.arg(wait)::bool THEN '9999-12-31 00:00:00+00'::timestamptz ELSE available_at END
- WHERE id = sqlc.arg(id);
+ WHERE tenant_id = sqlc.arg(tenant_id) AND id = sqlc.arg(id);
 
 -- name: JobCancelPending :exec
 UPDATE jobs SET state = 'cancelled', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()), last_error = sqlc.arg(reason)
- WHERE id = sqlc.arg(id) AND state = 'pending';
+ WHERE tenant_id = sqlc.arg(tenant_id) AND id = sqlc.arg(id) AND state = 'pending';
 
 -- name: JobLockForDependents :one
 -- Locks the prerequisite so its completion waits for the dependent's
@@ -20,10 +20,10 @@ UPDATE jobs SET has_dependents = true
 RETURNING state;
 
 -- name: JobDependents :many
-SELECT id, kind, state FROM jobs WHERE depends_on = $1 ORDER BY id LIMIT 50;
+SELECT id, kind, state FROM jobs WHERE tenant_id = $1 AND depends_on = $2 ORDER BY id LIMIT 50;
 
 -- name: JobDependsOn :one
-SELECT depends_on, payload_version FROM jobs WHERE id = $1;
+SELECT depends_on, payload_version FROM jobs WHERE tenant_id = $1 AND id = $2;
 
 -- name: PauseList :many
 SELECT * FROM job_pauses ORDER BY scope, name;
@@ -65,12 +65,12 @@ SELECT id, tenant_id, kind, trace_id, attempt, max_attempts, worker_id FROM jobs
 -- with their prerequisite's finished_at, which tells them from dependents
 -- cancelled at another time. One probe of jobs_depends_on_idx per level.
 WITH RECURSIVE gone AS (
-    SELECT d.id, d.kind, d.finished_at
-      FROM jobs p JOIN jobs d ON d.depends_on = p.id
+    SELECT d.id, d.tenant_id, d.kind, d.finished_at
+      FROM jobs p JOIN jobs d ON d.tenant_id = p.tenant_id AND d.depends_on = p.id
      WHERE p.id = ANY(@ids::bigint[]) AND d.state = 'cancelled' AND d.finished_at = p.finished_at
     UNION ALL
-    SELECT d.id, d.kind, d.finished_at
-      FROM gone g JOIN jobs d ON d.depends_on = g.id
+    SELECT d.id, d.tenant_id, d.kind, d.finished_at
+      FROM gone g JOIN jobs d ON d.tenant_id = g.tenant_id AND d.depends_on = g.id
      WHERE d.state = 'cancelled' AND d.finished_at = g.finished_at
 )
 SELECT kind, count(*)::int AS n FROM gone GROUP BY kind ORDER BY kind;

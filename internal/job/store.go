@@ -105,95 +105,176 @@ type claimArgs struct {
 	pausedKinds       []string
 }
 
-func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, error) {
+// fairClaim is one pass of the fair claim: the jobs, and what the tenant
+// walk saw, which decides whether another pass can find more.
+type fairClaim struct {
+	jobs    []*Job
+	tenants int   // tenants with due work the walk visited
+	last    int64 // the highest of them (0 = none)
+	// fullQuota: some tenant got its whole share of the batch, so it may
+	// have more due jobs.
+	fullQuota bool
+}
+
+func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, error) {
 	// QueryExecModeExec: an unnamed statement is planned with the actual
 	// values every time. A cached generic plan cannot see the batch size,
 	// tenant cursor or clock and was measured ~15x slower.
 	rows, err := db.Query(ctx, claimSQL, pgx.QueryExecModeExec, a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
 		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair, pausedOrEmpty(a.pausedKinds))
 	if err != nil {
-		return nil, err
+		return fairClaim{}, err
 	}
 	defer rows.Close()
-	var out []*Job
+	var (
+		out     fairClaim
+		tenants int32
+		quota   int32
+	)
+	perTenant := map[int64]int32{}
 	for rows.Next() {
-		var (
-			j                    Job
-			attempt, maxAttempts int32
-			payload              []byte
-			key                  *string
-			attemptedAt          *time.Time
-			lease                *time.Time
-			version              int32
-		)
-		if err := rows.Scan(&j.ID, &j.TenantID, &j.Kind, &j.Queue, &j.Priority, &payload,
-			&attempt, &maxAttempts, &j.AvailableAt, &j.CreatedAt, &attemptedAt, &j.TraceID,
-			&j.RequestedBy, &j.RequestedAt, &j.ExpiresAt, &key, &j.PayloadHash, &lease, &version, &j.payloadIntact); err != nil {
-			return nil, err
+		// The walk's figures come with every row, and alone (job columns
+		// NULL) when nothing was claimed.
+		if rows.RawValues()[2] == nil {
+			if err := rows.Scan(append([]any{&tenants, &out.last}, make([]any, claimedColumns+1)...)...); err != nil {
+				return fairClaim{}, err
+			}
+			continue
 		}
-		j.Payload = json.RawMessage(payload)
-		j.Attempt, j.MaxAttempts = int(attempt), int(maxAttempts)
-		j.IdempotencyKey = deref(key)
-		j.PayloadVersion = int(version)
-		j.WorkerID = a.workerID
-		if attemptedAt != nil {
-			j.AttemptedAt = *attemptedAt
+		var c claimedRow
+		dest := append([]any{&tenants, &out.last}, c.dest()...)
+		if err := rows.Scan(append(dest, &quota)...); err != nil {
+			return fairClaim{}, err
 		}
-		if lease != nil {
-			j.LeaseExpiresAt = *lease
+		j := c.job(a.workerID)
+		perTenant[j.TenantID]++
+		if perTenant[j.TenantID] >= quota {
+			out.fullQuota = true
 		}
-		out = append(out, &j)
+		out.jobs = append(out.jobs, j)
 	}
+	out.tenants = int(tenants)
 	return out, rows.Err()
 }
 
-// claimToken identifies one claim of one job: the worker and the attempt it
-// claimed. Every write that ends or extends a claim is fenced by it.
-type claimToken struct {
-	id      int64
-	attempt int
+//go:embed claim_small.sql
+var claimSmallSQL string
+
+// storeClaimSmall runs claim_small.sql: all due jobs of the queue when at
+// most a batch is due in the whole table (fits), else nothing (fits false:
+// the fair claim must decide who goes first).
+func storeClaimSmall(ctx context.Context, db queries.DBTX, a claimArgs) (jobs []*Job, fits bool, err error) {
+	rows, err := db.Query(ctx, claimSmallSQL, a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
+		pausedOrEmpty(a.pausedKinds))
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if rows.RawValues()[1] == nil {
+			if err := rows.Scan(append([]any{&fits}, make([]any, claimedColumns)...)...); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		var c claimedRow
+		if err := rows.Scan(append([]any{&fits}, c.dest()...)...); err != nil {
+			return nil, false, err
+		}
+		j := c.job(a.workerID)
+		jobs = append(jobs, j)
+	}
+	return jobs, fits, rows.Err()
 }
 
-func tokenArrays(ts []claimToken) ([]int64, []int32) {
-	ids, attempts := make([]int64, len(ts)), make([]int32, len(ts))
-	for i, t := range ts {
-		ids[i], attempts[i] = t.id, int32(t.attempt)
+// claimedColumns is the number of job columns both claims return per row
+// (claimedRow.dest).
+const claimedColumns = 20
+
+// claimedRow scans the job columns of a claim's RETURNING list (the same
+// order in claim.sql and claim_small.sql).
+type claimedRow struct {
+	j                    Job
+	attempt, maxAttempts int32
+	payload              []byte
+	key                  *string
+	attemptedAt          *time.Time
+	lease                *time.Time
+	version              int32
+}
+
+func (c *claimedRow) dest() []any {
+	j := &c.j
+	return []any{&j.ID, &j.TenantID, &j.Kind, &j.Queue, &j.Priority, &c.payload,
+		&c.attempt, &c.maxAttempts, &j.AvailableAt, &j.CreatedAt, &c.attemptedAt, &j.TraceID,
+		&j.RequestedBy, &j.RequestedAt, &j.ExpiresAt, &c.key, &j.PayloadHash, &c.lease, &c.version, &j.payloadIntact}
+}
+
+func (c *claimedRow) job(workerID string) *Job {
+	j := c.j
+	j.Payload = json.RawMessage(c.payload)
+	j.Attempt, j.MaxAttempts = int(c.attempt), int(c.maxAttempts)
+	j.IdempotencyKey = deref(c.key)
+	j.PayloadVersion = int(c.version)
+	j.WorkerID = workerID
+	if c.attemptedAt != nil {
+		j.AttemptedAt = *c.attemptedAt
 	}
-	return ids, attempts
+	if c.lease != nil {
+		j.LeaseExpiresAt = *c.lease
+	}
+	return &j
+}
+
+// claimToken identifies one claim of one job: the worker and the attempt it
+// claimed. Every write that ends or extends a claim is fenced by it. The
+// job is addressed by its primary key (tenant, id).
+type claimToken struct {
+	tenantID int64
+	id       int64
+	attempt  int
+}
+
+func tokenArrays(ts []claimToken) (tenantIDs, ids []int64, attempts []int32) {
+	tenantIDs, ids, attempts = make([]int64, len(ts)), make([]int64, len(ts)), make([]int32, len(ts))
+	for i, t := range ts {
+		tenantIDs[i], ids[i], attempts[i] = t.tenantID, t.id, int32(t.attempt)
+	}
+	return tenantIDs, ids, attempts
 }
 
 func storeCompleteMany(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ts []claimToken) ([]int64, error) {
-	ids, attempts := tokenArrays(ts)
+	tenantIDs, ids, attempts := tokenArrays(ts)
 	return queries.New(db).JobSetCompletedMany(ctx, queries.JobSetCompletedManyParams{
-		Now: now, Ids: ids, Attempts: attempts, WorkerID: workerID,
+		Now: now, TenantIds: tenantIDs, Ids: ids, Attempts: attempts, WorkerID: workerID,
 	})
 }
 
-func storeComplete(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, id int64, attempt int) (bool, error) {
+func storeComplete(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, t claimToken) (bool, error) {
 	done, err := queries.New(db).JobSetCompleted(ctx, queries.JobSetCompletedParams{
-		Now: now, ID: id, Attempt: int32(attempt), WorkerID: workerID})
+		Now: now, TenantID: t.tenantID, ID: t.id, Attempt: int32(t.attempt), WorkerID: workerID})
 	return len(done) == 1, err
 }
 
-// storeGetHeld returns the attempt a worker holds, or ErrNotHeld.
-func storeGetHeld(ctx context.Context, db queries.DBTX, workerID string, id int64) (attempt, maxAttempts int, err error) {
+// storeGetHeld returns the claim a worker holds on job id, or ErrNotHeld.
+func storeGetHeld(ctx context.Context, db queries.DBTX, workerID string, id int64) (claimToken, error) {
 	r, err := queries.New(db).JobGetHeld(ctx, queries.JobGetHeldParams{ID: id, WorkerID: workerID})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, 0, ErrNotHeld
+		return claimToken{}, ErrNotHeld
 	}
 	if err != nil {
-		return 0, 0, err
+		return claimToken{}, err
 	}
-	return int(r.Attempt), int(r.MaxAttempts), nil
+	return claimToken{tenantID: r.TenantID, id: id, attempt: int(r.Attempt)}, nil
 }
 
 // storeFail records a failed attempt; ErrNotHeld when the worker does not
 // hold that attempt.
-func storeFail(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, id int64, attempt int,
+func storeFail(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, t claimToken,
 	class Class, msg string, backoff time.Duration) (State, error) {
 	r, err := queries.New(db).JobSetFailed(ctx, queries.JobSetFailedParams{
 		Class: string(class), Now: now, BackoffSeconds: backoff.Seconds(), Error: msg,
-		ID: id, Attempt: int32(attempt), WorkerID: workerID,
+		TenantID: t.tenantID, ID: t.id, Attempt: int32(t.attempt), WorkerID: workerID,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", ErrNotHeld
@@ -221,16 +302,17 @@ func storeRescue(ctx context.Context, db queries.DBTX, now *time.Time) (retried 
 }
 
 func storeRelease(ctx context.Context, db queries.DBTX, workerID string, ts []claimToken) (int64, error) {
-	ids, attempts := tokenArrays(ts)
-	return queries.New(db).JobReleaseMany(ctx, queries.JobReleaseManyParams{Ids: ids, Attempts: attempts, WorkerID: workerID})
+	tenantIDs, ids, attempts := tokenArrays(ts)
+	return queries.New(db).JobReleaseMany(ctx, queries.JobReleaseManyParams{
+		TenantIds: tenantIDs, Ids: ids, Attempts: attempts, WorkerID: workerID})
 }
 
 // storeRenew extends the leases of the given claims and returns the ids of
 // those the worker still holds.
 func storeRenew(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ts []claimToken, lease time.Duration) ([]int64, error) {
-	ids, attempts := tokenArrays(ts)
+	tenantIDs, ids, attempts := tokenArrays(ts)
 	return queries.New(db).JobRenewLeases(ctx, queries.JobRenewLeasesParams{
-		Now: now, LeaseSeconds: lease.Seconds(), Ids: ids, Attempts: attempts, WorkerID: workerID,
+		Now: now, LeaseSeconds: lease.Seconds(), TenantIds: tenantIDs, Ids: ids, Attempts: attempts, WorkerID: workerID,
 	})
 }
 
