@@ -585,6 +585,9 @@ func (e *Engine) failIn(ctx context.Context, db Querier, workerID string, t clai
 	if err != nil {
 		return "", fmt.Errorf("fail job %d: %w", t.id, err)
 	}
+	if st == StateDead {
+		e.observeCancelledDependents(ctx, db, []int64{t.id})
+	}
 	return st, nil
 }
 
@@ -599,14 +602,15 @@ func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rescue expired jobs: %w", err)
 	}
-	if retried+dead > 0 {
-		e.observer().JobsRescued(retried + dead)
-		e.log.Warn("rescued jobs with expired leases", "retried", retried, "dead", dead)
+	e.observeCancelledDependents(ctx, db, dead)
+	if retried+len(dead) > 0 {
+		e.observer().JobsRescued(retried + len(dead))
+		e.log.Warn("rescued jobs with expired leases", "retried", retried, "dead", len(dead))
 		if retried > 0 {
 			_ = storeNotify(ctx, db)
 		}
 	}
-	return retried + dead, nil
+	return retried + len(dead), nil
 }
 
 // PruneFinished runs the retention prune once on db (the scheduler's
