@@ -100,7 +100,6 @@ type Engine struct {
 	busy     map[string]bool  // the queue's last claim filled its batch
 	queueRR  int
 
-	jitOff sync.Map // *pgx.Conn → struct{}: connections with JIT disabled
 
 	stats engineStats
 
@@ -426,15 +425,6 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		return nil, false, fmt.Errorf("claim jobs: acquire connection: %w", err)
 	}
 	defer conn.Release()
-	// The planner cannot size the per-tenant LIMIT and overestimates the
-	// claim's cost past jit_above_cost; compiling it would cost ~10 ms on
-	// every batch. Switch JIT off once per connection.
-	if _, seen := e.jitOff.Load(conn.Conn()); !seen {
-		if _, err := conn.Exec(ctx, "SET jit = off"); err != nil {
-			return nil, false, fmt.Errorf("claim jobs: disable jit: %w", err)
-		}
-		e.jitOff.Store(conn.Conn(), struct{}{})
-	}
 	args := claimArgs{
 		now: now, queue: queue, workerID: workerID, batch: n, lease: e.cfg.LeaseDuration,
 		maxTenants: maxTenants, perTenant: perTenant,
