@@ -20,7 +20,24 @@ VALUES (@rule, @state, @value, @summary, @at)
 RETURNING id;
 
 -- name: AlertEventsRecent :many
-SELECT id, rule, state, value, summary, at FROM alert_events ORDER BY at DESC, id DESC LIMIT @lim;
+-- The latest transitions with what became of their staff-webhook
+-- notification: the outbox message while it is kept, then the webhook
+-- delivery (one probe of webhook_deliveries_event_idx each).
+SELECT e.id, e.rule, e.state, e.value, e.summary, e.at, e.outbox_id,
+       coalesce(m.state, '')::text AS outbox_state,
+       coalesce(d.state, '')::text AS delivery_state,
+       coalesce(d.attempts, 0)::int AS delivery_attempts,
+       coalesce(d.last_status, 0)::int AS delivery_status,
+       coalesce(d.last_error, '')::text AS delivery_error
+  FROM alert_events e
+  LEFT JOIN outbox_messages m ON m.id = e.outbox_id
+  LEFT JOIN LATERAL (
+       SELECT w.state, w.attempts, w.last_status, w.last_error FROM webhook_deliveries w
+        WHERE w.event_id = e.outbox_id ORDER BY w.id DESC LIMIT 1) d ON true
+ ORDER BY e.at DESC, e.id DESC LIMIT @lim;
+
+-- name: AlertEventSetOutbox :exec
+UPDATE alert_events SET outbox_id = @outbox_id WHERE id = @id;
 
 -- name: AlertDeadSince :one
 -- Jobs that became dead letters since a time (the per-minute rollup).

@@ -58,3 +58,19 @@ SELECT id, tenant_id, kind, trace_id, attempt, max_attempts, worker_id FROM jobs
  WHERE state = 'running' AND lease_expires_at < coalesce(sqlc.narg('now')::timestamptz, now())
    AND kind = ANY(@kinds::text[])
  FOR UPDATE;
+
+-- name: JobCancelledDependents :many
+-- Dependents the release trigger (jobs_release_dependents) cancelled when
+-- the given jobs ended, transitively, by kind: the trigger stamps them
+-- with their prerequisite's finished_at, which tells them from dependents
+-- cancelled at another time. One probe of jobs_depends_on_idx per level.
+WITH RECURSIVE gone AS (
+    SELECT d.id, d.tenant_id, d.kind, d.finished_at
+      FROM jobs p JOIN jobs d ON d.tenant_id = p.tenant_id AND d.depends_on = p.id
+     WHERE p.id = ANY(@ids::bigint[]) AND d.state = 'cancelled' AND d.finished_at = p.finished_at
+    UNION ALL
+    SELECT d.id, d.tenant_id, d.kind, d.finished_at
+      FROM gone g JOIN jobs d ON d.tenant_id = g.tenant_id AND d.depends_on = g.id
+     WHERE d.state = 'cancelled' AND d.finished_at = g.finished_at
+)
+SELECT kind, count(*)::int AS n FROM gone GROUP BY kind ORDER BY kind;

@@ -14,4 +14,5 @@ SELECT DISTINCT ON (name) name, period_key, period_start, ran_at, worker_id, job
  ORDER BY name, period_start DESC;
 
 -- name: ScheduleTenantIDs :many
-SELECT id FROM tenants ORDER BY id;
+-- Customer tenants: the system tenant gets no per-tenant schedules.
+SELECT id FROM tenants WHERE NOT is_system ORDER BY id;

@@ -5,7 +5,8 @@ SELECT t.id, t.slug, t.name, s.plan_code, s.status,
        (SELECT count(*) FROM memberships m WHERE m.tenant_id = t.id) AS members
   FROM tenants t
   LEFT JOIN subscriptions s ON s.tenant_id = t.id
- WHERE sqlc.arg(q)::text = '' OR t.slug ILIKE '%' || sqlc.arg(q)::text || '%' OR t.name ILIKE '%' || sqlc.arg(q)::text || '%'
+ WHERE NOT t.is_system
+   AND (sqlc.arg(q)::text = '' OR t.slug ILIKE '%' || sqlc.arg(q)::text || '%' OR t.name ILIKE '%' || sqlc.arg(q)::text || '%')
  ORDER BY t.slug
  LIMIT sqlc.arg(lim);
 

@@ -1,10 +1,13 @@
 -- name: TenantGetBySlug :one
-SELECT * FROM tenants WHERE slug = $1;
+-- The system tenant (staff notifications) has no pages: its slug is
+-- unknown to owners and staff alike.
+SELECT * FROM tenants WHERE slug = $1 AND NOT is_system;
 
 -- name: TenantListNames :many
 -- Every tenant's id, slug and name (a small table), for staff labels and
--- filters and the command line.
-SELECT id, slug, name FROM tenants ORDER BY slug;
+-- filters and the command line; is_system marks the reserved tenant of
+-- staff notifications, which labels name but lists leave out.
+SELECT id, slug, name, is_system FROM tenants ORDER BY slug;
 
 -- name: MembershipGet :one
 SELECT * FROM memberships WHERE tenant_id = $1 AND user_id = $2;

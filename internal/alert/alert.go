@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // States a rule can be in, and the states transitions record.
@@ -53,10 +54,30 @@ type Status struct {
 type Transition struct {
 	ID      int64
 	Rule    string
+	From    string // ok, pending or firing: the state left
 	State   string // pending, firing, resolved
 	Value   float64
 	Summary string
 	At      time.Time
+	// Threshold is the rule's, at the time of the transition.
+	Threshold float64
+	// StartedAt is when the rule entered the state it leaves (At for a
+	// rule leaving ok). Set on new transitions, not read back from history.
+	StartedAt time.Time
+	// Notice is what became of the staff-webhook notification (history
+	// only).
+	Notice Notice
+}
+
+// Notice is the staff-webhook notification of a transition, as far as it
+// got: written to the outbox, published, delivered or not.
+type Notice struct {
+	Sent          bool   // an outbox message was written (a staff webhook was configured)
+	OutboxState   string // pending, processing, failed, delivered; "" once pruned
+	DeliveryState string // pending, succeeded, failed; "" before the fan-out
+	Attempts      int
+	LastStatus    int // last HTTP status; 0 = none
+	LastError     string
 }
 
 // Config configures an Evaluator.
@@ -160,8 +181,14 @@ func (ev *Evaluator) EvaluateOnce(ctx context.Context) ([]Transition, error) {
 			if err := st.saveState(ctx, r.Name, next); err != nil {
 				return err
 			}
+			from, started := cur.State, cur.Since
+			if from == StateOK {
+				started = now
+			}
 			for _, state := range recorded {
-				t := Transition{Rule: r.Name, State: state, Value: value, Summary: summary, At: now}
+				t := Transition{Rule: r.Name, From: from, State: state, Value: value, Summary: summary, At: now,
+					Threshold: r.Threshold, StartedAt: started}
+				from, started = state, now
 				if t.ID, err = st.addEvent(ctx, t); err != nil {
 					return err
 				}
@@ -227,6 +254,17 @@ func step(r Rule, cur Status, cond bool, now time.Time) (Status, []string) {
 type Service struct {
 	pool  *pgxpool.Pool
 	rules []Rule
+	// secretFromEnv: staff gave the staff webhook's secret themselves, so
+	// the page does not repeat it.
+	secretFromEnv bool
+}
+
+// SecretFromEnv tells the service that the staff webhook's signing secret
+// came from the environment: staff know it, so the page does not show it.
+// A generated secret is shown, since staff have no other way to learn it.
+func (s *Service) SecretFromEnv(fromEnv bool) *Service {
+	s.secretFromEnv = fromEnv
+	return s
 }
 
 // NewService returns a reader over the system pool; rules give the stored
@@ -242,6 +280,21 @@ func NewService(system *pgxpool.Pool, rules []Rule) *Service {
 type Overview struct {
 	Rules   []Status // in rule order; never-evaluated rules read ok
 	History []Transition
+	// Webhook is the staff webhook and its latest delivery; nil when none
+	// was ever configured.
+	Webhook *StaffWebhook
+}
+
+// StaffWebhook is the staff endpoint alert transitions go to.
+type StaffWebhook struct {
+	URL            string
+	Enabled        bool
+	DisabledReason string
+	// Secret is the generated signing secret; "" when staff set it in the
+	// environment (they know it).
+	Secret string
+	// Last is the latest delivery; nil when none yet.
+	Last *webhook.Delivery
 }
 
 // Firing returns the rules firing now.
@@ -272,8 +325,22 @@ func (s *Service) Overview(ctx context.Context, historyLimit int) (*Overview, er
 			cur.Rule = r
 			o.Rules = append(o.Rules, cur)
 		}
-		o.History, err = st.events(ctx, historyLimit)
-		return err
+		if o.History, err = st.events(ctx, historyLimit); err != nil {
+			return err
+		}
+		if historyLimit == 0 {
+			return nil // the overview's banner needs no webhook
+		}
+		wh, ok, err := webhook.SystemEndpointStatus(ctx, tx)
+		if err != nil || !ok {
+			return err
+		}
+		o.Webhook = &StaffWebhook{URL: wh.Endpoint.URL, Enabled: wh.Endpoint.Enabled,
+			DisabledReason: wh.Endpoint.DisabledReason, Last: wh.Last}
+		if !s.secretFromEnv {
+			o.Webhook.Secret = wh.Secret
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("alert overview: %w", err)

@@ -75,9 +75,15 @@ func (s store) events(ctx context.Context, limit int) ([]Transition, error) {
 	}
 	out := make([]Transition, len(rows))
 	for i, r := range rows {
-		out[i] = Transition{ID: r.ID, Rule: r.Rule, State: r.State, Value: r.Value, Summary: r.Summary, At: r.At.UTC()}
+		out[i] = Transition{ID: r.ID, Rule: r.Rule, State: r.State, Value: r.Value, Summary: r.Summary, At: r.At.UTC(),
+			Notice: Notice{Sent: r.OutboxID != nil, OutboxState: r.OutboxState, DeliveryState: r.DeliveryState,
+				Attempts: int(r.DeliveryAttempts), LastStatus: int(r.DeliveryStatus), LastError: r.DeliveryError}}
 	}
 	return out, nil
+}
+
+func (s store) setEventOutbox(ctx context.Context, eventID, outboxID int64) error {
+	return s.q.AlertEventSetOutbox(ctx, queries.AlertEventSetOutboxParams{ID: eventID, OutboxID: &outboxID})
 }
 
 // Retention of what the evaluator keeps.

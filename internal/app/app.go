@@ -189,6 +189,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	}
 	deps.Members = member.NewService(env.App, env.System, clk, mailer, deps.Tenants)
 	deps.Metrics, deps.MetricsToken = reg, cfg.MetricsToken
+	deps.Alerts.SecretFromEnv(cfg.AlertWebhookSecret != "")
 	handler := web.New(deps)
 	if cfg.Demo {
 		if err := demo.SeedSensitive(ctx, demo.SensitiveDeps{System: env.System, Approvals: deps.Approvals, Payments: ext.payments}); err != nil {
@@ -266,10 +267,16 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 		}
 		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
 		go tally.Run(ctx, env.System, clk, engine.WorkerID(), 30*time.Second)
-		// Alert rules run on whichever replica holds the maintenance lock.
+		// Alert rules run on whichever replica holds the maintenance lock;
+		// their transitions go to the staff webhook through the outbox.
+		notifier, err := staffWebhook(ctx, cfg, env, clk, log)
+		if err != nil {
+			ext.stop()
+			return nil, nil, err
+		}
 		evaluator := alert.New(alert.Config{Pool: env.System, Clock: clk, Logger: log,
 			Rules:   alert.DefaultRules(alert.Sources{OutboxLag: outboxLag(env)}),
-			Observe: reg.AlertTransition, Firing: reg.AlertFiring})
+			Observe: reg.AlertTransition, Firing: reg.AlertFiring, OnTransition: notifier.Hook()})
 		go evaluator.Run(ctx, 15*time.Second, engine.IsLeader)
 	}
 	return engine, ext, nil
@@ -299,8 +306,12 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 	tenants := tenant.NewService(appPool, systemPool, clk)
 	trail := audit.NewService(appPool, systemPool)
 	users := user.NewService(user.NewStore(appPool))
+	var observer job.Observer // discarded dead letters count with the engine's jobs
+	if engine != nil {
+		observer = engine.Observer()
+	}
 	cons := console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
-		Tenants: tenants, Audit: trail})
+		Tenants: tenants, Audit: trail, Observer: observer})
 	return web.Deps{
 		DB:       appPool,
 		Sessions: signin.NewSessionStore(appPool, 30*time.Minute),

@@ -45,6 +45,12 @@ type Config struct {
 	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
 	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
 	WebhookAllow []netip.Prefix
+	// AlertWebhookURL (JEJAK_ALERT_WEBHOOK_URL) receives alert transitions
+	// as signed webhooks; "" = none (the staff endpoint is disabled).
+	AlertWebhookURL string
+	// AlertWebhookSecret (JEJAK_ALERT_WEBHOOK_SECRET, "whsec_…") signs
+	// them; "" = generated once, kept, and shown to staff on /admin/alerts.
+	AlertWebhookSecret string
 	// TrustedProxies (JEJAK_TRUSTED_PROXIES, comma-separated CIDRs or
 	// addresses) are the reverse proxies whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
@@ -95,6 +101,16 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.SystemDatabaseURL = getenv("JEJAK_SYSTEM_DATABASE_URL")
 	if c.WebhookAllow, err = webhook.ParseAllowCIDRs(getenv("JEJAK_WEBHOOK_ALLOW_CIDRS")); err != nil {
 		return c, fmt.Errorf("JEJAK_WEBHOOK_ALLOW_CIDRS: %w", err)
+	}
+	if c.AlertWebhookURL = strings.TrimSpace(getenv("JEJAK_ALERT_WEBHOOK_URL")); c.AlertWebhookURL != "" {
+		if _, err := webhook.ParseURL(c.AlertWebhookURL); err != nil {
+			return c, fmt.Errorf("JEJAK_ALERT_WEBHOOK_URL must be an absolute http:// or https:// URL without credentials, got %q", c.AlertWebhookURL)
+		}
+	}
+	if v := getenv("JEJAK_ALERT_WEBHOOK_SECRET"); v != "" {
+		if c.AlertWebhookSecret, err = webhook.ParseSecret(v); err != nil {
+			return c, fmt.Errorf("JEJAK_ALERT_WEBHOOK_SECRET: %w", err)
+		}
 	}
 	if c.TrustedProxies, err = parseCIDRs(getenv("JEJAK_TRUSTED_PROXIES")); err != nil {
 		return c, fmt.Errorf("JEJAK_TRUSTED_PROXIES: %w", err)

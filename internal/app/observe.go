@@ -2,12 +2,16 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/alert"
+	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // Version names this build in jejak_build_info and exported spans (set
@@ -50,4 +54,25 @@ func outboxLag(env *Env) func(context.Context) (time.Duration, error) {
 		}
 		return st.OldestPendingAge, nil
 	}
+}
+
+// staffWebhook keeps the system tenant's endpoint in step with
+// JEJAK_ALERT_WEBHOOK_URL / _SECRET (disabled when the URL is unset) and
+// returns the notifier publishing alert transitions to it; nil when none
+// is configured.
+func staffWebhook(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger) (*alert.Notifier, error) {
+	ep, err := webhook.SyncSystemEndpoint(ctx, env.System, clk, webhook.SystemConfig{URL: cfg.AlertWebhookURL,
+		Secret: cfg.AlertWebhookSecret, Events: []string{alert.EventType}})
+	if err != nil {
+		return nil, err
+	}
+	if !ep.Configured {
+		return nil, nil
+	}
+	secret := "JEJAK_ALERT_WEBHOOK_SECRET"
+	if cfg.AlertWebhookSecret == "" {
+		secret = "generated, shown to staff on /admin/alerts"
+	}
+	log.Info("alert transitions go to the staff webhook", "url", ep.Endpoint.URL, "secret", secret)
+	return alert.NewNotifier(ep.TenantID, clk), nil
 }

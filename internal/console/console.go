@@ -36,6 +36,7 @@ type Service struct {
 	rec     *audit.Recorder
 	// scanWindow bounds a staff list page whose filters no index serves.
 	scanWindow int64
+	observer   job.Observer // hears of discarded jobs
 }
 
 // Config wires a Service.
@@ -46,6 +47,9 @@ type Config struct {
 	Kinds   Kinds       // nil = every kind has job.DefaultMaxAttempts
 	Tenants *tenant.Service
 	Audit   *audit.Service
+	// Observer hears of jobs staff discard (they end cancelled); nil =
+	// none. The engine's, so they count in the same metrics.
+	Observer job.Observer
 	// ScanWindow is how many job ids one page of the staff job list
 	// searches when its filters have no index (kind, queue, trace,
 	// idempotency key, payload without a tenant or id); 0 =
@@ -67,8 +71,11 @@ func New(c Config) *Service {
 	if c.ScanWindow <= 0 {
 		c.ScanWindow = DefaultScanWindow
 	}
+	if c.Observer == nil {
+		c.Observer = job.NopObserver{}
+	}
 	return &Service{app: c.App, system: c.System, clock: c.Clock, kinds: c.Kinds, tenants: c.Tenants,
-		audit: c.Audit, rec: audit.NewRecorder(c.Clock), scanWindow: c.ScanWindow}
+		audit: c.Audit, rec: audit.NewRecorder(c.Clock), scanWindow: c.ScanWindow, observer: c.Observer}
 }
 
 // Row is one job in a list: the staff pages show all of it, the tenant's

@@ -239,7 +239,9 @@ func (s *Service) budget(kind string) int {
 // them and records one audit event per changed job, in one transaction.
 // It returns how many changed and the lowest id locked (0 when none were).
 func (s *Service) actBatch(ctx context.Context, b batch) (changed int, last int64, err error) {
+	var discarded map[string]int // kind → jobs, set by the committed attempt
 	err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
+		discarded = nil
 		st := newStore(tx)
 		locked, err := st.lockDead(ctx, b.f, b.id, b.cursor, b.n)
 		if err != nil || len(locked) == 0 {
@@ -292,10 +294,20 @@ func (s *Service) actBatch(ctx context.Context, b batch) (changed int, last int6
 			}
 		}
 		changed = len(done)
+		if b.action == ActionDiscard {
+			discarded = make(map[string]int)
+			for _, jid := range done {
+				discarded[locked[byID[jid]].Kind]++
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return 0, 0, err
+	}
+	// Counted once committed: a discarded dead letter ends cancelled.
+	for kind, n := range discarded {
+		s.observer.JobsCancelled(kind, n)
 	}
 	return changed, last, nil
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -106,6 +107,13 @@ func (s *Service) Overview(ctx context.Context) (*Overview, error) {
 	}
 	if o.Tenants, err = s.tenants.Names(ctx); err != nil {
 		return nil, err
+	}
+	// Per-tenant figures are about customers: the system tenant's jobs
+	// (staff webhook deliveries) count in the totals and per kind only.
+	for _, t := range o.Tenants {
+		if t.System {
+			o.ByTenant = slices.DeleteFunc(o.ByTenant, func(g GroupCounts) bool { return g.TenantID == t.ID })
+		}
 	}
 	return o, nil
 }

@@ -86,6 +86,7 @@ func (e *Engine) stampControls(ctx context.Context, tx Querier, ps []EnqueuePara
 			if err := storeCancelPending(ctx, tx, p.TenantID, ids[i], cancel, e.clock.Now()); err != nil {
 				return fmt.Errorf("cancel job %d: %w", ids[i], err)
 			}
+			e.observer().JobsCancelled(p.Kind, 1)
 		}
 	}
 	return nil

@@ -33,6 +33,20 @@ func storeCancelPending(ctx context.Context, db Querier, tenantID, id int64, rea
 	return queries.New(db).JobCancelPending(ctx, queries.JobCancelPendingParams{TenantID: tenantID, ID: id, Reason: &reason, Now: now})
 }
 
+// storeCancelledDependents counts, by kind, the dependents cancelled with
+// the jobs ids when those ended.
+func storeCancelledDependents(ctx context.Context, db Querier, ids []int64) (map[string]int, error) {
+	rows, err := queries.New(db).JobCancelledDependents(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.Kind] = int(r.N)
+	}
+	return out, nil
+}
+
 func storeDependencies(ctx context.Context, db Querier, tenantID, id int64) (*int64, []Link, error) {
 	q := queries.New(db)
 	r, err := q.JobDependsOn(ctx, queries.JobDependsOnParams{TenantID: tenantID, ID: id})

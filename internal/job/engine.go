@@ -100,7 +100,6 @@ type Engine struct {
 	busy     map[string]bool  // the queue's last claim filled its batch
 	queueRR  int
 
-	jitOff sync.Map // *pgx.Conn → struct{}: connections with JIT disabled
 
 	stats engineStats
 
@@ -426,15 +425,6 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		return nil, false, fmt.Errorf("claim jobs: acquire connection: %w", err)
 	}
 	defer conn.Release()
-	// The planner cannot size the per-tenant LIMIT and overestimates the
-	// claim's cost past jit_above_cost; compiling it would cost ~10 ms on
-	// every batch. Switch JIT off once per connection.
-	if _, seen := e.jitOff.Load(conn.Conn()); !seen {
-		if _, err := conn.Exec(ctx, "SET jit = off"); err != nil {
-			return nil, false, fmt.Errorf("claim jobs: disable jit: %w", err)
-		}
-		e.jitOff.Store(conn.Conn(), struct{}{})
-	}
 	args := claimArgs{
 		now: now, queue: queue, workerID: workerID, batch: n, lease: e.cfg.LeaseDuration,
 		maxTenants: maxTenants, perTenant: perTenant,
@@ -585,6 +575,9 @@ func (e *Engine) failIn(ctx context.Context, db Querier, workerID string, t clai
 	if err != nil {
 		return "", fmt.Errorf("fail job %d: %w", t.id, err)
 	}
+	if st == StateDead {
+		e.observeCancelledDependents(ctx, db, []int64{t.id})
+	}
 	return st, nil
 }
 
@@ -599,14 +592,15 @@ func (e *Engine) rescue(ctx context.Context, db Querier) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rescue expired jobs: %w", err)
 	}
-	if retried+dead > 0 {
-		e.observer().JobsRescued(retried + dead)
-		e.log.Warn("rescued jobs with expired leases", "retried", retried, "dead", dead)
+	e.observeCancelledDependents(ctx, db, dead)
+	if retried+len(dead) > 0 {
+		e.observer().JobsRescued(retried + len(dead))
+		e.log.Warn("rescued jobs with expired leases", "retried", retried, "dead", len(dead))
 		if retried > 0 {
 			_ = storeNotify(ctx, db)
 		}
 	}
-	return retried + dead, nil
+	return retried + len(dead), nil
 }
 
 // PruneFinished runs the retention prune once on db (the scheduler's

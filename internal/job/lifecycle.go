@@ -172,7 +172,8 @@ func (e *Engine) rescueAudited(ctx context.Context, kinds []string) (int, error)
 		if err != nil {
 			return err
 		}
-		n = retried + dead
+		e.observeCancelledDependents(ctx, tx, dead)
+		n = retried + len(dead)
 		rec := audit.NewRecorder(e.clock)
 		for _, j := range lost {
 			stages := []audit.JobStage{audit.JobRescued}

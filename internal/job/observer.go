@@ -20,7 +20,7 @@ const (
 	OutcomeSucceeded Outcome = "succeeded"
 	OutcomeRetried   Outcome = "retried"   // failed, will run again after backoff
 	OutcomeDead      Outcome = "dead"      // failed for the last time (transient or permanent)
-	OutcomeCancelled Outcome = "cancelled" // cancelled by an operator
+	OutcomeCancelled Outcome = "cancelled" // the job ended cancelled (JobsCancelled), not an attempt
 	OutcomeRejected  Outcome = "rejected"  // refused by policy (expired, unauthorised, tampered)
 )
 
@@ -50,6 +50,11 @@ type Observer interface {
 	// JobDelayed: a handler put its job back for later; reason is the
 	// delay's short token (e.g. "lock_busy"), never the resource it names.
 	JobDelayed(kind, reason string)
+	// JobsCancelled: n jobs of kind ended cancelled without an attempt
+	// ending: enqueued after the job they depend on had died, or cancelled
+	// with it when it died. (Staff discarding dead letters is the console's
+	// and reported by it.)
+	JobsCancelled(kind string, n int)
 }
 
 // NopObserver ignores every event.
@@ -64,6 +69,12 @@ func (NopObserver) JobFailed(string, Class)                    {}
 func (NopObserver) JobExpired(string)                          {}
 func (NopObserver) JobsRescued(int)                            {}
 func (NopObserver) JobDelayed(string, string)                  {}
+func (NopObserver) JobsCancelled(string, int)                  {}
+
+// Observer returns the engine's observer (NopObserver when none), so code
+// that ends jobs outside the engine (staff discarding dead letters) reports
+// to the same metrics.
+func (e *Engine) Observer() Observer { return e.observer() }
 
 func (e *Engine) observer() Observer {
 	if e.cfg.Observer == nil {
@@ -155,6 +166,25 @@ func (e *Engine) observeAttempt(j *Job, err error, st State, run time.Duration) 
 		o.JobFinished(j.Kind, OutcomeDead, run)
 	default:
 		o.JobFinished(j.Kind, OutcomeRetried, run)
+	}
+}
+
+// observeCancelledDependents reports the dependents cancelled (by the
+// release trigger, transitively) because the jobs ids died. It reads only
+// when someone is listening; a failed read costs the figure, not the
+// state change that already happened.
+func (e *Engine) observeCancelledDependents(ctx context.Context, db Querier, ids []int64) {
+	o := e.observer()
+	if _, nop := o.(NopObserver); nop || len(ids) == 0 {
+		return
+	}
+	byKind, err := storeCancelledDependents(ctx, db, ids)
+	if err != nil {
+		e.log.Warn("count cancelled dependents", "error", err.Error())
+		return
+	}
+	for kind, n := range byKind {
+		o.JobsCancelled(kind, n)
 	}
 }
 

@@ -285,14 +285,15 @@ func storeFail(ctx context.Context, db queries.DBTX, now *time.Time, workerID st
 	return State(r.State), nil
 }
 
-func storeRescue(ctx context.Context, db queries.DBTX, now *time.Time) (retried, dead int, err error) {
+// storeRescue returns how many rescued jobs were retried and which died.
+func storeRescue(ctx context.Context, db queries.DBTX, now *time.Time) (retried int, dead []int64, err error) {
 	rows, err := queries.New(db).JobRescueExpired(ctx, now)
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, err
 	}
 	for _, r := range rows {
 		if State(r.State) == StateDead {
-			dead++
+			dead = append(dead, r.ID)
 		} else {
 			retried++
 		}

@@ -200,9 +200,11 @@ func (r *Registry) OutboxPublished(result string, n int) {
 // LockDelayed counts an attempt put back because a resource lock was held.
 func (r *Registry) LockDelayed(kind string) { r.lockDelayed.WithLabelValues(kind).Inc() }
 
-// JobCancelled counts a job cancelled by an operator.
-func (r *Registry) JobCancelled(kind string) {
-	r.finished.WithLabelValues(kind, string(job.OutcomeCancelled)).Inc()
+// JobsCancelled implements job.Observer: jobs that ended cancelled (a dead
+// letter staff discarded, a job whose dependency died) count under
+// outcome "cancelled", once per job.
+func (r *Registry) JobsCancelled(kind string, n int) {
+	r.finished.WithLabelValues(kind, string(job.OutcomeCancelled)).Add(float64(n))
 }
 
 // AlertTransition counts an in-process alert's change of state.

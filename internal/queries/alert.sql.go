@@ -95,19 +95,62 @@ func (q *Queries) AlertEventInsert(ctx context.Context, arg AlertEventInsertPara
 	return id, err
 }
 
-const alertEventsRecent = `-- name: AlertEventsRecent :many
-SELECT id, rule, state, value, summary, at FROM alert_events ORDER BY at DESC, id DESC LIMIT $1
+const alertEventSetOutbox = `-- name: AlertEventSetOutbox :exec
+UPDATE alert_events SET outbox_id = $1 WHERE id = $2
 `
 
-func (q *Queries) AlertEventsRecent(ctx context.Context, lim int32) ([]AlertEvent, error) {
+type AlertEventSetOutboxParams struct {
+	OutboxID *int64
+	ID       int64
+}
+
+func (q *Queries) AlertEventSetOutbox(ctx context.Context, arg AlertEventSetOutboxParams) error {
+	_, err := q.db.Exec(ctx, alertEventSetOutbox, arg.OutboxID, arg.ID)
+	return err
+}
+
+const alertEventsRecent = `-- name: AlertEventsRecent :many
+SELECT e.id, e.rule, e.state, e.value, e.summary, e.at, e.outbox_id,
+       coalesce(m.state, '')::text AS outbox_state,
+       coalesce(d.state, '')::text AS delivery_state,
+       coalesce(d.attempts, 0)::int AS delivery_attempts,
+       coalesce(d.last_status, 0)::int AS delivery_status,
+       coalesce(d.last_error, '')::text AS delivery_error
+  FROM alert_events e
+  LEFT JOIN outbox_messages m ON m.id = e.outbox_id
+  LEFT JOIN LATERAL (
+       SELECT w.state, w.attempts, w.last_status, w.last_error FROM webhook_deliveries w
+        WHERE w.event_id = e.outbox_id ORDER BY w.id DESC LIMIT 1) d ON true
+ ORDER BY e.at DESC, e.id DESC LIMIT $1
+`
+
+type AlertEventsRecentRow struct {
+	ID               int64
+	Rule             string
+	State            string
+	Value            float64
+	Summary          string
+	At               time.Time
+	OutboxID         *int64
+	OutboxState      string
+	DeliveryState    string
+	DeliveryAttempts int32
+	DeliveryStatus   int32
+	DeliveryError    string
+}
+
+// The latest transitions with what became of their staff-webhook
+// notification: the outbox message while it is kept, then the webhook
+// delivery (one probe of webhook_deliveries_event_idx each).
+func (q *Queries) AlertEventsRecent(ctx context.Context, lim int32) ([]AlertEventsRecentRow, error) {
 	rows, err := q.db.Query(ctx, alertEventsRecent, lim)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []AlertEvent{}
+	items := []AlertEventsRecentRow{}
 	for rows.Next() {
-		var i AlertEvent
+		var i AlertEventsRecentRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Rule,
@@ -115,6 +158,12 @@ func (q *Queries) AlertEventsRecent(ctx context.Context, lim int32) ([]AlertEven
 			&i.Value,
 			&i.Summary,
 			&i.At,
+			&i.OutboxID,
+			&i.OutboxState,
+			&i.DeliveryState,
+			&i.DeliveryAttempts,
+			&i.DeliveryStatus,
+			&i.DeliveryError,
 		); err != nil {
 			return nil, err
 		}

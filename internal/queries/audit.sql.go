@@ -681,10 +681,14 @@ func (q *Queries) AuditSeedStaff(ctx context.Context) ([]int64, error) {
 }
 
 const auditTenantIDs = `-- name: AuditTenantIDs :many
-SELECT id FROM tenants ORDER BY id
+SELECT id FROM tenants t
+ WHERE NOT t.is_system OR EXISTS (SELECT 1 FROM audit_heads h WHERE h.tenant_id = t.id)
+ ORDER BY id
 `
 
-// Every tenant, for verifying all chains.
+// Every tenant, for verifying all chains; the system tenant (staff
+// notifications) only once it has a chain (its endpoint disabled by a
+// receiver's 410 is audited there), so a routine run does not list it.
 func (q *Queries) AuditTenantIDs(ctx context.Context) ([]int64, error) {
 	rows, err := q.db.Query(ctx, auditTenantIDs)
 	if err != nil {

@@ -33,6 +33,48 @@ func (q *Queries) JobCancelPending(ctx context.Context, arg JobCancelPendingPara
 	return err
 }
 
+const jobCancelledDependents = `-- name: JobCancelledDependents :many
+WITH RECURSIVE gone AS (
+    SELECT d.id, d.tenant_id, d.kind, d.finished_at
+      FROM jobs p JOIN jobs d ON d.tenant_id = p.tenant_id AND d.depends_on = p.id
+     WHERE p.id = ANY($1::bigint[]) AND d.state = 'cancelled' AND d.finished_at = p.finished_at
+    UNION ALL
+    SELECT d.id, d.tenant_id, d.kind, d.finished_at
+      FROM gone g JOIN jobs d ON d.tenant_id = g.tenant_id AND d.depends_on = g.id
+     WHERE d.state = 'cancelled' AND d.finished_at = g.finished_at
+)
+SELECT kind, count(*)::int AS n FROM gone GROUP BY kind ORDER BY kind
+`
+
+type JobCancelledDependentsRow struct {
+	Kind string
+	N    int32
+}
+
+// Dependents the release trigger (jobs_release_dependents) cancelled when
+// the given jobs ended, transitively, by kind: the trigger stamps them
+// with their prerequisite's finished_at, which tells them from dependents
+// cancelled at another time. One probe of jobs_depends_on_idx per level.
+func (q *Queries) JobCancelledDependents(ctx context.Context, ids []int64) ([]JobCancelledDependentsRow, error) {
+	rows, err := q.db.Query(ctx, jobCancelledDependents, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []JobCancelledDependentsRow{}
+	for rows.Next() {
+		var i JobCancelledDependentsRow
+		if err := rows.Scan(&i.Kind, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobDependents = `-- name: JobDependents :many
 SELECT id, kind, state FROM jobs WHERE tenant_id = $1 AND depends_on = $2 ORDER BY id LIMIT 50
 `

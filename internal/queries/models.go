@@ -12,12 +12,13 @@ import (
 )
 
 type AlertEvent struct {
-	ID      int64
-	Rule    string
-	State   string
-	Value   float64
-	Summary string
-	At      time.Time
+	ID       int64
+	Rule     string
+	State    string
+	Value    float64
+	Summary  string
+	At       time.Time
+	OutboxID *int64
 }
 
 type AlertPrincipalMinute struct {
@@ -446,6 +447,7 @@ type Tenant struct {
 	Name      string
 	TimeZone  string
 	CreatedAt time.Time
+	IsSystem  bool
 }
 
 type User struct {

@@ -95,9 +95,10 @@ func (q *Queries) ScheduleRunLatest(ctx context.Context, names []string) ([]Sche
 }
 
 const scheduleTenantIDs = `-- name: ScheduleTenantIDs :many
-SELECT id FROM tenants ORDER BY id
+SELECT id FROM tenants WHERE NOT is_system ORDER BY id
 `
 
+// Customer tenants: the system tenant gets no per-tenant schedules.
 func (q *Queries) ScheduleTenantIDs(ctx context.Context) ([]int64, error) {
 	rows, err := q.db.Query(ctx, scheduleTenantIDs)
 	if err != nil {

@@ -115,7 +115,8 @@ SELECT t.id, t.slug, t.name, s.plan_code, s.status,
        (SELECT count(*) FROM memberships m WHERE m.tenant_id = t.id) AS members
   FROM tenants t
   LEFT JOIN subscriptions s ON s.tenant_id = t.id
- WHERE $1::text = '' OR t.slug ILIKE '%' || $1::text || '%' OR t.name ILIKE '%' || $1::text || '%'
+ WHERE NOT t.is_system
+   AND ($1::text = '' OR t.slug ILIKE '%' || $1::text || '%' OR t.name ILIKE '%' || $1::text || '%')
  ORDER BY t.slug
  LIMIT $2
 `

@@ -109,9 +109,11 @@ func (q *Queries) MembershipUpsert(ctx context.Context, arg MembershipUpsertPara
 }
 
 const tenantGetBySlug = `-- name: TenantGetBySlug :one
-SELECT id, slug, name, time_zone, created_at FROM tenants WHERE slug = $1
+SELECT id, slug, name, time_zone, created_at, is_system FROM tenants WHERE slug = $1 AND NOT is_system
 `
 
+// The system tenant (staff notifications) has no pages: its slug is
+// unknown to owners and staff alike.
 func (q *Queries) TenantGetBySlug(ctx context.Context, slug string) (Tenant, error) {
 	row := q.db.QueryRow(ctx, tenantGetBySlug, slug)
 	var i Tenant
@@ -121,22 +123,25 @@ func (q *Queries) TenantGetBySlug(ctx context.Context, slug string) (Tenant, err
 		&i.Name,
 		&i.TimeZone,
 		&i.CreatedAt,
+		&i.IsSystem,
 	)
 	return i, err
 }
 
 const tenantListNames = `-- name: TenantListNames :many
-SELECT id, slug, name FROM tenants ORDER BY slug
+SELECT id, slug, name, is_system FROM tenants ORDER BY slug
 `
 
 type TenantListNamesRow struct {
-	ID   int64
-	Slug string
-	Name string
+	ID       int64
+	Slug     string
+	Name     string
+	IsSystem bool
 }
 
 // Every tenant's id, slug and name (a small table), for staff labels and
-// filters and the command line.
+// filters and the command line; is_system marks the reserved tenant of
+// staff notifications, which labels name but lists leave out.
 func (q *Queries) TenantListNames(ctx context.Context) ([]TenantListNamesRow, error) {
 	rows, err := q.db.Query(ctx, tenantListNames)
 	if err != nil {
@@ -146,7 +151,12 @@ func (q *Queries) TenantListNames(ctx context.Context) ([]TenantListNamesRow, er
 	items := []TenantListNamesRow{}
 	for rows.Next() {
 		var i TenantListNamesRow
-		if err := rows.Scan(&i.ID, &i.Slug, &i.Name); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Slug,
+			&i.Name,
+			&i.IsSystem,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -63,7 +63,7 @@ func TestTwoLeadersScheduleEachPeriodOnce(t *testing.T) {
 		}
 		return n
 	}
-	tenants := count(`SELECT count(*) FROM tenants`)
+	tenants := count(`SELECT count(*) FROM tenants WHERE NOT is_system`) // per-tenant schedules skip the system tenant
 	race := func() {
 		var wg sync.WaitGroup
 		for i := 0; i < 3; i++ {

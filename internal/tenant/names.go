@@ -10,7 +10,14 @@ type Name struct {
 	ID   int64
 	Slug string
 	Name string
+	// System marks the reserved tenant that owns Jejak's own notifications
+	// to staff (alert webhooks): it has no members and no pages, and lists
+	// of customer tenants leave it out (Listed).
+	System bool
 }
+
+// SystemSlug is the reserved tenant's slug (db/schema/00060).
+const SystemSlug = "jejak-system"
 
 // Names lists every tenant by slug. The tenants registry spans tenants, so
 // it is read through the system pool.
@@ -20,6 +27,19 @@ func (s *Service) Names(ctx context.Context) (Names, error) {
 
 // Names is every tenant, ordered by slug.
 type Names []Name
+
+// Listed is every customer tenant: Names without the system tenant, for
+// pickers, lists and per-tenant figures. Labels keep using Names, so the
+// system tenant's own jobs (its webhook deliveries) are still named.
+func (n Names) Listed() Names {
+	out := make(Names, 0, len(n))
+	for _, t := range n {
+		if !t.System {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // BySlug returns the tenant with slug; ok is false when none has it.
 func (n Names) BySlug(slug string) (Name, bool) {

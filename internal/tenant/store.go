@@ -116,7 +116,7 @@ func (s store) names(ctx context.Context) ([]Name, error) {
 	}
 	out := make([]Name, len(rows))
 	for i, r := range rows {
-		out[i] = Name{ID: r.ID, Slug: r.Slug, Name: r.Name}
+		out[i] = Name{ID: r.ID, Slug: r.Slug, Name: r.Name, System: r.IsSystem}
 	}
 	return out, nil
 }

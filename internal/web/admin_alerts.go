@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -41,13 +42,62 @@ func (s *Server) adminAlerts(c echo.Context) error {
 		}
 	}
 	for _, h := range o.History {
+		notice, noticeState := alertNotice(c.Request().Context(), h.Notice)
 		vm.History = append(vm.History, observe.AlertEventRow{At: h.At.UTC().Format("2006-01-02 15:04:05"), Rule: h.Rule,
-			State: h.State, Value: strconv.FormatFloat(h.Value, 'g', 4, 64), Summary: h.Summary})
+			State: h.State, Value: strconv.FormatFloat(h.Value, 'g', 4, 64), Summary: h.Summary,
+			Notice: notice, NoticeState: noticeState})
+	}
+	if w := o.Webhook; w != nil {
+		ctx := c.Request().Context()
+		vm.Webhook = &observe.AlertWebhookVM{URL: w.URL, Status: i18n.T(ctx, "alerts.webhook_enabled"), Secret: w.Secret,
+			Last: i18n.T(ctx, "alerts.webhook_none_yet")}
+		if !w.Enabled {
+			vm.Webhook.Status = i18n.T(ctx, "alerts.webhook_disabled", w.DisabledReason)
+		}
+		if w.Last != nil {
+			vm.Webhook.Last = fmt.Sprintf("%s %s", w.Last.EventID, deliveryText(ctx, w.Last.State, w.Last.Attempts, w.Last.LastStatus, w.Last.LastError))
+		}
 	}
 	if partial == "live" {
 		return render(c, http.StatusOK, observe.AlertsLive(vm))
 	}
 	return render(c, http.StatusOK, observe.AlertsPage(vm))
+}
+
+// alertNotice says how far a transition's staff-webhook notification got.
+func alertNotice(ctx context.Context, n alert.Notice) (text, state string) {
+	switch {
+	case !n.Sent:
+		return i18n.T(ctx, "alerts.notice_not_sent"), ""
+	case n.DeliveryState != "":
+		return deliveryText(ctx, n.DeliveryState, n.Attempts, n.LastStatus, n.LastError), n.DeliveryState
+	case n.OutboxState == "failed":
+		return i18n.T(ctx, "alerts.notice_outbox_failed"), "failed"
+	case n.OutboxState == "delivered":
+		return i18n.T(ctx, "alerts.notice_published"), "pending"
+	case n.OutboxState != "":
+		return i18n.T(ctx, "alerts.notice_queued"), "pending"
+	}
+	// The message was published and pruned, and no delivery was made: the
+	// endpoint was disabled when the event was fanned out.
+	return i18n.T(ctx, "alerts.notice_endpoint_disabled"), "failed"
+}
+
+// deliveryText describes a webhook delivery's state.
+func deliveryText(ctx context.Context, state string, attempts, status int, lastErr string) string {
+	last := lastErr
+	if status != 0 {
+		last = fmt.Sprintf("HTTP %d", status)
+	}
+	switch {
+	case state == "succeeded":
+		return i18n.T(ctx, "alerts.delivery_succeeded", last, attempts)
+	case state == "pending" && attempts == 0:
+		return i18n.T(ctx, "alerts.delivery_sending")
+	case state == "pending":
+		return i18n.T(ctx, "alerts.delivery_retrying", attempts, last)
+	}
+	return i18n.T(ctx, "alerts.delivery_ended", i18n.Enum(ctx, "delivery", state), attempts, last)
 }
 
 func alertRuleRow(ctx context.Context, st alert.Status) observe.AlertRuleRow {

@@ -11,12 +11,17 @@ import (
 // This file maps the console's values into the staff views' flat rows.
 
 // adminTenants returns every tenant for the filters and indexed for labels.
+// adminTenants names every tenant for labels, and lists the customer
+// tenants (not the system one) for pickers.
 func adminTenants(names tenant.Names) (admin.Tenants, []admin.Tenant) {
-	all := make([]admin.Tenant, len(names))
-	for i, t := range names {
-		all[i] = admin.Tenant{ID: t.ID, Slug: t.Slug, Name: t.Name}
+	conv := func(ns tenant.Names) []admin.Tenant {
+		out := make([]admin.Tenant, len(ns))
+		for i, t := range ns {
+			out[i] = admin.Tenant{ID: t.ID, Slug: t.Slug, Name: t.Name}
+		}
+		return out
 	}
-	return admin.TenantMap(all), all
+	return admin.TenantMap(conv(names)), conv(names.Listed())
 }
 
 func adminAttempts(errs []job.AttemptError) []admin.Attempt {

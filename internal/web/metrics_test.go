@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -252,5 +254,112 @@ func TestMetricsLoopbackOnlyWithoutToken(t *testing.T) {
 		if tc.want == http.StatusOK && !strings.Contains(rec.Body.String(), "jejak_build_info") {
 			t.Errorf("from %s: no metrics in the answer", tc.remote)
 		}
+	}
+}
+
+// TestMetricsCountCancelledJobs: every way a job ends cancelled counts once
+// under outcome "cancelled": a waiting dependent cancelled when the job it
+// depends on dies, a dependent enqueued after that, and the dead letter
+// itself when staff discard it through the dashboard (a second discard of
+// the same job changes nothing and counts nothing).
+func TestMetricsCountCancelledJobs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	log := quietLog()
+	reg := metrics.New(metrics.Options{Version: "test", SnapshotMaxAge: -1, Snapshot: metrics.JobSnapshot(f.db.System, nil)})
+	engine, err := job.New(job.Config{Pool: f.db.System, Logger: log, Workers: 1, Observer: reg,
+		Backoff: func(int) time.Duration { return 0 }, PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine.Register("test.broken", func(context.Context, *job.Job) error {
+		return job.Permanent(errors.New("bad input"))
+	}, job.KindOptions{})
+	engine.Register("test.after", func(context.Context, *job.Job) error { return nil }, job.KindOptions{})
+	tenant := f.tenantID("toko-bunga-melati")
+	enqueue := func(p job.EnqueueParams) int64 {
+		t.Helper()
+		p.TenantID, p.Payload = tenant, json.RawMessage(`{}`)
+		var id int64
+		err := database.InTx(ctx, f.db.System, func(tx pgx.Tx) error {
+			res, err := engine.Enqueue(ctx, tx, p)
+			id = res.ID
+			return err
+		})
+		if err != nil {
+			t.Fatalf("enqueue %s: %v", p.Kind, err)
+		}
+		return id
+	}
+	first := enqueue(job.EnqueueParams{Kind: "test.broken"})
+	waiting := enqueue(job.EnqueueParams{Kind: "test.after", DependsOn: &first})
+
+	deps := app.NewDeps(f.db.App, f.db.System, engine, clock.Database{}, log)
+	deps.Metrics, deps.MetricsToken = reg, "s3cret"
+	srv := httptest.NewServer(web.New(deps))
+	t.Cleanup(srv.Close)
+	finished := func() map[string]float64 {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer s3cret")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var b strings.Builder
+		_, _ = bufio.NewReader(res.Body).WriteTo(&b)
+		out := map[string]float64{}
+		for series, v := range scrape(t, b.String()) {
+			if strings.HasPrefix(series, "jejak_jobs_finished_total{") {
+				out[series] = v
+			}
+		}
+		return out
+	}
+	if m := finished(); len(m) != 0 {
+		t.Fatalf("before any work: %v", m)
+	}
+
+	if err := engine.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = engine.Stop(context.Background()) })
+	deadline := time.Now().Add(30 * time.Second)
+	for f.count(`SELECT count(*) FROM jobs WHERE id = $1 AND state = 'cancelled'`, waiting) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the dependent was not cancelled in 30s")
+		}
+		time.Sleep(20 * time.Millisecond) //nolint:forbidigo // polling with a deadline
+	}
+	late := enqueue(job.EnqueueParams{Kind: "test.after", DependsOn: &first}) // its dependency is dead already
+	if st := f.jobState(late); st != "cancelled" {
+		t.Fatalf("late dependent is %s, want cancelled", st)
+	}
+	want := map[string]float64{
+		`jejak_jobs_finished_total{kind="test.broken",outcome="dead"}`:     1,
+		`jejak_jobs_finished_total{kind="test.after",outcome="cancelled"}`: 2,
+	}
+	if m := finished(); fmt.Sprint(m) != fmt.Sprint(want) {
+		t.Fatalf("after the dependency died: %v, want %v", m, want)
+	}
+
+	// Staff discard through this server, whose console reports to reg.
+	staff := (&fixture{t: t, db: f.db, srv: srv}).client()
+	staff.login("support@jejak.test")
+	path := fmt.Sprintf("/admin/jobs/%d/discard", first)
+	if a := staff.post(path, staff.withCSRF(url.Values{"reason": {"input cannot be fixed"}}), false); a.status != http.StatusSeeOther {
+		t.Fatalf("discard: %d %.300s", a.status, a.body)
+	}
+	// A second discard finds no dead letter: the page says nothing changed,
+	// and the counter below must not move again.
+	staff.post(path, staff.withCSRF(url.Values{"reason": {"again"}}), false)
+	want[`jejak_jobs_finished_total{kind="test.broken",outcome="cancelled"}`] = 1
+	if m := finished(); fmt.Sprint(m) != fmt.Sprint(want) {
+		t.Fatalf("after the discard: %v, want %v", m, want)
+	}
+	if n := f.count(`SELECT count(*) FROM jobs WHERE state = 'cancelled'`); n != 3 {
+		t.Fatalf("%d cancelled jobs, want the 3 counted", n)
 	}
 }

@@ -187,3 +187,45 @@ func dbNow(ctx context.Context, q database.Querier, clk clock.Clock) (time.Time,
 	}
 	return t, nil
 }
+
+func (s store) lockSystem(ctx context.Context) error { return s.q.WebhookSystemLock(ctx) }
+
+func (s store) systemTenant(ctx context.Context) (int64, error) { return s.q.WebhookSystemTenant(ctx) }
+
+// systemRow is the stored endpoint with its secret, which Endpoint leaves
+// out everywhere else.
+type systemRow struct {
+	Endpoint
+	secret string
+}
+
+func (s store) systemEndpoint(ctx context.Context, tenantID int64) (systemRow, error) {
+	r, err := s.q.WebhookSystemEndpoint(ctx, tenantID)
+	if err != nil {
+		return systemRow{}, notFound(err)
+	}
+	return systemRow{Endpoint: toEndpoint(r), secret: r.Secret}, nil
+}
+
+func (s store) setSystemEndpoint(ctx context.Context, tenantID int64, cur systemRow, url string, events []string, secret string,
+	enabled bool, reason string, now *time.Time) (Endpoint, error) {
+	var rp *string
+	if !enabled {
+		rp = &reason
+	}
+	r, err := s.q.WebhookSystemEndpointSet(ctx, queries.WebhookSystemEndpointSetParams{
+		Url: url, Events: events, Secret: secret, Enabled: enabled, DisabledReason: rp, Now: now, TenantID: tenantID, ID: cur.ID})
+	return toEndpoint(r), notFound(err)
+}
+
+func (s store) systemLastDelivery(ctx context.Context, tenantID, endpointID int64) (*Delivery, error) {
+	r, err := s.q.WebhookSystemLastDelivery(ctx, queries.WebhookSystemLastDeliveryParams{TenantID: tenantID, EndpointID: endpointID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Delivery{ID: r.ID, EndpointID: endpointID, EventID: "evt_" + itoa(r.EventID), State: r.State,
+		Attempts: int(r.Attempts), LastStatus: int(r.LastStatus), LastError: r.LastError, CreatedAt: r.UpdatedAt}, nil
+}
