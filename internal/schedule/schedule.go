@@ -68,8 +68,11 @@ type Schedule struct {
 	Name   string
 	Every  Every
 	Action Action
-	// About says what it does, for the dashboard.
-	About string
+	// About says what it does, in English; the dashboard shows the
+	// catalog entry schedule.<Name>.desc formatted with AboutArgs (a
+	// time.Duration among them is shown in words).
+	About     string
+	AboutArgs []any
 }
 
 // Scheduler ticks schedules.
@@ -134,13 +137,17 @@ func (s *Scheduler) tickOne(ctx context.Context, sc Schedule) (bool, error) {
 // Status is a schedule as the dashboard shows it.
 type Status struct {
 	Name, About string
+	AboutArgs   []any
 	Every       Every
 	LastPeriod  string
 	LastRun     *time.Time
 	LastJobs    int
 	LastSummary string
-	LastWorker  string
-	NextRun     time.Time
+	// LastResult is LastSummary as a catalog key and values, for the
+	// dashboard; empty when the summary is no known result.
+	LastResult Text
+	LastWorker string
+	NextRun    time.Time
 }
 
 // Status lists every schedule with its last and next run.
@@ -160,10 +167,11 @@ func (s *Scheduler) Status(ctx context.Context) ([]Status, error) {
 	out := make([]Status, len(s.schedules))
 	for i, sc := range s.schedules {
 		p := PeriodAt(sc.Every, now)
-		st := Status{Name: sc.Name, About: sc.About, Every: sc.Every, NextRun: p.End}
+		st := Status{Name: sc.Name, About: sc.About, AboutArgs: sc.AboutArgs, Every: sc.Every, NextRun: p.End}
 		if r, ok := last[sc.Name]; ok {
 			ran := r.RanAt
 			st.LastPeriod, st.LastRun, st.LastJobs, st.LastSummary, st.LastWorker = r.PeriodKey, &ran, int(r.Jobs), r.Summary, r.WorkerID
+			st.LastResult = ParseSummary(r.Summary)
 			if r.PeriodKey != p.Key {
 				st.NextRun = now // due: the leader runs it on its next pass
 			}

@@ -201,6 +201,10 @@ func TestRetentionSchedulesPrune(t *testing.T) {
 	}
 	want := map[string]string{"job.retention": "3 finished job(s) pruned", "outbox.retention": "1 delivered message(s) pruned"}
 	for _, s := range st {
+		if wantKey := map[string]string{"job.retention": "schedule.result.jobs_pruned", "outbox.retention": "schedule.result.outbox_pruned"}[s.Name]; s.LastResult.Key != wantKey ||
+			len(s.LastResult.Args) != 1 || s.LastResult.Args[0] != map[string]any{"job.retention": int64(3), "outbox.retention": int64(1)}[s.Name] {
+			t.Errorf("%s: result %+v, want %s with its count", s.Name, s.LastResult, wantKey)
+		}
 		if s.LastRun == nil || s.LastSummary != want[s.Name] || s.LastPeriod != "2026-03-04T03" ||
 			!s.NextRun.Equal(time.Date(2026, 3, 4, 4, 0, 0, 0, time.UTC)) {
 			t.Errorf("%s: last %v %q %q next %v", s.Name, s.LastRun, s.LastPeriod, s.LastSummary, s.NextRun)
@@ -214,5 +218,23 @@ func TestRetentionSchedulesPrune(t *testing.T) {
 	race()
 	if n := count(`SELECT count(*) FROM schedule_runs`); n != 4 {
 		t.Fatalf("schedule runs in the next hour: %d, want 4", n)
+	}
+}
+
+// TestParseSummary: a stored summary reads back as its catalog key and
+// count, and text that is no known result stays unparsed (shown as is).
+func TestParseSummary(t *testing.T) {
+	for in, want := range map[string]schedule.Text{
+		"12 tenant(s)":                     {Key: "schedule.result.tenants", Args: []any{int64(12)}},
+		"0 finished job(s) pruned":         {Key: "schedule.result.jobs_pruned", Args: []any{int64(0)}},
+		"1234 delivered message(s) pruned": {Key: "schedule.result.outbox_pruned", Args: []any{int64(1234)}},
+		"retention off":                    {Key: "schedule.result.retention_off"},
+		"12 tenant(s) and more":            {},
+		"something else":                   {},
+	} {
+		got := schedule.ParseSummary(in)
+		if got.Key != want.Key || len(got.Args) != len(want.Args) || (len(want.Args) == 1 && got.Args[0] != want.Args[0]) {
+			t.Errorf("ParseSummary(%q) = %+v, want %+v", in, got, want)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,7 +34,7 @@ func perTenant(e Enqueuer, kind, keyPrefix string) Action {
 		if _, err := e.EnqueueMany(ctx, tx, ps); err != nil {
 			return 0, "", err
 		}
-		return len(ps), fmt.Sprintf("%d tenant(s)", len(ps)), nil
+		return len(ps), summary(resultTenants, int64(len(ps))), nil
 	}
 }
 
@@ -68,15 +67,16 @@ func Retention(jobs JobPruner, clk clock.Clock, outboxAge time.Duration) []Sched
 		{Name: "job.retention", Every: Hourly, About: "delete finished jobs past their retention (dead letters are kept unless configured)",
 			Action: func(ctx context.Context, tx pgx.Tx, _ Period) (int, string, error) {
 				n, err := jobs.PruneFinished(ctx, tx)
-				return 0, fmt.Sprintf("%d finished job(s) pruned", n), err
+				return 0, summary(resultJobsPruned, n), err
 			}},
 		{Name: "outbox.retention", Every: Hourly, About: "delete outbox messages delivered more than " + outboxAge.String() + " ago",
+			AboutArgs: []any{outboxAge},
 			Action: func(ctx context.Context, tx pgx.Tx, _ Period) (int, string, error) {
 				if outboxAge <= 0 {
-					return 0, "retention off", nil
+					return 0, summary(resultRetentionOff), nil
 				}
 				n, err := outbox.PruneDelivered(ctx, tx, clk.Now(), outboxAge)
-				return 0, fmt.Sprintf("%d delivered message(s) pruned", n), err
+				return 0, summary(resultOutboxPruned, n), err
 			}},
 	}
 }

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -9,6 +11,20 @@ import (
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/views/support"
 )
+
+// localArgs shows a sentence's values the reader's way: a duration in
+// words ("24 jam"); numbers are grouped by the catalog's printer.
+func localArgs(ctx context.Context, args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if d, ok := a.(time.Duration); ok {
+			out[i] = i18n.Duration(ctx, d)
+			continue
+		}
+		out[i] = a
+	}
+	return out
+}
 
 // adminExtras builds /admin's sections below the queue figures: paused
 // kinds and queues, and the periodic schedules with last and next run.
@@ -23,6 +39,12 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 		for _, r := range st {
 			row := support.ScheduleRow{Name: r.Name, Every: string(r.Every), About: r.About, LastPeriod: r.LastPeriod,
 				LastSummary: r.LastSummary, LastWorker: r.LastWorker, NextRun: fmtUTC(r.NextRun)}
+			if key := "schedule." + r.Name + ".desc"; i18n.Has(key) {
+				row.About = i18n.T(ctx, key, localArgs(ctx, r.AboutArgs)...)
+			}
+			if r.LastResult.Key != "" {
+				row.LastSummary = i18n.T(ctx, r.LastResult.Key, localArgs(ctx, r.LastResult.Args)...)
+			}
 			if r.LastRun != nil {
 				row.LastRun = fmtUTC(*r.LastRun)
 			} else {
