@@ -108,7 +108,11 @@ func getScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 }
 
 func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
-	name := env.DBName(scaleDBName)
+	base := env.Cfg.ScaleDB
+	if base == "" {
+		base = scaleDBName
+	}
+	name := env.DBName(base)
 	s := &scaleEnv{name: name, url: env.DatabaseURL(name), clients: map[string]*http.Client{}}
 	if env.Cfg.Reseed || !scaleIsReady(ctx, env, name) {
 		if err := seedScale(ctx, env, name, s.url); err != nil {
