@@ -41,4 +41,11 @@ func (l SessionLimits) apply(cfg *pgxpool.Config) {
 	if _, set := p["idle_in_transaction_session_timeout"]; !set && l.IdleInTransaction > 0 {
 		p["idle_in_transaction_session_timeout"] = strconv.FormatInt(l.IdleInTransaction.Milliseconds(), 10)
 	}
+	// Every statement here reads a few rows through an index, but the
+	// planner's cost of a statement over a big table (the fair claim walks
+	// jobs_claim_idx, estimated at 100k+) crosses jit_above_cost, and JIT
+	// then spends 40 ms compiling for a 5 ms statement.
+	if _, set := p["jit"]; !set {
+		p["jit"] = "off"
+	}
 }

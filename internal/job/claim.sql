@@ -15,7 +15,12 @@
 -- 1) tenant_walk: the distinct tenants with due work in this queue, found
 --    by a recursive "loose index scan" over jobs_claim_idx (one index probe
 --    per tenant, however many jobs each has), starting after a round-robin
---    cursor and visiting at most $7.
+--    cursor and visiting at most $7. Each probe orders by the whole of
+--    jobs_claim_idx's key, not just tenant_id: any other index leading
+--    with tenant_id (jobs_tenant_idx holds finished jobs too) also gives
+--    tenant order and is smaller, so the planner would pick it and walk
+--    past every succeeded job of a tenant to find the next one (50k
+--    buffers per claim at 70k finished jobs, growing with them).
 -- 2) quota: each gets an equal share of the batch (at least $8), less its
 --    running jobs when a per-tenant cap is set.
 -- 3) candidates: each tenant's head jobs in priority, due-time, id order,
@@ -31,14 +36,14 @@ WITH RECURSIVE tenant_walk AS (
        FROM jobs j
       WHERE j.state = 'pending' AND j.queue = $2 AND j.tenant_id > $6
         AND j.available_at <= coalesce($1::timestamptz, now())
-      ORDER BY j.tenant_id
+      ORDER BY j.tenant_id, j.queue, j.priority, j.available_at, j.id
       LIMIT 1)
     UNION ALL
     SELECT (SELECT j.tenant_id
               FROM jobs j
              WHERE j.state = 'pending' AND j.queue = $2 AND j.tenant_id > w.tenant_id
                AND j.available_at <= coalesce($1::timestamptz, now())
-             ORDER BY j.tenant_id
+             ORDER BY j.tenant_id, j.queue, j.priority, j.available_at, j.id
              LIMIT 1),
            w.n + 1
       FROM tenant_walk w

@@ -120,3 +120,6 @@ func StatsPrune(ctx context.Context, db Querier, now *time.Time, olderThan time.
 
 // FoldCounts runs the maintenance leader's fold of the count deltas.
 func (e *Engine) FoldCounts(ctx context.Context) (int64, error) { return storeCountsFold(ctx, e.pool) }
+
+// ClaimSQL is the fair claim statement, for the plan test.
+var ClaimSQL = claimSQL

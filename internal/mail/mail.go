@@ -6,12 +6,12 @@ package mail
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/mail"
 	"strings"
 	"time"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/database"
 )
 
@@ -42,9 +42,9 @@ type Mailer interface {
 var (
 	// ErrInvalidMessage: the message itself is malformed (bad address,
 	// header injection, missing field).
-	ErrInvalidMessage = errors.New("mail: invalid message")
+	ErrInvalidMessage = &apperr.Error{Code: apperr.CodeInvalid, Message: "mail: invalid message"}
 	// ErrRejected: the SMTP server refused the message permanently (5xx).
-	ErrRejected = errors.New("mail: rejected by server")
+	ErrRejected = &apperr.Error{Code: apperr.CodeConflict, Message: "mail: rejected by server"}
 )
 
 // Validate checks a message before it is sent or stored.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
@@ -25,7 +26,7 @@ const DefaultFrom = "Jejak <no-reply@jejak.local>"
 
 // ErrNoRecipients: the report has nobody to go to (no owner or admin, and
 // none named in the payload).
-var ErrNoRecipients = errors.New("mail: weekly report has no recipients")
+var ErrNoRecipients = apperr.Conflict("mail: weekly report has no recipients")
 
 // WeeklyReportHandler runs email.weekly-report jobs.
 type WeeklyReportHandler struct {

@@ -11,13 +11,14 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/job"
 )
 
 // ErrTenantMismatch means the tenant inside the payload is not the tenant
 // the job row belongs to: someone built a job that would act on another
 // tenant's data.
-var ErrTenantMismatch = errors.New("payload tenant_id does not match the job's tenant")
+var ErrTenantMismatch = apperr.Forbidden("payload tenant_id does not match the job's tenant")
 
 // Decode strictly unmarshals j's payload into dst (unknown fields are
 // rejected, so a misspelt option cannot be silently ignored) and checks
@@ -50,7 +51,7 @@ func Invalid(j *job.Job, format string, args ...any) error {
 
 func strictUnmarshal(raw []byte, dst any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return errors.New("empty payload")
+		return apperr.Invalid("payload", "empty payload")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -58,7 +59,7 @@ func strictUnmarshal(raw []byte, dst any) error {
 		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("trailing data after the JSON object")
+		return apperr.Invalid("payload", "trailing data after the JSON object")
 	}
 	return nil
 }
