@@ -46,6 +46,9 @@ type Config struct {
 	// ScaleDB names the scale database (default jejak_scale), so a copy
 	// with schema changes can be measured beside the shared one.
 	ScaleDB string
+	// ScaleNoMigrate leaves a reused scale database's schema as it is
+	// (read-only use of a database another branch seeded).
+	ScaleNoMigrate bool
 
 	// Outbox relay benchmark (outbox.go); zero values take small defaults.
 	OutboxMsgs     int           // burn-down: committed messages relayed
