@@ -76,7 +76,8 @@ LIMIT sqlc.arg('lim');
 -- audit_events_time_idx (tenant_id, occurred_at, seq), so a far-back range
 -- reads its own events and not every newer one (ordered by seq, the
 -- planner walks the primary key backwards from the head and filters on the
--- time). Within a tenant time follows seq, so the order is the usual one.
+-- time). Within a tenant time almost always follows seq (an event's time
+-- is its transaction's start), so the order is the usual one.
 -- Keyset on (occurred_at, seq): the cursor is still a seq, whose time is
 -- read by primary key. The other filters are as in AuditEventTimeline.
 SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,

@@ -566,7 +566,8 @@ type AuditEventTimelineByTimeParams struct {
 // audit_events_time_idx (tenant_id, occurred_at, seq), so a far-back range
 // reads its own events and not every newer one (ordered by seq, the
 // planner walks the primary key backwards from the head and filters on the
-// time). Within a tenant time follows seq, so the order is the usual one.
+// time). Within a tenant time almost always follows seq (an event's time
+// is its transaction's start), so the order is the usual one.
 // Keyset on (occurred_at, seq): the cursor is still a seq, whose time is
 // read by primary key. The other filters are as in AuditEventTimeline.
 func (q *Queries) AuditEventTimelineByTime(ctx context.Context, arg AuditEventTimelineByTimeParams) ([]AuditEvent, error) {
