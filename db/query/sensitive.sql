@@ -52,8 +52,12 @@ RETURNING tenant_id;
 -- name: JobDelay :one
 -- A job that could not start its effect (lock busy, unknown payload
 -- version) goes back to pending for later without using up the attempt.
+-- Fenced by the claim token (worker, attempt) like completion: a delay
+-- that arrives after the lease was rescued and the job claimed again,
+-- even by the same worker, must not touch the newer attempt.
 UPDATE jobs
    SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL,
        available_at = sqlc.arg(available_at)
  WHERE id = sqlc.arg(id) AND state = 'running' AND worker_id = sqlc.arg(worker_id)::text
+   AND attempt = sqlc.arg(attempt)::int
 RETURNING id;

@@ -13,8 +13,8 @@ import (
 
 // The sqlc calls behind delays, payload versions, dependencies and pauses.
 
-func storeDelay(ctx context.Context, db Querier, id int64, workerID string, at time.Time) error {
-	_, err := queries.New(db).JobDelay(ctx, queries.JobDelayParams{ID: id, WorkerID: workerID, AvailableAt: at})
+func storeDelay(ctx context.Context, db Querier, id int64, workerID string, attempt int, at time.Time) error {
+	_, err := queries.New(db).JobDelay(ctx, queries.JobDelayParams{ID: id, WorkerID: workerID, Attempt: int32(attempt), AvailableAt: at})
 	return err
 }
 

@@ -123,3 +123,8 @@ func (e *Engine) FoldCounts(ctx context.Context) (int64, error) { return storeCo
 
 // ClaimSQL is the fair claim statement, for the plan test.
 var ClaimSQL = claimSQL
+
+// DelayJob gives a held job back for later, as a handler's Delay does.
+func (e *Engine) DelayJob(ctx context.Context, j *Job, after time.Duration, reason string) error {
+	return e.delayJob(ctx, j, after, reason)
+}

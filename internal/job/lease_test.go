@@ -61,7 +61,7 @@ func TestLostLeaseCancelsHandler(t *testing.T) {
 	}
 }
 
-// TestCompletionFencedByAttempt: a completion (or failure, or release)
+// TestCompletionFencedByAttempt: a completion (or failure, delay, or release)
 // from an earlier attempt never ends a later one, even when the same
 // worker claimed both.
 func TestCompletionFencedByAttempt(t *testing.T) {
@@ -89,6 +89,11 @@ func TestCompletionFencedByAttempt(t *testing.T) {
 	}
 	if _, err := e.FailAttempt(ctx, "w", id, 1, errors.New("late")); !errors.Is(err, job.ErrNotHeld) {
 		t.Fatalf("late failure of attempt 1 = %v, want ErrNotHeld", err)
+	}
+	late := *first[0]
+	late.WorkerID = "w"
+	if err := e.DelayJob(ctx, &late, time.Minute, "lock_busy"); !errors.Is(err, job.ErrNotHeld) {
+		t.Fatalf("late delay of attempt 1 = %v, want ErrNotHeld", err)
 	}
 	r, _ := e.Get(ctx, id)
 	if r.State != job.StateRunning || r.Attempt != 2 {

@@ -104,6 +104,7 @@ UPDATE jobs
    SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL,
        available_at = $1
  WHERE id = $2 AND state = 'running' AND worker_id = $3::text
+   AND attempt = $4::int
 RETURNING id
 `
 
@@ -111,12 +112,21 @@ type JobDelayParams struct {
 	AvailableAt time.Time
 	ID          int64
 	WorkerID    string
+	Attempt     int32
 }
 
 // A job that could not start its effect (lock busy, unknown payload
 // version) goes back to pending for later without using up the attempt.
+// Fenced by the claim token (worker, attempt) like completion: a delay
+// that arrives after the lease was rescued and the job claimed again,
+// even by the same worker, must not touch the newer attempt.
 func (q *Queries) JobDelay(ctx context.Context, arg JobDelayParams) (int64, error) {
-	row := q.db.QueryRow(ctx, jobDelay, arg.AvailableAt, arg.ID, arg.WorkerID)
+	row := q.db.QueryRow(ctx, jobDelay,
+		arg.AvailableAt,
+		arg.ID,
+		arg.WorkerID,
+		arg.Attempt,
+	)
 	var id int64
 	err := row.Scan(&id)
 	return id, err

@@ -220,22 +220,34 @@ func goVersion(rest string) string {
 }
 
 // TestMetricsLoopbackOnlyWithoutToken: with no token configured, a remote
-// peer is refused and a loopback one served.
+// peer is refused, a direct loopback one served, and a loopback peer that
+// relays for someone else (a reverse proxy on the same host: it adds a
+// forwarding header) refused.
 func TestMetricsLoopbackOnlyWithoutToken(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	h := newHandler(f.db, f.jobs, quietLog(), 0)
 	for _, tc := range []struct {
-		remote string
-		want   int
-	}{{"203.0.113.9:5555", http.StatusForbidden}, {"127.0.0.1:5555", http.StatusOK}, {"[::1]:5555", http.StatusOK}} {
+		remote, header, value string
+		want                  int
+	}{
+		{"203.0.113.9:5555", "", "", http.StatusForbidden},
+		{"203.0.113.9:5555", "X-Forwarded-For", "127.0.0.1", http.StatusForbidden},
+		{"127.0.0.1:5555", "", "", http.StatusOK},
+		{"[::1]:5555", "", "", http.StatusOK},
+		{"127.0.0.1:5555", "X-Forwarded-For", "203.0.113.9", http.StatusForbidden},
+		{"127.0.0.1:5555", "Forwarded", "for=203.0.113.9", http.StatusForbidden},
+		{"127.0.0.1:5555", "X-Real-Ip", "203.0.113.9", http.StatusForbidden},
+	} {
 		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 		req.RemoteAddr = tc.remote
-		req.Header.Set("X-Forwarded-For", "127.0.0.1") // never believed for this check
+		if tc.header != "" {
+			req.Header.Set(tc.header, tc.value)
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != tc.want {
-			t.Errorf("from %s: status %d, want %d", tc.remote, rec.Code, tc.want)
+			t.Errorf("from %s with %s %q: status %d, want %d", tc.remote, tc.header, tc.value, rec.Code, tc.want)
 		}
 		if tc.want == http.StatusOK && !strings.Contains(rec.Body.String(), "jejak_build_info") {
 			t.Errorf("from %s: no metrics in the answer", tc.remote)

@@ -54,8 +54,10 @@ func (s *Server) observeRequest(next echo.HandlerFunc) echo.HandlerFunc {
 
 // metricsEndpoint serves Prometheus metrics to a scraper that presents
 // JEJAK_METRICS_TOKEN as a bearer token, or, when no token is configured,
-// to loopback callers only (the address of the TCP peer: a reverse proxy on
-// the same host would pass as loopback, so set a token behind one).
+// to loopback callers only: the TCP peer is loopback and the request
+// carries no forwarding header. A reverse proxy on the same host connects
+// from loopback too; the header it adds is what tells its relayed requests
+// (from anywhere) apart from a local scraper's.
 func (s *Server) metricsEndpoint(c echo.Context) error {
 	if s.MetricsToken != "" {
 		got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
@@ -63,11 +65,21 @@ func (s *Server) metricsEndpoint(c echo.Context) error {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="metrics"`)
 			return c.String(http.StatusUnauthorized, "metrics need a bearer token\n")
 		}
-	} else if !loopbackPeer(c.Request().RemoteAddr) {
-		return c.String(http.StatusForbidden, "metrics are served to loopback only when JEJAK_METRICS_TOKEN is unset\n")
+	} else if !loopbackPeer(c.Request().RemoteAddr) || forwarded(c.Request().Header) {
+		return c.String(http.StatusForbidden, "metrics are served to direct loopback callers only when JEJAK_METRICS_TOKEN is unset (behind a proxy, set the token)\n")
 	}
 	s.Metrics.Handler().ServeHTTP(c.Response(), c.Request())
 	return nil
+}
+
+// forwarded reports whether a proxy relayed the request.
+func forwarded(h http.Header) bool {
+	for _, k := range []string{echo.HeaderXForwardedFor, echo.HeaderXRealIP, "Forwarded"} {
+		if h.Get(k) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func loopbackPeer(remote string) bool {
