@@ -64,7 +64,7 @@ SELECT tenant_id, coalesce(requested_by, 0), date_trunc('minute', created_at), c
   FROM job_traces
  WHERE created_at > @from_at::timestamptz AND created_at <= @upto::timestamptz
  GROUP BY 1, 2, 3
-ON CONFLICT (minute, tenant_id, principal) DO UPDATE SET n = alert_principal_minute.n + excluded.n;
+ON CONFLICT (tenant_id, minute, principal) DO UPDATE SET n = alert_principal_minute.n + excluded.n;
 
 -- name: AlertPrincipalWindows :many
 -- Per principal: enqueues in the recent window and in the baseline before it.

@@ -41,7 +41,7 @@ SELECT count(*) FROM approvals
 
 -- name: JobRefreshExpiry :exec
 -- An approved replay gives a sensitive job a fresh time to live.
-UPDATE jobs SET expires_at = $2 WHERE id = $1 AND state = 'dead' AND expires_at IS NOT NULL;
+UPDATE jobs SET expires_at = $3 WHERE tenant_id = $1 AND id = $2 AND state = 'dead' AND expires_at IS NOT NULL;
 
 -- name: ApprovalOtherActiveOwners :one
 SELECT count(*) FROM memberships

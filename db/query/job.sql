@@ -56,6 +56,10 @@ SELECT id FROM jobs WHERE tenant_id = $1 AND kind = $2 AND idempotency_key = $3;
 -- jobs_running_idx. With stale statistics that claim "almost nothing is
 -- running" it would otherwise walk that index instead of the primary key.
 --
+-- Each job is addressed by its primary key (tenant_id, id): the engine
+-- holds every claimed job's tenant, and under Citus the statement then
+-- names the shards it touches.
+--
 -- The same statement adds the batch to the dashboard's per-minute rollup
 -- (job_stats_minute): no extra round trip, and the count commits exactly
 -- with the state change.
@@ -63,8 +67,9 @@ WITH done AS (
     UPDATE jobs
        SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
            lease_expires_at = NULL
-      FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt) AS held
-     WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+      FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@ids::bigint[]) AS id,
+                   unnest(@attempts::int[]) AS attempt) AS held
+     WHERE jobs.tenant_id = held.tenant_id AND jobs.id = held.id AND jobs.attempt = held.attempt
        AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = @worker_id::text
     RETURNING jobs.id, jobs.tenant_id, jobs.kind
 ), counted AS (
@@ -87,7 +92,8 @@ WITH done AS (
     UPDATE jobs
        SET state = 'succeeded', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
            lease_expires_at = NULL
-     WHERE id = @id AND attempt = @attempt AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
+     WHERE jobs.tenant_id = @tenant_id AND jobs.id = @id AND attempt = @attempt
+       AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
     RETURNING id, tenant_id, kind
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
@@ -102,8 +108,12 @@ WITH done AS (
 SELECT id FROM done;
 
 -- name: JobGetHeld :one
-SELECT attempt, max_attempts FROM jobs
- WHERE id = @id AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text;
+-- The attempt (and tenant) of a job a worker holds, by id alone: for
+-- callers that know neither (Engine.Complete, Engine.Fail). A held job is
+-- running, so it is found through jobs_running_idx (few rows: bounded by
+-- the workers); the id index leaves running jobs out.
+SELECT tenant_id, attempt, max_attempts FROM jobs
+ WHERE id = @id AND state = 'running' AND worker_id = @worker_id::text;
 
 -- name: JobSetFailed :one
 -- Record a failed attempt. Transient failures go back to pending after
@@ -128,7 +138,8 @@ WITH failed AS (
            errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
                'attempt', attempt, 'at', coalesce(sqlc.narg('now')::timestamptz, now()),
                'worker', worker_id, 'class', @class::text, 'error', @error::text))
-     WHERE id = @id AND attempt = @attempt AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
+     WHERE jobs.tenant_id = @tenant_id AND jobs.id = @id AND attempt = @attempt
+       AND lease_expires_at IS NOT NULL AND worker_id = @worker_id::text
     RETURNING id, state, available_at, finished_at, tenant_id, kind, flagged
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, failed, dead)
@@ -193,8 +204,9 @@ SELECT id, state FROM rescued;
 -- consuming an attempt. Fenced by claim token like completion.
 UPDATE jobs
    SET state = 'pending', attempt = greatest(jobs.attempt - 1, 0), lease_expires_at = NULL
-  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt) AS held
- WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+  FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@ids::bigint[]) AS id,
+               unnest(@attempts::int[]) AS attempt) AS held
+ WHERE jobs.tenant_id = held.tenant_id AND jobs.id = held.id AND jobs.attempt = held.attempt
    AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = @worker_id::text;
 
 -- name: JobRenewLeases :many
@@ -204,8 +216,9 @@ UPDATE jobs
 -- by an operator, and its handler must stop.
 UPDATE jobs
    SET lease_expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8)
-  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt) AS held
- WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+  FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@ids::bigint[]) AS id,
+               unnest(@attempts::int[]) AS attempt) AS held
+ WHERE jobs.tenant_id = held.tenant_id AND jobs.id = held.id AND jobs.attempt = held.attempt
    AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = @worker_id::text
 RETURNING jobs.id;
 
@@ -219,17 +232,24 @@ SELECT id, tenant_id, kind, queue, payload, attempt, max_attempts, last_error,
  LIMIT @max_rows::int;
 
 -- name: JobGet :one
--- payload_intact: the stored payload still matches the MAC signed at
--- enqueue with the server key (jobs_sign_payload).
-SELECT *, job_payload_intact(id, tenant_id, kind, payload, payload_hash) AS payload_intact
-  FROM jobs WHERE id = $1;
+-- One job by id alone, whatever its tenant (the staff job page). The
+-- primary key is (tenant_id, id), so the id is found through jobs_id_idx
+-- (every job not running) or, for a running job, jobs_running_idx (few);
+-- a job is in exactly one of the two branches. Under Citus this is a
+-- lookup on every shard. payload_intact: the stored payload still matches
+-- the MAC signed at enqueue with the server key (jobs_sign_payload).
+SELECT j.*, job_payload_intact(j.id, j.tenant_id, j.kind, j.payload, j.payload_hash) AS payload_intact
+  FROM ((SELECT * FROM jobs o WHERE o.id = @id AND o.state <> 'running')
+        UNION ALL
+        (SELECT * FROM jobs r WHERE r.id = @id AND r.state = 'running')) j
+ LIMIT 1;
 
 -- name: JobDeleteFinished :one
 -- Retention in bounded slices so a prune never holds long locks. Pruned
 -- dead letters leave their groups in the same statement.
 WITH gone AS (
 DELETE FROM jobs
- WHERE id IN (SELECT f.id FROM jobs f
+ WHERE (tenant_id, id) IN (SELECT f.tenant_id, f.id FROM jobs f
                WHERE f.state = ANY(@states::text[])
                  AND f.finished_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8)
                LIMIT @max_rows::int)

@@ -10,7 +10,8 @@
 --
 -- Two branches, like the tenant list (JobTenantList): jobs not running,
 -- where a tenant filter reads only that tenant's rows through
--- jobs_tenant_idx, and running jobs through jobs_running_idx (few).
+-- the primary key (tenant_id, id), newest first without one through
+-- jobs_id_idx, and running jobs through jobs_running_idx (few).
 -- with_others / with_running switch a branch off when the state filter
 -- excludes it. floor_id, when set, bounds the scan to ids in
 -- [floor_id, before_id) for filters no index serves (see console.Jobs).
@@ -58,8 +59,10 @@ ORDER BY j.id DESC
 LIMIT @lim::int;
 
 -- name: JobAdminMaxID :one
--- The newest job id (0 when none): one probe at the end of the primary key.
-SELECT coalesce(max(id), 0)::bigint FROM jobs;
+-- The newest job id (0 when none): one probe at the end of jobs_id_idx
+-- (jobs not running) and the running jobs (few, jobs_running_idx).
+SELECT greatest((SELECT max(id) FROM jobs WHERE state <> 'running'),
+                (SELECT max(id) FROM jobs WHERE state = 'running'), 0)::bigint;
 
 -- name: JobAdminDeadGroups :many
 -- Dead letters grouped by kind and failure class, from the maintained
@@ -69,10 +72,11 @@ SELECT coalesce(max(id), 0)::bigint FROM jobs;
 -- error of its newest dead letter, fetched by primary key for the groups
 -- shown.
 SELECT g.kind, g.error_class, g.n, g.flagged, g.last_at,
-       coalesce((SELECT j.last_error FROM jobs j WHERE j.id = g.last_id), '')::text AS example
+       coalesce((SELECT j.last_error FROM jobs j WHERE j.tenant_id = g.last_tenant AND j.id = g.last_id), '')::text AS example
 FROM (
     SELECT kind, error_class, sum(n)::bigint AS n, sum(flagged)::bigint AS flagged,
-           coalesce(max(last_at), 'epoch')::timestamptz AS last_at, max(last_id)::bigint AS last_id
+           coalesce(max(last_at), 'epoch')::timestamptz AS last_at, max(last_id)::bigint AS last_id,
+           (array_agg(tenant_id ORDER BY last_id DESC NULLS LAST))[1]::bigint AS last_tenant
     FROM job_dead_groups
     WHERE (sqlc.narg('tenant_id')::bigint IS NULL OR tenant_id = sqlc.narg('tenant_id')::bigint)
     GROUP BY kind, error_class
@@ -146,9 +150,12 @@ UPDATE jobs
        lease_expires_at = NULL,
        flagged = false,
        max_attempts = u.max_attempts
-  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@max_attempts::int[]) AS max_attempts) u,
-       (SELECT w.id, w.flagged FROM jobs w WHERE w.id = ANY(@ids::bigint[])) was
- WHERE jobs.id = u.id AND was.id = u.id AND jobs.state = 'dead'
+  FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@ids::bigint[]) AS id,
+               unnest(@max_attempts::int[]) AS max_attempts) u,
+       (SELECT w.tenant_id, w.id, w.flagged FROM jobs w
+         WHERE (w.tenant_id, w.id) IN (SELECT unnest(@tenant_ids::bigint[]), unnest(@ids::bigint[]))) was
+ WHERE jobs.tenant_id = u.tenant_id AND jobs.id = u.id AND was.tenant_id = u.tenant_id AND was.id = u.id
+   AND jobs.state = 'dead'
 RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.error_class, was.flagged
 ), ungrouped AS (
     -- An upsert in key order rather than an UPDATE ... FROM: rows are
@@ -173,8 +180,9 @@ SELECT id FROM retried;
 WITH discarded AS (
 UPDATE jobs
    SET state = 'cancelled', finished_at = coalesce(sqlc.narg('now')::timestamptz, now())
- WHERE id = ANY(@ids::bigint[]) AND state = 'dead'
-RETURNING id, tenant_id, kind, error_class, flagged
+  FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@ids::bigint[]) AS id) d
+ WHERE jobs.tenant_id = d.tenant_id AND jobs.id = d.id AND jobs.state = 'dead'
+RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.error_class, jobs.flagged
 ), ungrouped AS (
     -- An upsert in key order rather than an UPDATE ... FROM: rows are
     -- locked in the order inserted, the same order every writer of

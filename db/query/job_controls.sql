@@ -6,11 +6,11 @@ UPDATE jobs
    SET payload_version = sqlc.arg(payload_version),
        depends_on = sqlc.narg(depends_on),
        available_at = CASE WHEN sqlc.arg(wait)::bool THEN '9999-12-31 00:00:00+00'::timestamptz ELSE available_at END
- WHERE id = sqlc.arg(id);
+ WHERE tenant_id = sqlc.arg(tenant_id) AND id = sqlc.arg(id);
 
 -- name: JobCancelPending :exec
 UPDATE jobs SET state = 'cancelled', finished_at = coalesce(sqlc.narg('now')::timestamptz, now()), last_error = sqlc.arg(reason)
- WHERE id = sqlc.arg(id) AND state = 'pending';
+ WHERE tenant_id = sqlc.arg(tenant_id) AND id = sqlc.arg(id) AND state = 'pending';
 
 -- name: JobLockForDependents :one
 -- Locks the prerequisite so its completion waits for the dependent's
@@ -20,10 +20,10 @@ UPDATE jobs SET has_dependents = true
 RETURNING state;
 
 -- name: JobDependents :many
-SELECT id, kind, state FROM jobs WHERE depends_on = $1 ORDER BY id LIMIT 50;
+SELECT id, kind, state FROM jobs WHERE tenant_id = $1 AND depends_on = $2 ORDER BY id LIMIT 50;
 
 -- name: JobDependsOn :one
-SELECT depends_on, payload_version FROM jobs WHERE id = $1;
+SELECT depends_on, payload_version FROM jobs WHERE tenant_id = $1 AND id = $2;
 
 -- name: PauseList :many
 SELECT * FROM job_pauses ORDER BY scope, name;

@@ -17,27 +17,32 @@ RETURNING id;
 -- messages in id order whose aggregate has no older undelivered message
 -- (pending, processing or failed), so per-aggregate order holds while
 -- different aggregates flow in the same batch. Its ids reach the UPDATE as
--- one array (an InitPlan, evaluated once) so the rows are fetched by
--- primary key.
+-- one array (an InitPlan, evaluated once) so the rows are fetched through
+-- outbox_pending_idx (id): the primary key is (tenant_id, id), and the
+-- state test lets the planner use the partial index (the rows are pending:
+-- outbox_claimable locked them so).
 UPDATE outbox_messages m
    SET state = 'processing', attempts = m.attempts + 1, reserved_by = @worker::text,
        reserved_at = coalesce(sqlc.narg('now')::timestamptz, now())
   FROM tenants t
  WHERE m.id = ANY((SELECT outbox_claimable(@lim::int, coalesce(sqlc.narg('now')::timestamptz, now())))::bigint[])
-   AND t.id = m.tenant_id
+   AND m.state = 'pending' AND t.id = m.tenant_id
 RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts;
 
 -- name: OutboxMarkDelivered :one
 -- Marks a batch delivered and adds it to the minute's throughput in the
 -- same statement: one commit per batch instead of two. The rows are found
--- by primary key only: written as a plain "state = 'processing'", the test
+-- by primary key (tenant_id, id) only (the relay holds each claimed
+-- message's tenant): written as a plain "state = 'processing'", the test
 -- let the planner AND in outbox_processing_idx, a scan of every reservation
 -- in flight and of the dead entries earlier batches left there (the same
 -- in OutboxMarkFailed and OutboxRelease).
 WITH delivered AS (
-    UPDATE outbox_messages
+    UPDATE outbox_messages m
        SET state = 'delivered', processed_at = coalesce(sqlc.narg('now')::timestamptz, now()), last_error = NULL
-     WHERE id = ANY(@ids::bigint[]) AND (state = 'processing') IS TRUE AND reserved_by = @worker::text
+      FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@ids::bigint[]) AS id) b
+     WHERE m.tenant_id = b.tenant_id AND m.id = b.id
+       AND (m.state = 'processing') IS TRUE AND m.reserved_by = @worker::text
     RETURNING 1
 ), stats AS (
     INSERT INTO outbox_stats_minute (minute, delivered)
@@ -56,16 +61,19 @@ UPDATE outbox_messages m
        last_error = f.err,
        available_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => f.delay),
        reserved_by = NULL, reserved_at = NULL
-  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@errors::text[]) AS err, unnest(@delays::float8[]) AS delay) f
- WHERE m.id = f.id AND (m.state = 'processing') IS TRUE AND m.reserved_by = @worker::text
+  FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@ids::bigint[]) AS id,
+               unnest(@errors::text[]) AS err, unnest(@delays::float8[]) AS delay) f
+ WHERE m.tenant_id = f.tenant_id AND m.id = f.id AND (m.state = 'processing') IS TRUE AND m.reserved_by = @worker::text
 RETURNING m.id, m.state;
 
 -- name: OutboxRelease :execrows
 -- Claimed but never published (the relay is stopping): back to pending
 -- without spending an attempt.
-UPDATE outbox_messages
-   SET state = 'pending', attempts = greatest(attempts - 1, 0), reserved_by = NULL, reserved_at = NULL
- WHERE id = ANY(@ids::bigint[]) AND (state = 'processing') IS TRUE AND reserved_by = @worker::text;
+UPDATE outbox_messages m
+   SET state = 'pending', attempts = greatest(m.attempts - 1, 0), reserved_by = NULL, reserved_at = NULL
+  FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@ids::bigint[]) AS id) b
+ WHERE m.tenant_id = b.tenant_id AND m.id = b.id
+   AND (m.state = 'processing') IS TRUE AND m.reserved_by = @worker::text;
 
 -- name: OutboxReclaim :execrows
 -- Reservations older than the threshold belong to a relay that died (the
@@ -77,16 +85,16 @@ UPDATE outbox_messages
    AND reserved_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8);
 
 -- name: OutboxPrune :execrows
--- Looks only at the @lim oldest rows (a primary key range, no index of
--- its own) and deletes those delivered long enough ago. Rows are delivered
--- roughly in id order, so repeating until nothing is deleted clears the
--- old end of the table without reading its young part; a pending or
--- failed row in the window simply stays.
+-- Looks only at the @lim oldest delivered rows (a range of
+-- outbox_delivered_idx) and deletes those delivered long enough ago. Rows
+-- are delivered roughly in id order, so repeating until nothing is deleted
+-- clears the old end of the table without reading its young part; pending
+-- and failed rows are not in the index and stay.
 DELETE FROM outbox_messages
- WHERE id IN (SELECT id FROM (
-                SELECT id, state, processed_at FROM outbox_messages ORDER BY id LIMIT @lim) oldest
-               WHERE state = 'delivered'
-                 AND processed_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8));
+ WHERE (tenant_id, id) IN (SELECT tenant_id, id FROM (
+                SELECT tenant_id, id, processed_at FROM outbox_messages
+                 WHERE state = 'delivered' ORDER BY id LIMIT @lim) oldest
+               WHERE processed_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8));
 
 -- name: OutboxStatsAdd :exec
 INSERT INTO outbox_stats_minute (minute, delivered, failed)

@@ -26,12 +26,12 @@ SELECT m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id
 -- Failed messages back to pending with a fresh attempt budget, due now.
 UPDATE outbox_messages m
    SET state = 'pending', attempts = 0, available_at = coalesce(sqlc.narg('now')::timestamptz, now())
-  FROM (SELECT id FROM outbox_messages
+  FROM (SELECT tenant_id, id FROM outbox_messages
          WHERE state = 'failed'
            AND (sqlc.narg('tenant_id')::bigint IS NULL OR tenant_id = sqlc.narg('tenant_id'))
            AND (sqlc.narg('id')::bigint IS NULL OR id = sqlc.narg('id'))
          ORDER BY id LIMIT @lim FOR UPDATE) s
- WHERE m.id = s.id
+ WHERE m.tenant_id = s.tenant_id AND m.id = s.id
 RETURNING m.id, m.tenant_id, m.event_type;
 
 -- name: OutboxConsoleTenantBySlug :one

@@ -21,7 +21,7 @@ SELECT * FROM invoices WHERE tenant_id = $1 ORDER BY id DESC LIMIT $2;
 -- ON CONFLICT: a charge is refunded once, however often reconciliation runs.
 INSERT INTO payment_refunds (tenant_id, invoice_id, charge_ref, refund_ref, amount_idr, reason, created_at, job_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-ON CONFLICT (charge_ref) DO NOTHING
+ON CONFLICT (tenant_id, charge_ref) DO NOTHING
 RETURNING *;
 
 -- name: RefundList :many

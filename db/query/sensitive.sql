@@ -54,10 +54,12 @@ RETURNING tenant_id;
 -- version) goes back to pending for later without using up the attempt.
 -- Fenced by the claim token (worker, attempt) like completion: a delay
 -- that arrives after the lease was rescued and the job claimed again,
--- even by the same worker, must not touch the newer attempt.
+-- even by the same worker, must not touch the newer attempt. "Lease set"
+-- rather than "state = running", so the planner takes the primary key and
+-- never jobs_running_idx (see JobSetCompletedMany).
 UPDATE jobs
    SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL,
        available_at = sqlc.arg(available_at)
- WHERE id = sqlc.arg(id) AND state = 'running' AND worker_id = sqlc.arg(worker_id)::text
-   AND attempt = sqlc.arg(attempt)::int
+ WHERE tenant_id = sqlc.arg(tenant_id) AND id = sqlc.arg(id) AND lease_expires_at IS NOT NULL
+   AND worker_id = sqlc.arg(worker_id)::text AND attempt = sqlc.arg(attempt)::int
 RETURNING id;

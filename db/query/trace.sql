@@ -7,7 +7,7 @@ SELECT j.id, j.tenant_id, j.kind, j.queue, j.state, j.attempt, j.max_attempts,
        j.created_at, j.attempted_at, j.finished_at, j.worker_id, j.last_error,
        j.error_class, j.errors, j.requested_by, j.flagged
   FROM job_traces t
-  JOIN jobs j ON j.id = t.job_id
+  JOIN jobs j ON j.tenant_id = t.tenant_id AND j.id = t.job_id
  WHERE t.trace_id = @trace_id
  ORDER BY t.job_id
  LIMIT @lim;
@@ -17,7 +17,7 @@ SELECT j.id, j.tenant_id, j.kind, j.queue, j.state, j.attempt, j.max_attempts,
 SELECT t.job_id, t.tenant_id, t.created_at
   FROM job_traces t
  WHERE t.trace_id = @trace_id
-   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = t.job_id)
+   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.tenant_id = t.tenant_id AND j.id = t.job_id)
  ORDER BY t.job_id
  LIMIT @lim;
 

@@ -324,7 +324,7 @@ func (s *Service) replayApproved(ctx context.Context, staff Staff, a *Approval, 
 	if s.replay == nil {
 		return fmt.Errorf("approval %d: no replayer configured", a.ID)
 	}
-	if err := newStore(s.system).refreshExpiry(ctx, a.TargetID, now.Add(JobTTL)); err != nil {
+	if err := newStore(s.system).refreshExpiry(ctx, a.TenantID, a.TargetID, now.Add(JobTTL)); err != nil {
 		return fmt.Errorf("refresh expiry of job %d: %w", a.TargetID, err)
 	}
 	reason := fmt.Sprintf("approved replay #%d (requested by user %d): %s", a.ID, a.RequestedBy, a.Reason)

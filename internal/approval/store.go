@@ -167,8 +167,8 @@ func fromRow(r queries.Approval) *Approval {
 
 // refreshExpiry gives a dead sensitive job a new expiry before its
 // approved replay.
-func (s store) refreshExpiry(ctx context.Context, jobID int64, at time.Time) error {
-	return s.q.JobRefreshExpiry(ctx, queries.JobRefreshExpiryParams{ID: jobID, ExpiresAt: &at})
+func (s store) refreshExpiry(ctx context.Context, tenantID, jobID int64, at time.Time) error {
+	return s.q.JobRefreshExpiry(ctx, queries.JobRefreshExpiryParams{TenantID: tenantID, ID: jobID, ExpiresAt: &at})
 }
 
 // otherActiveOwners counts the tenant's active owners other than userID.

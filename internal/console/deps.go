@@ -13,9 +13,10 @@ type Links struct {
 	NeededBy      []job.Link
 }
 
-// Dependencies returns what job id runs after and what waits for it.
-func (s *Service) Dependencies(ctx context.Context, id int64) (Links, error) {
-	waits, deps, err := job.Dependencies(ctx, s.system, id)
+// Dependencies returns what job id of tenantID runs after and what waits
+// for it.
+func (s *Service) Dependencies(ctx context.Context, tenantID, id int64) (Links, error) {
+	waits, deps, err := job.Dependencies(ctx, s.system, tenantID, id)
 	if err != nil {
 		return Links{}, err
 	}

@@ -259,19 +259,19 @@ func (s *Service) actBatch(ctx context.Context, b batch) (changed int, last int6
 				return nil
 			}
 		}
-		ids := make([]int64, len(locked))
+		tenantIDs, ids := make([]int64, len(locked)), make([]int64, len(locked))
 		maxes := make([]int32, len(locked))
 		byID := make(map[int64]int, len(locked))
 		for i, r := range locked {
-			ids[i], byID[r.ID] = r.ID, i
+			tenantIDs[i], ids[i], byID[r.ID] = r.TenantID, r.ID, i
 			maxes[i] = r.Attempt + int32(s.budget(r.Kind))
 		}
 		now := s.clock.Now()
 		var done []int64
 		if b.action == ActionRetry {
-			done, err = st.retry(ctx, now, ids, maxes)
+			done, err = st.retry(ctx, now, tenantIDs, ids, maxes)
 		} else {
-			done, err = st.discard(ctx, now, ids)
+			done, err = st.discard(ctx, now, tenantIDs, ids)
 		}
 		if err != nil {
 			return fmt.Errorf("%s dead letters: %w", b.action, err)

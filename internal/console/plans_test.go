@@ -321,7 +321,7 @@ func TestPagePlansDoNotGrowWithTable(t *testing.T) {
 		{"tenant jobs: succeeded", "jejak_app", small, func(ctx context.Context, s *planSeed, c *console.Service, _ *audit.Service) error {
 			_, err := c.TenantJobs(ctx, s.small, job.StateSucceeded, 0)
 			return err
-		}, map[string]string{"JobTenantList": "jobs_tenant_idx"}},
+		}, map[string]string{"JobTenantList": "jobs_pkey"}},
 		{"tenant jobs: cancelled", "jejak_app", small, func(ctx context.Context, s *planSeed, c *console.Service, _ *audit.Service) error {
 			_, err := c.TenantJobs(ctx, s.small, job.StateCancelled, 0)
 			return err
@@ -333,15 +333,15 @@ func TestPagePlansDoNotGrowWithTable(t *testing.T) {
 		{"tenant jobs: all", "jejak_app", small, func(ctx context.Context, s *planSeed, c *console.Service, _ *audit.Service) error {
 			_, err := c.TenantJobs(ctx, s.small, "", 0)
 			return err
-		}, map[string]string{"JobTenantList": "jobs_tenant_idx"}},
+		}, map[string]string{"JobTenantList": "jobs_pkey"}},
 		{"staff jobs: one tenant", "jejak_system", nil, func(ctx context.Context, _ *planSeed, c *console.Service, _ *audit.Service) error {
 			_, err := c.Jobs(ctx, console.JobQuery{Tenant: smallSlug}, 0)
 			return err
-		}, map[string]string{"JobAdminList": "jobs_tenant_idx"}},
+		}, map[string]string{"JobAdminList": "jobs_pkey"}},
 		{"staff jobs: a kind that rarely matches", "jejak_system", nil, func(ctx context.Context, _ *planSeed, c *console.Service, _ *audit.Service) error {
 			_, err := c.Jobs(ctx, console.JobQuery{Kind: "small.kind"}, 0)
 			return err
-		}, map[string]string{"JobAdminList": "jobs_pkey"}},
+		}, map[string]string{"JobAdminList": "jobs_id_idx"}},
 		{"dead letters", "jejak_system", nil, func(ctx context.Context, _ *planSeed, c *console.Service, _ *audit.Service) error {
 			_, err := c.Dead(ctx, console.DeadQuery{}, 0)
 			return err
@@ -387,7 +387,7 @@ func TestPagePlansDoNotGrowWithTable(t *testing.T) {
 				err = fmt.Errorf("incident of job 500's trace: %d jobs, %d entries", len(in.Jobs), len(in.Entries))
 			}
 			return err
-		}, map[string]string{"TraceJobs": "job_traces_pkey", "TracePrunedJobs": "job_traces_pkey",
+		}, map[string]string{"TraceJobs": "job_traces_trace_idx", "TracePrunedJobs": "job_traces_trace_idx",
 			"TraceAudit": "audit_events_trace_idx", "TraceOutbox": "", "TraceApprovals": "",
 			"TraceTenants": "", "TraceUsers": ""}},
 	}

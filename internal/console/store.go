@@ -197,12 +197,13 @@ func (s store) lockDead(ctx context.Context, f deadFilter, id, cursor int64, n i
 	return out, nil
 }
 
-func (s store) retry(ctx context.Context, now *time.Time, ids []int64, maxAttempts []int32) ([]int64, error) {
-	return s.q.JobAdminRetryMany(ctx, queries.JobAdminRetryManyParams{Now: now, Ids: ids, MaxAttempts: maxAttempts})
+// retry and discard address the locked jobs by primary key (tenant, id).
+func (s store) retry(ctx context.Context, now *time.Time, tenantIDs, ids []int64, maxAttempts []int32) ([]int64, error) {
+	return s.q.JobAdminRetryMany(ctx, queries.JobAdminRetryManyParams{Now: now, TenantIds: tenantIDs, Ids: ids, MaxAttempts: maxAttempts})
 }
 
-func (s store) discard(ctx context.Context, now *time.Time, ids []int64) ([]int64, error) {
-	return s.q.JobAdminDiscardMany(ctx, queries.JobAdminDiscardManyParams{Now: now, Ids: ids})
+func (s store) discard(ctx context.Context, now *time.Time, tenantIDs, ids []int64) ([]int64, error) {
+	return s.q.JobAdminDiscardMany(ctx, queries.JobAdminDiscardManyParams{Now: now, TenantIds: tenantIDs, Ids: ids})
 }
 
 // notify wakes idle workers (the engine LISTENs on the jobs channel).

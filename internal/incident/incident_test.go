@@ -68,7 +68,7 @@ func TestIncidentUsesTheTraceIndex(t *testing.T) {
 		t.Fatalf("pruned job shown %d times", pruned)
 	}
 	var plan string
-	rows, err := db.System.Query(ctx, `EXPLAIN SELECT j.id FROM job_traces t JOIN jobs j ON j.id = t.job_id
+	rows, err := db.System.Query(ctx, `EXPLAIN SELECT j.id FROM job_traces t JOIN jobs j ON j.tenant_id = t.tenant_id AND j.id = t.job_id
 		WHERE t.trace_id = $1 ORDER BY t.job_id LIMIT 500`, trace)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestIncidentUsesTheTraceIndex(t *testing.T) {
 		}
 		plan += line + "\n"
 	}
-	if !strings.Contains(plan, "job_traces_pkey") || strings.Contains(plan, "Seq Scan on jobs") {
+	if !strings.Contains(plan, "job_traces_trace_idx") || strings.Contains(plan, "Seq Scan on jobs") {
 		t.Fatalf("trace lookup does not use the trace index:\n%s", plan)
 	}
 	if _, err := incident.NewService(db.System).Get(ctx, "<bad>"); apperr.CodeOf(err) != apperr.CodeInvalid {

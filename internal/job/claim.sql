@@ -30,7 +30,8 @@
 --    Each row comes back with the database's check of its payload MAC
 --    (tampered: one jobs_tampered call for the whole batch): the handler
 --    gets exactly this payload, so checking it here is checking it at
---    start, without another round trip.
+--    start, without another round trip. Rows are updated by primary key
+--    (tenant_id, id).
 WITH RECURSIVE tenant_walk AS (
     (SELECT j.tenant_id, 1 AS n
        FROM jobs j
@@ -62,7 +63,7 @@ quota AS (
      WHERE w.tenant_id IS NOT NULL
 ),
 candidates AS (
-    SELECT c.id, c.priority, c.available_at, c.rank
+    SELECT q.tenant_id, c.id, c.priority, c.available_at, c.rank
       FROM quota q
      CROSS JOIN LATERAL (
         SELECT l.id, l.priority, l.available_at,
@@ -78,14 +79,14 @@ candidates AS (
      ) c
 ),
 picked AS (
-    SELECT candidates.id
+    SELECT candidates.tenant_id, candidates.id
       FROM candidates
      ORDER BY candidates.priority, CASE WHEN $10::bool THEN candidates.rank ELSE 0 END,
               candidates.available_at, candidates.id
      LIMIT $4::int
 ),
 tampered AS (
-    SELECT t.id FROM jobs_tampered(ARRAY(SELECT picked.id FROM picked)) AS t(id)
+    SELECT t.id FROM jobs_tampered(ARRAY(SELECT picked.tenant_id FROM picked), ARRAY(SELECT picked.id FROM picked)) AS t(id)
 )
 UPDATE jobs
    SET state            = 'running',
@@ -94,7 +95,7 @@ UPDATE jobs
        worker_id        = $3::text,
        lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $5::float8)
   FROM picked
- WHERE jobs.id = picked.id
+ WHERE jobs.tenant_id = picked.tenant_id AND jobs.id = picked.id
 RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.queue, jobs.priority, jobs.payload,
           jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
           jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,

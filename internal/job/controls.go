@@ -79,11 +79,11 @@ func (e *Engine) stampControls(ctx context.Context, tx Querier, ps []EnqueuePara
 				wait = true
 			}
 		}
-		if err := storeStampControls(ctx, tx, ids[i], version, p.DependsOn, wait); err != nil {
+		if err := storeStampControls(ctx, tx, p.TenantID, ids[i], version, p.DependsOn, wait); err != nil {
 			return fmt.Errorf("stamp job %d: %w", ids[i], err)
 		}
 		if cancel != "" {
-			if err := storeCancelPending(ctx, tx, ids[i], cancel, e.clock.Now()); err != nil {
+			if err := storeCancelPending(ctx, tx, p.TenantID, ids[i], cancel, e.clock.Now()); err != nil {
 				return fmt.Errorf("cancel job %d: %w", ids[i], err)
 			}
 		}
@@ -98,10 +98,10 @@ type Link struct {
 	State State
 }
 
-// Dependencies returns what job id waits for (nil if nothing) and the
-// jobs waiting for it, for the dashboard's links both ways.
-func Dependencies(ctx context.Context, db Querier, id int64) (*int64, []Link, error) {
-	waits, deps, err := storeDependencies(ctx, db, id)
+// Dependencies returns what job id of tenantID waits for (nil if nothing)
+// and the jobs waiting for it, for the dashboard's links both ways.
+func Dependencies(ctx context.Context, db Querier, tenantID, id int64) (*int64, []Link, error) {
+	waits, deps, err := storeDependencies(ctx, db, tenantID, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, ErrNotFound
 	}

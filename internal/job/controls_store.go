@@ -13,8 +13,9 @@ import (
 
 // The sqlc calls behind delays, payload versions, dependencies and pauses.
 
-func storeDelay(ctx context.Context, db Querier, id int64, workerID string, attempt int, at time.Time) error {
-	_, err := queries.New(db).JobDelay(ctx, queries.JobDelayParams{ID: id, WorkerID: workerID, Attempt: int32(attempt), AvailableAt: at})
+func storeDelay(ctx context.Context, db Querier, tenantID, id int64, workerID string, attempt int, at time.Time) error {
+	_, err := queries.New(db).JobDelay(ctx, queries.JobDelayParams{TenantID: tenantID, ID: id, WorkerID: workerID,
+		Attempt: int32(attempt), AvailableAt: at})
 	return err
 }
 
@@ -23,22 +24,22 @@ func storeLockForDependents(ctx context.Context, db Querier, id, tenantID int64)
 	return State(st), err
 }
 
-func storeStampControls(ctx context.Context, db Querier, id int64, version int, dependsOn *int64, wait bool) error {
-	return queries.New(db).JobStampControls(ctx, queries.JobStampControlsParams{ID: id, PayloadVersion: int32(version),
+func storeStampControls(ctx context.Context, db Querier, tenantID, id int64, version int, dependsOn *int64, wait bool) error {
+	return queries.New(db).JobStampControls(ctx, queries.JobStampControlsParams{TenantID: tenantID, ID: id, PayloadVersion: int32(version),
 		DependsOn: dependsOn, Wait: wait})
 }
 
-func storeCancelPending(ctx context.Context, db Querier, id int64, reason string, now *time.Time) error {
-	return queries.New(db).JobCancelPending(ctx, queries.JobCancelPendingParams{ID: id, Reason: &reason, Now: now})
+func storeCancelPending(ctx context.Context, db Querier, tenantID, id int64, reason string, now *time.Time) error {
+	return queries.New(db).JobCancelPending(ctx, queries.JobCancelPendingParams{TenantID: tenantID, ID: id, Reason: &reason, Now: now})
 }
 
-func storeDependencies(ctx context.Context, db Querier, id int64) (*int64, []Link, error) {
+func storeDependencies(ctx context.Context, db Querier, tenantID, id int64) (*int64, []Link, error) {
 	q := queries.New(db)
-	r, err := q.JobDependsOn(ctx, id)
+	r, err := q.JobDependsOn(ctx, queries.JobDependsOnParams{TenantID: tenantID, ID: id})
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := q.JobDependents(ctx, &id)
+	rows, err := q.JobDependents(ctx, queries.JobDependentsParams{TenantID: tenantID, DependsOn: &id})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -100,11 +100,11 @@ func TestDependencyRunsAfterSuccessAndCancelsOnDeath(t *testing.T) {
 	if len(order) != 2 || order[1] != "second" {
 		t.Fatalf("dependent did not run after its prerequisite: %v", order)
 	}
-	waitsFor, dependents, err := job.Dependencies(context.Background(), db.System, first)
+	waitsFor, dependents, err := job.Dependencies(context.Background(), db.System, tenant, first)
 	if err != nil || waitsFor != nil || len(dependents) != 1 || dependents[0].ID != second {
 		t.Fatalf("links of %d: %v %v %v", first, waitsFor, dependents, err)
 	}
-	if w, _, _ := job.Dependencies(context.Background(), db.System, second); w == nil || *w != first {
+	if w, _, _ := job.Dependencies(context.Background(), db.System, tenant, second); w == nil || *w != first {
 		t.Fatalf("second waits for %v", w)
 	}
 

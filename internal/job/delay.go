@@ -64,7 +64,7 @@ func (e *Engine) delayJob(ctx context.Context, j *Job, after time.Duration, reas
 		return fmt.Errorf("delay job %d: read clock: %w", j.ID, err)
 	}
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		if err := storeDelay(ctx, tx, j.ID, j.WorkerID, j.Attempt, base.Add(after)); err != nil {
+		if err := storeDelay(ctx, tx, j.TenantID, j.ID, j.WorkerID, j.Attempt, base.Add(after)); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return ErrNotHeld
 			}

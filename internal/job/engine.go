@@ -467,19 +467,24 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 // completes whichever attempt the worker holds now: code that ran a
 // particular claim uses CompleteAttempt.
 func (e *Engine) Complete(ctx context.Context, workerID string, id int64) error {
-	attempt, _, err := storeGetHeld(ctx, e.pool, workerID, id)
+	t, err := storeGetHeld(ctx, e.pool, workerID, id)
 	if err != nil {
 		return fmt.Errorf("complete job %d: %w", id, err)
 	}
-	return e.CompleteAttempt(ctx, workerID, id, attempt)
+	return e.complete(ctx, workerID, t)
 }
 
-// CompleteAttempt marks a job succeeded only if workerID still holds that
-// attempt of it (the claim token): a completion that arrives after the
-// lease was lost and the job claimed again, by any worker, is refused with
-// ErrNotHeld.
-func (e *Engine) CompleteAttempt(ctx context.Context, workerID string, id int64, attempt int) error {
-	ok, err := storeComplete(ctx, e.pool, e.clock.Now(), workerID, id, attempt)
+// CompleteAttempt marks job id of tenantID succeeded only if workerID still
+// holds that attempt of it (the claim token): a completion that arrives
+// after the lease was lost and the job claimed again, by any worker, is
+// refused with ErrNotHeld.
+func (e *Engine) CompleteAttempt(ctx context.Context, workerID string, tenantID, id int64, attempt int) error {
+	return e.complete(ctx, workerID, claimToken{tenantID, id, attempt})
+}
+
+func (e *Engine) complete(ctx context.Context, workerID string, t claimToken) error {
+	id := t.id
+	ok, err := storeComplete(ctx, e.pool, e.clock.Now(), workerID, t)
 	if err != nil {
 		return fmt.Errorf("complete job %d: %w", id, err)
 	}
@@ -493,36 +498,37 @@ func (e *Engine) CompleteAttempt(ctx context.Context, workerID string, id int64,
 // job's new state: pending (retry after backoff) or dead. The class comes
 // from the error (Permanent, Policy, else transient).
 func (e *Engine) Fail(ctx context.Context, workerID string, id int64, cause error) (State, error) {
-	attempt, _, err := storeGetHeld(ctx, e.pool, workerID, id)
+	t, err := storeGetHeld(ctx, e.pool, workerID, id)
 	if err != nil {
 		return "", fmt.Errorf("fail job %d: %w", id, err)
 	}
-	return e.fail(ctx, workerID, id, attempt, cause)
+	return e.fail(ctx, workerID, t, cause)
 }
 
-// FailAttempt is Fail fenced by the claim token (worker, attempt).
-func (e *Engine) FailAttempt(ctx context.Context, workerID string, id int64, attempt int, cause error) (State, error) {
-	return e.fail(ctx, workerID, id, attempt, cause)
+// FailAttempt is Fail fenced by the claim token (worker, attempt) of job
+// id of tenantID.
+func (e *Engine) FailAttempt(ctx context.Context, workerID string, tenantID, id int64, attempt int, cause error) (State, error) {
+	return e.fail(ctx, workerID, claimToken{tenantID, id, attempt}, cause)
 }
 
-func (e *Engine) fail(ctx context.Context, workerID string, id int64, attempt int, cause error) (State, error) {
-	return e.failIn(ctx, e.pool, workerID, id, attempt, cause)
+func (e *Engine) fail(ctx context.Context, workerID string, t claimToken, cause error) (State, error) {
+	return e.failIn(ctx, e.pool, workerID, t, cause)
 }
 
 // failIn is fail through db: the pool, or a transaction that also carries
 // the failure's audit events.
-func (e *Engine) failIn(ctx context.Context, db Querier, workerID string, id int64, attempt int, cause error) (State, error) {
+func (e *Engine) failIn(ctx context.Context, db Querier, workerID string, t claimToken, cause error) (State, error) {
 	if cause == nil {
 		cause = errors.New("unspecified failure")
 	}
 	e.stats.failures.Add(1)
-	backoff := e.cfg.Backoff(attempt)
+	backoff := e.cfg.Backoff(t.attempt)
 	if errors.Is(cause, errShutdown) {
 		backoff = 0 // another replica may take it at once
 	}
-	st, err := storeFail(ctx, db, e.clock.Now(), workerID, id, attempt, ClassOf(cause), cause.Error(), backoff)
+	st, err := storeFail(ctx, db, e.clock.Now(), workerID, t, ClassOf(cause), cause.Error(), backoff)
 	if err != nil {
-		return "", fmt.Errorf("fail job %d: %w", id, err)
+		return "", fmt.Errorf("fail job %d: %w", t.id, err)
 	}
 	return st, nil
 }

@@ -84,10 +84,10 @@ func TestCompletionFencedByAttempt(t *testing.T) {
 	if err != nil || len(second) != 1 || second[0].Attempt != 2 {
 		t.Fatalf("second claim = %v, %v", second, err)
 	}
-	if err := e.CompleteAttempt(ctx, "w", id, 1); !errors.Is(err, job.ErrNotHeld) {
+	if err := e.CompleteAttempt(ctx, "w", tenant, id, 1); !errors.Is(err, job.ErrNotHeld) {
 		t.Fatalf("late completion of attempt 1 = %v, want ErrNotHeld", err)
 	}
-	if _, err := e.FailAttempt(ctx, "w", id, 1, errors.New("late")); !errors.Is(err, job.ErrNotHeld) {
+	if _, err := e.FailAttempt(ctx, "w", tenant, id, 1, errors.New("late")); !errors.Is(err, job.ErrNotHeld) {
 		t.Fatalf("late failure of attempt 1 = %v, want ErrNotHeld", err)
 	}
 	late := *first[0]
@@ -99,7 +99,12 @@ func TestCompletionFencedByAttempt(t *testing.T) {
 	if r.State != job.StateRunning || r.Attempt != 2 {
 		t.Fatalf("after late attempt-1 writes: state %s attempt %d, want running 2", r.State, r.Attempt)
 	}
-	if err := e.CompleteAttempt(ctx, "w", id, 2); err != nil {
+	// The job is addressed by (tenant, id): the right attempt under another
+	// tenant's id is not this job.
+	if err := e.CompleteAttempt(ctx, "w", tenant+1, id, 2); !errors.Is(err, job.ErrNotHeld) {
+		t.Fatalf("completion under another tenant = %v, want ErrNotHeld", err)
+	}
+	if err := e.CompleteAttempt(ctx, "w", tenant, id, 2); err != nil {
 		t.Fatalf("completion of the held attempt: %v", err)
 	}
 }

@@ -66,7 +66,7 @@ func (e *Engine) recordQueued(ctx context.Context, q Querier, ps []EnqueueParams
 		tx := q.(pgx.Tx) // checkAuditable ran first
 		// The trace id may have been generated at insert: read it back.
 		var trace string
-		if err := tx.QueryRow(ctx, "SELECT trace_id FROM jobs WHERE id = $1", ids[i]).Scan(&trace); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT trace_id FROM jobs WHERE tenant_id = $1 AND id = $2", p.TenantID, ids[i]).Scan(&trace); err != nil {
 			return fmt.Errorf("read trace of job %d: %w", ids[i], err)
 		}
 		j := &Job{ID: ids[i], TenantID: p.TenantID, Kind: p.Kind, TraceID: trace}
@@ -101,7 +101,7 @@ func (e *Engine) recordStarted(ctx context.Context, j *Job) error {
 func (e *Engine) completeAudited(ctx context.Context, j *Job) error {
 	rec := audit.NewRecorder(e.clock)
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		ok, err := storeComplete(ctx, tx, e.clock.Now(), j.WorkerID, j.ID, j.Attempt)
+		ok, err := storeComplete(ctx, tx, e.clock.Now(), j.WorkerID, claimToken{j.TenantID, j.ID, j.Attempt})
 		if err != nil {
 			return err
 		}
@@ -117,12 +117,12 @@ func (e *Engine) completeAudited(ctx context.Context, j *Job) error {
 // change, the rollup, and for sensitive kinds the audit stages, together.
 func (e *Engine) failJob(ctx context.Context, j *Job, cause error) (State, error) {
 	if !e.sensitive(j.Kind) {
-		return e.fail(ctx, j.WorkerID, j.ID, j.Attempt, cause)
+		return e.fail(ctx, j.WorkerID, claimToken{j.TenantID, j.ID, j.Attempt}, cause)
 	}
 	rec := audit.NewRecorder(e.clock)
 	var st State
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) (err error) {
-		if st, err = e.failIn(ctx, tx, j.WorkerID, j.ID, j.Attempt, cause); err != nil {
+		if st, err = e.failIn(ctx, tx, j.WorkerID, claimToken{j.TenantID, j.ID, j.Attempt}, cause); err != nil {
 			return err
 		}
 		first, detail := audit.JobFailed, map[string]any{"class": string(ClassOf(cause)), "error": TenantError(cause.Error())}

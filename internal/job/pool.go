@@ -137,7 +137,7 @@ drain:
 		select {
 		case j := <-r.jobs:
 			if r.releaseHeld(j) {
-				unstarted = append(unstarted, claimToken{j.ID, j.Attempt})
+				unstarted = append(unstarted, claimToken{j.TenantID, j.ID, j.Attempt})
 				r.finishing.Done()
 			}
 			r.inflight.Add(-1)
@@ -168,7 +168,7 @@ drain:
 	var cut []*Job
 	for _, h := range r.held {
 		if h.cancel == nil {
-			notStarted = append(notStarted, claimToken{h.job.ID, h.job.Attempt})
+			notStarted = append(notStarted, claimToken{h.job.TenantID, h.job.ID, h.job.Attempt})
 		} else {
 			h.cancel(errShutdown)
 			cut = append(cut, h.job)
@@ -502,7 +502,7 @@ func (e *Engine) beat(ctx context.Context, r *runState) {
 	jobs := map[int64]*Job{}
 	r.heldMu.Lock()
 	for id, h := range r.held {
-		tokens = append(tokens, claimToken{id, h.job.Attempt})
+		tokens = append(tokens, claimToken{h.job.TenantID, id, h.job.Attempt})
 		jobs[id] = h.job
 	}
 	r.heldMu.Unlock()
@@ -588,12 +588,12 @@ func (c *completer) add(j *Job) {
 		c.mu.Unlock()
 		// A handler that finished after Stop's deadline: complete it
 		// directly (ErrNotHeld if Stop already recorded the attempt).
-		if err := c.e.CompleteAttempt(context.Background(), c.e.cfg.WorkerID, j.ID, j.Attempt); err != nil {
+		if err := c.e.CompleteAttempt(context.Background(), c.e.cfg.WorkerID, j.TenantID, j.ID, j.Attempt); err != nil {
 			c.e.log.Warn("late completion after shutdown", "job_id", j.ID, "err", err)
 		}
 		return
 	}
-	c.ids = append(c.ids, claimToken{j.ID, j.Attempt})
+	c.ids = append(c.ids, claimToken{j.TenantID, j.ID, j.Attempt})
 	c.backlog.Add(1)
 	c.mu.Unlock()
 	signal(c.kick)

@@ -148,52 +148,54 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, erro
 }
 
 // claimToken identifies one claim of one job: the worker and the attempt it
-// claimed. Every write that ends or extends a claim is fenced by it.
+// claimed. Every write that ends or extends a claim is fenced by it. The
+// job is addressed by its primary key (tenant, id).
 type claimToken struct {
-	id      int64
-	attempt int
+	tenantID int64
+	id       int64
+	attempt  int
 }
 
-func tokenArrays(ts []claimToken) ([]int64, []int32) {
-	ids, attempts := make([]int64, len(ts)), make([]int32, len(ts))
+func tokenArrays(ts []claimToken) (tenantIDs, ids []int64, attempts []int32) {
+	tenantIDs, ids, attempts = make([]int64, len(ts)), make([]int64, len(ts)), make([]int32, len(ts))
 	for i, t := range ts {
-		ids[i], attempts[i] = t.id, int32(t.attempt)
+		tenantIDs[i], ids[i], attempts[i] = t.tenantID, t.id, int32(t.attempt)
 	}
-	return ids, attempts
+	return tenantIDs, ids, attempts
 }
 
 func storeCompleteMany(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ts []claimToken) ([]int64, error) {
-	ids, attempts := tokenArrays(ts)
+	tenantIDs, ids, attempts := tokenArrays(ts)
 	return queries.New(db).JobSetCompletedMany(ctx, queries.JobSetCompletedManyParams{
-		Now: now, Ids: ids, Attempts: attempts, WorkerID: workerID,
+		Now: now, TenantIds: tenantIDs, Ids: ids, Attempts: attempts, WorkerID: workerID,
 	})
 }
 
-func storeComplete(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, id int64, attempt int) (bool, error) {
+func storeComplete(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, t claimToken) (bool, error) {
 	done, err := queries.New(db).JobSetCompleted(ctx, queries.JobSetCompletedParams{
-		Now: now, ID: id, Attempt: int32(attempt), WorkerID: workerID})
+		Now: now, TenantID: t.tenantID, ID: t.id, Attempt: int32(t.attempt), WorkerID: workerID})
 	return len(done) == 1, err
 }
 
-// storeGetHeld returns the attempt a worker holds, or ErrNotHeld.
-func storeGetHeld(ctx context.Context, db queries.DBTX, workerID string, id int64) (attempt, maxAttempts int, err error) {
+// storeGetHeld returns the claim a worker holds on job id, or ErrNotHeld.
+func storeGetHeld(ctx context.Context, db queries.DBTX, workerID string, id int64) (claimToken, error) {
 	r, err := queries.New(db).JobGetHeld(ctx, queries.JobGetHeldParams{ID: id, WorkerID: workerID})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, 0, ErrNotHeld
+		return claimToken{}, ErrNotHeld
 	}
 	if err != nil {
-		return 0, 0, err
+		return claimToken{}, err
 	}
-	return int(r.Attempt), int(r.MaxAttempts), nil
+	return claimToken{tenantID: r.TenantID, id: id, attempt: int(r.Attempt)}, nil
 }
 
 // storeFail records a failed attempt; ErrNotHeld when the worker does not
 // hold that attempt.
-func storeFail(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, id int64, attempt int,
+func storeFail(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, t claimToken,
 	class Class, msg string, backoff time.Duration) (State, error) {
 	r, err := queries.New(db).JobSetFailed(ctx, queries.JobSetFailedParams{
 		Class: string(class), Now: now, BackoffSeconds: backoff.Seconds(), Error: msg,
-		ID: id, Attempt: int32(attempt), WorkerID: workerID,
+		TenantID: t.tenantID, ID: t.id, Attempt: int32(t.attempt), WorkerID: workerID,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", ErrNotHeld
@@ -220,16 +222,17 @@ func storeRescue(ctx context.Context, db queries.DBTX, now *time.Time) (retried,
 }
 
 func storeRelease(ctx context.Context, db queries.DBTX, workerID string, ts []claimToken) (int64, error) {
-	ids, attempts := tokenArrays(ts)
-	return queries.New(db).JobReleaseMany(ctx, queries.JobReleaseManyParams{Ids: ids, Attempts: attempts, WorkerID: workerID})
+	tenantIDs, ids, attempts := tokenArrays(ts)
+	return queries.New(db).JobReleaseMany(ctx, queries.JobReleaseManyParams{
+		TenantIds: tenantIDs, Ids: ids, Attempts: attempts, WorkerID: workerID})
 }
 
 // storeRenew extends the leases of the given claims and returns the ids of
 // those the worker still holds.
 func storeRenew(ctx context.Context, db queries.DBTX, now *time.Time, workerID string, ts []claimToken, lease time.Duration) ([]int64, error) {
-	ids, attempts := tokenArrays(ts)
+	tenantIDs, ids, attempts := tokenArrays(ts)
 	return queries.New(db).JobRenewLeases(ctx, queries.JobRenewLeasesParams{
-		Now: now, LeaseSeconds: lease.Seconds(), Ids: ids, Attempts: attempts, WorkerID: workerID,
+		Now: now, LeaseSeconds: lease.Seconds(), TenantIds: tenantIDs, Ids: ids, Attempts: attempts, WorkerID: workerID,
 	})
 }
 

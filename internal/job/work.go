@@ -35,7 +35,7 @@ func (e *Engine) runClaimed(ctx context.Context, j *Job) error {
 		if audited {
 			return e.completeAudited(ctx, j)
 		}
-		return e.CompleteAttempt(ctx, j.WorkerID, j.ID, j.Attempt)
+		return e.CompleteAttempt(ctx, j.WorkerID, j.TenantID, j.ID, j.Attempt)
 	}
 	if after, reason, ok := DelayOf(herr); ok {
 		return e.delayJob(ctx, j, after, reason)

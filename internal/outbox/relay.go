@@ -324,40 +324,40 @@ func (r *Relay) reportPublished(errs []error) {
 }
 
 func (r *Relay) settle(ctx context.Context, stopping bool, msgs []Envelope, errs []error) error {
-	var ok, release, failed []int64
+	var ok, release, failed msgKeys
 	var reasons []string
 	var delays []float64
 	for i, m := range msgs {
 		switch {
 		case errs[i] == nil:
-			ok = append(ok, m.ID)
+			ok.add(m)
 		case stopping && errors.Is(errs[i], context.Canceled):
 			// Not a failure of the message: we are shutting down.
-			release = append(release, m.ID)
+			release.add(m)
 		default:
-			failed = append(failed, m.ID)
+			failed.add(m)
 			reasons = append(reasons, clip.Bytes(errs[i].Error(), 1000))
 			delays = append(delays, r.cfg.Backoff(m.Attempt).Seconds())
 		}
 	}
 	now := r.clk.Now()
-	if len(ok) > 0 {
+	if len(ok.ids) > 0 {
 		if _, err := storeMarkDelivered(ctx, r.cfg.Pool, now, r.cfg.WorkerID, ok); err != nil {
-			return fmt.Errorf("mark %d outbox messages delivered: %w", len(ok), err)
+			return fmt.Errorf("mark %d outbox messages delivered: %w", len(ok.ids), err)
 		}
 	}
-	if len(release) > 0 {
+	if len(release.ids) > 0 {
 		if _, err := storeRelease(ctx, r.cfg.Pool, r.cfg.WorkerID, release); err != nil {
-			return fmt.Errorf("release %d outbox messages: %w", len(release), err)
+			return fmt.Errorf("release %d outbox messages: %w", len(release.ids), err)
 		}
 	}
 	dead := 0
-	if len(failed) > 0 {
+	if len(failed.ids) > 0 {
 		var err error
 		if dead, err = storeMarkFailed(ctx, r.cfg.Pool, now, r.cfg.WorkerID, r.cfg.MaxAttempts, failed, reasons, delays); err != nil {
-			return fmt.Errorf("mark %d outbox messages for retry: %w", len(failed), err)
+			return fmt.Errorf("mark %d outbox messages for retry: %w", len(failed.ids), err)
 		}
-		r.log.Warn("outbox publish failed", "messages", len(failed), "now_failed", dead, "first_error", reasons[0])
+		r.log.Warn("outbox publish failed", "messages", len(failed.ids), "now_failed", dead, "first_error", reasons[0])
 	}
 	if dead > 0 {
 		if err := storeStatsAdd(ctx, r.cfg.Pool, now, 0, dead); err != nil {

@@ -31,15 +31,26 @@ func storeClaim(ctx context.Context, db queries.DBTX, now *time.Time, worker str
 	return out, nil
 }
 
-func storeMarkDelivered(ctx context.Context, db queries.DBTX, now *time.Time, worker string, ids []int64) (int64, error) {
-	return queries.New(db).OutboxMarkDelivered(ctx, queries.OutboxMarkDeliveredParams{Now: now, Ids: ids, Worker: worker})
+// msgKeys are claimed messages by primary key (tenant, id), in two
+// parallel arrays as the settling statements take them.
+type msgKeys struct{ tenantIDs, ids []int64 }
+
+func (k *msgKeys) add(m Envelope) {
+	k.tenantIDs, k.ids = append(k.tenantIDs, m.TenantID), append(k.ids, m.ID)
 }
 
-// storeMarkFailed returns how many of ids ended failed (out of attempts).
+func storeMarkDelivered(ctx context.Context, db queries.DBTX, now *time.Time, worker string, k msgKeys) (int64, error) {
+	return queries.New(db).OutboxMarkDelivered(ctx, queries.OutboxMarkDeliveredParams{
+		Now: now, TenantIds: k.tenantIDs, Ids: k.ids, Worker: worker})
+}
+
+// storeMarkFailed returns how many of the messages ended failed (out of
+// attempts).
 func storeMarkFailed(ctx context.Context, db queries.DBTX, now *time.Time, worker string, maxAttempts int,
-	ids []int64, errs []string, delays []float64) (int, error) {
+	k msgKeys, errs []string, delays []float64) (int, error) {
 	rows, err := queries.New(db).OutboxMarkFailed(ctx, queries.OutboxMarkFailedParams{
-		MaxAttempts: int32(maxAttempts), Now: now, Worker: worker, Ids: ids, Errors: errs, Delays: delays,
+		MaxAttempts: int32(maxAttempts), Now: now, Worker: worker, TenantIds: k.tenantIDs, Ids: k.ids,
+		Errors: errs, Delays: delays,
 	})
 	n := 0
 	for _, r := range rows {
@@ -50,8 +61,8 @@ func storeMarkFailed(ctx context.Context, db queries.DBTX, now *time.Time, worke
 	return n, err
 }
 
-func storeRelease(ctx context.Context, db queries.DBTX, worker string, ids []int64) (int64, error) {
-	return queries.New(db).OutboxRelease(ctx, queries.OutboxReleaseParams{Ids: ids, Worker: worker})
+func storeRelease(ctx context.Context, db queries.DBTX, worker string, k msgKeys) (int64, error) {
+	return queries.New(db).OutboxRelease(ctx, queries.OutboxReleaseParams{TenantIds: k.tenantIDs, Ids: k.ids, Worker: worker})
 }
 
 func storeReclaim(ctx context.Context, db queries.DBTX, now *time.Time, olderThan time.Duration) (int64, error) {

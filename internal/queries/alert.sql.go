@@ -184,7 +184,7 @@ SELECT tenant_id, coalesce(requested_by, 0), date_trunc('minute', created_at), c
   FROM job_traces
  WHERE created_at > $1::timestamptz AND created_at <= $2::timestamptz
  GROUP BY 1, 2, 3
-ON CONFLICT (minute, tenant_id, principal) DO UPDATE SET n = alert_principal_minute.n + excluded.n
+ON CONFLICT (tenant_id, minute, principal) DO UPDATE SET n = alert_principal_minute.n + excluded.n
 `
 
 type AlertPrincipalRollupParams struct {

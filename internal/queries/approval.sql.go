@@ -378,16 +378,17 @@ func (q *Queries) ApprovalSetJob(ctx context.Context, arg ApprovalSetJobParams) 
 }
 
 const jobRefreshExpiry = `-- name: JobRefreshExpiry :exec
-UPDATE jobs SET expires_at = $2 WHERE id = $1 AND state = 'dead' AND expires_at IS NOT NULL
+UPDATE jobs SET expires_at = $3 WHERE tenant_id = $1 AND id = $2 AND state = 'dead' AND expires_at IS NOT NULL
 `
 
 type JobRefreshExpiryParams struct {
+	TenantID  int64
 	ID        int64
 	ExpiresAt *time.Time
 }
 
 // An approved replay gives a sensitive job a fresh time to live.
 func (q *Queries) JobRefreshExpiry(ctx context.Context, arg JobRefreshExpiryParams) error {
-	_, err := q.db.Exec(ctx, jobRefreshExpiry, arg.ID, arg.ExpiresAt)
+	_, err := q.db.Exec(ctx, jobRefreshExpiry, arg.TenantID, arg.ID, arg.ExpiresAt)
 	return err
 }

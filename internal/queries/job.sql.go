@@ -14,7 +14,7 @@ import (
 const jobDeleteFinished = `-- name: JobDeleteFinished :one
 WITH gone AS (
 DELETE FROM jobs
- WHERE id IN (SELECT f.id FROM jobs f
+ WHERE (tenant_id, id) IN (SELECT f.tenant_id, f.id FROM jobs f
                WHERE f.state = ANY($1::text[])
                  AND f.finished_at < coalesce($2::timestamptz, now()) - make_interval(secs => $3::float8)
                LIMIT $4::int)
@@ -56,8 +56,11 @@ func (q *Queries) JobDeleteFinished(ctx context.Context, arg JobDeleteFinishedPa
 }
 
 const jobGet = `-- name: JobGet :one
-SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, payload_version, depends_on, has_dependents, job_payload_intact(id, tenant_id, kind, payload, payload_hash) AS payload_intact
-  FROM jobs WHERE id = $1
+SELECT j.id, j.tenant_id, j.kind, j.queue, j.priority, j.state, j.payload, j.attempt, j.max_attempts, j.available_at, j.created_at, j.attempted_at, j.finished_at, j.worker_id, j.lease_expires_at, j.last_error, j.error_class, j.errors, j.flagged, j.trace_id, j.requested_by, j.requested_at, j.expires_at, j.idempotency_key, j.payload_hash, j.payload_version, j.depends_on, j.has_dependents, job_payload_intact(j.id, j.tenant_id, j.kind, j.payload, j.payload_hash) AS payload_intact
+  FROM ((SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, payload_version, depends_on, has_dependents FROM jobs o WHERE o.id = $1 AND o.state <> 'running')
+        UNION ALL
+        (SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, payload_version, depends_on, has_dependents FROM jobs r WHERE r.id = $1 AND r.state = 'running')) j
+ LIMIT 1
 `
 
 type JobGetRow struct {
@@ -92,8 +95,12 @@ type JobGetRow struct {
 	PayloadIntact  bool
 }
 
-// payload_intact: the stored payload still matches the MAC signed at
-// enqueue with the server key (jobs_sign_payload).
+// One job by id alone, whatever its tenant (the staff job page). The
+// primary key is (tenant_id, id), so the id is found through jobs_id_idx
+// (every job not running) or, for a running job, jobs_running_idx (few);
+// a job is in exactly one of the two branches. Under Citus this is a
+// lookup on every shard. payload_intact: the stored payload still matches
+// the MAC signed at enqueue with the server key (jobs_sign_payload).
 func (q *Queries) JobGet(ctx context.Context, id int64) (JobGetRow, error) {
 	row := q.db.QueryRow(ctx, jobGet, id)
 	var i JobGetRow
@@ -149,8 +156,8 @@ func (q *Queries) JobGetByIdempotencyKey(ctx context.Context, arg JobGetByIdempo
 }
 
 const jobGetHeld = `-- name: JobGetHeld :one
-SELECT attempt, max_attempts FROM jobs
- WHERE id = $1 AND lease_expires_at IS NOT NULL AND worker_id = $2::text
+SELECT tenant_id, attempt, max_attempts FROM jobs
+ WHERE id = $1 AND state = 'running' AND worker_id = $2::text
 `
 
 type JobGetHeldParams struct {
@@ -159,14 +166,19 @@ type JobGetHeldParams struct {
 }
 
 type JobGetHeldRow struct {
+	TenantID    int64
 	Attempt     int32
 	MaxAttempts int32
 }
 
+// The attempt (and tenant) of a job a worker holds, by id alone: for
+// callers that know neither (Engine.Complete, Engine.Fail). A held job is
+// running, so it is found through jobs_running_idx (few rows: bounded by
+// the workers); the id index leaves running jobs out.
 func (q *Queries) JobGetHeld(ctx context.Context, arg JobGetHeldParams) (JobGetHeldRow, error) {
 	row := q.db.QueryRow(ctx, jobGetHeld, arg.ID, arg.WorkerID)
 	var i JobGetHeldRow
-	err := row.Scan(&i.Attempt, &i.MaxAttempts)
+	err := row.Scan(&i.TenantID, &i.Attempt, &i.MaxAttempts)
 	return i, err
 }
 
@@ -345,21 +357,28 @@ func (q *Queries) JobNotify(ctx context.Context) error {
 const jobReleaseMany = `-- name: JobReleaseMany :execrows
 UPDATE jobs
    SET state = 'pending', attempt = greatest(jobs.attempt - 1, 0), lease_expires_at = NULL
-  FROM (SELECT unnest($2::bigint[]) AS id, unnest($3::int[]) AS attempt) AS held
- WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+  FROM (SELECT unnest($2::bigint[]) AS tenant_id, unnest($3::bigint[]) AS id,
+               unnest($4::int[]) AS attempt) AS held
+ WHERE jobs.tenant_id = held.tenant_id AND jobs.id = held.id AND jobs.attempt = held.attempt
    AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = $1::text
 `
 
 type JobReleaseManyParams struct {
-	WorkerID string
-	Ids      []int64
-	Attempts []int32
+	WorkerID  string
+	TenantIds []int64
+	Ids       []int64
+	Attempts  []int32
 }
 
 // Graceful shutdown: hand back jobs whose handler never started, without
 // consuming an attempt. Fenced by claim token like completion.
 func (q *Queries) JobReleaseMany(ctx context.Context, arg JobReleaseManyParams) (int64, error) {
-	result, err := q.db.Exec(ctx, jobReleaseMany, arg.WorkerID, arg.Ids, arg.Attempts)
+	result, err := q.db.Exec(ctx, jobReleaseMany,
+		arg.WorkerID,
+		arg.TenantIds,
+		arg.Ids,
+		arg.Attempts,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -369,8 +388,9 @@ func (q *Queries) JobReleaseMany(ctx context.Context, arg JobReleaseManyParams) 
 const jobRenewLeases = `-- name: JobRenewLeases :many
 UPDATE jobs
    SET lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8)
-  FROM (SELECT unnest($4::bigint[]) AS id, unnest($5::int[]) AS attempt) AS held
- WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+  FROM (SELECT unnest($4::bigint[]) AS tenant_id, unnest($5::bigint[]) AS id,
+               unnest($6::int[]) AS attempt) AS held
+ WHERE jobs.tenant_id = held.tenant_id AND jobs.id = held.id AND jobs.attempt = held.attempt
    AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = $3::text
 RETURNING jobs.id
 `
@@ -379,6 +399,7 @@ type JobRenewLeasesParams struct {
 	Now          *time.Time
 	LeaseSeconds float64
 	WorkerID     string
+	TenantIds    []int64
 	Ids          []int64
 	Attempts     []int32
 }
@@ -392,6 +413,7 @@ func (q *Queries) JobRenewLeases(ctx context.Context, arg JobRenewLeasesParams) 
 		arg.Now,
 		arg.LeaseSeconds,
 		arg.WorkerID,
+		arg.TenantIds,
 		arg.Ids,
 		arg.Attempts,
 	)
@@ -480,7 +502,8 @@ WITH done AS (
     UPDATE jobs
        SET state = 'succeeded', finished_at = coalesce($1::timestamptz, now()),
            lease_expires_at = NULL
-     WHERE id = $2 AND attempt = $3 AND lease_expires_at IS NOT NULL AND worker_id = $4::text
+     WHERE jobs.tenant_id = $2 AND jobs.id = $3 AND attempt = $4
+       AND lease_expires_at IS NOT NULL AND worker_id = $5::text
     RETURNING id, tenant_id, kind
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
@@ -497,6 +520,7 @@ SELECT id FROM done
 
 type JobSetCompletedParams struct {
 	Now      *time.Time
+	TenantID int64
 	ID       int64
 	Attempt  int32
 	WorkerID string
@@ -507,6 +531,7 @@ type JobSetCompletedParams struct {
 func (q *Queries) JobSetCompleted(ctx context.Context, arg JobSetCompletedParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, jobSetCompleted,
 		arg.Now,
+		arg.TenantID,
 		arg.ID,
 		arg.Attempt,
 		arg.WorkerID,
@@ -535,8 +560,9 @@ WITH done AS (
     UPDATE jobs
        SET state = 'succeeded', finished_at = coalesce($1::timestamptz, now()),
            lease_expires_at = NULL
-      FROM (SELECT unnest($3::bigint[]) AS id, unnest($4::int[]) AS attempt) AS held
-     WHERE jobs.id = held.id AND jobs.attempt = held.attempt
+      FROM (SELECT unnest($3::bigint[]) AS tenant_id, unnest($4::bigint[]) AS id,
+                   unnest($5::int[]) AS attempt) AS held
+     WHERE jobs.tenant_id = held.tenant_id AND jobs.id = held.id AND jobs.attempt = held.attempt
        AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = $2::text
     RETURNING jobs.id, jobs.tenant_id, jobs.kind
 ), counted AS (
@@ -554,10 +580,11 @@ SELECT id FROM done
 `
 
 type JobSetCompletedManyParams struct {
-	Now      *time.Time
-	WorkerID string
-	Ids      []int64
-	Attempts []int32
+	Now       *time.Time
+	WorkerID  string
+	TenantIds []int64
+	Ids       []int64
+	Attempts  []int32
 }
 
 // The fair batch claim lives in internal/job/claim.sql: sqlc's analyzer
@@ -574,6 +601,10 @@ type JobSetCompletedManyParams struct {
 // jobs_running_idx. With stale statistics that claim "almost nothing is
 // running" it would otherwise walk that index instead of the primary key.
 //
+// Each job is addressed by its primary key (tenant_id, id): the engine
+// holds every claimed job's tenant, and under Citus the statement then
+// names the shards it touches.
+//
 // The same statement adds the batch to the dashboard's per-minute rollup
 // (job_stats_minute): no extra round trip, and the count commits exactly
 // with the state change.
@@ -581,6 +612,7 @@ func (q *Queries) JobSetCompletedMany(ctx context.Context, arg JobSetCompletedMa
 	rows, err := q.db.Query(ctx, jobSetCompletedMany,
 		arg.Now,
 		arg.WorkerID,
+		arg.TenantIds,
 		arg.Ids,
 		arg.Attempts,
 	)
@@ -619,7 +651,8 @@ WITH failed AS (
            errors = coalesce(errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
                'attempt', attempt, 'at', coalesce($2::timestamptz, now()),
                'worker', worker_id, 'class', $1::text, 'error', $4::text))
-     WHERE id = $5 AND attempt = $6 AND lease_expires_at IS NOT NULL AND worker_id = $7::text
+     WHERE jobs.tenant_id = $5 AND jobs.id = $6 AND attempt = $7
+       AND lease_expires_at IS NOT NULL AND worker_id = $8::text
     RETURNING id, state, available_at, finished_at, tenant_id, kind, flagged
 ), counted AS (
     INSERT INTO job_stats_minute (tenant_id, minute, kind, failed, dead)
@@ -649,6 +682,7 @@ type JobSetFailedParams struct {
 	Now            *time.Time
 	BackoffSeconds float64
 	Error          string
+	TenantID       int64
 	ID             int64
 	Attempt        int32
 	WorkerID       string
@@ -671,6 +705,7 @@ func (q *Queries) JobSetFailed(ctx context.Context, arg JobSetFailedParams) (Job
 		arg.Now,
 		arg.BackoffSeconds,
 		arg.Error,
+		arg.TenantID,
 		arg.ID,
 		arg.Attempt,
 		arg.WorkerID,

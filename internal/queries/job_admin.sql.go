@@ -56,10 +56,11 @@ func (q *Queries) JobAdminDeadCount(ctx context.Context, arg JobAdminDeadCountPa
 
 const jobAdminDeadGroups = `-- name: JobAdminDeadGroups :many
 SELECT g.kind, g.error_class, g.n, g.flagged, g.last_at,
-       coalesce((SELECT j.last_error FROM jobs j WHERE j.id = g.last_id), '')::text AS example
+       coalesce((SELECT j.last_error FROM jobs j WHERE j.tenant_id = g.last_tenant AND j.id = g.last_id), '')::text AS example
 FROM (
     SELECT kind, error_class, sum(n)::bigint AS n, sum(flagged)::bigint AS flagged,
-           coalesce(max(last_at), 'epoch')::timestamptz AS last_at, max(last_id)::bigint AS last_id
+           coalesce(max(last_at), 'epoch')::timestamptz AS last_at, max(last_id)::bigint AS last_id,
+           (array_agg(tenant_id ORDER BY last_id DESC NULLS LAST))[1]::bigint AS last_tenant
     FROM job_dead_groups
     WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)
     GROUP BY kind, error_class
@@ -271,8 +272,9 @@ const jobAdminDiscardMany = `-- name: JobAdminDiscardMany :many
 WITH discarded AS (
 UPDATE jobs
    SET state = 'cancelled', finished_at = coalesce($1::timestamptz, now())
- WHERE id = ANY($2::bigint[]) AND state = 'dead'
-RETURNING id, tenant_id, kind, error_class, flagged
+  FROM (SELECT unnest($2::bigint[]) AS tenant_id, unnest($3::bigint[]) AS id) d
+ WHERE jobs.tenant_id = d.tenant_id AND jobs.id = d.id AND jobs.state = 'dead'
+RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.error_class, jobs.flagged
 ), ungrouped AS (
     -- An upsert in key order rather than an UPDATE ... FROM: rows are
     -- locked in the order inserted, the same order every writer of
@@ -289,14 +291,15 @@ SELECT id FROM discarded
 `
 
 type JobAdminDiscardManyParams struct {
-	Now *time.Time
-	Ids []int64
+	Now       *time.Time
+	TenantIds []int64
+	Ids       []int64
 }
 
 // Operator discard: dead letters become cancelled and stay for the record,
 // and leave their dead-letter groups in the same statement.
 func (q *Queries) JobAdminDiscardMany(ctx context.Context, arg JobAdminDiscardManyParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, jobAdminDiscardMany, arg.Now, arg.Ids)
+	rows, err := q.db.Query(ctx, jobAdminDiscardMany, arg.Now, arg.TenantIds, arg.Ids)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +409,8 @@ type JobAdminListRow struct {
 //
 // Two branches, like the tenant list (JobTenantList): jobs not running,
 // where a tenant filter reads only that tenant's rows through
-// jobs_tenant_idx, and running jobs through jobs_running_idx (few).
+// the primary key (tenant_id, id), newest first without one through
+// jobs_id_idx, and running jobs through jobs_running_idx (few).
 // with_others / with_running switch a branch off when the state filter
 // excludes it. floor_id, when set, bounds the scan to ids in
 // [floor_id, before_id) for filters no index serves (see console.Jobs).
@@ -527,10 +531,12 @@ func (q *Queries) JobAdminLiveCounts(ctx context.Context) ([]JobAdminLiveCountsR
 }
 
 const jobAdminMaxID = `-- name: JobAdminMaxID :one
-SELECT coalesce(max(id), 0)::bigint FROM jobs
+SELECT greatest((SELECT max(id) FROM jobs WHERE state <> 'running'),
+                (SELECT max(id) FROM jobs WHERE state = 'running'), 0)::bigint
 `
 
-// The newest job id (0 when none): one probe at the end of the primary key.
+// The newest job id (0 when none): one probe at the end of jobs_id_idx
+// (jobs not running) and the running jobs (few, jobs_running_idx).
 func (q *Queries) JobAdminMaxID(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, jobAdminMaxID)
 	var column_1 int64
@@ -587,9 +593,12 @@ UPDATE jobs
        lease_expires_at = NULL,
        flagged = false,
        max_attempts = u.max_attempts
-  FROM (SELECT unnest($2::bigint[]) AS id, unnest($3::int[]) AS max_attempts) u,
-       (SELECT w.id, w.flagged FROM jobs w WHERE w.id = ANY($2::bigint[])) was
- WHERE jobs.id = u.id AND was.id = u.id AND jobs.state = 'dead'
+  FROM (SELECT unnest($2::bigint[]) AS tenant_id, unnest($3::bigint[]) AS id,
+               unnest($4::int[]) AS max_attempts) u,
+       (SELECT w.tenant_id, w.id, w.flagged FROM jobs w
+         WHERE (w.tenant_id, w.id) IN (SELECT unnest($2::bigint[]), unnest($3::bigint[]))) was
+ WHERE jobs.tenant_id = u.tenant_id AND jobs.id = u.id AND was.tenant_id = u.tenant_id AND was.id = u.id
+   AND jobs.state = 'dead'
 RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.error_class, was.flagged
 ), ungrouped AS (
     -- An upsert in key order rather than an UPDATE ... FROM: rows are
@@ -611,6 +620,7 @@ SELECT id FROM retried
 
 type JobAdminRetryManyParams struct {
 	Now         *time.Time
+	TenantIds   []int64
 	Ids         []int64
 	MaxAttempts []int32
 }
@@ -624,7 +634,12 @@ type JobAdminRetryManyParams struct {
 // back into the unfinished count. The caller has locked the rows (FOR
 // UPDATE), so "was" reads the values the update replaces.
 func (q *Queries) JobAdminRetryMany(ctx context.Context, arg JobAdminRetryManyParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, jobAdminRetryMany, arg.Now, arg.Ids, arg.MaxAttempts)
+	rows, err := q.db.Query(ctx, jobAdminRetryMany,
+		arg.Now,
+		arg.TenantIds,
+		arg.Ids,
+		arg.MaxAttempts,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -13,23 +13,34 @@ import (
 
 const jobCancelPending = `-- name: JobCancelPending :exec
 UPDATE jobs SET state = 'cancelled', finished_at = coalesce($1::timestamptz, now()), last_error = $2
- WHERE id = $3 AND state = 'pending'
+ WHERE tenant_id = $3 AND id = $4 AND state = 'pending'
 `
 
 type JobCancelPendingParams struct {
-	Now    *time.Time
-	Reason *string
-	ID     int64
+	Now      *time.Time
+	Reason   *string
+	TenantID int64
+	ID       int64
 }
 
 func (q *Queries) JobCancelPending(ctx context.Context, arg JobCancelPendingParams) error {
-	_, err := q.db.Exec(ctx, jobCancelPending, arg.Now, arg.Reason, arg.ID)
+	_, err := q.db.Exec(ctx, jobCancelPending,
+		arg.Now,
+		arg.Reason,
+		arg.TenantID,
+		arg.ID,
+	)
 	return err
 }
 
 const jobDependents = `-- name: JobDependents :many
-SELECT id, kind, state FROM jobs WHERE depends_on = $1 ORDER BY id LIMIT 50
+SELECT id, kind, state FROM jobs WHERE tenant_id = $1 AND depends_on = $2 ORDER BY id LIMIT 50
 `
+
+type JobDependentsParams struct {
+	TenantID  int64
+	DependsOn *int64
+}
 
 type JobDependentsRow struct {
 	ID    int64
@@ -37,8 +48,8 @@ type JobDependentsRow struct {
 	State string
 }
 
-func (q *Queries) JobDependents(ctx context.Context, dependsOn *int64) ([]JobDependentsRow, error) {
-	rows, err := q.db.Query(ctx, jobDependents, dependsOn)
+func (q *Queries) JobDependents(ctx context.Context, arg JobDependentsParams) ([]JobDependentsRow, error) {
+	rows, err := q.db.Query(ctx, jobDependents, arg.TenantID, arg.DependsOn)
 	if err != nil {
 		return nil, err
 	}
@@ -58,16 +69,21 @@ func (q *Queries) JobDependents(ctx context.Context, dependsOn *int64) ([]JobDep
 }
 
 const jobDependsOn = `-- name: JobDependsOn :one
-SELECT depends_on, payload_version FROM jobs WHERE id = $1
+SELECT depends_on, payload_version FROM jobs WHERE tenant_id = $1 AND id = $2
 `
+
+type JobDependsOnParams struct {
+	TenantID int64
+	ID       int64
+}
 
 type JobDependsOnRow struct {
 	DependsOn      *int64
 	PayloadVersion int32
 }
 
-func (q *Queries) JobDependsOn(ctx context.Context, id int64) (JobDependsOnRow, error) {
-	row := q.db.QueryRow(ctx, jobDependsOn, id)
+func (q *Queries) JobDependsOn(ctx context.Context, arg JobDependsOnParams) (JobDependsOnRow, error) {
+	row := q.db.QueryRow(ctx, jobDependsOn, arg.TenantID, arg.ID)
 	var i JobDependsOnRow
 	err := row.Scan(&i.DependsOn, &i.PayloadVersion)
 	return i, err
@@ -150,13 +166,14 @@ UPDATE jobs
    SET payload_version = $1,
        depends_on = $2,
        available_at = CASE WHEN $3::bool THEN '9999-12-31 00:00:00+00'::timestamptz ELSE available_at END
- WHERE id = $4
+ WHERE tenant_id = $4 AND id = $5
 `
 
 type JobStampControlsParams struct {
 	PayloadVersion int32
 	DependsOn      *int64
 	Wait           bool
+	TenantID       int64
 	ID             int64
 }
 
@@ -168,6 +185,7 @@ func (q *Queries) JobStampControls(ctx context.Context, arg JobStampControlsPara
 		arg.PayloadVersion,
 		arg.DependsOn,
 		arg.Wait,
+		arg.TenantID,
 		arg.ID,
 	)
 	return err

@@ -17,7 +17,7 @@ UPDATE outbox_messages m
        reserved_at = coalesce($2::timestamptz, now())
   FROM tenants t
  WHERE m.id = ANY((SELECT outbox_claimable($3::int, coalesce($2::timestamptz, now())))::bigint[])
-   AND t.id = m.tenant_id
+   AND m.state = 'pending' AND t.id = m.tenant_id
 RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts
 `
 
@@ -44,8 +44,10 @@ type OutboxClaimRow struct {
 // messages in id order whose aggregate has no older undelivered message
 // (pending, processing or failed), so per-aggregate order holds while
 // different aggregates flow in the same batch. Its ids reach the UPDATE as
-// one array (an InitPlan, evaluated once) so the rows are fetched by
-// primary key.
+// one array (an InitPlan, evaluated once) so the rows are fetched through
+// outbox_pending_idx (id): the primary key is (tenant_id, id), and the
+// state test lets the planner use the partial index (the rows are pending:
+// outbox_claimable locked them so).
 func (q *Queries) OutboxClaim(ctx context.Context, arg OutboxClaimParams) ([]OutboxClaimRow, error) {
 	rows, err := q.db.Query(ctx, outboxClaim, arg.Worker, arg.Now, arg.Lim)
 	if err != nil {
@@ -119,9 +121,11 @@ func (q *Queries) OutboxInsert(ctx context.Context, arg OutboxInsertParams) (int
 
 const outboxMarkDelivered = `-- name: OutboxMarkDelivered :one
 WITH delivered AS (
-    UPDATE outbox_messages
+    UPDATE outbox_messages m
        SET state = 'delivered', processed_at = coalesce($1::timestamptz, now()), last_error = NULL
-     WHERE id = ANY($2::bigint[]) AND (state = 'processing') IS TRUE AND reserved_by = $3::text
+      FROM (SELECT unnest($3::bigint[]) AS tenant_id, unnest($4::bigint[]) AS id) b
+     WHERE m.tenant_id = b.tenant_id AND m.id = b.id
+       AND (m.state = 'processing') IS TRUE AND m.reserved_by = $2::text
     RETURNING 1
 ), stats AS (
     INSERT INTO outbox_stats_minute (minute, delivered)
@@ -134,19 +138,26 @@ SELECT (SELECT count(*) FROM delivered)::bigint AS marked
 `
 
 type OutboxMarkDeliveredParams struct {
-	Now    *time.Time
-	Ids    []int64
-	Worker string
+	Now       *time.Time
+	Worker    string
+	TenantIds []int64
+	Ids       []int64
 }
 
 // Marks a batch delivered and adds it to the minute's throughput in the
 // same statement: one commit per batch instead of two. The rows are found
-// by primary key only: written as a plain "state = 'processing'", the test
+// by primary key (tenant_id, id) only (the relay holds each claimed
+// message's tenant): written as a plain "state = 'processing'", the test
 // let the planner AND in outbox_processing_idx, a scan of every reservation
 // in flight and of the dead entries earlier batches left there (the same
 // in OutboxMarkFailed and OutboxRelease).
 func (q *Queries) OutboxMarkDelivered(ctx context.Context, arg OutboxMarkDeliveredParams) (int64, error) {
-	row := q.db.QueryRow(ctx, outboxMarkDelivered, arg.Now, arg.Ids, arg.Worker)
+	row := q.db.QueryRow(ctx, outboxMarkDelivered,
+		arg.Now,
+		arg.Worker,
+		arg.TenantIds,
+		arg.Ids,
+	)
 	var marked int64
 	err := row.Scan(&marked)
 	return marked, err
@@ -158,8 +169,9 @@ UPDATE outbox_messages m
        last_error = f.err,
        available_at = coalesce($2::timestamptz, now()) + make_interval(secs => f.delay),
        reserved_by = NULL, reserved_at = NULL
-  FROM (SELECT unnest($4::bigint[]) AS id, unnest($5::text[]) AS err, unnest($6::float8[]) AS delay) f
- WHERE m.id = f.id AND (m.state = 'processing') IS TRUE AND m.reserved_by = $3::text
+  FROM (SELECT unnest($4::bigint[]) AS tenant_id, unnest($5::bigint[]) AS id,
+               unnest($6::text[]) AS err, unnest($7::float8[]) AS delay) f
+ WHERE m.tenant_id = f.tenant_id AND m.id = f.id AND (m.state = 'processing') IS TRUE AND m.reserved_by = $3::text
 RETURNING m.id, m.state
 `
 
@@ -167,6 +179,7 @@ type OutboxMarkFailedParams struct {
 	MaxAttempts int32
 	Now         *time.Time
 	Worker      string
+	TenantIds   []int64
 	Ids         []int64
 	Errors      []string
 	Delays      []float64
@@ -184,6 +197,7 @@ func (q *Queries) OutboxMarkFailed(ctx context.Context, arg OutboxMarkFailedPara
 		arg.MaxAttempts,
 		arg.Now,
 		arg.Worker,
+		arg.TenantIds,
 		arg.Ids,
 		arg.Errors,
 		arg.Delays,
@@ -208,10 +222,10 @@ func (q *Queries) OutboxMarkFailed(ctx context.Context, arg OutboxMarkFailedPara
 
 const outboxPrune = `-- name: OutboxPrune :execrows
 DELETE FROM outbox_messages
- WHERE id IN (SELECT id FROM (
-                SELECT id, state, processed_at FROM outbox_messages ORDER BY id LIMIT $1) oldest
-               WHERE state = 'delivered'
-                 AND processed_at < coalesce($2::timestamptz, now()) - make_interval(secs => $3::float8))
+ WHERE (tenant_id, id) IN (SELECT tenant_id, id FROM (
+                SELECT tenant_id, id, processed_at FROM outbox_messages
+                 WHERE state = 'delivered' ORDER BY id LIMIT $1) oldest
+               WHERE processed_at < coalesce($2::timestamptz, now()) - make_interval(secs => $3::float8))
 `
 
 type OutboxPruneParams struct {
@@ -220,11 +234,11 @@ type OutboxPruneParams struct {
 	OlderThanSeconds float64
 }
 
-// Looks only at the @lim oldest rows (a primary key range, no index of
-// its own) and deletes those delivered long enough ago. Rows are delivered
-// roughly in id order, so repeating until nothing is deleted clears the
-// old end of the table without reading its young part; a pending or
-// failed row in the window simply stays.
+// Looks only at the @lim oldest delivered rows (a range of
+// outbox_delivered_idx) and deletes those delivered long enough ago. Rows
+// are delivered roughly in id order, so repeating until nothing is deleted
+// clears the old end of the table without reading its young part; pending
+// and failed rows are not in the index and stay.
 func (q *Queries) OutboxPrune(ctx context.Context, arg OutboxPruneParams) (int64, error) {
 	result, err := q.db.Exec(ctx, outboxPrune, arg.Lim, arg.Now, arg.OlderThanSeconds)
 	if err != nil {
@@ -257,20 +271,23 @@ func (q *Queries) OutboxReclaim(ctx context.Context, arg OutboxReclaimParams) (i
 }
 
 const outboxRelease = `-- name: OutboxRelease :execrows
-UPDATE outbox_messages
-   SET state = 'pending', attempts = greatest(attempts - 1, 0), reserved_by = NULL, reserved_at = NULL
- WHERE id = ANY($1::bigint[]) AND (state = 'processing') IS TRUE AND reserved_by = $2::text
+UPDATE outbox_messages m
+   SET state = 'pending', attempts = greatest(m.attempts - 1, 0), reserved_by = NULL, reserved_at = NULL
+  FROM (SELECT unnest($2::bigint[]) AS tenant_id, unnest($3::bigint[]) AS id) b
+ WHERE m.tenant_id = b.tenant_id AND m.id = b.id
+   AND (m.state = 'processing') IS TRUE AND m.reserved_by = $1::text
 `
 
 type OutboxReleaseParams struct {
-	Ids    []int64
-	Worker string
+	Worker    string
+	TenantIds []int64
+	Ids       []int64
 }
 
 // Claimed but never published (the relay is stopping): back to pending
 // without spending an attempt.
 func (q *Queries) OutboxRelease(ctx context.Context, arg OutboxReleaseParams) (int64, error) {
-	result, err := q.db.Exec(ctx, outboxRelease, arg.Ids, arg.Worker)
+	result, err := q.db.Exec(ctx, outboxRelease, arg.Worker, arg.TenantIds, arg.Ids)
 	if err != nil {
 		return 0, err
 	}

@@ -127,12 +127,12 @@ func (q *Queries) OutboxConsoleOtherReplicas(ctx context.Context, arg OutboxCons
 const outboxConsoleRetry = `-- name: OutboxConsoleRetry :many
 UPDATE outbox_messages m
    SET state = 'pending', attempts = 0, available_at = coalesce($1::timestamptz, now())
-  FROM (SELECT id FROM outbox_messages
+  FROM (SELECT tenant_id, id FROM outbox_messages
          WHERE state = 'failed'
            AND ($2::bigint IS NULL OR tenant_id = $2)
            AND ($3::bigint IS NULL OR id = $3)
          ORDER BY id LIMIT $4 FOR UPDATE) s
- WHERE m.id = s.id
+ WHERE m.tenant_id = s.tenant_id AND m.id = s.id
 RETURNING m.id, m.tenant_id, m.event_type
 `
 

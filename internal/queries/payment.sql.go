@@ -175,7 +175,7 @@ func (q *Queries) PlanPrice(ctx context.Context, code string) (int64, error) {
 const refundInsert = `-- name: RefundInsert :one
 INSERT INTO payment_refunds (tenant_id, invoice_id, charge_ref, refund_ref, amount_idr, reason, created_at, job_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-ON CONFLICT (charge_ref) DO NOTHING
+ON CONFLICT (tenant_id, charge_ref) DO NOTHING
 RETURNING tenant_id, id, invoice_id, charge_ref, refund_ref, amount_idr, reason, created_at, job_id
 `
 

@@ -103,13 +103,14 @@ const jobDelay = `-- name: JobDelay :one
 UPDATE jobs
    SET state = 'pending', attempt = greatest(attempt - 1, 0), lease_expires_at = NULL,
        available_at = $1
- WHERE id = $2 AND state = 'running' AND worker_id = $3::text
-   AND attempt = $4::int
+ WHERE tenant_id = $2 AND id = $3 AND lease_expires_at IS NOT NULL
+   AND worker_id = $4::text AND attempt = $5::int
 RETURNING id
 `
 
 type JobDelayParams struct {
 	AvailableAt time.Time
+	TenantID    int64
 	ID          int64
 	WorkerID    string
 	Attempt     int32
@@ -119,10 +120,13 @@ type JobDelayParams struct {
 // version) goes back to pending for later without using up the attempt.
 // Fenced by the claim token (worker, attempt) like completion: a delay
 // that arrives after the lease was rescued and the job claimed again,
-// even by the same worker, must not touch the newer attempt.
+// even by the same worker, must not touch the newer attempt. "Lease set"
+// rather than "state = running", so the planner takes the primary key and
+// never jobs_running_idx (see JobSetCompletedMany).
 func (q *Queries) JobDelay(ctx context.Context, arg JobDelayParams) (int64, error) {
 	row := q.db.QueryRow(ctx, jobDelay,
 		arg.AvailableAt,
+		arg.TenantID,
 		arg.ID,
 		arg.WorkerID,
 		arg.Attempt,

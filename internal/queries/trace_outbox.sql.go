@@ -14,7 +14,7 @@ const traceDeliveries = `-- name: TraceDeliveries :many
 SELECT d.id, d.tenant_id, d.event_id, d.event_type, d.state, d.attempts, d.last_status, d.last_error,
        d.created_at, d.updated_at, e.url
   FROM webhook_deliveries d
-  JOIN webhook_endpoints e ON e.id = d.endpoint_id
+  JOIN webhook_endpoints e ON e.tenant_id = d.tenant_id AND e.id = d.endpoint_id
  WHERE d.event_id = ANY($1::bigint[])
  ORDER BY d.id
  LIMIT $2
@@ -76,7 +76,7 @@ const traceOutbox = `-- name: TraceOutbox :many
 SELECT m.id, m.tenant_id, m.event_type, m.aggregate_type, m.aggregate_id, m.state, m.attempts,
        m.created_at, m.processed_at, m.last_error
   FROM outbox_traces t
-  JOIN outbox_messages m ON m.id = t.message_id
+  JOIN outbox_messages m ON m.tenant_id = t.tenant_id AND m.id = t.message_id
  WHERE t.trace_id = $1
  ORDER BY t.message_id
  LIMIT $2

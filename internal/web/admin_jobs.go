@@ -117,7 +117,7 @@ func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
 	if err := s.recordStaffViews(c, "/admin/jobs", v.Events); err != nil {
 		return admin.JobVM{}, err
 	}
-	links, err := s.Console.Dependencies(ctx, id)
+	links, err := s.Console.Dependencies(ctx, r.TenantID, id)
 	if err != nil {
 		return admin.JobVM{}, err
 	}
