@@ -24,7 +24,10 @@
 -- 2) quota: each gets an equal share of the batch (at least $8), less its
 --    running jobs when a per-tenant cap is set.
 -- 3) candidates: each tenant's head jobs in priority, due-time, id order,
---    locked with SKIP LOCKED so concurrent claimers never collide.
+--    locked with SKIP LOCKED so concurrent claimers never collide, ranked
+--    within their tenant by one sort of the whole set (a rank computed
+--    inside the LATERAL sorted each tenant's rows separately: one sort per
+--    tenant, a cost that grew with the number of tenants per batch).
 -- 4) picked: the batch by priority, then rank within the tenant (round
 --    robin across tenants), then due time; marked running with a lease.
 --    Each row comes back with the database's check of its payload MAC
@@ -32,6 +35,12 @@
 --    gets exactly this payload, so checking it here is checking it at
 --    start, without another round trip. Rows are updated by primary key
 --    (tenant_id, id).
+-- 5) walk: how many tenants the walk visited and the last one, returned
+--    with every row (and alone, with NULL job columns, when nothing was
+--    claimed), with each row's tenant quota: the engine continues the
+--    round robin after the last tenant visited, and skips the refill pass
+--    when the walk saw every tenant and none used its whole quota (nothing
+--    more is due), which is what an idle queue's claim looks like.
 WITH RECURSIVE tenant_walk AS (
     (SELECT j.tenant_id, 1 AS n
        FROM jobs j
@@ -63,23 +72,23 @@ quota AS (
      WHERE w.tenant_id IS NOT NULL
 ),
 candidates AS (
-    SELECT q.tenant_id, c.id, c.priority, c.available_at, c.rank
+    SELECT q.tenant_id, c.id, c.priority, c.available_at, q.k,
+           row_number() OVER (PARTITION BY q.tenant_id
+                              ORDER BY c.priority, c.available_at, c.id) AS rank
       FROM quota q
      CROSS JOIN LATERAL (
-        SELECT l.id, l.priority, l.available_at,
-               row_number() OVER (ORDER BY l.priority, l.available_at, l.id) AS rank
-          FROM (SELECT j.id, j.priority, j.available_at
-                  FROM jobs j
-                 WHERE j.tenant_id = q.tenant_id AND j.queue = $2 AND j.state = 'pending'
-                   AND j.available_at <= coalesce($1::timestamptz, now())
-                   AND j.kind <> ALL($11::text[])
-                 ORDER BY j.priority, j.available_at, j.id
-                 LIMIT q.k
-                 FOR UPDATE SKIP LOCKED) l
+        SELECT j.id, j.priority, j.available_at
+          FROM jobs j
+         WHERE j.tenant_id = q.tenant_id AND j.queue = $2 AND j.state = 'pending'
+           AND j.available_at <= coalesce($1::timestamptz, now())
+           AND j.kind <> ALL($11::text[])
+         ORDER BY j.priority, j.available_at, j.id
+         LIMIT q.k
+         FOR UPDATE SKIP LOCKED
      ) c
 ),
 picked AS (
-    SELECT candidates.tenant_id, candidates.id
+    SELECT candidates.tenant_id, candidates.id, candidates.k
       FROM candidates
      ORDER BY candidates.priority, CASE WHEN $10::bool THEN candidates.rank ELSE 0 END,
               candidates.available_at, candidates.id
@@ -87,18 +96,26 @@ picked AS (
 ),
 tampered AS (
     SELECT t.id FROM jobs_tampered(ARRAY(SELECT picked.tenant_id FROM picked), ARRAY(SELECT picked.id FROM picked)) AS t(id)
+),
+walk AS (
+    SELECT count(*)::int AS tenants, coalesce(max(quota.tenant_id), 0) AS last FROM quota
+),
+claimed AS (
+    UPDATE jobs
+       SET state            = 'running',
+           attempt          = jobs.attempt + 1,
+           attempted_at     = coalesce($1::timestamptz, now()),
+           worker_id        = $3::text,
+           lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $5::float8)
+      FROM picked
+     WHERE jobs.tenant_id = picked.tenant_id AND jobs.id = picked.id
+    RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.queue, jobs.priority, jobs.payload,
+              jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
+              jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
+              jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
+              jobs.payload_version,
+              NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = jobs.id) AS intact,
+              picked.k AS quota
 )
-UPDATE jobs
-   SET state            = 'running',
-       attempt          = jobs.attempt + 1,
-       attempted_at     = coalesce($1::timestamptz, now()),
-       worker_id        = $3::text,
-       lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $5::float8)
-  FROM picked
- WHERE jobs.tenant_id = picked.tenant_id AND jobs.id = picked.id
-RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.queue, jobs.priority, jobs.payload,
-          jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
-          jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
-          jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
-          jobs.payload_version,
-          NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = jobs.id)
+SELECT walk.tenants, walk.last, claimed.*
+  FROM walk LEFT JOIN claimed ON true

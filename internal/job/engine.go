@@ -97,6 +97,7 @@ type Engine struct {
 
 	cursorMu sync.Mutex
 	cursors  map[string]int64 // round-robin tenant cursor per queue
+	busy     map[string]bool  // the queue's last claim filled its batch
 	queueRR  int
 
 	jitOff sync.Map // *pgx.Conn → struct{}: connections with JIT disabled
@@ -183,6 +184,7 @@ func New(cfg Config) (*Engine, error) {
 		log:     cfg.Logger.With("component", "job", "worker_id", cfg.WorkerID),
 		kinds:   map[string]kindEntry{},
 		cursors: map[string]int64{},
+		busy:    map[string]bool{},
 	}, nil
 }
 
@@ -363,8 +365,17 @@ func checkPayloadTenant(payload json.RawMessage, tenantID int64) error {
 // fairly across tenants, marking them running with a lease. The worker
 // pool uses it; tests and tools may call it directly.
 func (e *Engine) Claim(ctx context.Context, workerID string, n int) ([]*Job, error) {
+	jobs, _, err := e.claim(ctx, workerID, n)
+	return jobs, err
+}
+
+// claim is Claim, also reporting whether every queue was answered by the
+// idle queue's claim (claim_small.sql) that fitted: then nothing else was
+// due when it ran, and the producer can wait for the next NOTIFY or poll
+// instead of claiming again at once.
+func (e *Engine) claim(ctx context.Context, workerID string, n int) ([]*Job, bool, error) {
 	if n <= 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	now := e.clock.Now()
 	queues := e.cfg.Queues
@@ -373,17 +384,21 @@ func (e *Engine) Claim(ctx context.Context, workerID string, n int) ([]*Job, err
 	e.queueRR++
 	e.cursorMu.Unlock()
 	var out []*Job
-	for i := 0; i < len(queues) && len(out) < n; i++ {
+	drained := true
+	i := 0
+	for ; i < len(queues) && len(out) < n; i++ {
 		q := queues[(startQ+i)%len(queues)]
 		if e.queuePaused(ctx, q) {
 			continue
 		}
-		jobs, err := e.claimQueue(ctx, now, q, workerID, n-len(out))
+		jobs, small, err := e.claimQueue(ctx, now, q, workerID, n-len(out))
 		if err != nil {
-			return out, err
+			return out, false, err
 		}
+		drained = drained && small
 		out = append(out, jobs...)
 	}
+	drained = drained && i == len(queues)
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].Priority != out[b].Priority {
 			return out[a].Priority < out[b].Priority
@@ -393,10 +408,10 @@ func (e *Engine) Claim(ctx context.Context, workerID string, n int) ([]*Job, err
 		}
 		return out[a].ID < out[b].ID
 	})
-	return out, nil
+	return out, drained, nil
 }
 
-func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID string, n int) ([]*Job, error) {
+func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID string, n int) (jobs []*Job, small bool, err error) {
 	maxTenants := n
 	perTenant := e.cfg.PerTenantBatch
 	if e.cfg.DisableTenantFairness {
@@ -404,10 +419,11 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	}
 	e.cursorMu.Lock()
 	cursor := e.cursors[queue]
+	idle := !e.busy[queue]
 	e.cursorMu.Unlock()
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("claim jobs: acquire connection: %w", err)
+		return nil, false, fmt.Errorf("claim jobs: acquire connection: %w", err)
 	}
 	defer conn.Release()
 	// The planner cannot size the per-tenant LIMIT and overestimates the
@@ -415,9 +431,50 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	// every batch. Switch JIT off once per connection.
 	if _, seen := e.jitOff.Load(conn.Conn()); !seen {
 		if _, err := conn.Exec(ctx, "SET jit = off"); err != nil {
-			return nil, fmt.Errorf("claim jobs: disable jit: %w", err)
+			return nil, false, fmt.Errorf("claim jobs: disable jit: %w", err)
 		}
 		e.jitOff.Store(conn.Conn(), struct{}{})
+	}
+	args := claimArgs{
+		now: now, queue: queue, workerID: workerID, batch: n, lease: e.cfg.LeaseDuration,
+		maxTenants: maxTenants, perTenant: perTenant,
+		tenantConcurrency: e.cfg.TenantConcurrency, fair: !e.cfg.DisableTenantFairness,
+		pausedKinds: e.pausedKinds(ctx),
+	}
+	// After a short claim the queue was drained, so the next one (woken by
+	// NOTIFY or the poll) most likely finds a handful of jobs: when the
+	// whole due set fits in the batch, claim_small.sql takes all of it
+	// without the per-tenant walk and its planning, which is what an idle
+	// worker's latency is made of. Everyone gets everything, so that is
+	// fair; the per-tenant cap needs the walk's running counts.
+	if idle && e.cfg.TenantConcurrency == 0 {
+		began := time.Now() //nolint:forbidigo // duration measurement, not domain time
+		jobs, fits, err := storeClaimSmall(ctx, conn, args)
+		if err != nil {
+			return nil, false, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
+		}
+		if fits {
+			// The round robin goes on from here as if the walk had served
+			// these tenants: after the last of them when they filled the
+			// walk's tenant budget (a batch of one that took tenant A's
+			// job leaves B first in line), else from the start.
+			next, seen := int64(0), map[int64]bool{}
+			for _, j := range jobs {
+				seen[j.TenantID] = true
+				next = max(next, j.TenantID)
+			}
+			if len(seen) < maxTenants || !args.fair {
+				next = 0
+			}
+			e.cursorMu.Lock()
+			e.cursors[queue] = next
+			e.cursorMu.Unlock()
+			e.stats.claims.Add(1)
+			e.stats.claimed.Add(int64(len(jobs)))
+			e.stats.claimNanos.Add(int64(time.Since(began)))
+			e.stats.smallClaims.Add(1)
+			return jobs, true, nil // at most n were due: the queue stays idle
+		}
 	}
 	var out []*Job
 	// A pass falls short when a tenant has fewer due jobs than its share
@@ -425,41 +482,39 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	// the rest of the batch to the tenants that still have work.
 	for pass := 0; pass < 3 && len(out) < n; pass++ {
 		began := time.Now() //nolint:forbidigo // duration measurement, not domain time
-		jobs, err := storeClaim(ctx, conn, claimArgs{
-			now: now, queue: queue, workerID: workerID, batch: n - len(out), lease: e.cfg.LeaseDuration,
-			afterTenant: cursor, maxTenants: maxTenants, perTenant: perTenant,
-			tenantConcurrency: e.cfg.TenantConcurrency, fair: !e.cfg.DisableTenantFairness,
-			pausedKinds: e.pausedKinds(ctx),
-		})
+		args.batch, args.afterTenant = n-len(out), cursor
+		res, err := storeClaim(ctx, conn, args)
 		if err != nil {
-			return out, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
+			return out, false, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
 		}
 		e.stats.claims.Add(1)
-		e.stats.claimed.Add(int64(len(jobs)))
+		e.stats.claimed.Add(int64(len(res.jobs)))
 		e.stats.claimNanos.Add(int64(time.Since(began)))
-		out = append(out, jobs...)
+		out = append(out, res.jobs...)
 		// Round robin: when the walk was cut short by maxTenants, the next
-		// claim starts after the last tenant served; otherwise from the
-		// start. A short batch that began mid-way retries from the start.
-		tenants := map[int64]struct{}{}
-		var last int64
-		for _, j := range jobs {
-			tenants[j.TenantID] = struct{}{}
-			last = max(last, j.TenantID)
-		}
+		// claim starts after the last tenant it visited (whether or not it
+		// gave anything: tenants whose due jobs are all of paused kinds
+		// must not hold the cursor back); otherwise from the start. Without
+		// fairness the claim always starts from the first tenants.
 		next := int64(0)
-		if len(tenants) >= maxTenants {
-			next = last
+		if res.tenants >= maxTenants && args.fair {
+			next = res.last
 		}
 		e.cursorMu.Lock()
 		e.cursors[queue] = next
 		e.cursorMu.Unlock()
-		if len(jobs) == 0 && cursor == 0 {
-			break // nothing due
+		// A walk from the start that visited every tenant with due work
+		// and filled nobody's share saw everything that is due: another
+		// pass would find nothing.
+		if cursor == 0 && next == 0 && (len(res.jobs) == 0 || res.tenants < maxTenants && !res.fullQuota) {
+			break
 		}
 		cursor = next
 	}
-	return out, nil
+	e.cursorMu.Lock()
+	e.busy[queue] = len(out) == n
+	e.cursorMu.Unlock()
+	return out, false, nil
 }
 
 // Complete marks a job the worker holds as succeeded; ErrNotHeld when the
@@ -590,6 +645,7 @@ func (e *Engine) prune(ctx context.Context, db Querier) (int64, error) {
 
 type engineStats struct {
 	claims, claimed, claimNanos    atomic.Int64
+	smallClaims                    atomic.Int64
 	flushes, completed, flushNanos atomic.Int64
 	failures                       atomic.Int64
 }
@@ -600,18 +656,21 @@ type Stats struct {
 	Claims    int64         // claim statements run
 	Claimed   int64         // jobs they returned
 	ClaimTime time.Duration // total time in claim statements
-	Flushes   int64         // batched completion statements run
-	Completed int64         // jobs they marked succeeded
-	FlushTime time.Duration // total time in completion statements
-	Failures  int64         // failed attempts recorded
+	// SmallClaims counts claims (among Claims) that found at most a batch
+	// due and took it without the per-tenant walk (claim_small.sql).
+	SmallClaims int64
+	Flushes     int64         // batched completion statements run
+	Completed   int64         // jobs they marked succeeded
+	FlushTime   time.Duration // total time in completion statements
+	Failures    int64         // failed attempts recorded
 }
 
 // Stats returns the engine's counters so far.
 func (e *Engine) Stats() Stats {
 	return Stats{
 		Claims: e.stats.claims.Load(), Claimed: e.stats.claimed.Load(),
-		ClaimTime: time.Duration(e.stats.claimNanos.Load()),
-		Flushes:   e.stats.flushes.Load(), Completed: e.stats.completed.Load(),
+		ClaimTime: time.Duration(e.stats.claimNanos.Load()), SmallClaims: e.stats.smallClaims.Load(),
+		Flushes: e.stats.flushes.Load(), Completed: e.stats.completed.Load(),
 		FlushTime: time.Duration(e.stats.flushNanos.Load()),
 		Failures:  e.stats.failures.Load(),
 	}

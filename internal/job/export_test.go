@@ -124,6 +124,9 @@ func (e *Engine) FoldCounts(ctx context.Context) (int64, error) { return storeCo
 // ClaimSQL is the fair claim statement, for the plan test.
 var ClaimSQL = claimSQL
 
+// ClaimSmallSQL is the idle queue's claim statement, for the plan test.
+var ClaimSmallSQL = claimSmallSQL
+
 // DelayJob gives a held job back for later, as a handler's Delay does.
 func (e *Engine) DelayJob(ctx context.Context, j *Job, after time.Duration, reason string) error {
 	return e.delayJob(ctx, j, after, reason)

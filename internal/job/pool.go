@@ -330,7 +330,7 @@ func (e *Engine) produce(r *runState) {
 		// The claim itself is not interrupted by Stop: a claim that
 		// committed on the server but was cancelled in the client would
 		// leave jobs running until their lease expired.
-		jobs, err := e.Claim(context.WithoutCancel(ctx), e.cfg.WorkerID, n)
+		jobs, drained, err := e.claim(context.WithoutCancel(ctx), e.cfg.WorkerID, n)
 		if err != nil && ctx.Err() == nil {
 			e.log.Error("claim jobs", "err", err)
 		}
@@ -339,8 +339,12 @@ func (e *Engine) produce(r *runState) {
 			r.track(j, claimedAt)
 			r.jobs <- j // never blocks: at most 2×Workers jobs are in flight
 		}
-		if err == nil && len(jobs) > 0 {
-			continue // more may be due right now
+		// More may be due right now, unless the claim took every job that
+		// was due (an idle queue's small claim): then the next job comes
+		// with a NOTIFY or the poll, and claiming again at once would only
+		// compete for the CPU with the handlers just handed their jobs.
+		if err == nil && len(jobs) > 0 && !drained {
+			continue
 		}
 		if !poll.Stop() {
 			select {

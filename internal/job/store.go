@@ -105,46 +105,125 @@ type claimArgs struct {
 	pausedKinds       []string
 }
 
-func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) ([]*Job, error) {
+// fairClaim is one pass of the fair claim: the jobs, and what the tenant
+// walk saw, which decides whether another pass can find more.
+type fairClaim struct {
+	jobs    []*Job
+	tenants int   // tenants with due work the walk visited
+	last    int64 // the highest of them (0 = none)
+	// fullQuota: some tenant got its whole share of the batch, so it may
+	// have more due jobs.
+	fullQuota bool
+}
+
+func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, error) {
 	// QueryExecModeExec: an unnamed statement is planned with the actual
 	// values every time. A cached generic plan cannot see the batch size,
 	// tenant cursor or clock and was measured ~15x slower.
 	rows, err := db.Query(ctx, claimSQL, pgx.QueryExecModeExec, a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
 		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair, pausedOrEmpty(a.pausedKinds))
 	if err != nil {
-		return nil, err
+		return fairClaim{}, err
 	}
 	defer rows.Close()
-	var out []*Job
+	var (
+		out     fairClaim
+		tenants int32
+		quota   int32
+	)
+	perTenant := map[int64]int32{}
 	for rows.Next() {
-		var (
-			j                    Job
-			attempt, maxAttempts int32
-			payload              []byte
-			key                  *string
-			attemptedAt          *time.Time
-			lease                *time.Time
-			version              int32
-		)
-		if err := rows.Scan(&j.ID, &j.TenantID, &j.Kind, &j.Queue, &j.Priority, &payload,
-			&attempt, &maxAttempts, &j.AvailableAt, &j.CreatedAt, &attemptedAt, &j.TraceID,
-			&j.RequestedBy, &j.RequestedAt, &j.ExpiresAt, &key, &j.PayloadHash, &lease, &version, &j.payloadIntact); err != nil {
-			return nil, err
+		// The walk's figures come with every row, and alone (job columns
+		// NULL) when nothing was claimed.
+		if rows.RawValues()[2] == nil {
+			if err := rows.Scan(append([]any{&tenants, &out.last}, make([]any, claimedColumns+1)...)...); err != nil {
+				return fairClaim{}, err
+			}
+			continue
 		}
-		j.Payload = json.RawMessage(payload)
-		j.Attempt, j.MaxAttempts = int(attempt), int(maxAttempts)
-		j.IdempotencyKey = deref(key)
-		j.PayloadVersion = int(version)
-		j.WorkerID = a.workerID
-		if attemptedAt != nil {
-			j.AttemptedAt = *attemptedAt
+		var c claimedRow
+		dest := append([]any{&tenants, &out.last}, c.dest()...)
+		if err := rows.Scan(append(dest, &quota)...); err != nil {
+			return fairClaim{}, err
 		}
-		if lease != nil {
-			j.LeaseExpiresAt = *lease
+		j := c.job(a.workerID)
+		perTenant[j.TenantID]++
+		if perTenant[j.TenantID] >= quota {
+			out.fullQuota = true
 		}
-		out = append(out, &j)
+		out.jobs = append(out.jobs, j)
 	}
+	out.tenants = int(tenants)
 	return out, rows.Err()
+}
+
+//go:embed claim_small.sql
+var claimSmallSQL string
+
+// storeClaimSmall runs claim_small.sql: all due jobs of the queue when at
+// most a batch is due in the whole table (fits), else nothing (fits false:
+// the fair claim must decide who goes first).
+func storeClaimSmall(ctx context.Context, db queries.DBTX, a claimArgs) (jobs []*Job, fits bool, err error) {
+	rows, err := db.Query(ctx, claimSmallSQL, a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
+		pausedOrEmpty(a.pausedKinds))
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if rows.RawValues()[1] == nil {
+			if err := rows.Scan(append([]any{&fits}, make([]any, claimedColumns)...)...); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		var c claimedRow
+		if err := rows.Scan(append([]any{&fits}, c.dest()...)...); err != nil {
+			return nil, false, err
+		}
+		j := c.job(a.workerID)
+		jobs = append(jobs, j)
+	}
+	return jobs, fits, rows.Err()
+}
+
+// claimedColumns is the number of job columns both claims return per row
+// (claimedRow.dest).
+const claimedColumns = 20
+
+// claimedRow scans the job columns of a claim's RETURNING list (the same
+// order in claim.sql and claim_small.sql).
+type claimedRow struct {
+	j                    Job
+	attempt, maxAttempts int32
+	payload              []byte
+	key                  *string
+	attemptedAt          *time.Time
+	lease                *time.Time
+	version              int32
+}
+
+func (c *claimedRow) dest() []any {
+	j := &c.j
+	return []any{&j.ID, &j.TenantID, &j.Kind, &j.Queue, &j.Priority, &c.payload,
+		&c.attempt, &c.maxAttempts, &j.AvailableAt, &j.CreatedAt, &c.attemptedAt, &j.TraceID,
+		&j.RequestedBy, &j.RequestedAt, &j.ExpiresAt, &c.key, &j.PayloadHash, &c.lease, &c.version, &j.payloadIntact}
+}
+
+func (c *claimedRow) job(workerID string) *Job {
+	j := c.j
+	j.Payload = json.RawMessage(c.payload)
+	j.Attempt, j.MaxAttempts = int(c.attempt), int(c.maxAttempts)
+	j.IdempotencyKey = deref(c.key)
+	j.PayloadVersion = int(c.version)
+	j.WorkerID = workerID
+	if c.attemptedAt != nil {
+		j.AttemptedAt = *c.attemptedAt
+	}
+	if c.lease != nil {
+		j.LeaseExpiresAt = *c.lease
+	}
+	return &j
 }
 
 // claimToken identifies one claim of one job: the worker and the attempt it
