@@ -43,6 +43,12 @@ type Config struct {
 	ScaleJobs        int  // jobs in the scale database
 	Requests         int  // timed requests per page benchmark and round
 	Reseed           bool // rebuild the scale database even if big enough
+	// ScaleDB names the scale database (default jejak_scale), so a copy
+	// with schema changes can be measured beside the shared one.
+	ScaleDB string
+	// ScaleNoMigrate leaves a reused scale database's schema as it is
+	// (read-only use of a database another branch seeded).
+	ScaleNoMigrate bool
 
 	// Outbox relay benchmark (outbox.go); zero values take small defaults.
 	OutboxMsgs     int           // burn-down: committed messages relayed

@@ -108,16 +108,26 @@ func getScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 }
 
 func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
-	name := env.DBName(scaleDBName)
+	base := env.Cfg.ScaleDB
+	if base == "" {
+		base = scaleDBName
+	}
+	name := env.DBName(base)
 	s := &scaleEnv{name: name, url: env.DatabaseURL(name), clients: map[string]*http.Client{}}
 	if env.Cfg.Reseed || !scaleIsReady(ctx, env, name) {
+		if env.Cfg.ScaleNoMigrate {
+			// Read-only use never rebuilds someone else's database.
+			return nil, fmt.Errorf("scale database %s is missing or smaller than asked (-scale-no-migrate does not seed)", name)
+		}
 		if err := seedScale(ctx, env, name, s.url); err != nil {
 			return nil, err
 		}
 	} else {
 		fmt.Printf("# scale database %s reused (use -reseed to rebuild)\n", name)
-		if err := database.Migrate(ctx, s.url); err != nil {
-			return nil, err
+		if !env.Cfg.ScaleNoMigrate {
+			if err := database.Migrate(ctx, s.url); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var err error

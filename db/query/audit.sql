@@ -71,6 +71,34 @@ WHERE tenant_id = sqlc.arg('tenant_id')
 ORDER BY seq DESC
 LIMIT sqlc.arg('lim');
 
+-- name: AuditEventTimelineByTime :many
+-- The timeline filtered by a date range: newest first by time, through
+-- audit_events_time_idx (tenant_id, occurred_at, seq), so a far-back range
+-- reads its own events and not every newer one (ordered by seq, the
+-- planner walks the primary key backwards from the head and filters on the
+-- time). Within a tenant time almost always follows seq (an event's time
+-- is its transaction's start), so the order is the usual one.
+-- Keyset on (occurred_at, seq): the cursor is still a seq, whose time is
+-- read by primary key. The other filters are as in AuditEventTimeline.
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+       e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash
+FROM audit_events e
+WHERE e.tenant_id = sqlc.arg('tenant_id')
+  AND (sqlc.narg('from_time')::timestamptz IS NULL OR e.occurred_at >= sqlc.narg('from_time')::timestamptz)
+  AND (sqlc.narg('to_time')::timestamptz IS NULL OR e.occurred_at < sqlc.narg('to_time')::timestamptz)
+  AND (sqlc.narg('before_seq')::bigint IS NULL
+       OR (e.occurred_at, e.seq) < (SELECT b.occurred_at, b.seq FROM audit_events b
+                                     WHERE b.tenant_id = sqlc.arg('tenant_id') AND b.seq = sqlc.narg('before_seq')::bigint))
+  AND (sqlc.narg('action')::text IS NULL OR e.action = sqlc.narg('action')::text)
+  AND (sqlc.narg('entity')::text IS NULL OR e.entity = sqlc.narg('entity')::text)
+  AND (sqlc.narg('entity_id')::text IS NULL OR e.entity_id = sqlc.narg('entity_id')::text)
+  AND (sqlc.narg('actor_kind')::text IS NULL OR e.actor_kind = sqlc.narg('actor_kind')::text)
+  AND (sqlc.narg('actor_id')::bigint IS NULL OR e.actor_id = sqlc.narg('actor_id')::bigint)
+  AND (sqlc.narg('trace_id')::text IS NULL OR e.trace_id = sqlc.narg('trace_id')::text)
+  AND (sqlc.narg('job_id')::bigint IS NULL OR e.job_id = sqlc.narg('job_id')::bigint)
+ORDER BY e.occurred_at DESC, e.seq DESC
+LIMIT sqlc.arg('lim');
+
 -- name: AuditEventScan :many
 -- Oldest first, keyset on seq, for verification and export batches.
 SELECT tenant_id, seq, id, actor_kind, actor_id, action, entity, entity_id,

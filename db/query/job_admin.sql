@@ -205,22 +205,21 @@ SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz;
 -- the backlog: unfinished (pending + running) from the maintained counts
 -- plus the deltas not folded yet; running from jobs_running_idx (bounded
 -- by the workers' capacity); dead and flagged from the dead-letter groups;
--- "scheduled" counts pending jobs due after now through
--- jobs_pending_at_idx (the jobs scheduled ahead, not the backlog). Pending
--- is unfinished minus running, due is pending minus scheduled.
+-- "scheduled" (pending jobs due later) as the maintenance leader last
+-- counted it (job_counts.scheduled, JobCountsScheduledRefresh): a job
+-- leaves it when the clock passes its due time, which no statement can
+-- count as it happens. Pending is unfinished minus running, due is
+-- pending minus scheduled.
 SELECT tenant_id, kind, sum(unfinished)::bigint AS unfinished, sum(running)::bigint AS running,
        sum(scheduled)::bigint AS scheduled, sum(dead)::bigint AS dead, sum(flagged)::bigint AS flagged
 FROM (
-    SELECT c.tenant_id, c.kind, c.unfinished, 0::bigint AS running, 0::bigint AS scheduled,
+    SELECT c.tenant_id, c.kind, c.unfinished, 0::bigint AS running, c.scheduled,
            0::bigint AS dead, 0::bigint AS flagged
       FROM job_counts c
     UNION ALL
     SELECT d.tenant_id, d.kind, d.unfinished, 0, 0, 0, 0 FROM job_count_deltas d
     UNION ALL
     SELECT r.tenant_id, r.kind, 0, 1, 0, 0, 0 FROM jobs r WHERE r.state = 'running'
-    UNION ALL
-    SELECT s.tenant_id, s.kind, 0, 0, 1, 0, 0 FROM jobs s
-     WHERE s.state = 'pending' AND s.available_at > sqlc.arg('now')::timestamptz
     UNION ALL
     SELECT g.tenant_id, g.kind, 0, 0, 0, g.n, g.flagged FROM job_dead_groups g
 ) x

@@ -41,3 +41,31 @@ SELECT tenant_id, kind, coalesce(error_class, ''), count(*), count(*) FILTER (WH
        max(finished_at), max(id)
   FROM jobs WHERE state = 'dead'
  GROUP BY tenant_id, kind, coalesce(error_class, '');
+
+-- name: JobCountsScheduledRefresh :exec
+-- Recount the jobs scheduled ahead per tenant and kind (pending, due after
+-- now) through jobs_pending_at_idx, and note when. Run by the maintenance
+-- leader after the fold, the only writer of job_counts, so nothing waits
+-- on these rows. Only rows whose count changed are written.
+WITH s AS (
+    SELECT tenant_id, kind, count(*)::bigint AS n FROM jobs
+     WHERE state = 'pending' AND available_at > coalesce(sqlc.narg('now')::timestamptz, now())
+     GROUP BY tenant_id, kind
+), zeroed AS (
+    UPDATE job_counts c SET scheduled = 0
+     WHERE c.scheduled <> 0
+       AND NOT EXISTS (SELECT 1 FROM s WHERE s.tenant_id = c.tenant_id AND s.kind = c.kind)
+), stamped AS (
+    INSERT INTO job_counts_scheduled_at AS a (only_row, counted_at)
+    VALUES (true, coalesce(sqlc.narg('now')::timestamptz, now()))
+    ON CONFLICT (only_row) DO UPDATE SET counted_at = EXCLUDED.counted_at
+)
+INSERT INTO job_counts AS c (tenant_id, kind, unfinished, scheduled)
+SELECT tenant_id, kind, 0, n FROM s
+ ORDER BY tenant_id, kind
+ON CONFLICT (tenant_id, kind) DO UPDATE SET scheduled = EXCLUDED.scheduled
+ WHERE c.scheduled <> EXCLUDED.scheduled;
+
+-- name: JobCountsScheduledAt :many
+-- When the jobs scheduled ahead were last counted (no row: never).
+SELECT counted_at FROM job_counts_scheduled_at;

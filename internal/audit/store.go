@@ -94,6 +94,9 @@ func (s store) insertBatch(ctx context.Context, b *batch) (int64, error) {
 }
 
 func (s store) timeline(ctx context.Context, tenantID int64, f Filter, beforeSeq *int64, limit int) ([]Recorded, error) {
+	if f.From != nil || f.To != nil {
+		return s.timelineByTime(ctx, tenantID, f, beforeSeq, limit)
+	}
 	rows, err := s.q.AuditEventTimeline(ctx, queries.AuditEventTimelineParams{
 		TenantID:  tenantID,
 		BeforeSeq: beforeSeq,
@@ -106,6 +109,29 @@ func (s store) timeline(ctx context.Context, tenantID int64, f Filter, beforeSeq
 		JobID:     f.JobID,
 		FromTime:  f.From,
 		ToTime:    f.To,
+		Lim:       int32(limit),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return fromRows(rows), nil
+}
+
+// timelineByTime is timeline for a date range: newest first by time, so
+// the range's own index entries are read however far back it lies.
+func (s store) timelineByTime(ctx context.Context, tenantID int64, f Filter, beforeSeq *int64, limit int) ([]Recorded, error) {
+	rows, err := s.q.AuditEventTimelineByTime(ctx, queries.AuditEventTimelineByTimeParams{
+		TenantID:  tenantID,
+		FromTime:  f.From,
+		ToTime:    f.To,
+		BeforeSeq: beforeSeq,
+		Action:    nonEmpty(f.Action),
+		Entity:    nonEmpty(f.Entity),
+		EntityID:  nonEmpty(f.EntityID),
+		ActorKind: nonEmpty(string(f.ActorKind)),
+		ActorID:   f.ActorID,
+		TraceID:   nonEmpty(f.TraceID),
+		JobID:     f.JobID,
 		Lim:       int32(limit),
 	})
 	if err != nil {

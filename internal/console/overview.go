@@ -15,8 +15,9 @@ import (
 )
 
 // The queue overview: live counts from the maintained counts (job_counts,
-// job_dead_groups) and bounded index probes (running jobs, jobs scheduled
-// ahead, the oldest due job), never a scan of the backlog; the last hour from the per-minute rollup (job_stats_minute, written by
+// job_dead_groups, and the jobs scheduled ahead as the maintenance leader
+// last counted them) and bounded index probes (running jobs, the oldest
+// due job), never a scan of the backlog; the last hour from the per-minute rollup (job_stats_minute, written by
 // the engine's completion and failure statements in the transaction of the
 // state change), and a cache that lets any number of viewers share one
 // snapshot per few seconds instead of each poll counting the jobs table.
@@ -72,6 +73,11 @@ type Overview struct {
 	// AsOf is the database time the snapshot was taken.
 	AsOf   time.Time
 	Totals Counts
+	// ScheduledAsOf is when the maintenance leader last counted the jobs
+	// scheduled ahead (nil: never): Due is Pending minus that count, so
+	// a job that fell due since still counts as scheduled until the next
+	// pass.
+	ScheduledAsOf *time.Time
 	// OldestDue is the due time of the oldest pending job already due
 	// (nil when none is waiting); AsOf minus it is the queue lag.
 	OldestDue *time.Time
@@ -148,8 +154,11 @@ func (s *Service) overview(ctx context.Context, tx pgx.Tx, o *Overview) error {
 	}
 	o.AsOf = now.UTC()
 	g := &groups{o: o, kinds: map[string]*Counts{}, tenants: map[int64]*Counts{}}
-	live, err := fst.liveCounts(ctx, o.AsOf)
+	live, err := fst.liveCounts(ctx)
 	if err != nil {
+		return err
+	}
+	if o.ScheduledAsOf, err = st.scheduledAt(ctx); err != nil {
 		return err
 	}
 	for _, r := range live {

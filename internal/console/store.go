@@ -221,18 +221,32 @@ type liveCount struct {
 	Dead, Flagged         int64
 }
 
-func (s store) liveCounts(ctx context.Context, now time.Time) ([]liveCount, error) {
-	rows, err := s.q.JobAdminLiveCounts(ctx, now)
+func (s store) liveCounts(ctx context.Context) ([]liveCount, error) {
+	rows, err := s.q.JobAdminLiveCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]liveCount, len(rows))
 	for i, r := range rows {
 		pending := r.Unfinished - r.Running
-		out[i] = liveCount{TenantID: r.TenantID, Kind: r.Kind, Pending: pending, Due: pending - r.Scheduled,
+		// The scheduled count is the leader's last one: jobs cancelled
+		// or claimed since cannot make due negative or above pending.
+		due := min(max(pending-r.Scheduled, 0), pending)
+		out[i] = liveCount{TenantID: r.TenantID, Kind: r.Kind, Pending: pending, Due: due,
 			Running: r.Running, Dead: r.Dead, Flagged: r.Flagged}
 	}
 	return out, nil
+}
+
+// scheduledAt is when the jobs scheduled ahead were last counted (nil:
+// never).
+func (s store) scheduledAt(ctx context.Context) (*time.Time, error) {
+	rows, err := s.q.JobCountsScheduledAt(ctx)
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	t := rows[0].UTC()
+	return &t, nil
 }
 
 // oldestDue is the due time of the oldest job waiting, nil when none is.

@@ -361,6 +361,8 @@ var en = map[string]string{
 	"class.flagged_title":                 "flagged for review",
 	"admin.overview_title":                "Queue overview",
 	"admin.snapshot":                      "Snapshot as of %s UTC · %s ago · refreshes every 3 s, one snapshot shared by all viewers",
+	"admin.scheduled_uncounted":           "Jobs scheduled ahead not counted yet: \"due now\" counts them as due until the maintenance leader's next pass.",
+	"admin.scheduled_counted":             "\"Due now\" leaves out the jobs scheduled ahead as counted at %s UTC (%s before this snapshot; recounted on every maintenance pass).",
 	"admin.due_now":                       "due now",
 	"admin.workers_n":                     "%s worker(s)",
 	"admin.flagged_n":                     "%s flagged",

@@ -346,6 +346,8 @@ var id = map[string]string{
 	"class.flagged_title":                 "ditandai untuk ditinjau",
 	"admin.overview_title":                "Ikhtisar antrean",
 	"admin.snapshot":                      "Cuplikan per %s UTC · %s lalu · diperbarui tiap 3 s, satu cuplikan untuk semua pembaca",
+	"admin.scheduled_uncounted":           "Job terjadwal belum dihitung: \"jatuh tempo sekarang\" menganggapnya jatuh tempo sampai putaran pemeliharaan berikutnya.",
+	"admin.scheduled_counted":             "\"Jatuh tempo sekarang\" tidak memuat job terjadwal sebagaimana dihitung pada %s UTC (%s sebelum cuplikan ini; dihitung ulang tiap putaran pemeliharaan).",
 	"admin.due_now":                       "jatuh tempo sekarang",
 	"admin.workers_n":                     "%s worker",
 	"admin.flagged_n":                     "%s ditandai",

@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -10,7 +11,8 @@ import (
 )
 
 // RebuildCounts recounts the staff pages' maintained counts (unfinished
-// jobs per tenant and kind, dead letters per group) from the jobs table, in
+// jobs and jobs scheduled ahead per tenant and kind, dead letters per
+// group) from the jobs table, in
 // one transaction on db (the system pool). Every statement of the engine
 // and the console keeps them exact as it moves jobs; this is for a bulk
 // load that wrote jobs directly (the large-data seeder) or a repair, run
@@ -19,6 +21,18 @@ func RebuildCounts(ctx context.Context, db database.Beginner) error {
 	err := database.InTx(ctx, db, func(tx pgx.Tx) error { return storeRebuildCounts(ctx, tx) })
 	if err != nil {
 		return fmt.Errorf("rebuild job counts: %w", err)
+	}
+	return nil
+}
+
+// CountScheduled recounts the jobs scheduled ahead (pending, due later)
+// per tenant and kind for the overview, as of the clock's now (the
+// database's time when nil). The maintenance leader runs it on every
+// pass; a job falls due by the clock alone, so no statement that moves
+// jobs can keep this count, and the overview says when it was taken.
+func CountScheduled(ctx context.Context, db Querier, now *time.Time) error {
+	if err := storeCountScheduled(ctx, db, now); err != nil {
+		return fmt.Errorf("count jobs scheduled ahead: %w", err)
 	}
 	return nil
 }

@@ -764,6 +764,11 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune boo
 	if _, err := storeCountsFold(ctx, lead); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: fold job counts", "err", err)
 	}
+	// The overview's "due now" is pending minus the jobs scheduled ahead,
+	// counted here once per pass rather than by every overview refresh.
+	if err := storeCountScheduled(ctx, lead, e.clock.Now()); err != nil && ctx.Err() == nil {
+		e.log.Error("maintenance: count scheduled jobs", "err", err)
+	}
 	// Owners chart 30 days: fold the minutes into days before pruning them.
 	if _, err := StatsFoldDays(ctx, lead, e.clock.Now()); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: fold job stats", "err", err)

@@ -390,8 +390,17 @@ func storeRebuildCounts(ctx context.Context, tx queries.DBTX) error {
 	if _, err := q.JobCountsFold(ctx); err != nil {
 		return err
 	}
+	if err := q.JobCountsScheduledRefresh(ctx, nil); err != nil {
+		return err
+	}
 	if err := q.JobDeadGroupsClear(ctx); err != nil {
 		return err
 	}
 	return q.JobDeadGroupsRebuild(ctx)
+}
+
+// storeCountScheduled recounts the jobs scheduled ahead per tenant and
+// kind into job_counts (as of now, or the database's time when nil).
+func storeCountScheduled(ctx context.Context, db queries.DBTX, now *time.Time) error {
+	return queries.New(db).JobCountsScheduledRefresh(ctx, now)
 }

@@ -526,6 +526,98 @@ func (q *Queries) AuditEventTimeline(ctx context.Context, arg AuditEventTimeline
 	return items, nil
 }
 
+const auditEventTimelineByTime = `-- name: AuditEventTimelineByTime :many
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+       e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash
+FROM audit_events e
+WHERE e.tenant_id = $1
+  AND ($2::timestamptz IS NULL OR e.occurred_at >= $2::timestamptz)
+  AND ($3::timestamptz IS NULL OR e.occurred_at < $3::timestamptz)
+  AND ($4::bigint IS NULL
+       OR (e.occurred_at, e.seq) < (SELECT b.occurred_at, b.seq FROM audit_events b
+                                     WHERE b.tenant_id = $1 AND b.seq = $4::bigint))
+  AND ($5::text IS NULL OR e.action = $5::text)
+  AND ($6::text IS NULL OR e.entity = $6::text)
+  AND ($7::text IS NULL OR e.entity_id = $7::text)
+  AND ($8::text IS NULL OR e.actor_kind = $8::text)
+  AND ($9::bigint IS NULL OR e.actor_id = $9::bigint)
+  AND ($10::text IS NULL OR e.trace_id = $10::text)
+  AND ($11::bigint IS NULL OR e.job_id = $11::bigint)
+ORDER BY e.occurred_at DESC, e.seq DESC
+LIMIT $12
+`
+
+type AuditEventTimelineByTimeParams struct {
+	TenantID  int64
+	FromTime  *time.Time
+	ToTime    *time.Time
+	BeforeSeq *int64
+	Action    *string
+	Entity    *string
+	EntityID  *string
+	ActorKind *string
+	ActorID   *int64
+	TraceID   *string
+	JobID     *int64
+	Lim       int32
+}
+
+// The timeline filtered by a date range: newest first by time, through
+// audit_events_time_idx (tenant_id, occurred_at, seq), so a far-back range
+// reads its own events and not every newer one (ordered by seq, the
+// planner walks the primary key backwards from the head and filters on the
+// time). Within a tenant time almost always follows seq (an event's time
+// is its transaction's start), so the order is the usual one.
+// Keyset on (occurred_at, seq): the cursor is still a seq, whose time is
+// read by primary key. The other filters are as in AuditEventTimeline.
+func (q *Queries) AuditEventTimelineByTime(ctx context.Context, arg AuditEventTimelineByTimeParams) ([]AuditEvent, error) {
+	rows, err := q.db.Query(ctx, auditEventTimelineByTime,
+		arg.TenantID,
+		arg.FromTime,
+		arg.ToTime,
+		arg.BeforeSeq,
+		arg.Action,
+		arg.Entity,
+		arg.EntityID,
+		arg.ActorKind,
+		arg.ActorID,
+		arg.TraceID,
+		arg.JobID,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AuditEvent{}
+	for rows.Next() {
+		var i AuditEvent
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.Seq,
+			&i.ID,
+			&i.ActorKind,
+			&i.ActorID,
+			&i.Action,
+			&i.Entity,
+			&i.EntityID,
+			&i.Detail,
+			&i.OccurredAt,
+			&i.TraceID,
+			&i.JobID,
+			&i.PrevHash,
+			&i.Hash,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const auditHeadCreate = `-- name: AuditHeadCreate :exec
 INSERT INTO audit_heads (tenant_id, seq, hash)
 VALUES ($1, 0, $2)

@@ -469,16 +469,13 @@ const jobAdminLiveCounts = `-- name: JobAdminLiveCounts :many
 SELECT tenant_id, kind, sum(unfinished)::bigint AS unfinished, sum(running)::bigint AS running,
        sum(scheduled)::bigint AS scheduled, sum(dead)::bigint AS dead, sum(flagged)::bigint AS flagged
 FROM (
-    SELECT c.tenant_id, c.kind, c.unfinished, 0::bigint AS running, 0::bigint AS scheduled,
+    SELECT c.tenant_id, c.kind, c.unfinished, 0::bigint AS running, c.scheduled,
            0::bigint AS dead, 0::bigint AS flagged
       FROM job_counts c
     UNION ALL
     SELECT d.tenant_id, d.kind, d.unfinished, 0, 0, 0, 0 FROM job_count_deltas d
     UNION ALL
     SELECT r.tenant_id, r.kind, 0, 1, 0, 0, 0 FROM jobs r WHERE r.state = 'running'
-    UNION ALL
-    SELECT s.tenant_id, s.kind, 0, 0, 1, 0, 0 FROM jobs s
-     WHERE s.state = 'pending' AND s.available_at > $1::timestamptz
     UNION ALL
     SELECT g.tenant_id, g.kind, 0, 0, 0, g.n, g.flagged FROM job_dead_groups g
 ) x
@@ -500,11 +497,13 @@ type JobAdminLiveCountsRow struct {
 // the backlog: unfinished (pending + running) from the maintained counts
 // plus the deltas not folded yet; running from jobs_running_idx (bounded
 // by the workers' capacity); dead and flagged from the dead-letter groups;
-// "scheduled" counts pending jobs due after now through
-// jobs_pending_at_idx (the jobs scheduled ahead, not the backlog). Pending
-// is unfinished minus running, due is pending minus scheduled.
-func (q *Queries) JobAdminLiveCounts(ctx context.Context, now time.Time) ([]JobAdminLiveCountsRow, error) {
-	rows, err := q.db.Query(ctx, jobAdminLiveCounts, now)
+// "scheduled" (pending jobs due later) as the maintenance leader last
+// counted it (job_counts.scheduled, JobCountsScheduledRefresh): a job
+// leaves it when the clock passes its due time, which no statement can
+// count as it happens. Pending is unfinished minus running, due is
+// pending minus scheduled.
+func (q *Queries) JobAdminLiveCounts(ctx context.Context) ([]JobAdminLiveCountsRow, error) {
+	rows, err := q.db.Query(ctx, jobAdminLiveCounts)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ package queries
 
 import (
 	"context"
+	"time"
 )
 
 const jobCountsFold = `-- name: JobCountsFold :execrows
@@ -53,6 +54,61 @@ SELECT tenant_id, kind, count(*) FROM jobs WHERE state IN ('pending', 'running')
 // Run it while nothing else moves jobs.
 func (q *Queries) JobCountsRebuild(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, jobCountsRebuild)
+	return err
+}
+
+const jobCountsScheduledAt = `-- name: JobCountsScheduledAt :many
+SELECT counted_at FROM job_counts_scheduled_at
+`
+
+// When the jobs scheduled ahead were last counted (no row: never).
+func (q *Queries) JobCountsScheduledAt(ctx context.Context) ([]time.Time, error) {
+	rows, err := q.db.Query(ctx, jobCountsScheduledAt)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []time.Time{}
+	for rows.Next() {
+		var counted_at time.Time
+		if err := rows.Scan(&counted_at); err != nil {
+			return nil, err
+		}
+		items = append(items, counted_at)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const jobCountsScheduledRefresh = `-- name: JobCountsScheduledRefresh :exec
+WITH s AS (
+    SELECT tenant_id, kind, count(*)::bigint AS n FROM jobs
+     WHERE state = 'pending' AND available_at > coalesce($1::timestamptz, now())
+     GROUP BY tenant_id, kind
+), zeroed AS (
+    UPDATE job_counts c SET scheduled = 0
+     WHERE c.scheduled <> 0
+       AND NOT EXISTS (SELECT 1 FROM s WHERE s.tenant_id = c.tenant_id AND s.kind = c.kind)
+), stamped AS (
+    INSERT INTO job_counts_scheduled_at AS a (only_row, counted_at)
+    VALUES (true, coalesce($1::timestamptz, now()))
+    ON CONFLICT (only_row) DO UPDATE SET counted_at = EXCLUDED.counted_at
+)
+INSERT INTO job_counts AS c (tenant_id, kind, unfinished, scheduled)
+SELECT tenant_id, kind, 0, n FROM s
+ ORDER BY tenant_id, kind
+ON CONFLICT (tenant_id, kind) DO UPDATE SET scheduled = EXCLUDED.scheduled
+ WHERE c.scheduled <> EXCLUDED.scheduled
+`
+
+// Recount the jobs scheduled ahead per tenant and kind (pending, due after
+// now) through jobs_pending_at_idx, and note when. Run by the maintenance
+// leader after the fold, the only writer of job_counts, so nothing waits
+// on these rows. Only rows whose count changed are written.
+func (q *Queries) JobCountsScheduledRefresh(ctx context.Context, now *time.Time) error {
+	_, err := q.db.Exec(ctx, jobCountsScheduledRefresh, now)
 	return err
 }
 

@@ -174,12 +174,18 @@ type JobCount struct {
 	TenantID   int64
 	Kind       string
 	Unfinished int64
+	Scheduled  int64
 }
 
 type JobCountDelta struct {
 	TenantID   int64
 	Kind       string
 	Unfinished int64
+}
+
+type JobCountsScheduledAt struct {
+	OnlyRow   bool
+	CountedAt time.Time
 }
 
 type JobDeadGroup struct {

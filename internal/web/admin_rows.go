@@ -85,7 +85,7 @@ func adminGroups(gs []console.GroupCounts) []admin.GroupRow {
 
 func adminSnapshot(o *console.Overview) admin.Snapshot {
 	s := admin.Snapshot{
-		AsOf: o.AsOf, Totals: adminCounts(o.Totals), HasLag: o.OldestDue != nil, Lag: o.Lag(),
+		AsOf: o.AsOf, ScheduledAsOf: o.ScheduledAsOf, Totals: adminCounts(o.Totals), HasLag: o.OldestDue != nil, Lag: o.Lag(),
 		ByKind: adminGroups(o.ByKind), ByTenant: adminGroups(o.ByTenant),
 		Minutes: make([]components.ChartMinute, len(o.Minutes)), Workers: make([]admin.WorkerRow, len(o.Workers)),
 	}

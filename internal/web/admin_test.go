@@ -105,8 +105,17 @@ func TestAdminOverviewMatchesDatabase(t *testing.T) {
 	}
 	future := time.Now().Add(time.Hour)
 	f.enqueue("kopi-senja", job.EnqueueParams{Kind: "points.award", AvailableAt: &future})
-	before := counters(cachedSrv.get("/admin").body)
-	if before["count-pending"] != "7" || before["count-due"] != "6" {
+	// Until the maintenance leader counts the jobs scheduled ahead, "due
+	// now" is every pending job, and the page says so.
+	if p := c.get("/admin?partial=overview"); counters(p.body)["count-due"] != "7" || !strings.Contains(p.body, "not counted yet") {
+		t.Fatalf("before the count: %v %.1500s", counters(p.body), p.body)
+	}
+	if err := job.CountScheduled(context.Background(), f.db.System, nil); err != nil {
+		t.Fatal(err)
+	}
+	first := cachedSrv.get("/admin")
+	before := counters(first.body)
+	if before["count-pending"] != "7" || before["count-due"] != "6" || !strings.Contains(first.body, "as counted at") {
 		t.Fatalf("first snapshot: %v", before)
 	}
 

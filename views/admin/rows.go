@@ -97,12 +97,15 @@ type WorkerRow struct {
 
 // Snapshot is one overview snapshot.
 type Snapshot struct {
-	AsOf     time.Time
-	Totals   Counts
-	HasLag   bool // a due job is waiting
-	Lag      time.Duration
-	ByKind   []GroupRow
-	ByTenant []GroupRow
-	Minutes  []components.ChartMinute
-	Workers  []WorkerRow
+	AsOf time.Time
+	// ScheduledAsOf is when the jobs scheduled ahead (left out of Due)
+	// were last counted; nil when never.
+	ScheduledAsOf *time.Time
+	Totals        Counts
+	HasLag        bool // a due job is waiting
+	Lag           time.Duration
+	ByKind        []GroupRow
+	ByTenant      []GroupRow
+	Minutes       []components.ChartMinute
+	Workers       []WorkerRow
 }

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/app"
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/web"
+)
+
+// Buffers per page: what one request of each page reads from PostgreSQL's
+// shared buffers, on the scale database. Timings on a shared machine are
+// noisy; buffer counts are not (they move only with B-tree page splits and
+// how much of the table vacuum has marked all-visible), so they show
+// whether a page reads rows it does not show. The real handler serves
+// each page once through pools whose queries are captured (SQL, arguments,
+// and the tenant and user the transaction was scoped to); every captured
+// read is then re-run under EXPLAIN (ANALYZE, BUFFERS) as the same login
+// role and scope, in a transaction rolled back afterwards. The result is
+// the request's total shared buffers (hit + read) and its slowest query;
+// the queries themselves are printed as # lines.
+
+func init() {
+	for _, p := range pages {
+		register(Bench{Name: "buffers " + strings.TrimPrefix(p.name, "page "), Run: buffersBench(p)})
+	}
+}
+
+// capturedQuery is one statement a page ran.
+type capturedQuery struct {
+	role, sql    string
+	args         []any
+	tenant, user string // app.tenant_id / app.user_id of its transaction
+}
+
+// queryCapture records the statements of pools it traces, with the scope
+// set_config gave their transaction.
+type queryCapture struct {
+	role string
+	mu   *sync.Mutex
+	qs   *[]capturedQuery
+	// scope per connection: set by set_config, cleared at the end of a
+	// transaction.
+	scope map[*pgx.Conn][2]string
+}
+
+var txEnd = regexp.MustCompile(`(?i)^\s*(commit|rollback|end)\b`)
+
+func (c *queryCapture) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sql := strings.TrimSpace(d.SQL)
+	args := make([]any, 0, len(d.Args))
+	for _, a := range d.Args {
+		if _, mode := a.(pgx.QueryExecMode); !mode {
+			args = append(args, a)
+		}
+	}
+	switch {
+	case strings.Contains(sql, "set_config('app.tenant_id'"):
+		if len(args) == 2 {
+			c.scope[conn] = [2]string{fmt.Sprint(args[0]), fmt.Sprint(args[1])}
+		}
+		return ctx
+	case txEnd.MatchString(sql):
+		delete(c.scope, conn)
+		return ctx
+	case strings.HasPrefix(strings.ToLower(sql), "begin"):
+		return ctx
+	}
+	s := c.scope[conn]
+	*c.qs = append(*c.qs, capturedQuery{role: c.role, sql: d.SQL, args: args, tenant: s[0], user: s[1]})
+	return ctx
+}
+
+func (c *queryCapture) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// buffersEnv is a dashboard over the scale database whose queries are
+// captured, and untraced pools of the same roles to explain them.
+type buffersEnv struct {
+	mu           sync.Mutex
+	qs           []capturedQuery
+	srv          *httptest.Server
+	clients      map[string]*http.Client
+	explainPools map[string]*pgxpool.Pool
+}
+
+var (
+	buffersOnce sync.Once
+	buffersE    *buffersEnv
+	buffersErr  error
+)
+
+func getBuffers(ctx context.Context, env *Env) (*buffersEnv, error) {
+	buffersOnce.Do(func() { buffersE, buffersErr = openBuffers(ctx, env) })
+	return buffersE, buffersErr
+}
+
+func openBuffers(ctx context.Context, env *Env) (*buffersEnv, error) {
+	s, err := getScale(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	b := &buffersEnv{clients: map[string]*http.Client{}, explainPools: map[string]*pgxpool.Pool{}}
+	traced := map[string]*pgxpool.Pool{}
+	for _, role := range []string{database.AppRole, database.SystemRole} {
+		login, err := database.LoginURL(ctx, s.url, role)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := pgxpool.ParseConfig(login)
+		if err != nil {
+			return nil, err
+		}
+		cfg.MaxConns = 4
+		cfg.ConnConfig.Tracer = &queryCapture{role: role, mu: &b.mu, qs: &b.qs, scope: map[*pgx.Conn][2]string{}}
+		if traced[role], err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+			return nil, err
+		}
+		if b.explainPools[role], err = pgxpool.New(ctx, login); err != nil {
+			return nil, err
+		}
+	}
+	engine, err := job.New(job.Config{Pool: traced[database.SystemRole], Logger: env.Log})
+	if err != nil {
+		return nil, err
+	}
+	deps := app.NewDeps(traced[database.AppRole], traced[database.SystemRole], engine, clock.Database{}, env.Log)
+	deps.StatsMaxAge = -1 // every request rebuilds the overview: its queries are the page's cost
+	b.srv = httptest.NewServer(web.New(deps))
+	for _, who := range []string{"budi@melati.test", "dewi@batik.test", "support@jejak.test"} {
+		if b.clients[who], err = signedInClient(ctx, b.srv.URL, who); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// queryPlan is one explained statement.
+type queryPlan struct {
+	name    string
+	buffers int64
+	ms      float64
+	scans   []string
+}
+
+var firstLineName = regexp.MustCompile(`^-- name: (\w+)`)
+
+func buffersBench(p page) func(context.Context, *Env, string) (Result, error) {
+	return func(ctx context.Context, env *Env, _ string) (Result, error) {
+		b, err := getBuffers(ctx, env)
+		if err != nil {
+			return Result{}, err
+		}
+		s, _ := getScale(ctx, env)
+		rng := rand.New(rand.NewPCG(5, 6))
+		path := strings.ReplaceAll(p.path, "{trace}", s.traces[rng.IntN(len(s.traces))])
+		path = strings.ReplaceAll(path, "{older}", strconv.FormatInt(50+rng.Int64N(max(s.maxSeq-50, 1)), 10))
+		get := func() error {
+			res, err := b.clients[p.as].Get(b.srv.URL + path)
+			if err != nil {
+				return err
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				return fmt.Errorf("GET %s: status %d", path, res.StatusCode)
+			}
+			return nil
+		}
+		// Once unrecorded (session and statement caches warm), once recorded.
+		if err := get(); err != nil {
+			return Result{}, err
+		}
+		b.mu.Lock()
+		b.qs = nil
+		b.mu.Unlock()
+		if err := get(); err != nil {
+			return Result{}, err
+		}
+		b.mu.Lock()
+		qs := b.qs
+		b.qs = nil
+		b.mu.Unlock()
+
+		var total int64
+		var slowest float64
+		var plans []queryPlan
+		for _, q := range qs {
+			pl, err := b.explain(ctx, q)
+			if err != nil {
+				return Result{}, err
+			}
+			total += pl.buffers
+			slowest = max(slowest, pl.ms)
+			plans = append(plans, pl)
+		}
+		sort.SliceStable(plans, func(i, j int) bool { return plans[i].buffers > plans[j].buffers })
+		for _, pl := range plans {
+			fmt.Printf("#   %s: %-32s %6d buffers %7.2f ms  %s\n", p.name, pl.name, pl.buffers, pl.ms, strings.Join(pl.scans, ", "))
+		}
+		return Result{Metrics: []Metric{
+			{"shared_buffers", float64(total)}, {"queries", float64(len(qs))}, {"slowest_query_ms", slowest},
+		}}, nil
+	}
+}
+
+// explain re-runs q under EXPLAIN (ANALYZE, BUFFERS) in its role and
+// scope, rolled back.
+func (b *buffersEnv) explain(ctx context.Context, q capturedQuery) (queryPlan, error) {
+	pl := queryPlan{name: "(unnamed)"}
+	if m := firstLineName.FindStringSubmatch(strings.TrimSpace(q.sql)); m != nil {
+		pl.name = m[1]
+	} else {
+		pl.name = strings.Join(strings.Fields(q.sql), " ")
+		if len(pl.name) > 40 {
+			pl.name = pl.name[:40]
+		}
+	}
+	lower := strings.ToLower(strings.TrimSpace(q.sql))
+	if strings.HasPrefix(lower, "listen") || strings.HasPrefix(lower, "set ") {
+		return pl, nil
+	}
+	tx, err := b.explainPools[q.role].Begin(ctx)
+	if err != nil {
+		return pl, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if q.tenant != "" {
+		if _, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true)", q.tenant, q.user); err != nil {
+			return pl, err
+		}
+	}
+	var raw []byte
+	args := append([]any{pgx.QueryExecModeExec}, q.args...)
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+q.sql, args...).Scan(&raw); err != nil {
+		return pl, fmt.Errorf("explain %s: %w", pl.name, err)
+	}
+	var out []struct {
+		Plan          map[string]any `json:"Plan"`
+		ExecutionTime float64        `json:"Execution Time"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
+		return pl, fmt.Errorf("explain %s: %v", pl.name, err)
+	}
+	top := out[0].Plan
+	for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
+		if v, ok := top[k].(float64); ok {
+			pl.buffers += int64(v)
+		}
+	}
+	pl.ms = out[0].ExecutionTime
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		if loops, _ := n["Actual Loops"].(float64); loops == 0 {
+			return
+		}
+		if ix, ok := n["Index Name"].(string); ok {
+			pl.scans = append(pl.scans, ix)
+		} else if n["Node Type"] == "Seq Scan" {
+			pl.scans = append(pl.scans, "seq "+fmt.Sprint(n["Relation Name"]))
+		}
+		if kids, ok := n["Plans"].([]any); ok {
+			for _, k := range kids {
+				walk(k.(map[string]any))
+			}
+		}
+	}
+	walk(top)
+	return pl, nil
+}
