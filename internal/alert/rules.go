@@ -2,7 +2,6 @@ package alert
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -71,7 +70,7 @@ func DefaultRules(src Sources) []Rule {
 			Threshold: 2, For: time.Minute,
 			Eval: func(ctx context.Context, q Reader, now time.Time) (float64, string, error) {
 				n, err := q.DeadSince(ctx, now.Add(-window).Truncate(time.Minute))
-				return float64(n), fmt.Sprintf("%d jobs dead-lettered in the last 10 minutes", n), err
+				return float64(n), summary(sumDead, n), err
 			},
 		},
 		{
@@ -82,10 +81,10 @@ func DefaultRules(src Sources) []Rule {
 			Threshold: 120, For: time.Minute,
 			Eval: func(ctx context.Context, _ Reader, _ time.Time) (float64, string, error) {
 				if src.OutboxLag == nil {
-					return 0, "no outbox wired", nil
+					return 0, summary(sumNoOutbox), nil
 				}
 				d, err := src.OutboxLag(ctx)
-				return d.Seconds(), fmt.Sprintf("oldest unpublished message waited %s", d.Round(time.Second)), err
+				return d.Seconds(), summary(sumOutboxLag, d.Round(time.Second)), err
 			},
 		},
 		{
@@ -97,16 +96,16 @@ func DefaultRules(src Sources) []Rule {
 			Eval: func(ctx context.Context, q Reader, now time.Time) (float64, string, error) {
 				due, err := q.DueWaiting(ctx, now, 1000)
 				if err != nil || due == 0 {
-					return 0, "no due job waiting", err
+					return 0, summary(sumNoneDue), err
 				}
 				done, err := q.FinishedSince(ctx, now.Add(-5*time.Minute).Truncate(time.Minute))
 				if err != nil {
 					return 0, "", err
 				}
 				if done > 0 {
-					return 0, fmt.Sprintf("%d due jobs waiting, %d attempts finished in 5 minutes", due, done), nil
+					return 0, summary(sumDueFlowing, due, done), nil
 				}
-				return float64(due), fmt.Sprintf("%d due jobs waiting and no attempt finished in 5 minutes", due), nil
+				return float64(due), summary(sumDueStalled, due), nil
 			},
 		},
 		{
@@ -117,7 +116,7 @@ func DefaultRules(src Sources) []Rule {
 			Threshold: 10, For: 0,
 			Eval: func(ctx context.Context, q Reader, now time.Time) (float64, string, error) {
 				n, err := q.ExpiredSince(ctx, now.Add(-window))
-				return float64(n), fmt.Sprintf("%d jobs expired in the last 10 minutes", n), err
+				return float64(n), summary(sumExpired, n), err
 			},
 		},
 		{
@@ -131,7 +130,7 @@ func DefaultRules(src Sources) []Rule {
 				recentSince := now.Add(-window).Truncate(time.Minute)
 				ws, err := q.PrincipalWindows(ctx, recentSince, recentSince.Add(-baselineWindow), 100)
 				if err != nil || len(ws) == 0 {
-					return 0, "no principal above 100 enqueues in 10 minutes", err
+					return 0, summary(sumNoPrincipal), err
 				}
 				var worst PrincipalWindow
 				best := -1.0
@@ -143,7 +142,7 @@ func DefaultRules(src Sources) []Rule {
 						best, worst = r, w
 					}
 				}
-				return best, fmt.Sprintf("user %d of tenant %d enqueued %d jobs in 10 minutes (%.0f× its daily average)",
+				return best, summary(sumPrincipal,
 					worst.Principal, worst.TenantID, worst.Recent, best), nil
 			},
 		},
@@ -155,7 +154,7 @@ func DefaultRules(src Sources) []Rule {
 			Threshold: 50, For: 5 * time.Minute,
 			Eval: func(ctx context.Context, q Reader, now time.Time) (float64, string, error) {
 				n, err := q.MissingActorSince(ctx, now.Add(-window).Truncate(time.Minute))
-				return float64(n), fmt.Sprintf("%d jobs without a requesting user in the last 10 minutes", n), err
+				return float64(n), summary(sumMissing, n), err
 			},
 		},
 		{
@@ -187,9 +186,9 @@ func DefaultRules(src Sources) []Rule {
 			Eval: func(ctx context.Context, q Reader, _ time.Time) (float64, string, error) {
 				kinds, err := q.AutoPausedKinds(ctx)
 				if err != nil || len(kinds) == 0 {
-					return 0, "no kind paused automatically", err
+					return 0, summary(sumNoPaused), err
 				}
-				return float64(len(kinds)), "paused automatically: " + strings.Join(kinds, ", "), nil
+				return float64(len(kinds)), summary(sumPaused, strings.Join(kinds, ", ")), nil
 			},
 		},
 	}
@@ -205,7 +204,7 @@ func workerOutlier(ws []WorkerWindow) (float64, string) {
 		}
 	}
 	if len(busy) < 2 {
-		return 0, "fewer than two busy workers to compare"
+		return 0, summary(sumFewWorkers)
 	}
 	rate := func(w WorkerWindow) float64 { return float64(w.Failures) / float64(w.Attempts) }
 	best, name := 0.0, ""
@@ -226,11 +225,11 @@ func workerOutlier(ws []WorkerWindow) (float64, string) {
 		}
 		// A floor of 1% keeps a worker failing 20% among perfect peers finite.
 		if r := rate(w) / max(med, 0.01); r > best {
-			best, name = r, fmt.Sprintf("worker %s fails %.0f%% of attempts, peers' median %.0f%%", w.WorkerID, rate(w)*100, med*100)
+			best, name = r, summary(sumWorker, w.WorkerID, rate(w)*100, med*100)
 		}
 	}
 	if name == "" {
-		return 0, "no worker with 10 failures in 10 minutes"
+		return 0, summary(sumNoWorker)
 	}
 	return best, name
 }

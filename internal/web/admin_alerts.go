@@ -44,7 +44,7 @@ func (s *Server) adminAlerts(c echo.Context) error {
 	for _, h := range o.History {
 		notice, noticeState := alertNotice(c.Request().Context(), h.Notice)
 		vm.History = append(vm.History, observe.AlertEventRow{At: h.At.UTC().Format("2006-01-02 15:04:05"), Rule: h.Rule,
-			State: h.State, Value: strconv.FormatFloat(h.Value, 'g', 4, 64), Summary: h.Summary,
+			State: h.State, Value: strconv.FormatFloat(h.Value, 'g', 4, 64), Summary: alertSummary(c.Request().Context(), h.Summary),
 			Notice: notice, NoticeState: noticeState})
 	}
 	if w := o.Webhook; w != nil {
@@ -100,9 +100,28 @@ func deliveryText(ctx context.Context, state string, attempts, status int, lastE
 	return i18n.T(ctx, "alerts.delivery_ended", i18n.Enum(ctx, "delivery", state), attempts, last)
 }
 
+// catalogOr is key in the reader's language, or english when no catalog
+// has key (a rule added without its translations).
+func catalogOr(ctx context.Context, key, english string) string {
+	if i18n.Has(key) {
+		return i18n.T(ctx, key)
+	}
+	return english
+}
+
+// alertSummary shows a stored summary (English) in the reader's language
+// when it is one the catalogs know, as stored otherwise.
+func alertSummary(ctx context.Context, stored string) string {
+	if t := alert.ParseSummary(stored); t.Key != "" && i18n.Has(t.Key) {
+		return i18n.T(ctx, t.Key, localArgs(ctx, t.Args)...)
+	}
+	return stored
+}
+
 func alertRuleRow(ctx context.Context, st alert.Status) observe.AlertRuleRow {
-	r := observe.AlertRuleRow{Name: st.Rule.Name, Title: st.Rule.Title, State: st.State, Summary: st.Summary,
-		Description: st.Rule.Description, Runbook: st.Rule.Runbook, Value: strconv.FormatFloat(st.Value, 'g', 4, 64),
+	r := observe.AlertRuleRow{Name: st.Rule.Name, Title: catalogOr(ctx, st.Rule.TitleKey(), st.Rule.Title), State: st.State,
+		Summary: alertSummary(ctx, st.Summary), Description: catalogOr(ctx, st.Rule.DescriptionKey(), st.Rule.Description),
+		Runbook: catalogOr(ctx, st.Rule.RunbookKey(), st.Rule.Runbook), Value: strconv.FormatFloat(st.Value, 'g', 4, 64),
 		Condition: i18n.T(ctx, "alerts.condition", strconv.FormatFloat(st.Rule.Threshold, 'g', -1, 64), i18n.Duration(ctx, st.Rule.For))}
 	if !st.Since.IsZero() {
 		r.Since = st.Since.UTC().Format("2006-01-02 15:04:05")
