@@ -2,7 +2,6 @@ package incident
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -19,21 +18,21 @@ func ApprovalSource(ctx context.Context, tx pgx.Tx, traceID string, limit int) (
 	}
 	var out []Entry
 	for _, a := range rows {
-		ref := "approval #" + strconv.FormatInt(a.id, 10)
+		ref := text("incident.t.approval_ref", id(a.id))
 		requester := a.requestedBy
 		out = append(out, Entry{At: a.requestedAt, Kind: KindApproval, TenantID: a.tenantID, ActorID: &requester,
-			Actor: "staff", Title: a.action + " approval requested",
-			Detail: ref + " · target " + strconv.FormatInt(a.targetID, 10) + " · " + a.reason, Link: ApprovalLink})
+			Actor: "staff", Title: text("incident.t.approval_requested", a.action),
+			Detail: []Text{ref, text("incident.t.approval_target", id(a.targetID)), raw(a.reason)}, Link: ApprovalLink})
 		if a.decidedAt == nil {
 			continue
 		}
 		e := Entry{At: *a.decidedAt, Kind: KindApproval, TenantID: a.tenantID, ActorID: a.decidedBy, Actor: "staff",
-			Title: a.action + " " + a.state, Detail: ref, Link: ApprovalLink}
+			Title: text("incident.t.approval_decided", a.action, Code{"approval", a.state}), Detail: []Text{ref}, Link: ApprovalLink}
 		if a.decisionReason != "" {
-			e.Detail += " · " + a.decisionReason
+			e.Detail = append(e.Detail, raw(a.decisionReason))
 		}
 		if a.jobID != nil {
-			e.Detail += " · enqueued job " + strconv.FormatInt(*a.jobID, 10)
+			e.Detail = append(e.Detail, text("incident.t.approval_job", id(*a.jobID)))
 			e.JobID = *a.jobID
 		}
 		out = append(out, e)

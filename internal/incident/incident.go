@@ -48,12 +48,33 @@ type Entry struct {
 	JobID    int64  // 0 when not about a job
 	ActorID  *int64 // the user who did it, when one did
 	Actor    string // "user", "staff", "system" or a worker id
-	Title    string // e.g. "job.dead_lettered", "email.weekly-report enqueued"
-	Detail   string // short extra text (entity, attempt number, state)
+	Title    Text   // e.g. "email.weekly-report enqueued" (incident.t.job_enqueued with the kind)
+	Detail   []Text // short extra parts (entity, attempt number, state), shown joined by " · "
 	Error    string
 	Worker   string
 	Link     string // where to look closer (staff URL)
 }
+
+// Text is a phrase of the timeline as a catalog key (incident.t.…) and its
+// values, which the web layer words in the reader's language. A Text
+// without a Key is data (an action code, a reason, a URL) shown as Raw.
+// Ids are passed as strings so they are never grouped like counts; a Code
+// is a value shown through its enum group (a job state, a failure class).
+type Text struct {
+	Key  string
+	Args []any
+	Raw  string
+}
+
+// Code is a fixed value shown to people through its group's translations
+// (i18n.Enum), e.g. {"state", "dead"}.
+type Code struct{ Group, Value string }
+
+func text(key string, args ...any) Text { return Text{Key: key, Args: args} }
+
+func raw(s string) Text { return Text{Raw: s} }
+
+func id(n int64) string { return strconv.FormatInt(n, 10) }
 
 // Job is one job of the trace as it stands now.
 type Job struct {
@@ -221,28 +242,28 @@ type attemptError struct {
 // jobEntries turns a job into its timeline: enqueued, each failed attempt,
 // and the final attempt when it succeeded or is running.
 func jobEntries(j Job, rawErrors json.RawMessage) []Entry {
-	link := "/admin/jobs/" + strconv.FormatInt(j.ID, 10)
+	link := "/admin/jobs/" + id(j.ID)
 	out := []Entry{{At: j.CreatedAt, Kind: KindJob, TenantID: j.TenantID, JobID: j.ID, ActorID: j.RequestedBy,
-		Actor: actorOf(j.RequestedBy), Title: j.Kind + " enqueued",
-		Detail: "queue " + j.Queue + ", now " + j.State + " after " + strconv.Itoa(j.Attempt) + "/" + strconv.Itoa(j.MaxAttempts) + " attempts",
+		Actor: actorOf(j.RequestedBy), Title: text("incident.t.job_enqueued", j.Kind),
+		Detail: []Text{text("incident.t.job_detail", j.Queue, Code{"state", j.State}, j.Attempt, j.MaxAttempts)},
 		Link:   link}}
 	var errs []attemptError
 	_ = json.Unmarshal(rawErrors, &errs) // NULL or malformed history: no attempt lines
 	for _, a := range errs {
 		out = append(out, Entry{At: a.At, Kind: KindAttempt, TenantID: j.TenantID, JobID: j.ID, Actor: a.Worker,
-			Title: "attempt " + strconv.Itoa(a.Attempt) + " failed (" + a.Class + ")", Error: a.Error, Worker: a.Worker, Link: link})
+			Title: text("incident.t.attempt_failed", a.Attempt, Code{"class", a.Class}), Error: a.Error, Worker: a.Worker, Link: link})
 	}
 	if j.State == "succeeded" && j.FinishedAt != nil {
 		out = append(out, Entry{At: *j.FinishedAt, Kind: KindAttempt, TenantID: j.TenantID, JobID: j.ID, Actor: j.Worker,
-			Title: "attempt " + strconv.Itoa(j.Attempt) + " succeeded", Worker: j.Worker, Link: link})
+			Title: text("incident.t.attempt_succeeded", j.Attempt), Worker: j.Worker, Link: link})
 	}
 	if j.State == "dead" && j.FinishedAt != nil {
 		out = append(out, Entry{At: *j.FinishedAt, Kind: KindAttempt, TenantID: j.TenantID, JobID: j.ID, Actor: j.Worker,
-			Title: "dead-lettered", Error: j.LastError, Worker: j.Worker, Link: link})
+			Title: text("incident.t.dead_lettered"), Error: j.LastError, Worker: j.Worker, Link: link})
 	}
 	if j.State == "cancelled" && j.FinishedAt != nil {
 		out = append(out, Entry{At: *j.FinishedAt, Kind: KindAttempt, TenantID: j.TenantID, JobID: j.ID,
-			Title: "cancelled", Link: link})
+			Title: text("incident.t.cancelled"), Link: link})
 	}
 	return out
 }

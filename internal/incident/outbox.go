@@ -21,13 +21,12 @@ func OutboxSource(ctx context.Context, tx pgx.Tx, traceID string, limit int) ([]
 	for _, m := range msgs {
 		ids = append(ids, m.id)
 		out = append(out, Entry{At: m.createdAt, Kind: KindOutbox, TenantID: m.tenantID, Actor: "system",
-			Title: m.eventType + " written to the outbox",
-			Detail: m.aggregate + " · evt_" + strconv.FormatInt(m.id, 10) + " · " + m.state + " after " +
-				strconv.Itoa(m.attempts) + " attempts",
-			Error: m.lastError, Link: "/admin/outbox"})
+			Title:  text("incident.t.outbox_written", m.eventType),
+			Detail: []Text{raw(m.aggregate), raw("evt_" + id(m.id)), text("incident.t.after_attempts", Code{"outbox_state", m.state}, m.attempts)},
+			Error:  m.lastError, Link: "/admin/outbox"})
 		if m.processedAt != nil {
 			out = append(out, Entry{At: *m.processedAt, Kind: KindOutbox, TenantID: m.tenantID, Actor: "relay",
-				Title: m.eventType + " published", Detail: "evt_" + strconv.FormatInt(m.id, 10), Link: "/admin/outbox"})
+				Title: text("incident.t.outbox_published", m.eventType), Detail: []Text{raw("evt_" + id(m.id))}, Link: "/admin/outbox"})
 		}
 	}
 	if len(ids) == 0 {
@@ -38,12 +37,12 @@ func OutboxSource(ctx context.Context, tx pgx.Tx, traceID string, limit int) ([]
 		return nil, err
 	}
 	for _, d := range ds {
-		detail := d.state + " after " + strconv.Itoa(d.attempts) + " attempts"
+		detail := text("incident.t.after_attempts", Code{"delivery", d.state}, d.attempts)
 		if d.lastStatus != nil {
-			detail += ", last HTTP " + strconv.Itoa(*d.lastStatus)
+			detail = text("incident.t.after_attempts_http", Code{"delivery", d.state}, d.attempts, strconv.Itoa(*d.lastStatus))
 		}
 		out = append(out, Entry{At: d.createdAt, Kind: KindDelivery, TenantID: d.tenantID, Actor: "system",
-			Title: d.eventType + " → " + d.url, Detail: detail + " · evt_" + strconv.FormatInt(d.eventID, 10), Error: d.lastError})
+			Title: raw(d.eventType + " → " + d.url), Detail: []Text{detail, raw("evt_" + id(d.eventID))}, Error: d.lastError})
 	}
 	return out, nil
 }

@@ -43,7 +43,7 @@ func (s store) pruned(ctx context.Context, traceID string, limit int) ([]Entry, 
 	out := make([]Entry, len(rows))
 	for i, r := range rows {
 		out[i] = Entry{At: r.CreatedAt, Kind: KindPruned, TenantID: r.TenantID, JobID: r.JobID,
-			Title: "job #" + strconv.FormatInt(r.JobID, 10) + " enqueued (since deleted by retention)"}
+			Title: text("incident.t.pruned", id(r.JobID))}
 	}
 	return out, nil
 }
@@ -56,7 +56,7 @@ func (s store) audit(ctx context.Context, traceID string, limit int) ([]Entry, e
 	out := make([]Entry, len(rows))
 	for i, r := range rows {
 		e := Entry{At: r.OccurredAt, Kind: KindAudit, TenantID: r.TenantID, ActorID: r.ActorID, Actor: r.ActorKind,
-			Title: r.Action, Detail: r.Entity + " " + r.EntityID + " · #" + strconv.FormatInt(r.Seq, 10)}
+			Title: raw(r.Action), Detail: []Text{raw(r.Entity + " " + r.EntityID), raw("#" + id(r.Seq))}}
 		if r.JobID != nil {
 			e.JobID = *r.JobID
 			e.Link = "/admin/jobs/" + strconv.FormatInt(*r.JobID, 10)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/incident"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/views/observe"
@@ -46,9 +48,10 @@ func (s *Server) adminIncident(c echo.Context) error {
 	if in.Starter != nil {
 		vm.Starter = in.Starter.Name + " <" + in.Starter.Email + ">"
 	}
+	ctx := c.Request().Context()
 	for _, e := range in.Entries {
 		r := observe.IncidentRow{At: e.At.UTC().Format("2006-01-02 15:04:05.000"), Kind: e.Kind, Tenant: slugs[e.TenantID],
-			Actor: e.Actor, Title: e.Title, Detail: e.Detail, Error: e.Error, Worker: e.Worker, Link: e.Link}
+			Actor: e.Actor, Title: incidentText(ctx, e.Title), Detail: incidentDetail(ctx, e.Detail), Error: e.Error, Worker: e.Worker, Link: e.Link}
 		if e.ActorID != nil {
 			if u, ok := in.Users[*e.ActorID]; ok {
 				r.Actor = u.Name + " <" + u.Email + ">"
@@ -60,6 +63,35 @@ func (s *Server) adminIncident(c echo.Context) error {
 		vm.Rows = append(vm.Rows, r)
 	}
 	return render(c, http.StatusOK, observe.IncidentPage(vm))
+}
+
+// incidentText words a timeline phrase in the reader's language: its
+// catalog entry with codes shown through their enum groups, or its data
+// as is.
+func incidentText(ctx context.Context, t incident.Text) string {
+	if t.Key == "" {
+		return t.Raw
+	}
+	args := make([]any, len(t.Args))
+	for i, a := range t.Args {
+		if code, ok := a.(incident.Code); ok {
+			args[i] = i18n.Enum(ctx, code.Group, code.Value)
+			continue
+		}
+		args[i] = a
+	}
+	return i18n.T(ctx, t.Key, localArgs(ctx, args)...)
+}
+
+// incidentDetail joins a timeline row's detail parts.
+func incidentDetail(ctx context.Context, parts []incident.Text) string {
+	out := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if s := incidentText(ctx, p); s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, " · ")
 }
 
 // recordIncidentViews records, in each tenant whose audit events the page

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/tracing"
@@ -171,6 +172,22 @@ func TestOneTraceTellsTheIncident(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("incident page lacks %q", want)
 		}
+	}
+	// The rows read in the reader's language; codes (kinds, actions) stay.
+	idPage := staff.getLang("/admin/search?trace="+trace, "id")
+	for _, want := range []string{"test.parent diantrekan", "test.child diantrekan", "percobaan 1 gagal (" + i18n.In(i18n.ID, "class.transient") + ")",
+		"percobaan 2 berhasil", "kini " + i18n.In(i18n.ID, "state.succeeded") + " setelah 2/", `data-action="project.create"`} {
+		if !strings.Contains(idPage.body, want) {
+			t.Errorf("incident page in id lacks %q", want)
+		}
+	}
+	for _, english := range []string{"test.parent enqueued", "attempt 1 failed", "attempt 2 succeeded", "now succeeded after"} {
+		if strings.Contains(idPage.body, english) {
+			t.Errorf("incident page in id shows %q", english)
+		}
+	}
+	if !strings.Contains(body, "now succeeded after 2/") {
+		t.Errorf("incident page in en lacks the job's detail")
 	}
 	// Time order: the request's audit event, then the parent's enqueue,
 	// its failed attempt, the child's enqueue.
