@@ -133,6 +133,10 @@ func Has(key string) bool { _, ok := en[key]; return ok }
 // Number formats n the language's way.
 func Number(ctx context.Context, n int64) string { return In(Lang(ctx), "%d", n) }
 
+// Decimal formats v the language's way (1.234,5 / 1,234.5) with at most
+// four significant digits: a measured value, not an exact figure.
+func Decimal(ctx context.Context, v float64) string { return In(Lang(ctx), "%.4g", v) }
+
 // Weekday is the short name of a weekday ("Mon", "Sen").
 func Weekday(lang string, d time.Weekday) string { return In(lang, fmt.Sprintf("weekday.%d", int(d))) }
 

@@ -161,3 +161,21 @@ func TestDurationInWords(t *testing.T) {
 		}
 	}
 }
+
+// TestDecimalFollowsTheLanguage: measured values (alert values and
+// thresholds) use the reader's decimal separator.
+func TestDecimalFollowsTheLanguage(t *testing.T) {
+	id := WithLang(context.Background(), "id")
+	en := WithLang(context.Background(), "en")
+	for _, c := range []struct {
+		v      float64
+		id, en string
+	}{{0.25, "0,25", "0.25"}, {12.5, "12,5", "12.5"}, {120, "120", "120"}} {
+		if got := Decimal(id, c.v); got != c.id {
+			t.Errorf("id %v = %q, want %q", c.v, got, c.id)
+		}
+		if got := Decimal(en, c.v); got != c.en {
+			t.Errorf("en %v = %q, want %q", c.v, got, c.en)
+		}
+	}
+}

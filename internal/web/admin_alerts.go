@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -44,7 +43,7 @@ func (s *Server) adminAlerts(c echo.Context) error {
 	for _, h := range o.History {
 		notice, noticeState := alertNotice(c.Request().Context(), h.Notice)
 		vm.History = append(vm.History, observe.AlertEventRow{At: h.At.UTC().Format("2006-01-02 15:04:05"), Rule: h.Rule,
-			State: h.State, Value: strconv.FormatFloat(h.Value, 'g', 4, 64), Summary: alertSummary(c.Request().Context(), h.Summary),
+			State: h.State, Value: i18n.Decimal(c.Request().Context(), h.Value), Summary: alertSummary(c.Request().Context(), h.Summary),
 			Notice: notice, NoticeState: noticeState})
 	}
 	if w := o.Webhook; w != nil {
@@ -121,8 +120,8 @@ func alertSummary(ctx context.Context, stored string) string {
 func alertRuleRow(ctx context.Context, st alert.Status) observe.AlertRuleRow {
 	r := observe.AlertRuleRow{Name: st.Rule.Name, Title: catalogOr(ctx, st.Rule.TitleKey(), st.Rule.Title), State: st.State,
 		Summary: alertSummary(ctx, st.Summary), Description: catalogOr(ctx, st.Rule.DescriptionKey(), st.Rule.Description),
-		Runbook: catalogOr(ctx, st.Rule.RunbookKey(), st.Rule.Runbook), Value: strconv.FormatFloat(st.Value, 'g', 4, 64),
-		Condition: i18n.T(ctx, "alerts.condition", strconv.FormatFloat(st.Rule.Threshold, 'g', -1, 64), i18n.Duration(ctx, st.Rule.For))}
+		Runbook: catalogOr(ctx, st.Rule.RunbookKey(), st.Rule.Runbook), Value: i18n.Decimal(ctx, st.Value),
+		Condition: i18n.T(ctx, "alerts.condition", i18n.Decimal(ctx, st.Rule.Threshold), i18n.Duration(ctx, st.Rule.For))}
 	if !st.Since.IsZero() {
 		r.Since = st.Since.UTC().Format("2006-01-02 15:04:05")
 	}
