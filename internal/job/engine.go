@@ -100,7 +100,6 @@ type Engine struct {
 	busy     map[string]bool  // the queue's last claim filled its batch
 	queueRR  int
 
-
 	stats engineStats
 
 	pauses pauseCache // paused kinds and queues, refreshed about once a second
