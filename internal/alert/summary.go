@@ -1,12 +1,6 @@
 package alert
 
-import (
-	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
-	"time"
-)
+import "github.com/jejakhq/jejak/internal/storedtext"
 
 // A summary is stored in English (alert states and transitions, the staff
 // webhook's payload, the log) and shown on the dashboard by catalog key:
@@ -30,114 +24,34 @@ const (
 	sumPaused      = "alert.sum.paused"
 )
 
-// summaryFormat is a summary's English format; its verbs are %d (an
-// int64), %s (a string, or a time.Duration written by its String) and
-// %.0f (a float64).
-type summaryFormat struct {
-	format string
-	re     *regexp.Regexp
-	verbs  []string
-	// duration marks the %s values that are durations.
-	duration map[int]bool
-}
-
-var summaryFormats = map[string]*summaryFormat{}
-
-func init() {
-	for key, f := range map[string]struct {
-		format   string
-		duration map[int]bool
-	}{
-		sumDead:        {format: "%d jobs dead-lettered in the last 10 minutes"},
-		sumNoOutbox:    {format: "no outbox wired"},
-		sumOutboxLag:   {format: "oldest unpublished message waited %s", duration: map[int]bool{0: true}},
-		sumNoneDue:     {format: "no due job waiting"},
-		sumDueFlowing:  {format: "%d due jobs waiting, %d attempts finished in 5 minutes"},
-		sumDueStalled:  {format: "%d due jobs waiting and no attempt finished in 5 minutes"},
-		sumExpired:     {format: "%d jobs expired in the last 10 minutes"},
-		sumNoPrincipal: {format: "no principal above 100 enqueues in 10 minutes"},
-		sumPrincipal:   {format: "user %d of tenant %d enqueued %d jobs in 10 minutes (%.0f× its daily average)"},
-		sumMissing:     {format: "%d jobs without a requesting user in the last 10 minutes"},
-		sumFewWorkers:  {format: "fewer than two busy workers to compare"},
-		sumWorker:      {format: "worker %s fails %.0f%% of attempts, peers' median %.0f%%"},
-		sumNoWorker:    {format: "no worker with 10 failures in 10 minutes"},
-		sumNoPaused:    {format: "no kind paused automatically"},
-		sumPaused:      {format: "paused automatically: %s"},
-	} {
-		summaryFormats[key] = compileSummary(f.format, f.duration)
-	}
-}
-
-var summaryVerb = regexp.MustCompile(`%%|%d|%s|%\.0f`)
-
-func compileSummary(format string, duration map[int]bool) *summaryFormat {
-	sf := &summaryFormat{format: format, duration: duration}
-	var re strings.Builder
-	re.WriteString("^")
-	last := 0
-	for _, m := range summaryVerb.FindAllStringIndex(format, -1) {
-		re.WriteString(regexp.QuoteMeta(format[last:m[0]]))
-		switch v := format[m[0]:m[1]]; v {
-		case "%%":
-			re.WriteString("%")
-		case "%s":
-			re.WriteString("(.+?)")
-			sf.verbs = append(sf.verbs, v)
-		default:
-			re.WriteString(`(-?\d+)`)
-			sf.verbs = append(sf.verbs, v)
-		}
-		last = m[1]
-	}
-	re.WriteString(regexp.QuoteMeta(format[last:]) + "$")
-	sf.re = regexp.MustCompile(re.String())
-	return sf
-}
+var summaries = storedtext.NewSet(map[string]storedtext.Format{
+	sumDead:        {English: "%d jobs dead-lettered in the last 10 minutes"},
+	sumNoOutbox:    {English: "no outbox wired"},
+	sumOutboxLag:   {English: "oldest unpublished message waited %s", Durations: map[int]bool{0: true}},
+	sumNoneDue:     {English: "no due job waiting"},
+	sumDueFlowing:  {English: "%d due jobs waiting, %d attempts finished in 5 minutes"},
+	sumDueStalled:  {English: "%d due jobs waiting and no attempt finished in 5 minutes"},
+	sumExpired:     {English: "%d jobs expired in the last 10 minutes"},
+	sumNoPrincipal: {English: "no principal above 100 enqueues in 10 minutes"},
+	sumPrincipal:   {English: "user %d of tenant %d enqueued %d jobs in 10 minutes (%.0f× its daily average)"},
+	sumMissing:     {English: "%d jobs without a requesting user in the last 10 minutes"},
+	sumFewWorkers:  {English: "fewer than two busy workers to compare"},
+	sumWorker:      {English: "worker %s fails %.0f%% of attempts, peers' median %.0f%%"},
+	sumNoWorker:    {English: "no worker with 10 failures in 10 minutes"},
+	sumNoPaused:    {English: "no kind paused automatically"},
+	sumPaused:      {English: "paused automatically: %s"},
+})
 
 // summary writes summary key's English with its values.
-func summary(key string, args ...any) string {
-	return fmt.Sprintf(summaryFormats[key].format, args...)
-}
+func summary(key string, args ...any) string { return summaries.Write(key, args...) }
 
-// Text is a sentence for people as a catalog key and its values, which
-// the web layer formats in the reader's language.
-type Text struct {
-	Key  string
-	Args []any
-}
+// Text is a sentence for people as a catalog key and its values.
+type Text = storedtext.Text
 
-// ParseSummary reads a stored summary back as its catalog key and values
-// (int64, float64, string, time.Duration); a summary that is no known one
-// (written by another version) gives an empty Text, shown as stored.
-func ParseSummary(s string) Text {
-	for key, sf := range summaryFormats {
-		m := sf.re.FindStringSubmatch(s)
-		if m == nil {
-			continue
-		}
-		args := make([]any, len(sf.verbs))
-		ok := true
-		for i, v := range sf.verbs {
-			switch {
-			case v == "%s" && sf.duration[i]:
-				d, err := time.ParseDuration(m[i+1])
-				ok, args[i] = ok && err == nil, d
-			case v == "%s":
-				args[i] = m[i+1]
-			case v == "%d":
-				n, err := strconv.ParseInt(m[i+1], 10, 64)
-				ok, args[i] = ok && err == nil, n
-			default:
-				f, err := strconv.ParseFloat(m[i+1], 64)
-				ok, args[i] = ok && err == nil, f
-			}
-		}
-		if ok && fmt.Sprintf(sf.format, args...) == s {
-			return Text{Key: key, Args: args}
-		}
-	}
-	return Text{}
-}
+// ParseSummary reads a stored summary back as its catalog key and values;
+// one that is no known summary (written by another version) gives an
+// empty Text, shown as stored.
+func ParseSummary(s string) Text { return summaries.Parse(s) }
 
 // Catalog keys of a rule's texts; the Rule's own fields are the English.
 func (r Rule) TitleKey() string       { return "alert." + r.Name + ".title" }

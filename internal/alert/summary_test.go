@@ -35,7 +35,7 @@ func TestSummariesReadBack(t *testing.T) {
 	if got := ParseSummary("something a newer version wrote"); got.Key != "" {
 		t.Errorf("unknown summary parsed as %+v", got)
 	}
-	for key := range summaryFormats {
+	for key := range summaries.English() {
 		if key == "" {
 			t.Fatal("empty key")
 		}
@@ -57,9 +57,9 @@ func TestRuleTextsInTheCatalogs(t *testing.T) {
 			}
 		}
 	}
-	for key, sf := range summaryFormats {
-		if !i18n.Has(key) || i18n.Catalogs()[i18n.EN][key] != sf.format {
-			t.Errorf("%s: catalog en %q, summary written as %q", key, i18n.Catalogs()[i18n.EN][key], sf.format)
+	for key, english := range summaries.English() {
+		if !i18n.Has(key) || i18n.Catalogs()[i18n.EN][key] != english {
+			t.Errorf("%s: catalog en %q, summary written as %q", key, i18n.Catalogs()[i18n.EN][key], english)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 package schedule
 
-import "fmt"
+import "github.com/jejakhq/jejak/internal/storedtext"
 
 // A run's summary is stored in English (schedule_runs.summary, read with
 // psql and by older replicas) and shown on the dashboard by catalog key:
@@ -12,19 +12,15 @@ const (
 	resultRetentionOff = "schedule.result.retention_off"
 )
 
-var resultFormats = map[string]string{
-	resultTenants:      "%d tenant(s)",
-	resultJobsPruned:   "%d finished job(s) pruned",
-	resultOutboxPruned: "%d delivered message(s) pruned",
-	resultRetentionOff: "retention off",
-}
+var results = storedtext.NewSet(map[string]storedtext.Format{
+	resultTenants:      {English: "%d tenant(s)"},
+	resultJobsPruned:   {English: "%d finished job(s) pruned"},
+	resultOutboxPruned: {English: "%d delivered message(s) pruned"},
+	resultRetentionOff: {English: "retention off"},
+})
 
-// Text is a sentence for people as a catalog key and its values, which
-// the web layer formats in the reader's language.
-type Text struct {
-	Key  string
-	Args []any
-}
+// Text is a sentence for people as a catalog key and its values.
+type Text = storedtext.Text
 
 // summary is the stored English of result key with its count.
 func summary(key string, n ...int64) string {
@@ -32,21 +28,10 @@ func summary(key string, n ...int64) string {
 	for i, v := range n {
 		args[i] = v
 	}
-	return fmt.Sprintf(resultFormats[key], args...)
+	return results.Write(key, args...)
 }
 
 // ParseSummary reads a stored summary back as its result key and count;
 // a summary that is no known result (written by another version) gives
 // an empty Text, and the dashboard shows it as stored.
-func ParseSummary(s string) Text {
-	for key, format := range resultFormats {
-		if format == s {
-			return Text{Key: key}
-		}
-		var n int64
-		if _, err := fmt.Sscanf(s, format, &n); err == nil && fmt.Sprintf(format, n) == s {
-			return Text{Key: key, Args: []any{n}}
-		}
-	}
-	return Text{}
-}
+func ParseSummary(s string) Text { return results.Parse(s) }
