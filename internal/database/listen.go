@@ -2,9 +2,14 @@ package database
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -50,4 +55,258 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, wake fu
 		}
 		wake()
 	}
+}
+
+// How a claim loop rests between claims (see Sleeper).
+const (
+	// WarmFor is how long a loop stays awake after its last sign of work
+	// (a claim that took rows, or a wake-up) before it marks itself
+	// asleep. While it is awake, inserts on its channel do not NOTIFY,
+	// so their commits do not queue on the NOTIFY lock.
+	WarmFor = 100 * time.Millisecond
+	// WarmPoll is how often an awake loop with nothing due claims (at
+	// most its poll interval): the delay of a job or message inserted by
+	// another process while the loop is warm.
+	WarmPoll = 10 * time.Millisecond
+	// settleTimeout bounds the wait for inserts that saw the loop awake.
+	// Inserts that read wake_listeners just before the mark and ask for
+	// the lock while the loop waits queue behind it, so the wait is kept
+	// short; if it runs out the loop claims and waits again.
+	settleTimeout = 50 * time.Millisecond
+	// wakeLockKey is the advisory lock (classid; objid is hashtext of the
+	// channel) of db/schema/00090_wake_listeners.sql.
+	wakeLockKey = 727278
+)
+
+// SleeperConfig configures a Sleeper.
+type SleeperConfig struct {
+	// Pool is the cross-tenant pool (jejak_system may write
+	// wake_listeners).
+	Pool *pgxpool.Pool
+	// Channel is the NOTIFY channel the loop LISTENs on ("jejak_jobs",
+	// "jejak_outbox").
+	Channel string
+	// Listener names the loop in wake_listeners, unique per channel.
+	Listener string
+	// Poll is the loop's fallback poll interval while asleep.
+	Poll time.Duration
+	// WarmFor and WarmPoll override the package's defaults when positive;
+	// WarmFor < 0 marks the loop asleep as soon as nothing is due.
+	WarmFor, WarmPoll time.Duration
+	// Log receives failures to update the mark.
+	Log *slog.Logger
+}
+
+// Sleeper keeps one claim loop's row in wake_listeners, which tells the
+// insert triggers of its channel whether a NOTIFY is needed (db/schema/
+// 00090_wake_listeners.sql): they notify only while some loop is marked
+// asleep. After each claim the loop calls Next, which marks or unmarks it
+// and says how long to wait for a wake-up before claiming again:
+//
+//   - while claims keep finding work, or wake-ups come closer together
+//     than WarmFor, the loop is awake (unmarked): inserts do not notify, and
+//     the loop claims every WarmPoll when nothing is due;
+//   - after WarmFor without work it marks itself asleep, waits for the
+//     inserts that saw it awake to end, claims once more, and then waits
+//     for a NOTIFY or its poll interval.
+//
+// So a job inserted at any moment is claimed by the next claim of some
+// loop, without relying on the poll. A Sleeper belongs to one goroutine;
+// only Asleep may be called from others.
+type Sleeper struct {
+	pool     *pgxpool.Pool
+	channel  string
+	listener string
+	poll     time.Duration
+	warmFor  time.Duration
+	warmPoll time.Duration
+	ttl      time.Duration
+	log      *slog.Logger
+
+	asleep   atomic.Bool // the row says asleep (as far as this loop knows)
+	settled  bool        // inserts that saw the loop awake have ended since it marked itself
+	markedAt time.Time   // when the row was last written asleep
+	woken    bool        // a wake-up arrived since the last claim
+	last     time.Time   // the last claim that followed a wake-up or took work
+	prev     time.Time   // the one before
+}
+
+// NewSleeper returns the Sleeper of one claim loop, awake: inserts on the
+// channel do not notify on its account until it marks itself asleep.
+func NewSleeper(cfg SleeperConfig) *Sleeper {
+	// Starting counts as a sign of work: a loop starts warm (there may be
+	// a backlog), and marks itself asleep WarmFor after, if idle.
+	s := &Sleeper{pool: cfg.Pool, channel: cfg.Channel, listener: cfg.Listener, poll: cfg.Poll,
+		warmFor: WarmFor, warmPoll: WarmPoll, log: cfg.Log, last: time.Now()} //nolint:forbidigo // local pacing
+	if cfg.WarmFor != 0 {
+		s.warmFor = max(cfg.WarmFor, 0)
+	}
+	if cfg.WarmPoll > 0 {
+		s.warmPoll = cfg.WarmPoll
+	}
+	s.warmPoll = min(s.warmPoll, s.poll)
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	// A sleeping loop rewrites its row every poll; a row not rewritten for
+	// three polls (and a margin for a slow database) belongs to a loop
+	// that is gone.
+	s.ttl = 3*s.poll + 10*time.Second
+	return s
+}
+
+// Asleep reports whether the loop is marked asleep, so inserts on its
+// channel NOTIFY it.
+func (s *Sleeper) Asleep() bool { return s.asleep.Load() }
+
+// Woken records that a wake-up (a NOTIFY, or a local wake) arrived.
+func (s *Sleeper) Woken() { s.woken = true }
+
+// Next takes the outcome of the claim just made: how many rows it took,
+// whether more are due at once (a full batch), and its error. It updates
+// the loop's mark and returns how long to wait for a wake-up before the
+// next claim; 0 means claim at once.
+func (s *Sleeper) Next(ctx context.Context, took int, more bool, err error) time.Duration {
+	if ctx.Err() != nil {
+		// Stopping: nothing below could reach the database; the caller's
+		// wait sees ctx end.
+		return s.poll
+	}
+	now := time.Now() //nolint:forbidigo // local pacing, not domain time
+	active := s.woken || took > 0
+	s.woken = false
+	if active {
+		s.prev, s.last = s.last, now
+	}
+	if err != nil {
+		return s.poll
+	}
+	if more {
+		s.rouse(ctx)
+		return 0
+	}
+	if s.asleep.Load() {
+		if !s.settled {
+			// Claim again whether or not the wait ended: an insert that
+			// committed meanwhile is claimed now, and the wait is repeated
+			// after that claim until it succeeds.
+			s.settled = s.settle(ctx)
+			return 0
+		}
+		if active && now.Sub(s.prev) < s.warmFor {
+			// Work is arriving faster than WarmFor: stop the NOTIFYs.
+			s.rouse(ctx)
+			return s.warmPoll
+		}
+		if now.Sub(s.markedAt) >= s.ttl/3 {
+			if !s.mark(ctx) {
+				return s.poll
+			}
+			if !s.settled { // the row was gone: inserts saw the loop awake
+				s.settled = s.settle(ctx)
+				return 0
+			}
+		}
+		return s.poll
+	}
+	if now.Sub(s.last) < s.warmFor {
+		return s.warmPoll
+	}
+	if !s.mark(ctx) {
+		// Still awake as far as inserts know; the poll bounds the wait.
+		return s.poll
+	}
+	if !s.settled {
+		s.settled = s.settle(ctx)
+	}
+	return 0 // the claim after the mark
+}
+
+// mark writes the row asleep (or refreshes it) and reports whether that
+// worked. When the row did not say asleep before, the loop is not settled.
+func (s *Sleeper) mark(ctx context.Context) bool {
+	var was bool
+	err := s.pool.QueryRow(ctx, `WITH prev AS (
+			SELECT asleep FROM wake_listeners WHERE channel = $1 AND listener = $2
+		), up AS (
+			INSERT INTO wake_listeners (channel, listener, asleep, expires_at)
+			VALUES ($1, $2, true, now() + make_interval(secs => $3))
+			ON CONFLICT (channel, listener) DO UPDATE SET asleep = true, expires_at = excluded.expires_at
+		)
+		SELECT coalesce((SELECT asleep FROM prev), false)`,
+		s.channel, s.listener, s.ttl.Seconds()).Scan(&was)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("mark claim loop asleep", "channel", s.channel, "err", err)
+		}
+		return false
+	}
+	s.markedAt = time.Now() //nolint:forbidigo // local pacing, not domain time
+	if !was || !s.asleep.Load() {
+		s.settled = false
+	}
+	s.asleep.Store(true)
+	return true
+}
+
+// settle waits (at most settleTimeout) until every transaction that
+// inserted on the channel while it saw no loop asleep has ended, and
+// reports whether they have: then the next claim sees their rows.
+func (s *Sleeper) settle(ctx context.Context) bool {
+	_, err := s.pool.Exec(ctx, "SELECT set_config('lock_timeout', $1, true), pg_advisory_xact_lock($2, hashtext($3))",
+		strconv.FormatInt(settleTimeout.Milliseconds(), 10)+"ms", wakeLockKey, s.channel)
+	if err == nil {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available: inserts still open
+		if ctx.Err() == nil {
+			s.log.Warn("wait for inserts before sleeping", "channel", s.channel, "err", err)
+		}
+	}
+	return false
+}
+
+// Busy marks the loop awake while it cannot claim (every worker slot
+// taken): a NOTIFY could not make it claim sooner, and it claims again,
+// and marks itself asleep before it sleeps, once a slot frees.
+func (s *Sleeper) Busy(ctx context.Context) { s.rouse(ctx) }
+
+// rouse marks the loop awake, if it is marked asleep.
+func (s *Sleeper) rouse(ctx context.Context) {
+	if !s.asleep.Load() {
+		return
+	}
+	if _, err := s.pool.Exec(ctx, "UPDATE wake_listeners SET asleep = false WHERE channel = $1 AND listener = $2",
+		s.channel, s.listener); err != nil {
+		// Left asleep as far as this loop knows, though the update may
+		// have committed: rewrite the mark at the next chance (mark then
+		// sees whether the row still said asleep).
+		if ctx.Err() == nil {
+			s.log.Warn("mark claim loop awake", "channel", s.channel, "err", err)
+		}
+		s.markedAt = time.Time{}
+		return
+	}
+	s.asleep.Store(false)
+}
+
+// Forget deletes the loop's row (the loop is stopping).
+func (s *Sleeper) Forget(ctx context.Context) {
+	if _, err := s.pool.Exec(ctx, "DELETE FROM wake_listeners WHERE channel = $1 AND listener = $2",
+		s.channel, s.listener); err != nil {
+		s.log.Warn("remove claim loop from wake_listeners", "channel", s.channel, "err", err)
+	}
+	s.asleep.Store(false)
+}
+
+// PruneSleepers deletes the rows of claim loops that stopped rewriting
+// them (their process died while they were asleep): each one makes every
+// insert on its channel NOTIFY.
+func PruneSleepers(ctx context.Context, db Querier) (int64, error) {
+	tag, err := db.Exec(ctx, "DELETE FROM wake_listeners WHERE expires_at < now()")
+	if err != nil {
+		return 0, fmt.Errorf("prune wake_listeners: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }

@@ -364,12 +364,15 @@ SELECT $1::bigint, 'noop', 'default', $3, jsonb_build_object('g', g), 0, 3,
 // TestIdlePoolClaimsOncePerWake: an idle pool woken by NOTIFY claims the
 // new job with one small claim and goes back to sleep; it does not claim
 // again at once (that claim would only compete with the handler it just
-// started). Polling is off, so every claim here is a NOTIFY's.
+// started). Polling is off and the producer sleeps as soon as nothing is
+// due (no warm period, whose claims every few milliseconds would count
+// here), so every claim here is a NOTIFY's.
 func TestIdlePoolClaimsOncePerWake(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	tenant := newTenants(t, db, 1)[0]
 	e := newEngine(t, db, job.Config{Workers: 2, PollInterval: time.Hour})
+	e.SetWarm(-1, 0)
 	ran := make(chan int64, 1)
 	e.Register("ping", func(ctx context.Context, j *job.Job) error { ran <- j.ID; return nil }, job.KindOptions{})
 	startEngine(t, e)

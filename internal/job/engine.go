@@ -107,6 +107,10 @@ type Engine struct {
 	hooksMu sync.Mutex
 	hooks   []func(context.Context) error // run by the maintenance leader
 
+	// warmFor and warmPoll override the producer Sleeper's defaults
+	// (tests).
+	warmFor, warmPoll time.Duration
+
 	run     *runState // non-nil between Start and Stop
 	runMu   sync.Mutex
 	leader  atomic.Bool

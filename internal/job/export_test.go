@@ -131,3 +131,8 @@ var ClaimSmallSQL = claimSmallSQL
 func (e *Engine) DelayJob(ctx context.Context, j *Job, after time.Duration, reason string) error {
 	return e.delayJob(ctx, j, after, reason)
 }
+
+// SetWarm overrides how long the producer stays awake after work and how
+// often it claims meanwhile (database.WarmFor, WarmPoll); a negative
+// warmFor marks it asleep as soon as nothing is due. Call before Start.
+func (e *Engine) SetWarm(warmFor, warmPoll time.Duration) { e.warmFor, e.warmPoll = warmFor, warmPoll }

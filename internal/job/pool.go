@@ -30,6 +30,10 @@ type runState struct {
 	slotFreed chan struct{}
 	inflight  atomic.Int64
 
+	// sleep is the producer's mark in wake_listeners: inserts NOTIFY
+	// jejak_jobs only while it (or another replica's producer) sleeps.
+	sleep *database.Sleeper
+
 	heldMu sync.Mutex
 	held   map[int64]*heldJob // claimed and not yet handed to the completer / failed
 	// finishing counts jobs taken out of held whose outcome is still being
@@ -92,6 +96,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.run = r
 	if e.cfg.Workers > 0 {
+		r.sleep = database.NewSleeper(database.SleeperConfig{Pool: e.pool, Channel: jobsChannel,
+			Listener: e.cfg.WorkerID, Poll: e.cfg.PollInterval, WarmFor: e.warmFor, WarmPoll: e.warmPoll, Log: e.log})
 		r.comp = newCompleter(e)
 		go r.comp.loop(r.ctx)
 		for range e.cfg.Workers {
@@ -293,11 +299,21 @@ func signal(ch chan struct{}) {
 	}
 }
 
+// jobsChannel is the NOTIFY channel of the jobs insert trigger.
+const jobsChannel = "jejak_jobs"
+
 // produce claims batches while there are free worker slots and due jobs,
-// and sleeps until a NOTIFY, a freed slot or the poll interval otherwise.
+// and otherwise waits for a wake-up, a freed slot or the time its Sleeper
+// gives: a few milliseconds while jobs keep coming (no NOTIFY is sent
+// then), the poll interval once it is marked asleep.
 func (e *Engine) produce(r *runState) {
 	defer close(r.prodDone)
 	ctx := r.prodCtx
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		r.sleep.Forget(fctx)
+	}()
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for {
@@ -305,6 +321,7 @@ func (e *Engine) produce(r *runState) {
 		// claiming until a flush catches up, or the running set (and every
 		// query that touches it) grows without bound.
 		if r.comp.backlog.Load() >= maxCompleteBatch {
+			r.sleep.Busy(ctx)
 			select {
 			case <-ctx.Done():
 				return
@@ -318,6 +335,7 @@ func (e *Engine) produce(r *runState) {
 		// releases any that never started.
 		free := 2*e.cfg.Workers - int(r.inflight.Load())
 		if free <= 0 {
+			r.sleep.Busy(ctx)
 			select {
 			case <-ctx.Done():
 				return
@@ -341,9 +359,11 @@ func (e *Engine) produce(r *runState) {
 		}
 		// More may be due right now, unless the claim took every job that
 		// was due (an idle queue's small claim): then the next job comes
-		// with a NOTIFY or the poll, and claiming again at once would only
-		// compete for the CPU with the handlers just handed their jobs.
-		if err == nil && len(jobs) > 0 && !drained {
+		// with a wake-up or the Sleeper's poll, and claiming again at once
+		// would only compete for the CPU with the handlers just handed
+		// their jobs.
+		wait := r.sleep.Next(ctx, len(jobs), err == nil && len(jobs) > 0 && !drained, err)
+		if wait == 0 {
 			continue
 		}
 		if !poll.Stop() {
@@ -352,11 +372,12 @@ func (e *Engine) produce(r *runState) {
 			default:
 			}
 		}
-		poll.Reset(e.cfg.PollInterval)
+		poll.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
+			r.sleep.Woken()
 		case <-poll.C:
 		}
 	}
@@ -472,10 +493,10 @@ func (e *Engine) startTime(j *Job) time.Time {
 }
 
 // listen wakes the producer on every NOTIFY jejak_jobs; polling covers
-// any gap.
+// the time the LISTEN connection is down.
 func (e *Engine) listen(r *runState) {
 	defer r.bgDone.Done()
-	database.Listen(r.prodCtx, e.pool, "jejak_jobs", e.cfg.PollInterval, e.log, func() { signal(r.wake) })
+	database.Listen(r.prodCtx, e.pool, jobsChannel, e.cfg.PollInterval, e.log, func() { signal(r.wake) })
 }
 
 // heartbeat refreshes this engine's job_workers row and renews the lease
@@ -758,6 +779,11 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune boo
 	}
 	if _, err := storeWorkerDeleteStale(ctx, lead, e.clock.Now(), 24*time.Hour); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: prune stale workers", "err", err)
+	}
+	// A claim loop that died asleep makes every insert NOTIFY until its
+	// row goes.
+	if _, err := database.PruneSleepers(ctx, lead); err != nil && ctx.Err() == nil {
+		e.log.Error("maintenance: prune sleeping claim loops", "err", err)
 	}
 	// Keep the overview's unfinished counts a short sum: fold the deltas
 	// appended since the last pass.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -97,7 +98,12 @@ type Relay struct {
 	// afterPublish, when set (tests), runs after a batch was published;
 	// returning true abandons the batch unsettled, as a crash would.
 	afterPublish func([]Envelope) bool
+	// warmFor and warmPoll override the loops' Sleeper defaults (tests).
+	warmFor, warmPoll time.Duration
 }
+
+// outboxChannel is the NOTIFY channel of the outbox insert trigger.
+const outboxChannel = "jejak_outbox"
 
 // errAbandoned is returned by RunOnce when a test hook abandoned a batch.
 var errAbandoned = errors.New("batch abandoned after publish")
@@ -174,8 +180,13 @@ func (r *Relay) Run(ctx context.Context) {
 	wg.Add(2 + len(wakes))
 	go func() { defer wg.Done(); r.listen(ctx) }()
 	go func() { defer wg.Done(); r.maintain(ctx) }()
-	for _, w := range wakes {
-		go func() { defer wg.Done(); r.loop(ctx, w) }()
+	for i, w := range wakes {
+		// Each loop has its own mark: inserts notify while any loop of any
+		// relay is asleep.
+		s := database.NewSleeper(database.SleeperConfig{Pool: r.cfg.Pool, Channel: outboxChannel,
+			Listener: r.cfg.WorkerID + "/" + strconv.Itoa(i), Poll: r.cfg.PollInterval,
+			WarmFor: r.warmFor, WarmPoll: r.warmPoll, Log: r.log})
+		go func() { defer wg.Done(); r.loop(ctx, w, s) }()
 	}
 	wg.Wait()
 }
@@ -191,9 +202,14 @@ func (r *Relay) wakeAll() {
 	}
 }
 
-func (r *Relay) loop(ctx context.Context, wake chan struct{}) {
+func (r *Relay) loop(ctx context.Context, wake chan struct{}, sleep *database.Sleeper) {
 	t := time.NewTimer(r.cfg.PollInterval)
 	defer t.Stop()
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		sleep.Forget(fctx)
+	}()
 	// inflight is the previous batch being published and settled: the
 	// next claim runs while its acknowledgements are awaited, so the
 	// database and the broker work at the same time. At most two batches
@@ -213,6 +229,9 @@ func (r *Relay) loop(ctx context.Context, wake chan struct{}) {
 		if err != nil && ctx.Err() == nil {
 			r.log.Error("outbox relay batch", "err", err)
 		}
+		// A full batch left rows behind: the loop stays awake. Otherwise
+		// the Sleeper decides how long to wait once nothing is claimable.
+		wait := sleep.Next(ctx, len(msgs), len(msgs) == r.cfg.BatchSize, err)
 		if len(msgs) > 0 {
 			prev, done := inflight, make(chan struct{})
 			inflight = done
@@ -234,11 +253,15 @@ func (r *Relay) loop(ctx context.Context, wake chan struct{}) {
 			await()
 			continue
 		}
-		t.Reset(r.cfg.PollInterval)
+		if wait == 0 {
+			continue
+		}
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
+			sleep.Woken()
 		case <-t.C:
 		}
 	}
@@ -429,7 +452,7 @@ func (r *Relay) maintain(ctx context.Context) {
 }
 
 // listen wakes the claim loops on every NOTIFY jejak_outbox; polling
-// covers any gap.
+// covers the time the LISTEN connection is down.
 func (r *Relay) listen(ctx context.Context) {
-	database.Listen(ctx, r.cfg.Pool, "jejak_outbox", r.cfg.PollInterval, r.log, r.wakeAll)
+	database.Listen(ctx, r.cfg.Pool, outboxChannel, r.cfg.PollInterval, r.log, r.wakeAll)
 }

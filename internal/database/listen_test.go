@@ -1,0 +1,106 @@
+package database_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/testdb"
+)
+
+// TestWakeNotifyOnlyForSleepers: wake_notify (what the jobs and outbox
+// insert triggers call, as the inserting role) sends a NOTIFY only while
+// some claim loop of the channel is marked asleep, or when the transaction
+// is not READ COMMITTED (its snapshot could hide a loop that has just
+// marked itself). The tenant role cannot touch wake_listeners itself.
+func TestWakeNotifyOnlyForSleepers(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	l := db.Listen(t, "jejak_jobs")
+	notifyAs := func(iso pgx.TxIsoLevel) {
+		t.Helper()
+		tx, err := db.App.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck
+		if _, err := tx.Exec(ctx, "SELECT wake_notify('jejak_jobs')"); err != nil {
+			t.Fatalf("wake_notify as jejak_app: %v", err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mark := func(listener string, asleep bool) {
+		t.Helper()
+		if _, err := db.System.Exec(ctx, `INSERT INTO wake_listeners (channel, listener, asleep, expires_at)
+			VALUES ('jejak_jobs', $1, $2, now() + interval '1 hour')
+			ON CONFLICT (channel, listener) DO UPDATE SET asleep = excluded.asleep`, listener, asleep); err != nil {
+			t.Fatalf("mark %s: %v", listener, err)
+		}
+	}
+	expect := func(what string, want int) {
+		t.Helper()
+		if got := l.Count(t); got != want {
+			t.Fatalf("%s: %d NOTIFYs, want %d", what, got, want)
+		}
+	}
+
+	notifyAs(pgx.ReadCommitted)
+	expect("no loop registered", 0)
+	mark("a", false)
+	mark("b", false)
+	notifyAs(pgx.ReadCommitted)
+	expect("every loop awake", 0)
+	notifyAs(pgx.RepeatableRead)
+	expect("repeatable read, every loop awake", 1)
+	mark("b", true)
+	notifyAs(pgx.ReadCommitted)
+	notifyAs(pgx.ReadCommitted)
+	expect("one loop asleep", 2)
+	if _, err := db.Admin.Exec(ctx, "INSERT INTO wake_listeners (channel, listener, asleep, expires_at) VALUES ('jejak_outbox', 'c', true, now() + interval '1 hour')"); err != nil {
+		t.Fatal(err)
+	}
+	mark("b", false)
+	notifyAs(pgx.ReadCommitted)
+	expect("asleep on the other channel only", 0)
+
+	for _, stmt := range []string{
+		"SELECT count(*) FROM wake_listeners",
+		"UPDATE wake_listeners SET asleep = true",
+		"INSERT INTO wake_listeners (channel, listener, asleep, expires_at) VALUES ('jejak_jobs', 'x', true, now())",
+		"DELETE FROM wake_listeners",
+	} {
+		_, err := db.App.Exec(ctx, stmt)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+			t.Errorf("jejak_app %q: %v, want permission denied", stmt, err)
+		}
+	}
+}
+
+// TestPruneSleepersDeletesExpiredRowsOnly: rows past expires_at (a loop
+// that died asleep) go; live ones stay.
+func TestPruneSleepersDeletesExpiredRowsOnly(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	if _, err := db.System.Exec(ctx, `INSERT INTO wake_listeners (channel, listener, asleep, expires_at) VALUES
+		('jejak_jobs', 'dead', true, now() - interval '1 second'),
+		('jejak_outbox', 'live', true, now() + interval '1 minute')`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := database.PruneSleepers(ctx, db.System)
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d (%v), want 1", n, err)
+	}
+	var left string
+	if err := db.Admin.QueryRow(ctx, "SELECT string_agg(listener, ',') FROM wake_listeners").Scan(&left); err != nil || left != "live" {
+		t.Fatalf("left %q (%v), want live", left, err)
+	}
+}
