@@ -130,10 +130,12 @@ func InTx(ctx context.Context, db Beginner, fn func(pgx.Tx) error) (err error) {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	done := trackCommit(tx)
 	defer func() {
 		if err != nil {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
+		done(err == nil)
 	}()
 	if err = fn(tx); err != nil {
 		return err

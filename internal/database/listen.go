@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -309,4 +312,103 @@ func PruneSleepers(ctx context.Context, db Querier) (int64, error) {
 		return 0, fmt.Errorf("prune wake_listeners: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// Local wake-ups: a claim loop of this process need not wait for its warm
+// poll to see what a transaction of the same process inserted. An awake
+// loop gets no NOTIFY (that is the point), so the inserting code asks
+// WakeAfterCommit, and InTx, once the transaction has committed (its rows
+// are visible to the loop's next claim), wakes the loops registered with
+// WakeLocal for that database and channel.
+
+type wakeKey struct {
+	host     string
+	port     uint16
+	database string
+	channel  string
+}
+
+var (
+	localMu     sync.Mutex
+	localWakers = map[wakeKey]map[*func()]struct{}{}
+	// pending holds, per transaction begun by InTx, the channels to wake
+	// at its commit.
+	pending sync.Map // pgx.Tx → *commitWakes
+)
+
+type commitWakes struct {
+	mu       sync.Mutex
+	channels []string
+}
+
+// WakeLocal calls wake after each commit, through InTx on pool's database,
+// of a transaction that called WakeAfterCommit for channel. The returned
+// function unregisters it.
+func WakeLocal(pool *pgxpool.Pool, channel string, wake func()) (unregister func()) {
+	cc := pool.Config().ConnConfig
+	k := wakeKey{cc.Host, cc.Port, cc.Database, channel}
+	f := &wake
+	localMu.Lock()
+	if localWakers[k] == nil {
+		localWakers[k] = map[*func()]struct{}{}
+	}
+	localWakers[k][f] = struct{}{}
+	localMu.Unlock()
+	return func() {
+		localMu.Lock()
+		delete(localWakers[k], f)
+		if len(localWakers[k]) == 0 {
+			delete(localWakers, k)
+		}
+		localMu.Unlock()
+	}
+}
+
+// WakeAfterCommit asks for this process's claim loops on channel to be
+// woken once tx commits. It does nothing unless tx was begun by InTx (a
+// transaction the caller began itself, or a savepoint, is left to the
+// NOTIFY and the loops' polling).
+func WakeAfterCommit(tx Querier, channel string) {
+	ptx, ok := tx.(pgx.Tx)
+	if !ok {
+		return
+	}
+	v, ok := pending.Load(ptx)
+	if !ok {
+		return
+	}
+	w := v.(*commitWakes)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !slices.Contains(w.channels, channel) {
+		w.channels = append(w.channels, channel)
+	}
+}
+
+// trackCommit starts collecting WakeAfterCommit calls for tx; the returned
+// function stops, and wakes the loops when committed is true.
+func trackCommit(tx pgx.Tx) (done func(committed bool)) {
+	w := &commitWakes{}
+	pending.Store(tx, w)
+	return func(committed bool) {
+		pending.Delete(tx)
+		w.mu.Lock()
+		channels := w.channels
+		w.mu.Unlock()
+		if !committed || len(channels) == 0 {
+			return
+		}
+		cc := tx.Conn().Config()
+		var wakes []func()
+		localMu.Lock()
+		for _, ch := range channels {
+			for f := range localWakers[wakeKey{cc.Host, cc.Port, cc.Database, ch}] {
+				wakes = append(wakes, *f)
+			}
+		}
+		localMu.Unlock()
+		for _, wake := range wakes {
+			wake()
+		}
+	}
 }

@@ -315,6 +315,7 @@ func (e *Engine) enqueue(ctx context.Context, tx Querier, ps []EnqueueParams) ([
 		}
 	}
 	e.observeEnqueued(resolved, existing)
+	database.WakeAfterCommit(tx, jobsChannel)
 	return ids, existing, nil
 }
 

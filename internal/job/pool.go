@@ -32,7 +32,8 @@ type runState struct {
 
 	// sleep is the producer's mark in wake_listeners: inserts NOTIFY
 	// jejak_jobs only while it (or another replica's producer) sleeps.
-	sleep *database.Sleeper
+	sleep  *database.Sleeper
+	unwake func() // unregisters the local wake-up
 
 	heldMu sync.Mutex
 	held   map[int64]*heldJob // claimed and not yet handed to the completer / failed
@@ -98,6 +99,13 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.cfg.Workers > 0 {
 		r.sleep = database.NewSleeper(database.SleeperConfig{Pool: e.pool, Channel: jobsChannel,
 			Listener: e.cfg.WorkerID, Poll: e.cfg.PollInterval, WarmFor: e.warmFor, WarmPoll: e.warmPoll, Log: e.log})
+		// A job this process enqueues wakes the producer at its commit.
+		// Only an awake producer needs it: an asleep one gets the NOTIFY.
+		r.unwake = database.WakeLocal(e.pool, jobsChannel, func() {
+			if !r.sleep.Asleep() {
+				signal(r.wake)
+			}
+		})
 		r.comp = newCompleter(e)
 		go r.comp.loop(r.ctx)
 		for range e.cfg.Workers {
@@ -310,6 +318,7 @@ func (e *Engine) produce(r *runState) {
 	defer close(r.prodDone)
 	ctx := r.prodCtx
 	defer func() {
+		r.unwake()
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		r.sleep.Forget(fctx)

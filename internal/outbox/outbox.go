@@ -90,6 +90,7 @@ func (w *Writer) Publish(ctx context.Context, tx database.Querier, tenantID int6
 	if err != nil {
 		return 0, fmt.Errorf("publish %s for tenant %d: %w", m.Type, tenantID, err)
 	}
+	database.WakeAfterCommit(tx, outboxChannel)
 	return id, nil
 }
 

@@ -92,8 +92,9 @@ type Relay struct {
 	log  *slog.Logger
 	sink Sink
 
-	mu    sync.Mutex
-	wakes []chan struct{}
+	mu       sync.Mutex
+	wakes    []chan struct{}
+	sleepers []*database.Sleeper // wakes[i]'s loop
 
 	// afterPublish, when set (tests), runs after a batch was published;
 	// returning true abandons the batch unsettled, as a crash would.
@@ -174,21 +175,42 @@ func (r *Relay) Run(ctx context.Context) {
 	for i := range wakes {
 		wakes[i] = make(chan struct{}, 1)
 	}
+	// Each loop has its own mark: inserts notify while any loop of any
+	// relay is asleep.
+	sleepers := make([]*database.Sleeper, len(wakes))
+	for i := range sleepers {
+		sleepers[i] = database.NewSleeper(database.SleeperConfig{Pool: r.cfg.Pool, Channel: outboxChannel,
+			Listener: r.cfg.WorkerID + "/" + strconv.Itoa(i), Poll: r.cfg.PollInterval,
+			WarmFor: r.warmFor, WarmPoll: r.warmPoll, Log: r.log})
+	}
 	r.mu.Lock()
-	r.wakes = wakes
+	r.wakes, r.sleepers = wakes, sleepers
 	r.mu.Unlock()
+	// A message this process publishes wakes the awake loops at its
+	// commit; asleep ones get the NOTIFY.
+	defer database.WakeLocal(r.cfg.Pool, outboxChannel, r.wakeAwake)()
 	wg.Add(2 + len(wakes))
 	go func() { defer wg.Done(); r.listen(ctx) }()
 	go func() { defer wg.Done(); r.maintain(ctx) }()
 	for i, w := range wakes {
-		// Each loop has its own mark: inserts notify while any loop of any
-		// relay is asleep.
-		s := database.NewSleeper(database.SleeperConfig{Pool: r.cfg.Pool, Channel: outboxChannel,
-			Listener: r.cfg.WorkerID + "/" + strconv.Itoa(i), Poll: r.cfg.PollInterval,
-			WarmFor: r.warmFor, WarmPoll: r.warmPoll, Log: r.log})
-		go func() { defer wg.Done(); r.loop(ctx, w, s) }()
+		go func() { defer wg.Done(); r.loop(ctx, w, sleepers[i]) }()
 	}
 	wg.Wait()
+}
+
+// wakeAwake wakes the loops not marked asleep.
+func (r *Relay) wakeAwake() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, w := range r.wakes {
+		if r.sleepers[i].Asleep() {
+			continue
+		}
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (r *Relay) wakeAll() {
