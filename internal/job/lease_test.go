@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,44 @@ func TestTamperedPayloadRefusedAtStart(t *testing.T) {
 	case <-ran:
 		t.Fatal("handler ran a tampered payload")
 	default:
+	}
+}
+
+// TestClaimVerdictIsPerRow: the claim's tamper verdict belongs to each
+// row, on the fair claim (more due than the batch) and on the idle
+// queue's claim (the rest fits): only the edited payloads fail to verify.
+func TestClaimVerdictIsPerRow(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenants := newTenants(t, db, 2)
+	e := newEngine(t, db, job.Config{})
+	tampered := map[int64]bool{}
+	for i := 0; i < 8; i++ {
+		id := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenants[i%2], Kind: "k",
+			Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}).ID
+		if i%3 == 1 {
+			tampered[id] = true
+			if _, err := db.Admin.Exec(ctx, `UPDATE jobs SET payload = '{"n": -1}' WHERE id = $1`, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	seen := 0
+	for _, n := range []int{5, 5} {
+		js, err := e.Claim(ctx, "w", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range js {
+			seen++
+			if j.VerifyPayload() == tampered[j.ID] {
+				t.Errorf("job %d: verifies %v, tampered %v", j.ID, j.VerifyPayload(), tampered[j.ID])
+			}
+		}
+	}
+	if seen != 8 || len(tampered) != 3 {
+		t.Fatalf("claimed %d of 8 jobs, %d tampered", seen, len(tampered))
 	}
 }
 
