@@ -12,6 +12,17 @@
 --   $10 fair: round robin across tenants (false = strict priority/due order)
 --   $11 paused kinds (empty = none): their jobs are passed over
 --
+-- The claim commits asynchronously (synchronous_commit off for its own
+-- implicit transaction, set by the async CTE; the pooled connection keeps
+-- its setting). The producer claims serially, so the WAL flush it no
+-- longer waits for is taken off every batch and off an idle job's start.
+-- What a crash can lose is only the claim itself, and only when nothing
+-- committed synchronously after it: any later flush (a completion, a
+-- handler's transaction) writes the claim's commit record too, since it
+-- precedes them in the WAL. A lost claim leaves its jobs pending with the
+-- attempt not counted, and they run again: the at-least-once a crash gives
+-- anyway (lease rescue), without waiting for the lease to expire.
+--
 -- 1) tenant_walk: the distinct tenants with due work in this queue, found
 --    by a recursive "loose index scan" over jobs_claim_idx (one index probe
 --    per tenant, however many jobs each has), starting after a round-robin
@@ -121,6 +132,10 @@ claimed AS (
               jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
               jobs.payload_version, picked.k AS quota
 ),
+-- Commit without waiting for the WAL flush (see the header).
+async AS (
+    SELECT set_config('synchronous_commit', 'off', true) AS v
+),
 tampered AS (
     SELECT t.id
       FROM jobs_tampered_rows(ARRAY(SELECT c.id FROM claimed c), ARRAY(SELECT c.tenant_id FROM claimed c),
@@ -135,4 +150,4 @@ SELECT walk.tenants, walk.last,
        claimed.payload_version,
        NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = claimed.id) AS intact,
        claimed.quota
-  FROM walk LEFT JOIN claimed ON true
+  FROM async CROSS JOIN walk LEFT JOIN claimed ON true

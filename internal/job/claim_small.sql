@@ -55,6 +55,10 @@ claimed AS (
               jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
               jobs.payload_version
 ),
+-- Commits asynchronously, for the reasons claim.sql gives.
+async AS (
+    SELECT set_config('synchronous_commit', 'off', true) AS v
+),
 tampered AS (
     SELECT t.id
       FROM jobs_tampered_rows(ARRAY(SELECT c.id FROM claimed c), ARRAY(SELECT c.tenant_id FROM claimed c),
@@ -68,4 +72,4 @@ SELECT fits.ok,
        claimed.expires_at, claimed.idempotency_key, claimed.payload_hash, claimed.lease_expires_at,
        claimed.payload_version,
        NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = claimed.id) AS intact
-  FROM fits LEFT JOIN claimed ON true
+  FROM async CROSS JOIN fits LEFT JOIN claimed ON true
