@@ -130,6 +130,7 @@ type Sleeper struct {
 	settled  bool        // inserts that saw the loop awake have ended since it marked itself
 	markedAt time.Time   // when the row was last written asleep
 	woken    bool        // a wake-up arrived since the last claim
+	again    bool        // and another one during it
 	last     time.Time   // the last claim that followed a wake-up or took work
 	prev     time.Time   // the one before
 }
@@ -165,6 +166,11 @@ func (s *Sleeper) Asleep() bool { return s.asleep.Load() }
 // Woken records that a wake-up (a NOTIFY, or a local wake) arrived.
 func (s *Sleeper) Woken() { s.woken = true }
 
+// Again records that another wake-up arrived while the loop was claiming:
+// rows keep coming, however long the claim took, so an asleep loop marks
+// itself awake (the NOTIFYs would go on otherwise).
+func (s *Sleeper) Again() { s.again = true }
+
 // Next takes the outcome of the claim just made: how many rows it took,
 // whether more are due at once (a full batch), and its error. It updates
 // the loop's mark and returns how long to wait for a wake-up before the
@@ -177,7 +183,8 @@ func (s *Sleeper) Next(ctx context.Context, took int, more bool, err error) time
 	}
 	now := time.Now() //nolint:forbidigo // local pacing, not domain time
 	active := s.woken || took > 0
-	s.woken = false
+	again := s.again && active
+	s.woken, s.again = false, false
 	if active {
 		s.prev, s.last = s.last, now
 	}
@@ -196,7 +203,7 @@ func (s *Sleeper) Next(ctx context.Context, took int, more bool, err error) time
 			s.settled = s.settle(ctx)
 			return 0
 		}
-		if active && now.Sub(s.prev) < s.warmFor {
+		if again || (active && now.Sub(s.prev) < s.warmFor) {
 			// Work is arriving faster than WarmFor: stop the NOTIFYs.
 			s.rouse(ctx)
 			return s.warmPoll

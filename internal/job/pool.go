@@ -371,6 +371,9 @@ func (e *Engine) produce(r *runState) {
 		// with a wake-up or the Sleeper's poll, and claiming again at once
 		// would only compete for the CPU with the handlers just handed
 		// their jobs.
+		if len(r.wake) > 0 {
+			r.sleep.Again()
+		}
 		wait := r.sleep.Next(ctx, len(jobs), err == nil && len(jobs) > 0 && !drained, err)
 		if wait == 0 {
 			continue

@@ -253,6 +253,9 @@ func (r *Relay) loop(ctx context.Context, wake chan struct{}, sleep *database.Sl
 		}
 		// A full batch left rows behind: the loop stays awake. Otherwise
 		// the Sleeper decides how long to wait once nothing is claimable.
+		if len(wake) > 0 {
+			sleep.Again()
+		}
 		wait := sleep.Next(ctx, len(msgs), len(msgs) == r.cfg.BatchSize, err)
 		if len(msgs) > 0 {
 			prev, done := inflight, make(chan struct{})
