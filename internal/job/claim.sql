@@ -12,6 +12,17 @@
 --   $10 fair: round robin across tenants (false = strict priority/due order)
 --   $11 paused kinds (empty = none): their jobs are passed over
 --
+-- The claim commits asynchronously (synchronous_commit off for its own
+-- implicit transaction, set by the async CTE; the pooled connection keeps
+-- its setting). The producer claims serially, so the WAL flush it no
+-- longer waits for is taken off every batch and off an idle job's start.
+-- What a crash can lose is only the claim itself, and only when nothing
+-- committed synchronously after it: any later flush (a completion, a
+-- handler's transaction) writes the claim's commit record too, since it
+-- precedes them in the WAL. A lost claim leaves its jobs pending with the
+-- attempt not counted, and they run again: the at-least-once a crash gives
+-- anyway (lease rescue), without waiting for the lease to expire.
+--
 -- 1) tenant_walk: the distinct tenants with due work in this queue, found
 --    by a recursive "loose index scan" over jobs_claim_idx (one index probe
 --    per tenant, however many jobs each has), starting after a round-robin
@@ -20,21 +31,28 @@
 --    with tenant_id (jobs_tenant_idx holds finished jobs too) also gives
 --    tenant order and is smaller, so the planner would pick it and walk
 --    past every succeeded job of a tenant to find the next one (50k
---    buffers per claim at 70k finished jobs, growing with them).
+--    buffers per claim at 70k finished jobs, growing with them). Each
+--    probe keeps the key of the first due job it found.
 -- 2) quota: each gets an equal share of the batch (at least $8), less its
 --    running jobs when a per-tenant cap is set.
 -- 3) candidates: each tenant's head jobs in priority, due-time, id order,
---    locked with SKIP LOCKED so concurrent claimers never collide, ranked
+--    starting at the key its walk probe found: every entry before it is
+--    a job already claimed (a dead index entry until vacuum) or not due,
+--    and while a queue drains those pile up at the head of every tenant's
+--    range, so scanning them once (in the walk) rather than twice halves
+--    what a claim reads there (2.7x less CPU per claim at 60k claimed of
+--    200k). Locked with SKIP LOCKED so concurrent claimers never collide, ranked
 --    within their tenant by one sort of the whole set (a rank computed
 --    inside the LATERAL sorted each tenant's rows separately: one sort per
 --    tenant, a cost that grew with the number of tenants per batch).
 -- 4) picked: the batch by priority, then rank within the tenant (round
 --    robin across tenants), then due time; marked running with a lease.
---    Each row comes back with the database's check of its payload MAC
---    (tampered: one jobs_tampered call for the whole batch): the handler
+--    Rows are updated by primary key (tenant_id, id). Each comes back
+--    with the database's check of its payload MAC (tampered: one
+--    jobs_tampered_rows call for the whole batch, over the values the
+--    UPDATE returned rather than a second read of the rows): the handler
 --    gets exactly this payload, so checking it here is checking it at
---    start, without another round trip. Rows are updated by primary key
---    (tenant_id, id).
+--    start, without another round trip.
 -- 5) walk: how many tenants the walk visited and the last one, returned
 --    with every row (and alone, with NULL job columns, when nothing was
 --    claimed), with each row's tenant quota: the engine continues the
@@ -42,25 +60,27 @@
 --    when the walk saw every tenant and none used its whole quota (nothing
 --    more is due), which is what an idle queue's claim looks like.
 WITH RECURSIVE tenant_walk AS (
-    (SELECT j.tenant_id, 1 AS n
+    (SELECT j.tenant_id, j.priority, j.available_at, j.id, 1 AS n
        FROM jobs j
       WHERE j.state = 'pending' AND j.queue = $2 AND j.tenant_id > $6
         AND j.available_at <= coalesce($1::timestamptz, now())
       ORDER BY j.tenant_id, j.queue, j.priority, j.available_at, j.id
       LIMIT 1)
     UNION ALL
-    SELECT (SELECT j.tenant_id
-              FROM jobs j
-             WHERE j.state = 'pending' AND j.queue = $2 AND j.tenant_id > w.tenant_id
-               AND j.available_at <= coalesce($1::timestamptz, now())
-             ORDER BY j.tenant_id, j.queue, j.priority, j.available_at, j.id
-             LIMIT 1),
-           w.n + 1
+    SELECT nx.tenant_id, nx.priority, nx.available_at, nx.id, w.n + 1
       FROM tenant_walk w
-     WHERE w.tenant_id IS NOT NULL AND w.n < $7::int
+     CROSS JOIN LATERAL (
+        SELECT j.tenant_id, j.priority, j.available_at, j.id
+          FROM jobs j
+         WHERE j.state = 'pending' AND j.queue = $2 AND j.tenant_id > w.tenant_id
+           AND j.available_at <= coalesce($1::timestamptz, now())
+         ORDER BY j.tenant_id, j.queue, j.priority, j.available_at, j.id
+         LIMIT 1
+     ) nx
+     WHERE w.n < $7::int
 ),
 quota AS (
-    SELECT w.tenant_id,
+    SELECT w.tenant_id, w.priority, w.available_at, w.id,
            CASE WHEN $9::int > 0
                 THEN least(s.share, greatest(0, $9::int - (
                         SELECT count(*) FROM jobs r
@@ -69,7 +89,6 @@ quota AS (
       FROM tenant_walk w
      CROSS JOIN (SELECT greatest($8::int, ceil($4::int::numeric / greatest(count(t.tenant_id), 1))::int) AS share
                    FROM tenant_walk t) s
-     WHERE w.tenant_id IS NOT NULL
 ),
 candidates AS (
     SELECT q.tenant_id, c.id, c.priority, c.available_at, q.k,
@@ -80,6 +99,7 @@ candidates AS (
         SELECT j.id, j.priority, j.available_at
           FROM jobs j
          WHERE j.tenant_id = q.tenant_id AND j.queue = $2 AND j.state = 'pending'
+           AND (j.priority, j.available_at, j.id) >= (q.priority, q.available_at, q.id)
            AND j.available_at <= coalesce($1::timestamptz, now())
            AND j.kind <> ALL($11::text[])
          ORDER BY j.priority, j.available_at, j.id
@@ -93,9 +113,6 @@ picked AS (
      ORDER BY candidates.priority, CASE WHEN $10::bool THEN candidates.rank ELSE 0 END,
               candidates.available_at, candidates.id
      LIMIT $4::int
-),
-tampered AS (
-    SELECT t.id FROM jobs_tampered(ARRAY(SELECT picked.tenant_id FROM picked), ARRAY(SELECT picked.id FROM picked)) AS t(id)
 ),
 walk AS (
     SELECT count(*)::int AS tenants, coalesce(max(quota.tenant_id), 0) AS last FROM quota
@@ -113,9 +130,24 @@ claimed AS (
               jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
               jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
               jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
-              jobs.payload_version,
-              NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = jobs.id) AS intact,
-              picked.k AS quota
+              jobs.payload_version, picked.k AS quota
+),
+-- Commit without waiting for the WAL flush (see the header).
+async AS (
+    SELECT set_config('synchronous_commit', 'off', true) AS v
+),
+tampered AS (
+    SELECT t.id
+      FROM jobs_tampered_rows(ARRAY(SELECT c.id FROM claimed c), ARRAY(SELECT c.tenant_id FROM claimed c),
+                              ARRAY(SELECT c.kind FROM claimed c), ARRAY(SELECT c.payload FROM claimed c),
+                              ARRAY(SELECT c.payload_hash FROM claimed c)) AS t(id)
 )
-SELECT walk.tenants, walk.last, claimed.*
-  FROM walk LEFT JOIN claimed ON true
+SELECT walk.tenants, walk.last,
+       claimed.id, claimed.tenant_id, claimed.kind, claimed.queue, claimed.priority, claimed.payload,
+       claimed.attempt, claimed.max_attempts, claimed.available_at, claimed.created_at,
+       claimed.attempted_at, claimed.trace_id, claimed.requested_by, claimed.requested_at,
+       claimed.expires_at, claimed.idempotency_key, claimed.payload_hash, claimed.lease_expires_at,
+       claimed.payload_version,
+       NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = claimed.id) AS intact,
+       claimed.quota
+  FROM async CROSS JOIN walk LEFT JOIN claimed ON true

@@ -40,9 +40,6 @@ picked AS (
        AND j.state = 'pending' AND j.available_at <= coalesce($1::timestamptz, now())
        FOR UPDATE SKIP LOCKED
 ),
-tampered AS (
-    SELECT t.id FROM jobs_tampered(ARRAY(SELECT picked.tenant_id FROM picked), ARRAY(SELECT picked.id FROM picked)) AS t(id)
-),
 claimed AS (
     UPDATE jobs
        SET state            = 'running',
@@ -56,8 +53,23 @@ claimed AS (
               jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
               jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
               jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
-              jobs.payload_version,
-              NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = jobs.id) AS intact
+              jobs.payload_version
+),
+-- Commits asynchronously, for the reasons claim.sql gives.
+async AS (
+    SELECT set_config('synchronous_commit', 'off', true) AS v
+),
+tampered AS (
+    SELECT t.id
+      FROM jobs_tampered_rows(ARRAY(SELECT c.id FROM claimed c), ARRAY(SELECT c.tenant_id FROM claimed c),
+                              ARRAY(SELECT c.kind FROM claimed c), ARRAY(SELECT c.payload FROM claimed c),
+                              ARRAY(SELECT c.payload_hash FROM claimed c)) AS t(id)
 )
-SELECT fits.ok, claimed.*
-  FROM fits LEFT JOIN claimed ON true
+SELECT fits.ok,
+       claimed.id, claimed.tenant_id, claimed.kind, claimed.queue, claimed.priority, claimed.payload,
+       claimed.attempt, claimed.max_attempts, claimed.available_at, claimed.created_at,
+       claimed.attempted_at, claimed.trace_id, claimed.requested_by, claimed.requested_at,
+       claimed.expires_at, claimed.idempotency_key, claimed.payload_hash, claimed.lease_expires_at,
+       claimed.payload_version,
+       NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = claimed.id) AS intact
+  FROM async CROSS JOIN fits LEFT JOIN claimed ON true

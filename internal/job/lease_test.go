@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
 )
@@ -190,6 +192,85 @@ func TestTamperedPayloadRefusedAtStart(t *testing.T) {
 	case <-ran:
 		t.Fatal("handler ran a tampered payload")
 	default:
+	}
+}
+
+// TestClaimVerdictIsPerRow: the claim's tamper verdict belongs to each
+// row, on the fair claim (more due than the batch) and on the idle
+// queue's claim (the rest fits): only the edited payloads fail to verify.
+func TestClaimVerdictIsPerRow(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenants := newTenants(t, db, 2)
+	e := newEngine(t, db, job.Config{})
+	tampered := map[int64]bool{}
+	for i := 0; i < 8; i++ {
+		id := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenants[i%2], Kind: "k",
+			Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}).ID
+		if i%3 == 1 {
+			tampered[id] = true
+			if _, err := db.Admin.Exec(ctx, `UPDATE jobs SET payload = '{"n": -1}' WHERE id = $1`, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	seen := 0
+	for _, n := range []int{5, 5} {
+		js, err := e.Claim(ctx, "w", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range js {
+			seen++
+			if j.VerifyPayload() == tampered[j.ID] {
+				t.Errorf("job %d: verifies %v, tampered %v", j.ID, j.VerifyPayload(), tampered[j.ID])
+			}
+		}
+	}
+	if seen != 8 || len(tampered) != 3 {
+		t.Fatalf("claimed %d of 8 jobs, %d tampered", seen, len(tampered))
+	}
+}
+
+// TestClaimCommitSettingStaysInItsTransaction: both claims commit
+// asynchronously by setting synchronous_commit for their own transaction
+// only; the pooled connection they ran on (the only one here) still
+// commits synchronously afterwards, and what they claimed is committed.
+func TestClaimCommitSettingStaysInItsTransaction(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	pool, err := database.OpenSystem(ctx, db.URL, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	tenants := newTenants(t, db, 2)
+	e := newEngine(t, db, job.Config{Pool: pool})
+	for i := 0; i < 6; i++ {
+		enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenants[i%2], Kind: "k", Payload: json.RawMessage(`{}`)})
+	}
+	// 4 of 6 due: the fair claim; then the remaining 2 fit the idle claim.
+	for _, n := range []int{4, 4} {
+		js, err := e.Claim(ctx, "w", n)
+		if err != nil || len(js) == 0 {
+			t.Fatalf("claim = %d, %v", len(js), err)
+		}
+		var setting string
+		if err := pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&setting); err != nil {
+			t.Fatal(err)
+		}
+		if setting != "on" {
+			t.Fatalf("after a claim the connection commits with synchronous_commit=%s", setting)
+		}
+	}
+	var running int
+	if err := db.Admin.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE state = 'running'").Scan(&running); err != nil {
+		t.Fatal(err)
+	}
+	if running != 6 {
+		t.Fatalf("%d jobs running after the claims, want 6", running)
 	}
 }
 
