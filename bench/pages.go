@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -131,10 +132,10 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 		}
 	}
 	var err error
-	if s.app, err = database.Open(ctx, s.url, 8); err != nil {
+	if s.app, err = timedPool(ctx, database.Open, s.url); err != nil {
 		return nil, err
 	}
-	if s.system, err = database.OpenSystem(ctx, s.url, 8); err != nil {
+	if s.system, err = timedPool(ctx, database.OpenSystem, s.url); err != nil {
 		return nil, err
 	}
 	if err := s.system.QueryRow(ctx, `SELECT t.id, h.seq FROM tenants t JOIN audit_heads h ON h.tenant_id = t.id
@@ -185,6 +186,49 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 		}
 	}
 	return s, nil
+}
+
+// inQueries adds up the time the dashboard's pools spend in statements
+// (from sending one to reading its last row, BEGIN and COMMIT included),
+// so a page's figure splits into time in PostgreSQL round trips and time
+// in Go. Requests are sequential and the engine load has pools of its own,
+// so between two reads it is one request's.
+var inQueries queryClock
+
+type queryClock struct {
+	ns, n atomic.Int64
+}
+
+type queryStart struct{}
+
+func (q *queryClock) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return context.WithValue(ctx, queryStart{}, time.Now())
+}
+
+func (q *queryClock) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	if t0, ok := ctx.Value(queryStart{}).(time.Time); ok {
+		q.ns.Add(int64(time.Since(t0)))
+		q.n.Add(1)
+	}
+}
+
+// take returns the time and count since the last take and starts over.
+func (q *queryClock) take() (time.Duration, int64) {
+	return time.Duration(q.ns.Swap(0)), q.n.Swap(0)
+}
+
+// timedPool opens a pool the way the server does (open: database.Open or
+// OpenSystem, so with the same role, settings and limits) and reopens it
+// with the same configuration plus the inQueries tracer.
+func timedPool(ctx context.Context, open func(context.Context, string, int32) (*pgxpool.Pool, error), url string) (*pgxpool.Pool, error) {
+	p, err := open(ctx, url, 8)
+	if err != nil {
+		return nil, err
+	}
+	cfg := p.Config()
+	p.Close()
+	cfg.ConnConfig.Tracer = &inQueries
+	return pgxpool.NewWithConfig(ctx, cfg)
 }
 
 // scaleIsReady reports whether jejak_scale exists with the asked-for sizes.
@@ -280,7 +324,14 @@ func pageBench(p page, withLoad bool) func(context.Context, *Env, string) (Resul
 				}
 			}()
 		}
+		var inDB, statements []float64 // per request, warm-up included
 		res, err := timeIt(env.Cfg.Requests, func() error {
+			inQueries.take()
+			defer func() {
+				d, n := inQueries.take()
+				inDB = append(inDB, float64(d.Microseconds())/1000)
+				statements = append(statements, float64(n))
+			}()
 			path := strings.ReplaceAll(p.path, "{trace}", s.traces[rng.IntN(len(s.traces))])
 			path = strings.ReplaceAll(path, "{older}", strconv.FormatInt(50+rng.Int64N(max(s.maxSeq-50, 1)), 10))
 			res, err := c.Get(srv.URL + path)
@@ -294,8 +345,18 @@ func pageBench(p page, withLoad bool) func(context.Context, *Env, string) (Resul
 			}
 			return err
 		})
-		if err != nil || load == nil {
+		if err != nil {
 			return res, err
+		}
+		// Of the timed requests only: the median time inside statements
+		// and the median number of statements (round trips) per request.
+		inDB, statements = inDB[len(inDB)-env.Cfg.Requests:], statements[len(statements)-env.Cfg.Requests:]
+		sort.Float64s(inDB)
+		sort.Float64s(statements)
+		res.Metrics = append(res.Metrics, Metric{"in_queries_p50_ms", percentile(inDB, 50)},
+			Metric{"statements", percentile(statements, 50)})
+		if load == nil {
+			return res, nil
 		}
 		rate, err := load.stop(ctx, env)
 		load = nil

@@ -334,7 +334,7 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 		// No provider until WithPayments: billing shows Jejak's own records.
 		Payments: payment.NewService(appPool, systemPool, nil, engine, clk),
 		// The incident page and alerts (system pool).
-		Incidents: incident.NewService(systemPool, incident.OutboxSource, incident.ApprovalSource),
+		Incidents: incident.NewService(systemPool),
 		Alerts:    alert.NewService(systemPool, nil),
 		Controls:  engine,
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,9 +99,10 @@ func tracedPool(t *testing.T, url, role string, rec *recorder) *pgxpool.Pool {
 
 // plan is what one query's EXPLAIN says.
 type plan struct {
-	Buffers int64    // shared blocks hit + read by the whole plan
-	Indexes []string // indexes scanned
-	SeqJobs bool     // a sequential scan of jobs or audit_events
+	Buffers  int64    // shared blocks hit + read by the whole plan
+	Indexes  []string // indexes scanned
+	SeqJobs  bool     // a sequential scan of jobs or audit_events
+	Parallel []string // relations scanned by parallel workers
 }
 
 // walkPlan collects the scans the plan executed (a branch switched off by
@@ -115,6 +117,9 @@ func walkPlan(n map[string]any, p *plan) {
 	if n["Node Type"] == "Seq Scan" && (n["Relation Name"] == "jobs" || n["Relation Name"] == "audit_events") {
 		p.SeqJobs = true
 	}
+	if rel, ok := n["Relation Name"].(string); ok && n["Parallel Aware"] == true {
+		p.Parallel = append(p.Parallel, rel)
+	}
 	if kids, ok := n["Plans"].([]any); ok {
 		for _, k := range kids {
 			walkPlan(k.(map[string]any), p)
@@ -123,8 +128,9 @@ func walkPlan(n map[string]any, p *plan) {
 }
 
 // explain runs q under EXPLAIN ANALYZE as role (and tenant, for the app
-// role), in a transaction rolled back afterwards.
-func explain(t *testing.T, db *testdb.DB, role string, tenantID int64, q captured) plan {
+// role), in a transaction rolled back afterwards, with settings (SET LOCAL
+// statements) applied first.
+func explain(t *testing.T, db *testdb.DB, role string, tenantID int64, q captured, settings ...string) plan {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := db.Admin.Begin(ctx)
@@ -134,6 +140,11 @@ func explain(t *testing.T, db *testdb.DB, role string, tenantID int64, q capture
 	defer func() { _ = tx.Rollback(ctx) }()
 	if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+role); err != nil {
 		t.Fatal(err)
+	}
+	for _, set := range settings {
+		if _, err := tx.Exec(ctx, set); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if tenantID > 0 {
 		if _, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true)", strconv.FormatInt(tenantID, 10)); err != nil {
@@ -281,7 +292,7 @@ type pageCase struct {
 	role   string // jejak_app (tenant pages) or jejak_system
 	tenant func(*planSeed) int64
 	run    func(ctx context.Context, s *planSeed, c *console.Service, a *audit.Service) error
-	want   map[string]string // query name -> index it must scan
+	want   map[string]string // query name -> indexes it must scan (space-separated)
 }
 
 func TestPagePlansDoNotGrowWithTable(t *testing.T) {
@@ -310,7 +321,7 @@ func TestPagePlansDoNotGrowWithTable(t *testing.T) {
 	tenants := tenant.NewService(app, system, nil)
 	as := audit.NewService(app, system)
 	c := console.New(console.Config{App: app, System: system, Kinds: e, Tenants: tenants, Audit: as, ScanWindow: 1000})
-	incidents := incident.NewService(system, incident.OutboxSource, incident.ApprovalSource)
+	incidents := incident.NewService(system)
 	smallSlug := "tenant-2"
 	small := func(s *planSeed) int64 { return s.small }
 	big := func(s *planSeed) int64 { return s.big }
@@ -380,16 +391,15 @@ func TestPagePlansDoNotGrowWithTable(t *testing.T) {
 			return err
 		}, map[string]string{"AuditEventTimelineByTime": "audit_events_time_idx"}},
 		// The incident page: a trace's job, its event and the other
-		// sections, each through an index keyed by trace id.
+		// sections in one statement, each through an index keyed by trace
+		// id, the job by primary key.
 		{"incident page", "jejak_system", nil, func(ctx context.Context, s *planSeed, _ *console.Service, _ *audit.Service) error {
 			in, err := incidents.Get(ctx, traceOf(s.big, 500))
 			if err == nil && (len(in.Jobs) != 1 || len(in.Entries) < 2) {
 				err = fmt.Errorf("incident of job 500's trace: %d jobs, %d entries", len(in.Jobs), len(in.Entries))
 			}
 			return err
-		}, map[string]string{"TraceJobs": "job_traces_trace_idx", "TracePrunedJobs": "job_traces_trace_idx",
-			"TraceAudit": "audit_events_trace_idx", "TraceOutbox": "", "TraceApprovals": "",
-			"TraceTenants": "", "TraceUsers": ""}},
+		}, map[string]string{"TraceIncident": "job_traces_trace_idx jobs_pkey audit_events_trace_idx outbox_traces_trace_idx"}},
 	}
 
 	sizes := []struct{ jobs, events int }{{2_000, 2_000}, {20_000, 20_000}}
@@ -433,8 +443,27 @@ func TestPagePlansDoNotGrowWithTable(t *testing.T) {
 				if p.SeqJobs {
 					t.Errorf("%s: %s scans a whole table sequentially", pc.name, q.name)
 				}
-				if want != "" && !strings.Contains(strings.Join(p.Indexes, " "), want) {
-					t.Errorf("%s: %s scans %v, want %s", pc.name, q.name, p.Indexes, want)
+				for _, ix := range strings.Fields(want) {
+					if !slices.Contains(p.Indexes, ix) {
+						t.Errorf("%s: %s scans %v, want %s", pc.name, q.name, p.Indexes, ix)
+					}
+				}
+				if q.name == "TraceIncident" {
+					// The trace tables are filled in bulk by triggers and
+					// their statistics lag (at 1M jobs without any, the
+					// lookup became a parallel scan whose workers took
+					// 10-150 ms to start). With parallelism made free, as
+					// a big table with a stale estimate makes it look, the
+					// trace tables and the tables reached by key still
+					// stay serial.
+					cheap := explain(t, db, pc.role, tenantID, q, "SET LOCAL parallel_setup_cost = 0",
+						"SET LOCAL parallel_tuple_cost = 0", "SET LOCAL min_parallel_table_scan_size = 0",
+						"SET LOCAL min_parallel_index_scan_size = 0")
+					for _, rel := range cheap.Parallel {
+						if rel == "job_traces" || rel == "outbox_traces" || rel == "jobs" || rel == "outbox_messages" {
+							t.Errorf("%s: %s scans %s in parallel (all parallel scans: %v)", pc.name, q.name, rel, cheap.Parallel)
+						}
+					}
 				}
 				got[i][pc.name+" / "+q.name] += p.Buffers
 			}

@@ -1,41 +1,31 @@
 package incident
 
-import (
-	"context"
-
-	"github.com/jackc/pgx/v5"
-)
-
 // ApprovalLink is where staff look at approvals closer.
 const ApprovalLink = "/admin/approvals"
 
-// ApprovalSource adds a trace's two-person approvals to the timeline: the
+// approvalEntries are a trace's two-person approvals on the timeline: the
 // request, and the decision once a second staff member made it.
-func ApprovalSource(ctx context.Context, tx pgx.Tx, traceID string, limit int) ([]Entry, error) {
-	rows, err := newStore(tx).approvals(ctx, traceID, limit)
-	if err != nil {
-		return nil, err
-	}
+func approvalEntries(rows []approvalRow) []Entry {
 	var out []Entry
 	for _, a := range rows {
-		ref := text("incident.t.approval_ref", id(a.id))
-		requester := a.requestedBy
-		out = append(out, Entry{At: a.requestedAt, Kind: KindApproval, TenantID: a.tenantID, ActorID: &requester,
-			Actor: "staff", Title: text("incident.t.approval_requested", a.action),
-			Detail: []Text{ref, text("incident.t.approval_target", id(a.targetID)), raw(a.reason)}, Link: ApprovalLink})
-		if a.decidedAt == nil {
+		ref := text("incident.t.approval_ref", id(a.ID))
+		requester := a.RequestedBy
+		out = append(out, Entry{At: a.RequestedAt, Kind: KindApproval, TenantID: a.TenantID, ActorID: &requester,
+			Actor: "staff", Title: text("incident.t.approval_requested", a.Action),
+			Detail: []Text{ref, text("incident.t.approval_target", id(a.TargetID)), raw(a.Reason)}, Link: ApprovalLink})
+		if a.DecidedAt == nil {
 			continue
 		}
-		e := Entry{At: *a.decidedAt, Kind: KindApproval, TenantID: a.tenantID, ActorID: a.decidedBy, Actor: "staff",
-			Title: text("incident.t.approval_decided", a.action, Code{"approval", a.state}), Detail: []Text{ref}, Link: ApprovalLink}
-		if a.decisionReason != "" {
-			e.Detail = append(e.Detail, raw(a.decisionReason))
+		e := Entry{At: *a.DecidedAt, Kind: KindApproval, TenantID: a.TenantID, ActorID: a.DecidedBy, Actor: "staff",
+			Title: text("incident.t.approval_decided", a.Action, Code{"approval", a.State}), Detail: []Text{ref}, Link: ApprovalLink}
+		if a.DecisionReason != nil && *a.DecisionReason != "" {
+			e.Detail = append(e.Detail, raw(*a.DecisionReason))
 		}
-		if a.jobID != nil {
-			e.Detail = append(e.Detail, text("incident.t.approval_job", id(*a.jobID)))
-			e.JobID = *a.jobID
+		if a.JobID != nil {
+			e.Detail = append(e.Detail, text("incident.t.approval_job", id(*a.JobID)))
+			e.JobID = *a.JobID
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out
 }

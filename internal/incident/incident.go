@@ -1,10 +1,11 @@
 // Package incident answers "what happened in this trace?" for support: in
 // time order, who started it, every job and attempt it caused (worker,
-// error), every audit event in every tenant it touched, and whatever other
-// trace-stamped records are plugged in as Sources (approvals, outbox
-// messages, webhook deliveries). Every lookup goes through an index keyed
-// by trace id (job_traces for jobs, audit_events_trace_idx for events), so
-// the page does not scan jobs or the audit trail.
+// error), every audit event in every tenant it touched, its outbox
+// messages and their webhook deliveries, and its two-person approvals.
+// Every section starts from an index keyed by trace id (job_traces for
+// jobs, audit_events_trace_idx for events, outbox_traces for messages) and
+// is read in one statement (TraceIncident), so the page neither scans jobs
+// or the audit trail nor pays a round trip per section.
 package incident
 
 import (
@@ -16,17 +17,17 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/database"
 )
 
 // TraceIDPattern admits the trace ids Jejak makes (32 hex digits) and those
 // arriving from other systems, without spaces or markup.
 var TraceIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
 
-// Limit caps each section (jobs, audit events, each source).
+// Limit caps each section (jobs, audit events, outbox messages, deliveries,
+// approvals). TraceIncident writes it as a literal in its LIMITs, so that
+// the server keeps one plan for the statement; change both together.
 const Limit = 500
 
 // Entry kinds on the timeline.
@@ -35,9 +36,9 @@ const (
 	KindAttempt  = "attempt"  // an attempt ended (failed, or the last one succeeded)
 	KindAudit    = "audit"    // an audit event
 	KindPruned   = "pruned"   // a job of the trace, since deleted by retention
-	KindOutbox   = "outbox"   // an outbox message (Source)
-	KindDelivery = "delivery" // a webhook delivery (Source)
-	KindApproval = "approval" // an approval request (Source)
+	KindOutbox   = "outbox"   // an outbox message
+	KindDelivery = "delivery" // a webhook delivery
+	KindApproval = "approval" // an approval request
 )
 
 // Entry is one line of the timeline.
@@ -124,20 +125,14 @@ type Incident struct {
 // CrossTenant reports whether the trace touched more than one tenant.
 func (in *Incident) CrossTenant() bool { return len(in.Tenants) > 1 }
 
-// Source adds trace-stamped records of another area (outbox, deliveries,
-// approvals) to the timeline. It runs in the incident's read-only
-// transaction on the system pool.
-type Source func(ctx context.Context, tx pgx.Tx, traceID string, limit int) ([]Entry, error)
-
 // Service reads incidents through the cross-tenant system pool.
 type Service struct {
-	pool    *pgxpool.Pool
-	sources []Source
+	pool database.Querier
 }
 
-// NewService returns a Service over the system pool with extra sources.
-func NewService(system *pgxpool.Pool, sources ...Source) *Service {
-	return &Service{pool: system, sources: sources}
+// NewService returns a Service over the system pool.
+func NewService(system database.Querier) *Service {
+	return &Service{pool: system}
 }
 
 // ValidateTraceID returns an apperr.Invalid error for an unusable id.
@@ -151,82 +146,66 @@ func ValidateTraceID(id string) error {
 	return nil
 }
 
-// Get assembles the incident of traceID in one read-only transaction.
+// Get assembles the incident of traceID. Every section comes from one
+// statement, so the page costs one round trip and reads one snapshot.
 func (s *Service) Get(ctx context.Context, traceID string) (*Incident, error) {
 	if err := ValidateTraceID(traceID); err != nil {
 		return nil, err
 	}
-	in := &Incident{TraceID: traceID, Users: map[int64]User{}}
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		st := newStore(tx)
-		jobs, err := st.jobs(ctx, traceID, Limit)
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			in.Jobs = append(in.Jobs, j.job)
-			in.Entries = append(in.Entries, jobEntries(j.job, j.errors)...)
-		}
-		pruned, err := st.pruned(ctx, traceID, Limit)
-		if err != nil {
-			return err
-		}
-		in.Entries = append(in.Entries, pruned...)
-		events, err := st.audit(ctx, traceID, Limit)
-		if err != nil {
-			return err
-		}
-		in.Entries = append(in.Entries, events...)
-		in.Truncated = len(jobs) == Limit || len(pruned) == Limit || len(events) == Limit
-		for _, src := range s.sources {
-			more, err := src(ctx, tx, traceID, Limit)
-			if err != nil {
-				return err
-			}
-			in.Truncated = in.Truncated || len(more) == Limit
-			in.Entries = append(in.Entries, more...)
-		}
-		sort.SliceStable(in.Entries, func(a, b int) bool { return in.Entries[a].At.Before(in.Entries[b].At) })
-
-		tenantIDs, userIDs := map[int64]bool{}, map[int64]bool{}
-		for _, e := range in.Entries {
-			tenantIDs[e.TenantID] = true
-			if e.ActorID != nil {
-				userIDs[*e.ActorID] = true
-			}
-		}
-		if in.Tenants, err = st.tenants(ctx, keys(tenantIDs)); err != nil {
-			return err
-		}
-		users, err := st.users(ctx, keys(userIDs))
-		if err != nil {
-			return err
-		}
-		for _, u := range users {
-			in.Users[u.ID] = u
-		}
-		for _, e := range in.Entries {
-			if e.ActorID != nil {
-				if u, ok := in.Users[*e.ActorID]; ok {
-					in.Starter = &u
-					break
-				}
-			}
-		}
-		return nil
-	})
+	rows, err := newStore(s.pool).trace(ctx, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("incident of trace %s: %w", traceID, err)
+	}
+	in := &Incident{TraceID: traceID, Users: map[int64]User{}, Tenants: rows.tenants}
+	for _, r := range rows.jobs {
+		if r.State == nil {
+			in.Entries = append(in.Entries, Entry{At: r.TracedAt, Kind: KindPruned, TenantID: r.TenantID, JobID: r.JobID,
+				Title: text("incident.t.pruned", id(r.JobID))})
+			continue
+		}
+		j := r.job()
+		in.Jobs = append(in.Jobs, j)
+		in.Entries = append(in.Entries, jobEntries(j, r.Errors)...)
+	}
+	in.Entries = append(in.Entries, auditEntries(rows.events)...)
+	in.Entries = append(in.Entries, outboxEntries(rows.messages, rows.deliveries)...)
+	in.Entries = append(in.Entries, approvalEntries(rows.approvals)...)
+	in.Truncated = len(rows.jobs) == Limit || len(rows.events) == Limit || len(rows.messages) == Limit ||
+		len(rows.deliveries) == Limit || len(rows.approvals) == Limit
+	sort.SliceStable(in.Entries, func(a, b int) bool { return in.Entries[a].At.Before(in.Entries[b].At) })
+	for _, u := range rows.users {
+		in.Users[u.ID] = u
+	}
+	for _, e := range in.Entries {
+		if e.ActorID != nil {
+			if u, ok := in.Users[*e.ActorID]; ok {
+				in.Starter = &u
+				break
+			}
+		}
 	}
 	return in, nil
 }
 
-func keys(m map[int64]bool) []int64 {
-	out := make([]int64, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// auditEntries are the trace's audit events on the timeline.
+func auditEntries(rows []eventRow) []Entry {
+	out := make([]Entry, len(rows))
+	for i, r := range rows {
+		e := Entry{At: r.OccurredAt, Kind: KindAudit, TenantID: r.TenantID, ActorID: r.ActorID, Actor: r.ActorKind,
+			Title: raw(r.Action), Detail: []Text{raw(r.Entity + " " + r.EntityID), raw("#" + id(r.Seq))}}
+		if r.JobID != nil {
+			e.JobID = *r.JobID
+			e.Link = "/admin/jobs/" + id(*r.JobID)
+		}
+		var d struct {
+			Error  string `json:"error"`
+			Worker string `json:"worker_id"`
+		}
+		if json.Unmarshal(r.Detail, &d) == nil {
+			e.Error, e.Worker = d.Error, d.Worker
+		}
+		out[i] = e
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
 	return out
 }
 

@@ -87,3 +87,41 @@ func TestIncidentUsesTheTraceIndex(t *testing.T) {
 		t.Fatalf("bad trace id: %v", err)
 	}
 }
+
+// TestIncidentStopsAtLimit: the statement's LIMITs are literals (one cached
+// plan); they must stay equal to incident.Limit, which the page uses to say
+// that a section was cut.
+func TestIncidentStopsAtLimit(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	var tenant int64
+	if err := db.Admin.QueryRow(ctx, "INSERT INTO tenants (slug, name) VALUES ('big-trace', 'Big') RETURNING id").Scan(&tenant); err != nil {
+		t.Fatal(err)
+	}
+	engine, err := job.New(job.Config{Pool: db.System, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trace = "fedcba9876543210fedcba9876543210"
+	for _, n := range []int{incident.Limit - 1, 2} {
+		ps := make([]job.EnqueueParams, n)
+		for i := range ps {
+			ps[i] = job.EnqueueParams{TenantID: tenant, Kind: "test.k", Payload: json.RawMessage(`{}`), TraceID: trace}
+		}
+		if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error { _, err = engine.EnqueueMany(ctx, tx, ps); return err }); err != nil {
+			t.Fatal(err)
+		}
+		in, err := incident.NewService(db.System).Get(ctx, trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 2 {
+			if len(in.Jobs) != incident.Limit || !in.Truncated {
+				t.Fatalf("%d jobs in the trace: %d shown, truncated %v; want %d, true", incident.Limit+1, len(in.Jobs), in.Truncated, incident.Limit)
+			}
+		} else if len(in.Jobs) != n || in.Truncated {
+			t.Fatalf("%d jobs in the trace: %d shown, truncated %v", n, len(in.Jobs), in.Truncated)
+		}
+	}
+}

@@ -3,7 +3,7 @@ package incident
 import (
 	"context"
 	"encoding/json"
-	"strconv"
+	"fmt"
 	"time"
 
 	"github.com/jejakhq/jejak/internal/database"
@@ -15,84 +15,137 @@ type store struct{ q *queries.Queries }
 
 func newStore(db database.Querier) store { return store{q: queries.New(db)} }
 
+// traceRows is every section of one trace as TraceIncident returns them
+// (each a JSON array; the field names are the statement's column names).
+type traceRows struct {
+	jobs       []jobRow
+	events     []eventRow
+	messages   []outboxRow
+	deliveries []deliveryRow
+	approvals  []approvalRow
+	tenants    []Tenant
+	users      []User
+}
+
+// jobRow is a job of the trace; State is "" when retention deleted it.
 type jobRow struct {
-	job    Job
-	errors json.RawMessage
+	JobID       int64           `json:"job_id"`
+	TenantID    int64           `json:"tenant_id"`
+	TracedAt    time.Time       `json:"traced_at"`
+	Kind        string          `json:"kind"`
+	Queue       string          `json:"queue"`
+	State       *string         `json:"state"`
+	Attempt     int             `json:"attempt"`
+	MaxAttempts int             `json:"max_attempts"`
+	CreatedAt   time.Time       `json:"created_at"`
+	FinishedAt  *time.Time      `json:"finished_at"`
+	WorkerID    *string         `json:"worker_id"`
+	LastError   *string         `json:"last_error"`
+	ErrorClass  *string         `json:"error_class"`
+	Errors      json.RawMessage `json:"errors"`
+	RequestedBy *int64          `json:"requested_by"`
+	Flagged     bool            `json:"flagged"`
 }
 
-func (s store) jobs(ctx context.Context, traceID string, limit int) ([]jobRow, error) {
-	rows, err := s.q.TraceJobs(ctx, queries.TraceJobsParams{TraceID: traceID, Lim: int32(limit)})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]jobRow, len(rows))
-	for i, r := range rows {
-		out[i] = jobRow{job: Job{ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, State: r.State,
-			Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts), CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
-			Worker: deref(r.WorkerID), LastError: deref(r.LastError), Class: deref(r.ErrorClass), Flagged: r.Flagged,
-			RequestedBy: r.RequestedBy}, errors: r.Errors}
-	}
-	return out, nil
+func (r jobRow) job() Job {
+	return Job{ID: r.JobID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, State: deref(r.State),
+		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
+		Worker: deref(r.WorkerID), LastError: deref(r.LastError), Class: deref(r.ErrorClass), Flagged: r.Flagged,
+		RequestedBy: r.RequestedBy}
 }
 
-func (s store) pruned(ctx context.Context, traceID string, limit int) ([]Entry, error) {
-	rows, err := s.q.TracePrunedJobs(ctx, queries.TracePrunedJobsParams{TraceID: traceID, Lim: int32(limit)})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Entry, len(rows))
-	for i, r := range rows {
-		out[i] = Entry{At: r.CreatedAt, Kind: KindPruned, TenantID: r.TenantID, JobID: r.JobID,
-			Title: text("incident.t.pruned", id(r.JobID))}
-	}
-	return out, nil
+type eventRow struct {
+	TenantID   int64           `json:"tenant_id"`
+	Seq        int64           `json:"seq"`
+	ActorKind  string          `json:"actor_kind"`
+	ActorID    *int64          `json:"actor_id"`
+	Action     string          `json:"action"`
+	Entity     string          `json:"entity"`
+	EntityID   string          `json:"entity_id"`
+	Detail     json.RawMessage `json:"detail"`
+	OccurredAt time.Time       `json:"occurred_at"`
+	JobID      *int64          `json:"job_id"`
 }
 
-func (s store) audit(ctx context.Context, traceID string, limit int) ([]Entry, error) {
-	rows, err := s.q.TraceAudit(ctx, queries.TraceAuditParams{TraceID: traceID, Lim: int32(limit)})
+type outboxRow struct {
+	ID            int64      `json:"id"`
+	TenantID      int64      `json:"tenant_id"`
+	EventType     string     `json:"event_type"`
+	AggregateType string     `json:"aggregate_type"`
+	AggregateID   string     `json:"aggregate_id"`
+	State         string     `json:"state"`
+	Attempts      int        `json:"attempts"`
+	CreatedAt     time.Time  `json:"created_at"`
+	ProcessedAt   *time.Time `json:"processed_at"`
+	LastError     *string    `json:"last_error"`
+}
+
+type deliveryRow struct {
+	TenantID   int64     `json:"tenant_id"`
+	EventID    int64     `json:"event_id"`
+	EventType  string    `json:"event_type"`
+	State      string    `json:"state"`
+	Attempts   int       `json:"attempts"`
+	LastStatus *int      `json:"last_status"`
+	LastError  *string   `json:"last_error"`
+	CreatedAt  time.Time `json:"created_at"`
+	URL        string    `json:"url"`
+}
+
+type approvalRow struct {
+	ID             int64      `json:"id"`
+	TenantID       int64      `json:"tenant_id"`
+	Action         string     `json:"action"`
+	TargetID       int64      `json:"target_id"`
+	Reason         string     `json:"reason"`
+	RequestedBy    int64      `json:"requested_by"`
+	RequestedAt    time.Time  `json:"requested_at"`
+	State          string     `json:"state"`
+	DecidedBy      *int64     `json:"decided_by"`
+	DecidedAt      *time.Time `json:"decided_at"`
+	DecisionReason *string    `json:"decision_reason"`
+	JobID          *int64     `json:"job_id"`
+}
+
+type tenantRow struct {
+	ID   int64  `json:"id"`
+	Slug string `json:"slug"`
+	Name string `json:"name"`
+}
+
+type userRow struct {
+	ID    int64  `json:"id"`
+	Name  string `json:"name"`
+	Email string `json:"email"`
+}
+
+// trace reads every section of traceID in one statement.
+func (s store) trace(ctx context.Context, traceID string) (traceRows, error) {
+	r, err := s.q.TraceIncident(ctx, traceID)
 	if err != nil {
-		return nil, err
+		return traceRows{}, err
 	}
-	out := make([]Entry, len(rows))
-	for i, r := range rows {
-		e := Entry{At: r.OccurredAt, Kind: KindAudit, TenantID: r.TenantID, ActorID: r.ActorID, Actor: r.ActorKind,
-			Title: raw(r.Action), Detail: []Text{raw(r.Entity + " " + r.EntityID), raw("#" + id(r.Seq))}}
-		if r.JobID != nil {
-			e.JobID = *r.JobID
-			e.Link = "/admin/jobs/" + strconv.FormatInt(*r.JobID, 10)
+	var out traceRows
+	var tenants []tenantRow
+	var users []userRow
+	for _, sec := range []struct {
+		name string
+		raw  []byte
+		into any
+	}{
+		{"jobs", r.Jobs, &out.jobs}, {"events", r.Events, &out.events}, {"messages", r.Messages, &out.messages},
+		{"deliveries", r.Deliveries, &out.deliveries}, {"approvals", r.Approvals, &out.approvals},
+		{"tenants", r.Tenants, &tenants}, {"users", r.Users, &users},
+	} {
+		if err := json.Unmarshal(sec.raw, sec.into); err != nil {
+			return traceRows{}, fmt.Errorf("decode %s: %w", sec.name, err)
 		}
-		var d struct {
-			Error  string `json:"error"`
-			Worker string `json:"worker_id"`
-		}
-		if json.Unmarshal(r.Detail, &d) == nil {
-			e.Error, e.Worker = d.Error, d.Worker
-		}
-		out[i] = e
 	}
-	return out, nil
-}
-
-func (s store) tenants(ctx context.Context, ids []int64) ([]Tenant, error) {
-	rows, err := s.q.TraceTenants(ctx, ids)
-	if err != nil {
-		return nil, err
+	for _, t := range tenants {
+		out.tenants = append(out.tenants, Tenant(t))
 	}
-	out := make([]Tenant, len(rows))
-	for i, r := range rows {
-		out[i] = Tenant{ID: r.ID, Slug: r.Slug, Name: r.Name}
-	}
-	return out, nil
-}
-
-func (s store) users(ctx context.Context, ids []int64) ([]User, error) {
-	rows, err := s.q.TraceUsers(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]User, len(rows))
-	for i, r := range rows {
-		out[i] = User{ID: r.ID, Name: r.Name, Email: r.Email}
+	for _, u := range users {
+		out.users = append(out.users, User(u))
 	}
 	return out, nil
 }
@@ -103,76 +156,4 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-type outboxRow struct {
-	id, tenantID         int64
-	eventType, aggregate string
-	state, lastError     string
-	attempts             int
-	createdAt            time.Time
-	processedAt          *time.Time
-}
-
-func (s store) outbox(ctx context.Context, traceID string, limit int) ([]outboxRow, error) {
-	rows, err := s.q.TraceOutbox(ctx, queries.TraceOutboxParams{TraceID: traceID, Lim: int32(limit)})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]outboxRow, len(rows))
-	for i, r := range rows {
-		out[i] = outboxRow{id: r.ID, tenantID: r.TenantID, eventType: r.EventType, aggregate: r.AggregateType + " " + r.AggregateID,
-			state: r.State, lastError: deref(r.LastError), attempts: int(r.Attempts), createdAt: r.CreatedAt, processedAt: r.ProcessedAt}
-	}
-	return out, nil
-}
-
-type deliveryRow struct {
-	tenantID, eventID                int64
-	eventType, state, lastError, url string
-	attempts                         int
-	lastStatus                       *int
-	createdAt                        time.Time
-}
-
-func (s store) deliveries(ctx context.Context, eventIDs []int64, limit int) ([]deliveryRow, error) {
-	rows, err := s.q.TraceDeliveries(ctx, queries.TraceDeliveriesParams{EventIds: eventIDs, Lim: int32(limit)})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]deliveryRow, len(rows))
-	for i, r := range rows {
-		d := deliveryRow{tenantID: r.TenantID, eventID: r.EventID, eventType: r.EventType, state: r.State,
-			lastError: deref(r.LastError), url: r.Url, attempts: int(r.Attempts), createdAt: r.CreatedAt}
-		if r.LastStatus != nil {
-			st := int(*r.LastStatus)
-			d.lastStatus = &st
-		}
-		out[i] = d
-	}
-	return out, nil
-}
-
-type approvalRow struct {
-	id, tenantID, targetID, requestedBy int64
-	action, reason, state               string
-	requestedAt                         time.Time
-	decidedBy                           *int64
-	decidedAt                           *time.Time
-	decisionReason                      string
-	jobID                               *int64
-}
-
-func (s store) approvals(ctx context.Context, traceID string, limit int) ([]approvalRow, error) {
-	rows, err := s.q.TraceApprovals(ctx, queries.TraceApprovalsParams{TraceID: traceID, Lim: int32(limit)})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]approvalRow, len(rows))
-	for i, r := range rows {
-		out[i] = approvalRow{id: r.ID, tenantID: r.TenantID, targetID: r.TargetID, requestedBy: r.RequestedBy,
-			action: r.Action, reason: r.Reason, state: r.State, requestedAt: r.RequestedAt, decidedBy: r.DecidedBy,
-			decidedAt: r.DecidedAt, decisionReason: deref(r.DecisionReason), jobID: r.JobID}
-	}
-	return out, nil
 }

@@ -7,66 +7,131 @@ package queries
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 )
 
-const traceAudit = `-- name: TraceAudit :many
-SELECT tenant_id, seq, actor_kind, actor_id, action, entity, entity_id, detail, occurred_at, job_id
-  FROM audit_events
- WHERE trace_id = $1
- ORDER BY occurred_at, id
- LIMIT $2
+const traceIncident = `-- name: TraceIncident :one
+
+WITH traced AS (
+    SELECT t.job_id, t.tenant_id, t.created_at AS traced_at,
+           j.kind, j.queue, j.state, j.attempt, j.max_attempts, j.created_at, j.finished_at,
+           j.worker_id, j.last_error, j.error_class, j.errors, j.requested_by, j.flagged
+      FROM (SELECT jt.job_id, jt.tenant_id, jt.created_at FROM job_traces jt
+             WHERE jt.trace_id = $1
+             ORDER BY jt.job_id
+             LIMIT 500) t
+      LEFT JOIN LATERAL (
+          SELECT j.kind, j.queue, j.state, j.attempt, j.max_attempts, j.created_at, j.finished_at,
+                 j.worker_id, j.last_error, j.error_class, j.errors, j.requested_by, j.flagged
+            FROM jobs j
+           WHERE j.tenant_id = t.tenant_id AND j.id = t.job_id
+           LIMIT 1) j ON true
+), events AS (
+    SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+           e.detail, e.occurred_at, e.job_id
+      FROM audit_events e
+     WHERE e.trace_id = $1 AND e.trace_id <> ''
+     ORDER BY e.occurred_at, e.id
+     LIMIT 500
+), messages AS (
+    SELECT m.id, m.tenant_id, m.event_type, m.aggregate_type, m.aggregate_id, m.state, m.attempts,
+           m.created_at, m.processed_at, m.last_error
+      FROM (SELECT ot.message_id, ot.tenant_id FROM outbox_traces ot
+             WHERE ot.trace_id = $1
+             ORDER BY ot.message_id
+             LIMIT 500) t
+      CROSS JOIN LATERAL (
+          SELECT m.id, m.tenant_id, m.event_type, m.aggregate_type, m.aggregate_id, m.state, m.attempts,
+                 m.created_at, m.processed_at, m.last_error
+            FROM outbox_messages m
+           WHERE m.tenant_id = t.tenant_id AND m.id = t.message_id
+           LIMIT 1) m
+), deliveries AS (
+    SELECT d.id, d.tenant_id, d.event_id, d.event_type, d.state, d.attempts, d.last_status,
+           d.last_error, d.created_at, d.url
+      FROM messages m
+      CROSS JOIN LATERAL (
+          SELECT d.id, d.tenant_id, d.event_id, d.event_type, d.state, d.attempts, d.last_status,
+                 d.last_error, d.created_at, e.url
+            FROM webhook_deliveries d
+            JOIN webhook_endpoints e ON e.tenant_id = d.tenant_id AND e.id = d.endpoint_id
+           WHERE d.event_id = m.id
+           ORDER BY d.id
+           LIMIT 500) d
+     ORDER BY d.id
+     LIMIT 500
+), approvals AS (
+    SELECT a.id, a.tenant_id, a.action, a.target_id, a.reason, a.requested_by, a.requested_at,
+           a.state, a.decided_by, a.decided_at, a.decision_reason, a.job_id
+      FROM approvals a
+     WHERE a.trace_id = $1
+     ORDER BY a.requested_at, a.id
+     LIMIT 500
+)
+SELECT (SELECT coalesce(json_agg(x ORDER BY x.job_id), '[]') FROM traced x)::json AS jobs,
+       (SELECT coalesce(json_agg(x ORDER BY x.occurred_at, x.id), '[]') FROM events x)::json AS events,
+       (SELECT coalesce(json_agg(x ORDER BY x.id), '[]') FROM messages x)::json AS messages,
+       (SELECT coalesce(json_agg(x ORDER BY x.id), '[]') FROM deliveries x)::json AS deliveries,
+       (SELECT coalesce(json_agg(x ORDER BY x.requested_at, x.id), '[]') FROM approvals x)::json AS approvals,
+       (SELECT coalesce(json_agg(x ORDER BY x.id), '[]') FROM (
+            SELECT tn.id, tn.slug, tn.name FROM tenants tn
+             WHERE tn.id = ANY (ARRAY(
+                   SELECT tenant_id FROM traced UNION SELECT tenant_id FROM events
+                   UNION SELECT tenant_id FROM messages UNION SELECT tenant_id FROM deliveries
+                   UNION SELECT tenant_id FROM approvals))) x)::json AS tenants,
+       (SELECT coalesce(json_agg(x ORDER BY x.id), '[]') FROM (
+            SELECT u.id, u.name, u.email FROM users u
+             WHERE u.id = ANY (ARRAY(
+                   SELECT requested_by FROM traced WHERE requested_by IS NOT NULL
+                   UNION SELECT actor_id FROM events WHERE actor_id IS NOT NULL
+                   UNION SELECT requested_by FROM approvals
+                   UNION SELECT decided_by FROM approvals WHERE decided_by IS NOT NULL))) x)::json AS users
 `
 
-type TraceAuditParams struct {
-	TraceID string
-	Lim     int32
+type TraceIncidentRow struct {
+	Jobs       []byte
+	Events     []byte
+	Messages   []byte
+	Deliveries []byte
+	Approvals  []byte
+	Tenants    []byte
+	Users      []byte
 }
 
-type TraceAuditRow struct {
-	TenantID   int64
-	Seq        int64
-	ActorKind  string
-	ActorID    *int64
-	Action     string
-	Entity     string
-	EntityID   string
-	Detail     json.RawMessage
-	OccurredAt time.Time
-	JobID      *int64
-}
-
-// Audit events of a trace in every tenant, in time order.
-func (q *Queries) TraceAudit(ctx context.Context, arg TraceAuditParams) ([]TraceAuditRow, error) {
-	rows, err := q.db.Query(ctx, traceAudit, arg.TraceID, arg.Lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TraceAuditRow{}
-	for rows.Next() {
-		var i TraceAuditRow
-		if err := rows.Scan(
-			&i.TenantID,
-			&i.Seq,
-			&i.ActorKind,
-			&i.ActorID,
-			&i.Action,
-			&i.Entity,
-			&i.EntityID,
-			&i.Detail,
-			&i.OccurredAt,
-			&i.JobID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// Queries of the incident page: everything one trace id touched, across
+// tenants (system pool).
+// Every section of the incident page in one statement: one round trip and
+// one snapshot, each section a JSON array. Each section starts from an
+// index keyed by trace id and reaches its other rows by key:
+//   - jobs: the insert-only trace index, oldest job first; each job is then
+//     probed by primary key (a LATERAL with LIMIT 1 is never turned into a
+//     join the planner could run as a hash join over all jobs, whatever the
+//     trace index's statistics say); a job retention deleted comes back
+//     with its state NULL (pruned);
+//   - audit events through audit_events_trace_idx (trace_id <> ” is
+//     written out so a cached generic plan can use that partial index);
+//   - outbox messages through their trace index, their webhook deliveries
+//     through the deliveries' event index, per message;
+//   - approvals: the table holds staff two-person actions only (a handful a
+//     day), so it has no trace index;
+//   - the tenants and the people the other sections name, by primary key.
+//
+// Every LIMIT is incident.Limit written as a literal: with a LIMIT
+// parameter the server re-plans the statement on every call (about 1 ms)
+// instead of keeping one generic plan.
+func (q *Queries) TraceIncident(ctx context.Context, traceID string) (TraceIncidentRow, error) {
+	row := q.db.QueryRow(ctx, traceIncident, traceID)
+	var i TraceIncidentRow
+	err := row.Scan(
+		&i.Jobs,
+		&i.Events,
+		&i.Messages,
+		&i.Deliveries,
+		&i.Approvals,
+		&i.Tenants,
+		&i.Users,
+	)
+	return i, err
 }
 
 const traceJobTracesPrune = `-- name: TraceJobTracesPrune :execrows
@@ -87,181 +152,4 @@ func (q *Queries) TraceJobTracesPrune(ctx context.Context, arg TraceJobTracesPru
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const traceJobs = `-- name: TraceJobs :many
-
-SELECT j.id, j.tenant_id, j.kind, j.queue, j.state, j.attempt, j.max_attempts,
-       j.created_at, j.attempted_at, j.finished_at, j.worker_id, j.last_error,
-       j.error_class, j.errors, j.requested_by, j.flagged
-  FROM job_traces t
-  JOIN jobs j ON j.tenant_id = t.tenant_id AND j.id = t.job_id
- WHERE t.trace_id = $1
- ORDER BY t.job_id
- LIMIT $2
-`
-
-type TraceJobsParams struct {
-	TraceID string
-	Lim     int32
-}
-
-type TraceJobsRow struct {
-	ID          int64
-	TenantID    int64
-	Kind        string
-	Queue       string
-	State       string
-	Attempt     int32
-	MaxAttempts int32
-	CreatedAt   time.Time
-	AttemptedAt *time.Time
-	FinishedAt  *time.Time
-	WorkerID    *string
-	LastError   *string
-	ErrorClass  *string
-	Errors      json.RawMessage
-	RequestedBy *int64
-	Flagged     bool
-}
-
-// Queries of the incident page: everything one trace id touched, across
-// tenants (system pool). Each reads an index keyed by trace_id.
-// Jobs of a trace through the insert-only trace index, oldest first.
-func (q *Queries) TraceJobs(ctx context.Context, arg TraceJobsParams) ([]TraceJobsRow, error) {
-	rows, err := q.db.Query(ctx, traceJobs, arg.TraceID, arg.Lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TraceJobsRow{}
-	for rows.Next() {
-		var i TraceJobsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.TenantID,
-			&i.Kind,
-			&i.Queue,
-			&i.State,
-			&i.Attempt,
-			&i.MaxAttempts,
-			&i.CreatedAt,
-			&i.AttemptedAt,
-			&i.FinishedAt,
-			&i.WorkerID,
-			&i.LastError,
-			&i.ErrorClass,
-			&i.Errors,
-			&i.RequestedBy,
-			&i.Flagged,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const tracePrunedJobs = `-- name: TracePrunedJobs :many
-SELECT t.job_id, t.tenant_id, t.created_at
-  FROM job_traces t
- WHERE t.trace_id = $1
-   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.tenant_id = t.tenant_id AND j.id = t.job_id)
- ORDER BY t.job_id
- LIMIT $2
-`
-
-type TracePrunedJobsParams struct {
-	TraceID string
-	Lim     int32
-}
-
-type TracePrunedJobsRow struct {
-	JobID     int64
-	TenantID  int64
-	CreatedAt time.Time
-}
-
-// Jobs of a trace that retention has already deleted.
-func (q *Queries) TracePrunedJobs(ctx context.Context, arg TracePrunedJobsParams) ([]TracePrunedJobsRow, error) {
-	rows, err := q.db.Query(ctx, tracePrunedJobs, arg.TraceID, arg.Lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TracePrunedJobsRow{}
-	for rows.Next() {
-		var i TracePrunedJobsRow
-		if err := rows.Scan(&i.JobID, &i.TenantID, &i.CreatedAt); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const traceTenants = `-- name: TraceTenants :many
-SELECT id, slug, name FROM tenants WHERE id = ANY($1::bigint[])
-`
-
-type TraceTenantsRow struct {
-	ID   int64
-	Slug string
-	Name string
-}
-
-func (q *Queries) TraceTenants(ctx context.Context, ids []int64) ([]TraceTenantsRow, error) {
-	rows, err := q.db.Query(ctx, traceTenants, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TraceTenantsRow{}
-	for rows.Next() {
-		var i TraceTenantsRow
-		if err := rows.Scan(&i.ID, &i.Slug, &i.Name); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const traceUsers = `-- name: TraceUsers :many
-SELECT id, name, email FROM users WHERE id = ANY($1::bigint[])
-`
-
-type TraceUsersRow struct {
-	ID    int64
-	Name  string
-	Email string
-}
-
-func (q *Queries) TraceUsers(ctx context.Context, ids []int64) ([]TraceUsersRow, error) {
-	rows, err := q.db.Query(ctx, traceUsers, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TraceUsersRow{}
-	for rows.Next() {
-		var i TraceUsersRow
-		if err := rows.Scan(&i.ID, &i.Name, &i.Email); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }

@@ -10,130 +10,8 @@ import (
 	"time"
 )
 
-const traceDeliveries = `-- name: TraceDeliveries :many
-SELECT d.id, d.tenant_id, d.event_id, d.event_type, d.state, d.attempts, d.last_status, d.last_error,
-       d.created_at, d.updated_at, e.url
-  FROM webhook_deliveries d
-  JOIN webhook_endpoints e ON e.tenant_id = d.tenant_id AND e.id = d.endpoint_id
- WHERE d.event_id = ANY($1::bigint[])
- ORDER BY d.id
- LIMIT $2
-`
-
-type TraceDeliveriesParams struct {
-	EventIds []int64
-	Lim      int32
-}
-
-type TraceDeliveriesRow struct {
-	ID         int64
-	TenantID   int64
-	EventID    int64
-	EventType  string
-	State      string
-	Attempts   int32
-	LastStatus *int32
-	LastError  *string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	Url        string
-}
-
-func (q *Queries) TraceDeliveries(ctx context.Context, arg TraceDeliveriesParams) ([]TraceDeliveriesRow, error) {
-	rows, err := q.db.Query(ctx, traceDeliveries, arg.EventIds, arg.Lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TraceDeliveriesRow{}
-	for rows.Next() {
-		var i TraceDeliveriesRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.TenantID,
-			&i.EventID,
-			&i.EventType,
-			&i.State,
-			&i.Attempts,
-			&i.LastStatus,
-			&i.LastError,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Url,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const traceOutbox = `-- name: TraceOutbox :many
-
-SELECT m.id, m.tenant_id, m.event_type, m.aggregate_type, m.aggregate_id, m.state, m.attempts,
-       m.created_at, m.processed_at, m.last_error
-  FROM outbox_traces t
-  JOIN outbox_messages m ON m.tenant_id = t.tenant_id AND m.id = t.message_id
- WHERE t.trace_id = $1
- ORDER BY t.message_id
- LIMIT $2
-`
-
-type TraceOutboxParams struct {
-	TraceID string
-	Lim     int32
-}
-
-type TraceOutboxRow struct {
-	ID            int64
-	TenantID      int64
-	EventType     string
-	AggregateType string
-	AggregateID   string
-	State         string
-	Attempts      int32
-	CreatedAt     time.Time
-	ProcessedAt   *time.Time
-	LastError     *string
-}
-
-// Incident page sections for the outbox and webhook deliveries (system
-// pool), through the trace index and the deliveries' event index.
-func (q *Queries) TraceOutbox(ctx context.Context, arg TraceOutboxParams) ([]TraceOutboxRow, error) {
-	rows, err := q.db.Query(ctx, traceOutbox, arg.TraceID, arg.Lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TraceOutboxRow{}
-	for rows.Next() {
-		var i TraceOutboxRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.TenantID,
-			&i.EventType,
-			&i.AggregateType,
-			&i.AggregateID,
-			&i.State,
-			&i.Attempts,
-			&i.CreatedAt,
-			&i.ProcessedAt,
-			&i.LastError,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const traceOutboxPrune = `-- name: TraceOutboxPrune :execrows
+
 DELETE FROM outbox_traces
  WHERE created_at < coalesce($1::timestamptz, now()) - make_interval(secs => $2::float8)
 `
@@ -143,6 +21,8 @@ type TraceOutboxPruneParams struct {
 	OlderThanSeconds float64
 }
 
+// The outbox trace index outlives its messages for a while (the incident
+// page reads it through TraceIncident, trace.sql), but not forever.
 func (q *Queries) TraceOutboxPrune(ctx context.Context, arg TraceOutboxPruneParams) (int64, error) {
 	result, err := q.db.Exec(ctx, traceOutboxPrune, arg.Now, arg.OlderThanSeconds)
 	if err != nil {

@@ -180,8 +180,18 @@ func actorLabel(ctx context.Context, e audit.Recorded, name string) string {
 	return "?"
 }
 
+// markers drops the marker characters. Built once: a Replacer builds its
+// tables on first use, and building one per call (several per row) was a
+// quarter of the timeline handler's CPU and most of its garbage.
+var markers = strings.NewReplacer(markActor, "", markObject, "")
+
 // clean drops the marker characters from text taken from an event.
-func clean(s string) string { return strings.NewReplacer(markActor, "", markObject, "").Replace(s) }
+func clean(s string) string {
+	if !strings.ContainsAny(s, markActor+markObject) {
+		return s
+	}
+	return markers.Replace(s)
+}
 
 // dayKey is a day as carried in an "older" link.
 var dayKey = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
