@@ -473,6 +473,13 @@ type UserSession struct {
 	CreatedAt time.Time
 }
 
+type WakeListener struct {
+	Channel   string
+	Listener  string
+	Asleep    bool
+	ExpiresAt time.Time
+}
+
 type WebSecret struct {
 	Name   string
 	Secret []byte

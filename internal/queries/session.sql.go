@@ -11,7 +11,9 @@ import (
 )
 
 const sessionCommit = `-- name: SessionCommit :exec
-INSERT INTO sessions (token, data, expiry) VALUES ($1, $2, $3)
+WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
+INSERT INTO sessions (token, data, expiry)
+SELECT $1, $2, $3 FROM async
 ON CONFLICT (token) DO UPDATE SET data = EXCLUDED.data, expiry = EXCLUDED.expiry
 `
 
@@ -21,6 +23,12 @@ type SessionCommitParams struct {
 	Expiry time.Time
 }
 
+// Every request writes its session (the idle timeout moves the expiry), so
+// this commit would add a WAL flush to every page. It commits
+// asynchronously instead (synchronous_commit off for its own transaction
+// only): a crash can lose the last moments of session refreshes and
+// sign-ins, which costs a sign-in, never access. SessionDelete (sign-out)
+// stays synchronous, and its flush carries every earlier session write.
 func (q *Queries) SessionCommit(ctx context.Context, arg SessionCommitParams) error {
 	_, err := q.db.Exec(ctx, sessionCommit, arg.Token, arg.Data, arg.Expiry)
 	return err
