@@ -131,6 +131,21 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 			}
 		}
 	}
+	if !env.Cfg.ScaleNoMigrate {
+		// Statistics as autovacuum keeps them in production: a server run
+		// with autovacuum off (this machine's is) would otherwise plan the
+		// pages over tables it never analyzed (the trace index, filled by
+		// triggers, was still "empty" at a million rows).
+		admin, err := env.Admin(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		_, err = admin.Exec(ctx, "ANALYZE")
+		admin.Close()
+		if err != nil {
+			return nil, fmt.Errorf("analyze %s: %w", name, err)
+		}
+	}
 	var err error
 	if s.app, err = timedPool(ctx, database.Open, s.url); err != nil {
 		return nil, err

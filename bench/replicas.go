@@ -126,7 +126,7 @@ func (s *syncBuffer) String() string {
 
 // startReplica runs `web serve --workers-only` on databaseURL with workers
 // worker goroutines, in its own working and data directory.
-func startReplica(bin, databaseURL string, workers int) (*replica, error) {
+func startReplica(bin, databaseURL string, workers int, conns int) (*replica, error) {
 	dir, err := os.MkdirTemp("", "jejak-bench-replica-")
 	if err != nil {
 		return nil, err
@@ -138,6 +138,7 @@ func startReplica(bin, databaseURL string, workers int) (*replica, error) {
 		"HOME=" + dir,
 		"DATABASE_URL=" + databaseURL,
 		"JEJAK_WORKERS=" + strconv.Itoa(workers),
+		"JEJAK_DB_CONNS=" + strconv.Itoa(conns),
 		"JEJAK_WORKERS_ONLY=true",
 		"JEJAK_DATA_DIR=" + filepath.Join(dir, "data"),
 		"JEJAK_ADDR=127.0.0.1:0",
@@ -202,8 +203,12 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 				}
 			}
 		}()
+		// Each replica opens two pools (tenant, system): size them so that
+		// n replicas stay well inside max_connections (100 here) beside the
+		// benchmark's own connections.
+		conns := min(20, 70/(2*n))
 		for range n {
-			r, err := startReplica(bin, db.URL, cfg.ReplicaWorkers)
+			r, err := startReplica(bin, db.URL, cfg.ReplicaWorkers, conns)
 			if err != nil {
 				return Result{}, err
 			}
@@ -254,8 +259,12 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 		}
 		want := int64(cfg.ReplicaJobs)
 		if c.jobs != want || c.firstTry != want || c.ledger != want || c.balance != want {
-			return Result{}, fmt.Errorf("correctness: %d jobs, %d succeeded on the first attempt, %d ran more than once, %d not succeeded, %d ledger rows, balance sum %d; want %d each and none run twice",
-				c.jobs, c.firstTry, c.retried, c.notSucceeded, c.ledger, c.balance, want)
+			// Why the repeated ones ran again: each earlier attempt's error.
+			var why string
+			_ = db.Admin.QueryRow(ctx, `SELECT coalesce(string_agg(DISTINCT left(e->>'error', 160), ' | '), '')
+				FROM jobs, jsonb_array_elements(errors) e WHERE kind = 'points.award' AND attempt > 1`).Scan(&why)
+			return Result{}, fmt.Errorf("correctness: %d jobs, %d succeeded on the first attempt, %d ran more than once, %d not succeeded, %d ledger rows, balance sum %d; want %d each and none run twice (earlier attempts ended: %s)",
+				c.jobs, c.firstTry, c.retried, c.notSucceeded, c.ledger, c.balance, want, why)
 		}
 		return Result{Metrics: []Metric{
 			{"jobs_per_sec", float64(want) / elapsed.Seconds()},

@@ -76,20 +76,23 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Env, error) {
 	}
 	// Each pool logs in as its own role: derived from DATABASE_URL (the
 	// login roles are created on first start), or given explicitly.
+	if cfg.DBConns == 0 {
+		cfg.DBConns = 20
+	}
 	var err error
 	if cfg.AppDatabaseURL != "" {
-		env.App, err = database.OpenExplicit(ctx, cfg.AppDatabaseURL, database.AppRole, 20)
+		env.App, err = database.OpenExplicit(ctx, cfg.AppDatabaseURL, database.AppRole, int32(cfg.DBConns))
 	} else {
-		env.App, err = database.Open(ctx, env.URL, 20)
+		env.App, err = database.Open(ctx, env.URL, int32(cfg.DBConns))
 	}
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("tenant pool: %w", err)
 	}
 	if cfg.SystemDatabaseURL != "" {
-		env.System, err = database.OpenExplicit(ctx, cfg.SystemDatabaseURL, database.SystemRole, 20)
+		env.System, err = database.OpenExplicit(ctx, cfg.SystemDatabaseURL, database.SystemRole, int32(cfg.DBConns))
 	} else {
-		env.System, err = database.OpenSystem(ctx, env.URL, 20)
+		env.System, err = database.OpenSystem(ctx, env.URL, int32(cfg.DBConns))
 	}
 	if err != nil {
 		env.Close()

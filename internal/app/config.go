@@ -22,6 +22,7 @@ type Config struct {
 	DataDir       string // JEJAK_DATA_DIR; default .data
 	Addr          string // JEJAK_ADDR; default 127.0.0.1:8080
 	Workers       int    // JEJAK_WORKERS; 0 = web only
+	DBConns       int    // JEJAK_DB_CONNS; connections of each of the two pools (tenant, system), default 20
 	WorkersOnly   bool   // JEJAK_WORKERS_ONLY; no HTTP server
 	Demo          bool   // JEJAK_DEMO; seed demo data and run the activity generator
 	NATSURL       string // NATS_URL; optional
@@ -63,6 +64,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		DataDir:      or(getenv("JEJAK_DATA_DIR"), ".data"),
 		Addr:         or(getenv("JEJAK_ADDR"), "127.0.0.1:8080"),
 		Workers:      4,
+		DBConns:      20,
 		NATSURL:      getenv("NATS_URL"),
 		SMTPURL:      getenv("JEJAK_SMTP_URL"),
 		LogLevel:     or(getenv("JEJAK_LOG_LEVEL"), "info"),
@@ -74,6 +76,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if v := getenv("JEJAK_WORKERS"); v != "" {
 		if c.Workers, err = strconv.Atoi(v); err != nil || c.Workers < 0 {
 			return c, fmt.Errorf("JEJAK_WORKERS must be a whole number ≥ 0, got %q", v)
+		}
+	}
+	if v := getenv("JEJAK_DB_CONNS"); v != "" {
+		// Below 4 the system pool cannot hold the claim loop, the
+		// completer, the leader's lock and a handler's transaction at once.
+		if c.DBConns, err = strconv.Atoi(v); err != nil || c.DBConns < 4 || c.DBConns > 1000 {
+			return c, fmt.Errorf("JEJAK_DB_CONNS must be a whole number from 4 to 1000, got %q", v)
 		}
 	}
 	for name, dst := range map[string]*bool{"JEJAK_WORKERS_ONLY": &c.WorkersOnly, "JEJAK_DEMO": &c.Demo, "JEJAK_SECURE_COOKIES": &c.SecureCookies,
