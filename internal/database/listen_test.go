@@ -104,3 +104,44 @@ func TestPruneSleepersDeletesExpiredRowsOnly(t *testing.T) {
 		t.Fatalf("left %q (%v), want live", left, err)
 	}
 }
+
+// TestWakeNotifyOutboxOnlyWhenNoRelayLoopIsAwake: on the outbox channel an
+// awake relay loop takes any message, so a sleeping second loop needs no
+// NOTIFY while another is awake; the jobs channel still notifies while any
+// producer sleeps (an awake one may have no free worker).
+func TestWakeNotifyOutboxOnlyWhenNoRelayLoopIsAwake(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		channel string
+		want    int // NOTIFYs with one loop asleep and one awake
+	}{{"jejak_outbox", 0}, {"jejak_jobs", 1}} {
+		l := db.Listen(t, c.channel)
+		mark := func(listener string, asleep bool) {
+			t.Helper()
+			if _, err := db.System.Exec(ctx, `INSERT INTO wake_listeners (channel, listener, asleep, expires_at)
+				VALUES ($1, $2, $3, now() + interval '1 hour')
+				ON CONFLICT (channel, listener) DO UPDATE SET asleep = excluded.asleep`, c.channel, listener, asleep); err != nil {
+				t.Fatalf("mark %s: %v", listener, err)
+			}
+		}
+		notify := func() {
+			t.Helper()
+			if _, err := db.App.Exec(ctx, "SELECT wake_notify($1)", c.channel); err != nil {
+				t.Fatalf("wake_notify(%s): %v", c.channel, err)
+			}
+		}
+		mark("a", true)
+		mark("b", false)
+		notify()
+		if got := l.Count(t); got != c.want {
+			t.Errorf("%s, one loop asleep and one awake: %d NOTIFYs, want %d", c.channel, got, c.want)
+		}
+		mark("b", true)
+		notify()
+		if got := l.Count(t); got != 1 {
+			t.Errorf("%s, every loop asleep: %d NOTIFYs, want 1", c.channel, got)
+		}
+	}
+}

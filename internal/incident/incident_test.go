@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -17,10 +16,10 @@ import (
 	"github.com/jejakhq/jejak/internal/testdb"
 )
 
-// TestIncidentUsesTheTraceIndex: among thousands of jobs, the incident of
-// one trace finds exactly its jobs (including one since pruned), and the
-// jobs lookup is an index scan of job_traces, not a scan of jobs.
-func TestIncidentUsesTheTraceIndex(t *testing.T) {
+// TestIncidentFindsTheTracesJobs: among thousands of jobs, the incident of
+// one trace finds exactly its jobs (including one since pruned). The plan of
+// the statement itself is checked by TestPagePlansDoNotGrowWithTable.
+func TestIncidentFindsTheTracesJobs(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
@@ -66,22 +65,6 @@ func TestIncidentUsesTheTraceIndex(t *testing.T) {
 	}
 	if pruned != 1 {
 		t.Fatalf("pruned job shown %d times", pruned)
-	}
-	var plan string
-	rows, err := db.System.Query(ctx, `EXPLAIN SELECT j.id FROM job_traces t JOIN jobs j ON j.tenant_id = t.tenant_id AND j.id = t.job_id
-		WHERE t.trace_id = $1 ORDER BY t.job_id LIMIT 500`, trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan += line + "\n"
-	}
-	if !strings.Contains(plan, "job_traces_trace_idx") || strings.Contains(plan, "Seq Scan on jobs") {
-		t.Fatalf("trace lookup does not use the trace index:\n%s", plan)
 	}
 	if _, err := incident.NewService(db.System).Get(ctx, "<bad>"); apperr.CodeOf(err) != apperr.CodeInvalid {
 		t.Fatalf("bad trace id: %v", err)
