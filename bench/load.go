@@ -91,6 +91,19 @@ func startLoad(ctx context.Context, env *Env, name string, tenants []int64) (*en
 		l.pool.Close()
 		return nil, fmt.Errorf("start load engine: %w", err)
 	}
+	// The warm-up counts from the first job handled: on a large, freshly
+	// analyzed table the engine's first claims can take longer than the
+	// warm-up, and the page would then be timed with no load at all.
+	for deadline := time.Now().Add(time.Minute); l.handled.Load() == 0; {
+		if time.Now().After(deadline) {
+			_, _ = l.stop(context.WithoutCancel(ctx), env)
+			return nil, errors.New("load engine handled no job within a minute")
+		}
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			_, _ = l.stop(context.WithoutCancel(ctx), env)
+			return nil, err
+		}
+	}
 	if err := sleepCtx(ctx, cfg.Warmup); err != nil {
 		_, _ = l.stop(context.WithoutCancel(ctx), env)
 		return nil, err

@@ -1,0 +1,85 @@
+package database_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/testdb"
+)
+
+// countingTracer counts the statements a pool sends.
+type countingTracer struct{ n atomic.Int64 }
+
+func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TestTenantTxScopesInTheBeginRoundTrip: on a pool, a tenant transaction
+// with one query costs three statements (BEGIN with the scoping, the
+// query, COMMIT), not four; inside it both settings hold, and after it
+// the pooled connection carries neither. Nested in a transaction it
+// still scopes (a savepoint and a separate set_config).
+func TestTenantTxScopesInTheBeginRoundTrip(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	tr := &countingTracer{}
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	settings := func(q interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}) (tenant, user string) {
+		t.Helper()
+		if err := q.QueryRow(ctx, "SELECT current_setting('app.tenant_id', true), current_setting('app.user_id', true)").
+			Scan(&tenant, &user); err != nil {
+			t.Fatal(err)
+		}
+		return tenant, user
+	}
+	if _, err := pool.Exec(ctx, "SELECT 1"); err != nil { // connect first
+		t.Fatal(err)
+	}
+	before := tr.n.Load()
+	err = database.InTenantUserTx(ctx, pool, 42, 7, func(tx pgx.Tx) error {
+		if tenant, user := settings(tx); tenant != "42" || user != "7" {
+			t.Errorf("inside: tenant %q user %q, want 42 and 7", tenant, user)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.n.Load() - before; n != 3 {
+		t.Errorf("a tenant transaction with one query sent %d statements, want 3", n)
+	}
+	if tenant, user := settings(pool); tenant != "" || user != "" {
+		t.Errorf("after commit the connection carries tenant %q user %q", tenant, user)
+	}
+	err = database.InTx(ctx, pool, func(outer pgx.Tx) error {
+		return database.InTenantUserTx(ctx, outer, 43, 0, func(tx pgx.Tx) error {
+			if tenant, user := settings(tx); tenant != "43" || user != "" {
+				t.Errorf("nested: tenant %q user %q, want 43 and none", tenant, user)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
