@@ -182,39 +182,44 @@ func InTenantUserTx(ctx context.Context, db Beginner, tenantID, userID int64, fn
 	if userID < 0 {
 		return errors.New("tenant transaction: user id must not be negative")
 	}
-	user := ""
-	if userID > 0 {
-		user = strconv.FormatInt(userID, 10)
-	}
+	scope := scopeStatement(tenantID, userID)
 	if b, ok := db.(txBeginner); ok {
 		// BEGIN and the scoping in one round trip (one simple-protocol
 		// string), instead of two: every tenant page runs several tenant
 		// transactions, and under load each round trip waits for a CPU.
-		// Both values are integers formatted here, never caller text.
-		scope := "BEGIN; SELECT set_config('app.tenant_id', '" + strconv.FormatInt(tenantID, 10) +
-			"', true), set_config('app.user_id', '" + user + "', true)"
 		return inTx(ctx, func(ctx context.Context) (pgx.Tx, error) {
-			return b.BeginTx(ctx, pgx.TxOptions{BeginQuery: scope})
+			return b.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + scope})
 		}, fn)
 	}
 	return InTx(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true)",
-			strconv.FormatInt(tenantID, 10), user); err != nil {
+		if _, err := tx.Exec(ctx, scope); err != nil {
 			return fmt.Errorf("set tenant: %w", err)
 		}
 		return fn(tx)
 	})
 }
 
+// scopeStatement sets the tenant and user (0 = none) for the rest of the
+// transaction (is_local), as the row-level security policies read them.
+// Both are integers formatted here, never caller text, so the statement
+// needs no parameters and can share a simple-protocol string with BEGIN.
+func scopeStatement(tenantID, userID int64) string {
+	user := ""
+	if userID > 0 {
+		user = strconv.FormatInt(userID, 10)
+	}
+	return "SELECT set_config('app.tenant_id', '" + strconv.FormatInt(tenantID, 10) +
+		"', true), set_config('app.user_id', '" + user + "', true)"
+}
+
 // ScopeTx scopes a transaction the caller began itself (say, a REPEATABLE
 // READ snapshot) exactly as InTenantTx does: the tenant, and the signed-in
 // viewer of ctx when there is one.
 func ScopeTx(ctx context.Context, tx pgx.Tx, tenantID int64) error {
-	var user string
+	var userID int64
 	if v := reqctx.ViewerFrom(ctx); v != nil && v.UserID > 0 {
-		user = strconv.FormatInt(v.UserID, 10)
+		userID = v.UserID
 	}
-	_, err := tx.Exec(ctx, "SELECT set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true)",
-		strconv.FormatInt(tenantID, 10), user)
+	_, err := tx.Exec(ctx, scopeStatement(tenantID, userID))
 	return err
 }
