@@ -109,3 +109,100 @@ func walkIndexes(node map[string]any, inside bool) []string {
 	}
 	return out
 }
+
+// With no kind paused the engine runs the fair claim as a prepared
+// statement, and PostgreSQL settles on its generic plan after a few
+// executions. That plan must take each tenant's head jobs in index order
+// and stop at the tenant's share. With the paused-kinds filter in the
+// statement, a table holding one kind (as a burst of one job type leaves
+// it) made the generic plan expect almost no rows: it read every pending
+// job of each tenant through a bitmap and sorted them, 15x slower.
+func TestClaimGenericPlanTakesTenantHeadsInIndexOrder(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenants := newTenants(t, db, 4)
+	for _, tid := range tenants {
+		_, err := db.Admin.Exec(ctx, `
+INSERT INTO jobs (tenant_id, kind, queue, state, payload, attempt, max_attempts, available_at, created_at,
+    trace_id, requested_at, payload_hash)
+SELECT $1::bigint, 'noop', 'default', 'pending', jsonb_build_object('g', g), 0, 3,
+    now() - interval '1 hour', now() - interval '1 hour', md5(g::text), now(), sha256(convert_to(g::text, 'UTF8'))
+  FROM generate_series(1, 5000) g`, tid)
+		if err != nil {
+			t.Fatalf("seed: %v", err)
+		}
+	}
+	if _, err := db.Admin.Exec(ctx, "ANALYZE jobs"); err != nil {
+		t.Fatal(err)
+	}
+	var plan []byte
+	err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "PREPARE claim_generic AS "+job.ClaimAnyKindSQL); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE claim_generic(NULL, 'default', 'plan-test', 100, 30.0, 0, 100, 0, 0, true)`).Scan(&plan)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	if err := json.Unmarshal(plan, &out); err != nil {
+		t.Fatal(err)
+	}
+	cand := findSubplan(out[0].Plan, "CTE candidates")
+	if cand == nil {
+		t.Fatalf("no candidates CTE in the plan:\n%s", plan)
+	}
+	lateral := nodeTypes(cand)
+	if !slices.Contains(lateral, "Index Scan") || slices.Contains(lateral, "Bitmap Heap Scan") {
+		t.Errorf("the generic plan's candidates scan is %v, want an Index Scan of jobs_claim_idx in key order:\n%s", lateral, plan)
+	}
+	// One sort ranks the whole candidate set; a second one would be a
+	// tenant's pending jobs sorted because the index order was not used.
+	if n := countType(lateral, "Sort"); n != 1 {
+		t.Errorf("the generic plan's candidates sort %d times, want once (the ranking):\n%s", n, plan)
+	}
+}
+
+func findSubplan(node map[string]any, name string) map[string]any {
+	if n, _ := node["Subplan Name"].(string); n == name {
+		return node
+	}
+	kids, _ := node["Plans"].([]any)
+	for _, k := range kids {
+		if m, ok := k.(map[string]any); ok {
+			if f := findSubplan(m, name); f != nil {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// nodeTypes lists the node types of the plan under node, node included.
+func nodeTypes(node map[string]any) []string {
+	out := []string{node["Node Type"].(string)}
+	kids, _ := node["Plans"].([]any)
+	for _, k := range kids {
+		if m, ok := k.(map[string]any); ok {
+			out = append(out, nodeTypes(m)...)
+		}
+	}
+	return out
+}
+
+func countType(types []string, want string) int {
+	n := 0
+	for _, t := range types {
+		if t == want {
+			n++
+		}
+	}
+	return n
+}

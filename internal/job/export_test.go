@@ -124,6 +124,9 @@ func (e *Engine) FoldCounts(ctx context.Context) (int64, error) { return storeCo
 // ClaimSQL is the fair claim statement, for the plan test.
 var ClaimSQL = claimSQL
 
+// ClaimAnyKindSQL is the fair claim run when no kind is paused.
+var ClaimAnyKindSQL = claimAnyKindSQL
+
 // ClaimSmallSQL is the idle queue's claim statement, for the plan test.
 var ClaimSmallSQL = claimSmallSQL
 
