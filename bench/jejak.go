@@ -115,7 +115,16 @@ func (r *jejakRun) Stop(ctx context.Context) error {
 		return nil
 	}
 	r.live = false
-	return r.eng.Stop(ctx)
+	err := r.eng.Stop(ctx)
+	// Where the engine's database time went: the producer claims and the
+	// completer flushes serially, so their average times bound throughput.
+	st := r.eng.Stats()
+	fmt.Printf("# jejak engine: claims=%d small=%d jobs_per_claim=%.1f claim_ms=%.2f flushes=%d jobs_per_flush=%.1f flush_ms=%.2f\n",
+		st.Claims, st.SmallClaims, float64(st.Claimed)/float64(max(st.Claims, 1)),
+		float64(st.ClaimTime.Microseconds())/1000/float64(max(st.Claims, 1)),
+		st.Flushes, float64(st.Completed)/float64(max(st.Flushes, 1)),
+		float64(st.FlushTime.Microseconds())/1000/float64(max(st.Flushes, 1)))
+	return err
 }
 
 func (r *jejakRun) Unfinished(ctx context.Context) (int64, error) {
