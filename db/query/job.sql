@@ -19,7 +19,8 @@ SELECT u.tenant_id, u.kind, u.queue, u.priority, u.payload::jsonb, u.max_attempt
        coalesce(sqlc.narg('now')::timestamptz, now()),
        nullif(u.expires_at, 'epoch'::timestamptz),
        nullif(u.idempotency_key, ''),
-       sha256(convert_to(u.payload::jsonb::text, 'UTF8'))
+       -- Replaced by the payload MAC in the jobs_sign_payload trigger.
+       ''::bytea
 FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@kinds::text[]) AS kind,
              unnest(@queues::text[]) AS queue, unnest(@priorities::smallint[]) AS priority,
              unnest(@payloads::text[]) AS payload, unnest(@max_attempts::int[]) AS max_attempts,

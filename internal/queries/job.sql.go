@@ -196,7 +196,8 @@ SELECT u.tenant_id, u.kind, u.queue, u.priority, u.payload::jsonb, u.max_attempt
        coalesce($1::timestamptz, now()),
        nullif(u.expires_at, 'epoch'::timestamptz),
        nullif(u.idempotency_key, ''),
-       sha256(convert_to(u.payload::jsonb::text, 'UTF8'))
+       -- Replaced by the payload MAC in the jobs_sign_payload trigger.
+       ''::bytea
 FROM (SELECT unnest($2::bigint[]) AS tenant_id, unnest($3::text[]) AS kind,
              unnest($4::text[]) AS queue, unnest($5::smallint[]) AS priority,
              unnest($6::text[]) AS payload, unnest($7::int[]) AS max_attempts,
