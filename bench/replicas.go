@@ -239,10 +239,11 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			return Result{}, fmt.Errorf("enqueue: %w", err)
 		}
 		start := time.Now()
-		if err := waitFinished(ctx, unfinishedJobs{db}); err != nil {
+		finished, err := waitFinished(ctx, unfinishedJobs{db})
+		if err != nil {
 			return Result{}, fmt.Errorf("%w (replica output: %s)", err, reps[0].out.String())
 		}
-		elapsed := time.Since(start)
+		elapsed := finished.Sub(start)
 
 		var c struct{ jobs, firstTry, retried, notSucceeded, workers, ledger, balance int64 }
 		err = db.Admin.QueryRow(ctx, `SELECT count(*),

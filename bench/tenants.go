@@ -244,10 +244,11 @@ func tenantsBurndown(n int, fair bool) func(context.Context, *Env, string) (Resu
 		case <-ctx.Done():
 			return Result{}, fmt.Errorf("tenants burn-down: %d of %d jobs handled before timeout", r.cnt.n.Load(), total)
 		}
-		if err := waitFinished(ctx, unfinishedJobs{r.db}); err != nil {
+		finished, err := waitFinished(ctx, unfinishedJobs{r.db})
+		if err != nil {
 			return Result{}, err
 		}
-		elapsed := time.Since(start)
+		elapsed := finished.Sub(start)
 		r.live = false
 		if err := r.eng.Stop(ctx); err != nil {
 			return Result{}, fmt.Errorf("stop: %w", err)
