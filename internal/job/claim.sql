@@ -10,12 +10,13 @@
 --   $7 max tenants visited               $8 minimum per-tenant share
 --   $9 per-tenant running cap (0 = none)
 --   $10 fair: round robin across tenants (false = strict priority/due order)
---   $11 paused kinds: their jobs are passed over. When none is paused the
+--   $11 maximum per-tenant share
+--   $12 paused kinds: their jobs are passed over. When none is paused the
 --       engine runs this statement without that line and parameter
 --       (claimAnyKindSQL), as a prepared statement with a cached plan:
 --       parsing and planning this statement cost about a third of a
 --       claim. Its generic plan is the right one only without the filter:
---       `kind <> ALL($11)` over a table where one kind dominates is
+--       `kind <> ALL($12)` over a table where one kind dominates is
 --       estimated to keep almost nothing, and the plan then reads each
 --       tenant's whole range through a bitmap and sorts it (15x slower).
 --
@@ -40,7 +41,9 @@
 --    past every succeeded job of a tenant to find the next one (50k
 --    buffers per claim at 70k finished jobs, growing with them). Each
 --    probe keeps the key of the first due job it found.
--- 2) quota: each gets an equal share of the batch (at least $8), less its
+-- 2) quota: each gets an equal share of the batch (at least $8, at most
+--    $11: a walk that reached the last tenant before visiting $7 of them
+--    must not hand the few it found the whole batch), less its
 --    running jobs when a per-tenant cap is set.
 -- 3) candidates: each tenant's head jobs in priority, due-time, id order,
 --    starting at the key its walk probe found: every entry before it is
@@ -94,7 +97,7 @@ quota AS (
                          WHERE r.tenant_id = w.tenant_id AND r.state = 'running')::int))
                 ELSE s.share END AS k
       FROM tenant_walk w
-     CROSS JOIN (SELECT greatest($8::int, ceil($4::int::numeric / greatest(count(t.tenant_id), 1))::int) AS share
+     CROSS JOIN (SELECT least($11::int, greatest($8::int, ceil($4::int::numeric / greatest(count(t.tenant_id), 1))::int)) AS share
                    FROM tenant_walk t) s
 ),
 candidates AS (
@@ -108,7 +111,7 @@ candidates AS (
          WHERE j.tenant_id = q.tenant_id AND j.queue = $2 AND j.state = 'pending'
            AND (j.priority, j.available_at, j.id) >= (q.priority, q.available_at, q.id)
            AND j.available_at <= coalesce($1::timestamptz, now())
-           AND j.kind <> ALL($11::text[]) -- paused kinds
+           AND j.kind <> ALL($12::text[]) -- paused kinds
          ORDER BY j.priority, j.available_at, j.id
          LIMIT q.k
          FOR UPDATE SKIP LOCKED

@@ -58,9 +58,9 @@ UPDATE jobs SET state = 'succeeded', attempt = 1, attempted_at = now(), finished
 	var plan []byte
 	err = database.InTx(ctx, db.System, func(tx pgx.Tx) error {
 		// $1 now, $2 queue, $3 worker, $4 batch, $5 lease, $6 tenant cursor,
-		// $7 max tenants, $8 min share, $9 running cap, $10 fair, $11 paused
+		// $7 max tenants, $8 min share, $9 running cap, $10 fair, $11 max share, $12 paused
 		return tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+job.ClaimSQL, pgx.QueryExecModeExec,
-			nil, "default", "plan-test", 50, 30.0, int64(0), 1000, 1, 0, true, []string{}).Scan(&plan)
+			nil, "default", "plan-test", 50, 30.0, int64(0), 1000, 1, 0, true, 50, []string{}).Scan(&plan)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ SELECT $1::bigint, 'noop', 'default', 'pending', jsonb_build_object('g', g), 0, 
 		if _, err := tx.Exec(ctx, "PREPARE claim_generic AS "+job.ClaimAnyKindSQL); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE claim_generic(NULL, 'default', 'plan-test', 100, 30.0, 0, 100, 0, 0, true)`).Scan(&plan)
+		return tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE claim_generic(NULL, 'default', 'plan-test', 100, 30.0, 0, 100, 0, 0, true, 100)`).Scan(&plan)
 	})
 	if err != nil {
 		t.Fatal(err)

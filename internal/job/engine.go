@@ -98,6 +98,7 @@ type Engine struct {
 	cursorMu sync.Mutex
 	cursors  map[string]int64 // round-robin tenant cursor per queue
 	busy     map[string]bool  // the queue's last claim filled its batch
+	deep     map[string]bool  // its last walk found every tenant with a deep backlog (deepShare)
 	queueRR  int
 
 	stats engineStats
@@ -187,6 +188,7 @@ func New(cfg Config) (*Engine, error) {
 		kinds:   map[string]kindEntry{},
 		cursors: map[string]int64{},
 		busy:    map[string]bool{},
+		deep:    map[string]bool{},
 	}, nil
 }
 
@@ -414,6 +416,22 @@ func (e *Engine) claim(ctx context.Context, workerID string, n int) ([]*Job, boo
 	return out, drained, nil
 }
 
+// Tenant shares of a fair batch when the backlog is deep. Each tenant the
+// walk visits costs the claim an index probe, and while a queue drains each
+// probe steps over the entries its tenant's claimed jobs left behind (dead
+// until vacuum). When every tenant the last walk visited gave at least
+// deepEntryShare jobs, they most likely have backlog for deepShare each, and
+// the claim visits only batch/deepShare tenants (a batch of 100: 4 tenants
+// of 25 instead of 10 of 10), continuing the round robin after them: each
+// tenant still gets an equal share, over a few consecutive batches rather
+// than within one (about 10% less database time per claim at 10 tenants).
+// The first tenant seen without such a backlog (a small tenant the round
+// robin reaches) ends it, and walks again visit every tenant in one batch.
+const (
+	deepEntryShare = 8
+	deepShare      = 25
+)
+
 func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID string, n int) (jobs []*Job, small bool, err error) {
 	maxTenants := n
 	perTenant := e.cfg.PerTenantBatch
@@ -423,6 +441,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	e.cursorMu.Lock()
 	cursor := e.cursors[queue]
 	idle := !e.busy[queue]
+	deep := e.deep[queue] && !e.cfg.DisableTenantFairness
 	e.cursorMu.Unlock()
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
@@ -431,7 +450,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	defer conn.Release()
 	args := claimArgs{
 		now: now, queue: queue, workerID: workerID, batch: n, lease: e.cfg.LeaseDuration,
-		maxTenants: maxTenants, perTenant: perTenant,
+		maxTenants: maxTenants, perTenant: perTenant, maxShare: n,
 		tenantConcurrency: e.cfg.TenantConcurrency, fair: !e.cfg.DisableTenantFairness,
 		pausedKinds: e.pausedKinds(ctx),
 	}
@@ -477,6 +496,20 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	for pass := 0; pass < 3 && len(out) < n; pass++ {
 		began := time.Now() //nolint:forbidigo // duration measurement, not domain time
 		args.batch, args.afterTenant = n-len(out), cursor
+		if deep {
+			// Just enough tenants for what is left of the batch. A walk
+			// that starts mid-way and reaches the last tenant early gives
+			// those it found no more than the deep share: the next pass
+			// (or claim) goes on from the first, so the round robin serves
+			// every tenant the same share in turn. A walk from the first
+			// tenant that ends early has seen everyone with due work and
+			// splits the batch between them.
+			share := max(deepShare, perTenant)
+			args.maxTenants = (args.batch + share - 1) / share
+			if cursor != 0 {
+				args.maxShare = share
+			}
+		}
 		res, err := storeClaim(ctx, conn, args)
 		if err != nil {
 			return out, false, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
@@ -491,16 +524,19 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		// must not hold the cursor back); otherwise from the start. Without
 		// fairness the claim always starts from the first tenants.
 		next := int64(0)
-		if res.tenants >= maxTenants && args.fair {
+		if res.tenants >= args.maxTenants && args.fair {
 			next = res.last
 		}
 		e.cursorMu.Lock()
 		e.cursors[queue] = next
+		if pass == 0 {
+			e.deep[queue] = args.fair && res.tenants > 0 && res.leastPerTenant >= deepEntryShare
+		}
 		e.cursorMu.Unlock()
 		// A walk from the start that visited every tenant with due work
 		// and filled nobody's share saw everything that is due: another
 		// pass would find nothing.
-		if cursor == 0 && next == 0 && (len(res.jobs) == 0 || res.tenants < maxTenants && !res.fullQuota) {
+		if cursor == 0 && next == 0 && (len(res.jobs) == 0 || res.tenants < args.maxTenants && !res.fullQuota) {
 			break
 		}
 		cursor = next

@@ -449,3 +449,70 @@ func TestPruneFinishedJobs(t *testing.T) {
 		t.Fatalf("prune touched pending jobs: %d left", n)
 	}
 }
+
+// Tenants with deep backlogs are served a few per batch, each the same
+// deep share in turn (fewer index probes per claim), and the round robin
+// still gives every tenant the same number of jobs; the first tenant
+// reached without such a backlog ends it.
+func TestFairClaimDeepBacklogsShareInTurn(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	all := newTenants(t, db, 11)
+	ten, small := all[:10], all[10]
+	e := newEngine(t, db, job.Config{BatchSize: 100})
+	for _, id := range ten {
+		enqueueBulk(t, db, e, id, "k", 400)
+	}
+	claim := func() map[int64]int {
+		t.Helper()
+		jobs, err := e.Claim(ctx, "w", 100)
+		if err != nil || len(jobs) != 100 {
+			t.Fatalf("claim = %d, %v", len(jobs), err)
+		}
+		per := map[int64]int{}
+		for _, j := range jobs {
+			per[j.TenantID]++
+		}
+		return per
+	}
+	// The first batch visits every tenant: 10 of 10.
+	if per := claim(); len(per) != 10 {
+		t.Fatalf("first batch served %d tenants, want all 10: %v", len(per), per)
+	}
+	// Every tenant had 10 and more to give, so the next batches take 4
+	// tenants of 25, the last two of the ten followed by the first two.
+	total := map[int64]int{}
+	for i := range 5 {
+		per := claim()
+		if len(per) != 4 {
+			t.Fatalf("deep batch %d served %d tenants, want 4 of 25: %v", i, len(per), per)
+		}
+		for id, n := range per {
+			if n != 25 {
+				t.Fatalf("deep batch %d gave tenant %d %d jobs, want 25: %v", i, id, n, per)
+			}
+			total[id] += n
+		}
+	}
+	// Five batches of four tenants are two rounds of ten: 50 each.
+	for _, id := range ten {
+		if total[id] != 50 {
+			t.Fatalf("over two rounds tenant %d got %d jobs, want 50 like every other: %v", id, total[id], total)
+		}
+	}
+	// A small tenant the round robin reaches ends the deep mode: the batch
+	// after it visits every tenant from the cursor on again.
+	enqueueBulk(t, db, e, small, "k", 2)
+	sawSmall := false
+	for i := 0; i < 4 && !sawSmall; i++ {
+		per := claim()
+		sawSmall = per[small] > 0
+	}
+	if !sawSmall {
+		t.Fatal("the small tenant was not served within 4 deep batches")
+	}
+	if per := claim(); len(per) <= 4 {
+		t.Fatalf("after a small tenant the batch still served only %d tenants: %v", len(per), per)
+	}
+}

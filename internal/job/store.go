@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,14 +23,15 @@ import (
 //go:embed claim.sql
 var claimSQL string
 
-// claimPausedFilter is claim.sql's paused-kinds line, the only use of $11.
-const claimPausedFilter = "AND j.kind <> ALL($11::text[]) -- paused kinds"
+// claimPausedFilter is claim.sql's paused-kinds line, the only use of its
+// last parameter, $12.
+const claimPausedFilter = "AND j.kind <> ALL($12::text[]) -- paused kinds"
 
 // claimAnyKindSQL is the fair claim when no kind is paused (see claim.sql's
 // header for why it is a separate statement).
 var claimAnyKindSQL = func() string {
-	if strings.Count(claimSQL, claimPausedFilter) != 1 || strings.Count(claimSQL, "$11::") != 1 {
-		panic("job: claim.sql must use $11 once, in its paused-kinds filter")
+	if strings.Count(claimSQL, claimPausedFilter) != 1 || strings.Count(claimSQL, "$12::") != 1 {
+		panic("job: claim.sql must use $12 once, in its paused-kinds filter")
 	}
 	return strings.Replace(claimSQL, claimPausedFilter, "", 1)
 }()
@@ -112,7 +115,8 @@ type claimArgs struct {
 	lease             time.Duration
 	afterTenant       int64
 	maxTenants        int
-	perTenant         int
+	perTenant         int // minimum share
+	maxShare          int
 	tenantConcurrency int
 	fair              bool
 	pausedKinds       []string
@@ -127,11 +131,14 @@ type fairClaim struct {
 	// fullQuota: some tenant got its whole share of the batch, so it may
 	// have more due jobs.
 	fullQuota bool
+	// leastPerTenant is the fewest jobs any tenant the walk visited got
+	// (0 when one got none).
+	leastPerTenant int
 }
 
 func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, error) {
 	args := []any{a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
-		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair}
+		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair, a.maxShare}
 	sql := claimAnyKindSQL
 	if len(a.pausedKinds) > 0 {
 		// Rare (an operator paused a kind): planned with the actual list
@@ -171,6 +178,9 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, e
 		out.jobs = append(out.jobs, j)
 	}
 	out.tenants = int(tenants)
+	if out.tenants > 0 && len(perTenant) == out.tenants {
+		out.leastPerTenant = int(slices.Min(slices.Collect(maps.Values(perTenant))))
+	}
 	return out, rows.Err()
 }
 
