@@ -65,7 +65,7 @@ func run() int {
 	flag.IntVar(&cfg.LatencyRate, "latency-rate", 50, "latency: enqueues per second")
 	flag.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "safety limit per run")
 	flag.IntVar(&cfg.TenantsBacklog, "tenants-backlog", 100_000, "tenants continuous: jobs kept queued (90% one tenant) at every tenant count")
-	flag.IntVar(&cfg.ReplicaJobs, "replica-jobs", 50_000, "replicas: points.award jobs handled per run")
+	flag.IntVar(&cfg.ReplicaJobs, "replica-jobs", 10_000, "replicas: points.award jobs handled per run")
 	flag.IntVar(&cfg.ReplicaWorkers, "replica-workers", 50, "replicas: JEJAK_WORKERS of each replica")
 	flag.IntVar(&cfg.ScaleAuditEvents, "audit-events", 10_000_000, "pages/audit_timeline: audit events in the scale database")
 	flag.IntVar(&cfg.ScaleJobs, "scale-jobs", 1_000_000, "pages: jobs in the scale database")

@@ -424,7 +424,7 @@ func (e *Engine) claim(ctx context.Context, workerID string, n int) ([]*Job, boo
 // the claim visits only batch/deepShare tenants (a batch of 100: 4 tenants
 // of 25 instead of 10 of 10), continuing the round robin after them: each
 // tenant still gets an equal share, over a few consecutive batches rather
-// than within one (about 10% less database time per claim at 10 tenants).
+// than within one (about 10% less claim time per job at 10 tenants).
 // The first tenant seen without such a backlog (a small tenant the round
 // robin reaches) ends it, and walks again visit every tenant in one batch.
 const (
