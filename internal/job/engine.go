@@ -419,14 +419,16 @@ func (e *Engine) claim(ctx context.Context, workerID string, n int) ([]*Job, boo
 // Tenant shares of a fair batch when the backlog is deep. Each tenant the
 // walk visits costs the claim an index probe, and while a queue drains each
 // probe steps over the entries its tenant's claimed jobs left behind (dead
-// until vacuum). When every tenant the last walk visited gave at least
-// deepEntryShare jobs, they most likely have backlog for deepShare each, and
-// the claim visits only batch/deepShare tenants (a batch of 100: 4 tenants
-// of 25 instead of 10 of 10), continuing the round robin after them: each
-// tenant still gets an equal share, over a few consecutive batches rather
-// than within one (about 10% less claim time per job at 10 tenants).
-// The first tenant seen without such a backlog (a small tenant the round
-// robin reaches) ends it, and walks again visit every tenant in one batch.
+// until vacuum). When every tenant the last walk visited filled a share of
+// at least deepEntryShare, the claim visits only batch/deepShare tenants (a
+// batch of 100: 4 tenants of 25 instead of 10 of 10), continuing the round
+// robin after them: each tenant still gets an equal share, over a few
+// consecutive batches rather than within one (about 10% less claim time
+// per job at 10 tenants). The first tenant that does not fill its deep
+// share (a small tenant the round robin reaches) ends it, and walks again
+// visit every tenant in one batch. Many tenants per batch (more than about
+// 12 at 100) make every share smaller than deepEntryShare: the mode never
+// starts there.
 const (
 	deepEntryShare = 8
 	deepShare      = 25
@@ -530,7 +532,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		e.cursorMu.Lock()
 		e.cursors[queue] = next
 		if pass == 0 {
-			e.deep[queue] = args.fair && res.tenants > 0 && res.leastPerTenant >= deepEntryShare
+			e.deep[queue] = args.fair && res.deepShare >= deepEntryShare
 		}
 		e.cursorMu.Unlock()
 		// A walk from the start that visited every tenant with due work

@@ -516,3 +516,37 @@ func TestFairClaimDeepBacklogsShareInTurn(t *testing.T) {
 		t.Fatalf("after a small tenant the batch still served only %d tenants: %v", len(per), per)
 	}
 }
+
+// Tenants that had fewer due jobs than their share are not deep, however
+// many that was: with ten each and a share of twenty, the next batch still
+// walks all five in one statement (a deep walk visits four, then needs
+// another pass for the fifth).
+func TestFairClaimShallowTenantsStayInOneBatch(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	ten := newTenants(t, db, 5)
+	// A running cap (too high to bind) keeps the engine on the fair claim:
+	// without it a drained queue takes everything due in one small claim.
+	e := newEngine(t, db, job.Config{BatchSize: 100, TenantConcurrency: 1000})
+	for round := range 2 {
+		for _, id := range ten {
+			enqueueBulk(t, db, e, id, fmt.Sprint("k", round), 10)
+		}
+		before := e.Stats().Claims
+		jobs, err := e.Claim(ctx, "w", 100)
+		if err != nil || len(jobs) != 50 {
+			t.Fatalf("round %d: claim = %d, %v", round, len(jobs), err)
+		}
+		if n := e.Stats().Claims - before; n != 1 {
+			t.Fatalf("round %d: the claim ran %d statements, want one walk over all five tenants", round, n)
+		}
+		per := map[int64]int{}
+		for _, j := range jobs {
+			per[j.TenantID]++
+		}
+		if len(per) != 5 {
+			t.Fatalf("round %d: the batch served %d tenants, want all 5 with 10 each: %v", round, len(per), per)
+		}
+	}
+}

@@ -131,9 +131,12 @@ type fairClaim struct {
 	// fullQuota: some tenant got its whole share of the batch, so it may
 	// have more due jobs.
 	fullQuota bool
-	// leastPerTenant is the fewest jobs any tenant the walk visited got
-	// (0 when one got none).
-	leastPerTenant int
+	// deepShare is the smallest share of the tenants the walk visited when
+	// every one of them filled it (0 when one did not): they all had at
+	// least that many due jobs. A tenant one short counts as filling it:
+	// the shares are rounded up, so the batch limit cuts at most one job
+	// from each.
+	deepShare int
 }
 
 func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, error) {
@@ -156,6 +159,7 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, e
 		quota   int32
 	)
 	perTenant := map[int64]int32{}
+	quotas := map[int64]int32{}
 	for rows.Next() {
 		// The walk's figures come with every row, and alone (job columns
 		// NULL) when nothing was claimed.
@@ -172,6 +176,7 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, e
 		}
 		j := c.job(a.workerID)
 		perTenant[j.TenantID]++
+		quotas[j.TenantID] = quota
 		if perTenant[j.TenantID] >= quota {
 			out.fullQuota = true
 		}
@@ -179,7 +184,12 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, e
 	}
 	out.tenants = int(tenants)
 	if out.tenants > 0 && len(perTenant) == out.tenants {
-		out.leastPerTenant = int(slices.Min(slices.Collect(maps.Values(perTenant))))
+		out.deepShare = int(slices.Min(slices.Collect(maps.Values(quotas))))
+		for t, n := range perTenant {
+			if n < quotas[t]-1 {
+				out.deepShare = 0
+			}
+		}
 	}
 	return out, rows.Err()
 }
