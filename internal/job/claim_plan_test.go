@@ -33,20 +33,7 @@ func TestClaimReadsLittleBesideManyFinishedJobs(t *testing.T) {
 	if _, err := db.Admin.Exec(ctx, "ALTER TABLE jobs SET (autovacuum_enabled = false)"); err != nil {
 		t.Fatal(err)
 	}
-	for _, tid := range tenants {
-		_, err := db.Admin.Exec(ctx, `
-INSERT INTO jobs (tenant_id, kind, queue, state, payload, attempt, max_attempts, available_at, created_at,
-    trace_id, requested_at, payload_hash)
-SELECT $1::bigint, 'noop', 'default', 'pending', jsonb_build_object('g', g), 0, 3,
-    now() - interval '1 hour', now() - interval '1 hour', md5(g::text), now(), sha256(convert_to(g::text, 'UTF8'))
-  FROM generate_series(1, 5010) g`, tid)
-		if err != nil {
-			t.Fatalf("seed: %v", err)
-		}
-	}
-	if _, err := db.Admin.Exec(ctx, "ANALYZE jobs"); err != nil {
-		t.Fatal(err)
-	}
+	seedPendingAndAnalyze(t, db, tenants, 5010)
 	_, err := db.Admin.Exec(ctx, `
 UPDATE jobs SET state = 'succeeded', attempt = 1, attempted_at = now(), finished_at = now(), worker_id = 'w'
  WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY tenant_id ORDER BY id) AS n FROM jobs) x
@@ -122,20 +109,7 @@ func TestClaimGenericPlanTakesTenantHeadsInIndexOrder(t *testing.T) {
 	db := testdb.New(t)
 	ctx := context.Background()
 	tenants := newTenants(t, db, 4)
-	for _, tid := range tenants {
-		_, err := db.Admin.Exec(ctx, `
-INSERT INTO jobs (tenant_id, kind, queue, state, payload, attempt, max_attempts, available_at, created_at,
-    trace_id, requested_at, payload_hash)
-SELECT $1::bigint, 'noop', 'default', 'pending', jsonb_build_object('g', g), 0, 3,
-    now() - interval '1 hour', now() - interval '1 hour', md5(g::text), now(), sha256(convert_to(g::text, 'UTF8'))
-  FROM generate_series(1, 5000) g`, tid)
-		if err != nil {
-			t.Fatalf("seed: %v", err)
-		}
-	}
-	if _, err := db.Admin.Exec(ctx, "ANALYZE jobs"); err != nil {
-		t.Fatal(err)
-	}
+	seedPendingAndAnalyze(t, db, tenants, 5000)
 	var plan []byte
 	err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
@@ -205,4 +179,26 @@ func countType(types []string, want string) int {
 		}
 	}
 	return n
+}
+
+// seedPendingAndAnalyze writes n due pending jobs of one kind per tenant
+// straight into the table (as the owner: faster than enqueueing) and
+// analyzes it.
+func seedPendingAndAnalyze(t *testing.T, db *testdb.DB, tenants []int64, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, tid := range tenants {
+		_, err := db.Admin.Exec(ctx, `
+INSERT INTO jobs (tenant_id, kind, queue, state, payload, attempt, max_attempts, available_at, created_at,
+    trace_id, requested_at, payload_hash)
+SELECT $1::bigint, 'noop', 'default', 'pending', jsonb_build_object('g', g), 0, 3,
+    now() - interval '1 hour', now() - interval '1 hour', md5(g::text), now(), sha256(convert_to(g::text, 'UTF8'))
+  FROM generate_series(1, $2::int) g`, tid, n)
+		if err != nil {
+			t.Fatalf("seed: %v", err)
+		}
+	}
+	if _, err := db.Admin.Exec(ctx, "ANALYZE jobs"); err != nil {
+		t.Fatal(err)
+	}
 }

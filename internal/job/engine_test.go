@@ -457,7 +457,6 @@ func TestPruneFinishedJobs(t *testing.T) {
 func TestFairClaimDeepBacklogsShareInTurn(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	ctx := context.Background()
 	all := newTenants(t, db, 11)
 	ten, small := all[:10], all[10]
 	e := newEngine(t, db, job.Config{BatchSize: 100})
@@ -466,15 +465,7 @@ func TestFairClaimDeepBacklogsShareInTurn(t *testing.T) {
 	}
 	claim := func() map[int64]int {
 		t.Helper()
-		jobs, err := e.Claim(ctx, "w", 100)
-		if err != nil || len(jobs) != 100 {
-			t.Fatalf("claim = %d, %v", len(jobs), err)
-		}
-		per := map[int64]int{}
-		for _, j := range jobs {
-			per[j.TenantID]++
-		}
-		return per
+		return claimPerTenant(t, e, 100, 100)
 	}
 	// The first batch visits every tenant: 10 of 10.
 	if per := claim(); len(per) != 10 {
@@ -524,7 +515,6 @@ func TestFairClaimDeepBacklogsShareInTurn(t *testing.T) {
 func TestFairClaimShallowTenantsStayInOneBatch(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	ctx := context.Background()
 	ten := newTenants(t, db, 5)
 	// A running cap (too high to bind) keeps the engine on the fair claim:
 	// without it a drained queue takes everything due in one small claim.
@@ -534,16 +524,9 @@ func TestFairClaimShallowTenantsStayInOneBatch(t *testing.T) {
 			enqueueBulk(t, db, e, id, fmt.Sprint("k", round), 10)
 		}
 		before := e.Stats().Claims
-		jobs, err := e.Claim(ctx, "w", 100)
-		if err != nil || len(jobs) != 50 {
-			t.Fatalf("round %d: claim = %d, %v", round, len(jobs), err)
-		}
+		per := claimPerTenant(t, e, 100, 50)
 		if n := e.Stats().Claims - before; n != 1 {
 			t.Fatalf("round %d: the claim ran %d statements, want one walk over all five tenants", round, n)
-		}
-		per := map[int64]int{}
-		for _, j := range jobs {
-			per[j.TenantID]++
 		}
 		if len(per) != 5 {
 			t.Fatalf("round %d: the batch served %d tenants, want all 5 with 10 each: %v", round, len(per), per)

@@ -104,3 +104,18 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 func fixedBackoff(attempt int) time.Duration { return time.Duration(1<<attempt) * time.Minute }
+
+// claimPerTenant claims a batch of n, fails unless it holds want jobs, and
+// counts them per tenant.
+func claimPerTenant(t *testing.T, e *job.Engine, n, want int) map[int64]int {
+	t.Helper()
+	jobs, err := e.Claim(context.Background(), "w", n)
+	if err != nil || len(jobs) != want {
+		t.Fatalf("claim of %d = %d jobs, %v; want %d", n, len(jobs), err, want)
+	}
+	per := map[int64]int{}
+	for _, j := range jobs {
+		per[j.TenantID]++
+	}
+	return per
+}
