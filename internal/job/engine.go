@@ -459,7 +459,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	// After a short claim the queue was drained, so the next one (woken by
 	// NOTIFY or the poll) most likely finds a handful of jobs: when the
 	// whole due set fits in the batch, claim_small.sql takes all of it
-	// without the per-tenant walk and its planning, which is what an idle
+	// without the per-tenant walk (a probe per tenant), which is what an idle
 	// worker's latency is made of. Everyone gets everything, so that is
 	// fair; the per-tenant cap needs the walk's running counts.
 	if idle && e.cfg.TenantConcurrency == 0 {
