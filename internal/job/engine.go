@@ -507,7 +507,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 			// tenant that ends early has seen everyone with due work and
 			// splits the batch between them.
 			share := max(deepShare, perTenant)
-			args.maxTenants = (args.batch + share - 1) / share
+			args.maxTenants, args.maxShare = (args.batch+share-1)/share, n
 			if cursor != 0 {
 				args.maxShare = share
 			}
