@@ -42,30 +42,18 @@ UPDATE jobs SET state = 'succeeded', attempt = 1, attempted_at = now(), finished
 		t.Fatalf("finish: %v", err)
 	}
 
-	var plan []byte
-	err = database.InTx(ctx, db.System, func(tx pgx.Tx) error {
-		// $1 now, $2 queue, $3 worker, $4 batch, $5 lease, $6 tenant cursor,
-		// $7 max tenants, $8 min share, $9 running cap, $10 fair, $11 max share, $12 paused
-		return tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+job.ClaimSQL, pgx.QueryExecModeExec,
-			nil, "default", "plan-test", 50, 30.0, int64(0), 1000, 1, 0, true, 50, []string{}).Scan(&plan)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []struct {
-		Plan map[string]any `json:"Plan"`
-	}
-	if err := json.Unmarshal(plan, &out); err != nil {
-		t.Fatal(err)
-	}
+	// $1 now, $2 queue, $3 worker, $4 batch, $5 lease, $6 tenant cursor,
+	// $7 max tenants, $8 min share, $9 running cap, $10 fair, $11 max share, $12 paused
+	root, plan := explainPlan(t, db, nil, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+job.ClaimSQL, pgx.QueryExecModeExec,
+		nil, "default", "plan-test", 50, 30.0, int64(0), 1000, 1, 0, true, 50, []string{})
 	var blocks float64
 	for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
-		v, _ := out[0].Plan[k].(float64)
+		v, _ := root[k].(float64)
 		blocks += v
 	}
 	// The walk reads jobs_claim_idx only (the final update reaches the
 	// picked rows by primary key, which is fine).
-	if ix := walkIndexes(out[0].Plan, false); len(ix) == 0 || slices.ContainsFunc(ix, func(n string) bool { return n != "jobs_claim_idx" }) {
+	if ix := indexesRead(findSubplan(root, "CTE tenant_walk")); len(ix) == 0 || slices.ContainsFunc(ix, func(n string) bool { return n != "jobs_claim_idx" }) {
 		t.Errorf("the claim's tenant walk reads %v, want jobs_claim_idx only:\n%s", ix, plan)
 	}
 	// The claim index still holds the finished jobs' old entries (no
@@ -78,25 +66,6 @@ UPDATE jobs SET state = 'succeeded', attempt = 1, attempted_at = now(), finished
 	t.Logf("claim of 50 over 10 tenants beside 50,000 finished jobs: %.0f buffers", blocks)
 }
 
-// walkIndexes lists the indexes read under the plan's "CTE tenant_walk"
-// node (inside is true below it).
-func walkIndexes(node map[string]any, inside bool) []string {
-	if name, _ := node["Subplan Name"].(string); name == "CTE tenant_walk" {
-		inside = true
-	}
-	var out []string
-	if ix, ok := node["Index Name"].(string); ok && inside {
-		out = append(out, ix)
-	}
-	kids, _ := node["Plans"].([]any)
-	for _, k := range kids {
-		if m, ok := k.(map[string]any); ok {
-			out = append(out, walkIndexes(m, inside)...)
-		}
-	}
-	return out
-}
-
 // With no kind paused the engine runs the fair claim as a prepared
 // statement, and PostgreSQL settles on its generic plan after a few
 // executions. That plan must take each tenant's head jobs in index order
@@ -107,29 +76,12 @@ func walkIndexes(node map[string]any, inside bool) []string {
 func TestClaimGenericPlanTakesTenantHeadsInIndexOrder(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	ctx := context.Background()
 	tenants := newTenants(t, db, 4)
 	seedPendingAndAnalyze(t, db, tenants, 5000)
-	var plan []byte
-	err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "PREPARE claim_generic AS "+job.ClaimAnyKindSQL); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE claim_generic(NULL, 'default', 'plan-test', 100, 30.0, 0, 100, 0, 0, true, 100)`).Scan(&plan)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []struct {
-		Plan map[string]any `json:"Plan"`
-	}
-	if err := json.Unmarshal(plan, &out); err != nil {
-		t.Fatal(err)
-	}
-	cand := findSubplan(out[0].Plan, "CTE candidates")
+	root, plan := explainPlan(t, db,
+		[]string{"SET LOCAL plan_cache_mode = force_generic_plan", "PREPARE claim_generic AS " + job.ClaimAnyKindSQL},
+		`EXPLAIN (FORMAT JSON) EXECUTE claim_generic(NULL, 'default', 'plan-test', 100, 30.0, 0, 100, 0, 0, true, 100)`)
+	cand := findSubplan(root, "CTE candidates")
 	if cand == nil {
 		t.Fatalf("no candidates CTE in the plan:\n%s", plan)
 	}
@@ -139,21 +91,54 @@ func TestClaimGenericPlanTakesTenantHeadsInIndexOrder(t *testing.T) {
 	}
 	// One sort ranks the whole candidate set; a second one would be a
 	// tenant's pending jobs sorted because the index order was not used.
-	if n := countType(lateral, "Sort"); n != 1 {
+	if n := len(slices.DeleteFunc(slices.Clone(lateral), func(t string) bool { return t != "Sort" })); n != 1 {
 		t.Errorf("the generic plan's candidates sort %d times, want once (the ranking):\n%s", n, plan)
 	}
 }
 
-func findSubplan(node map[string]any, name string) map[string]any {
-	if n, _ := node["Subplan Name"].(string); n == name {
-		return node
+// explainPlan runs setup and then an EXPLAIN (FORMAT JSON) statement in
+// one system transaction and returns the plan's root node and the raw JSON.
+func explainPlan(t *testing.T, db *testdb.DB, setup []string, explain string, args ...any) (map[string]any, []byte) {
+	t.Helper()
+	ctx := context.Background()
+	var plan []byte
+	err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
+		for _, q := range setup {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return tx.QueryRow(ctx, explain, args...).Scan(&plan)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	var out []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	if err := json.Unmarshal(plan, &out); err != nil || len(out) != 1 {
+		t.Fatalf("plan %s: %v", plan, err)
+	}
+	return out[0].Plan, plan
+}
+
+// planNodes lists node and every node under it, depth first.
+func planNodes(node map[string]any) []map[string]any {
+	out := []map[string]any{node}
 	kids, _ := node["Plans"].([]any)
 	for _, k := range kids {
 		if m, ok := k.(map[string]any); ok {
-			if f := findSubplan(m, name); f != nil {
-				return f
-			}
+			out = append(out, planNodes(m)...)
+		}
+	}
+	return out
+}
+
+// findSubplan is the first node under root with that subplan name, or nil.
+func findSubplan(root map[string]any, name string) map[string]any {
+	for _, n := range planNodes(root) {
+		if sn, _ := n["Subplan Name"].(string); sn == name {
+			return n
 		}
 	}
 	return nil
@@ -161,24 +146,25 @@ func findSubplan(node map[string]any, name string) map[string]any {
 
 // nodeTypes lists the node types of the plan under node, node included.
 func nodeTypes(node map[string]any) []string {
-	out := []string{node["Node Type"].(string)}
-	kids, _ := node["Plans"].([]any)
-	for _, k := range kids {
-		if m, ok := k.(map[string]any); ok {
-			out = append(out, nodeTypes(m)...)
-		}
+	var out []string
+	for _, n := range planNodes(node) {
+		out = append(out, n["Node Type"].(string))
 	}
 	return out
 }
 
-func countType(types []string, want string) int {
-	n := 0
-	for _, t := range types {
-		if t == want {
-			n++
+// indexesRead lists the indexes the plan under node reads (none for nil).
+func indexesRead(node map[string]any) []string {
+	if node == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range planNodes(node) {
+		if ix, ok := n["Index Name"].(string); ok {
+			out = append(out, ix)
 		}
 	}
-	return n
+	return out
 }
 
 // seedPendingAndAnalyze writes n due pending jobs of one kind per tenant
