@@ -182,6 +182,7 @@ func (r *Registry) ObserveHTTP(route, method string, code int, d time.Duration) 
 	if route == "" {
 		route = "unmatched"
 	}
+	method = HTTPMethod(method)
 	r.httpRequests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
 	r.httpDuration.WithLabelValues(route, method).Observe(d.Seconds())
 }
@@ -266,3 +267,20 @@ func (r *Registry) JobDelayed(kind, reason string) {
 
 // JobsRescued implements job.Observer.
 func (r *Registry) JobsRescued(n int) { r.rescued.Add(float64(n)) }
+
+// MethodOther is the label of every request method outside the standard
+// set: a label value taken from a request must come from a closed set, or
+// anyone can mint series (a stranger's unique 60,000-byte method names grew
+// /metrics by hundreds of megabytes).
+const MethodOther = "other"
+
+// HTTPMethod is method when it is one of the RFC 9110 methods or PATCH,
+// else MethodOther.
+func HTTPMethod(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return MethodOther
+}

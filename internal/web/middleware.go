@@ -14,6 +14,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/clip"
+	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
@@ -60,6 +62,10 @@ func cacheForever(h http.Handler) http.Handler {
 
 var traceparent = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$`)
 
+// maxLoggedPath bounds the request path a log line copies: a line per
+// request must not grow with what a stranger sends.
+const maxLoggedPath = 512
+
 // traceAndLog gives every request a trace id (from a W3C traceparent header
 // when present, so a trace crosses services) and logs one JSON line per
 // request with it.
@@ -80,7 +86,8 @@ func (s *Server) traceAndLog(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		attrs := []any{
-			slog.String("trace_id", trace), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("trace_id", trace), slog.String("method", metrics.HTTPMethod(r.Method)),
+			slog.String("path", clip.Bytes(r.URL.Path, maxLoggedPath)),
 			slog.Int("status", c.Response().Status), slog.Duration("duration", time.Since(start)),
 		}
 		if v := reqctx.ViewerFrom(c.Request().Context()); v != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/tracing"
 )
@@ -28,8 +29,8 @@ func (s *Server) observeRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		if parent.TraceID != trace {
 			parent.SpanID = "" // the id was not taken from this header
 		}
-		ctx, span := tracing.Start(ctx, "HTTP "+r.Method, parent.SpanID,
-			attribute.String("http.request.method", r.Method))
+		ctx, span := tracing.Start(ctx, "HTTP "+spanMethod(r.Method), parent.SpanID,
+			attribute.String("http.request.method", spanMethod(r.Method)))
 		spanID := span.SpanID()
 		if spanID == "" {
 			spanID = tracing.NewSpanID()
@@ -50,6 +51,15 @@ func (s *Server) observeRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		s.Metrics.ObserveHTTP(route, r.Method, c.Response().Status, time.Since(start))
 		return nil
 	}
+}
+
+// spanMethod is the method as OpenTelemetry's HTTP conventions name it:
+// one of the known methods, else "_OTHER" (never the request's own bytes).
+func spanMethod(m string) string {
+	if m = metrics.HTTPMethod(m); m == metrics.MethodOther {
+		return "_OTHER"
+	}
+	return m
 }
 
 // metricsEndpoint serves Prometheus metrics to a scraper that presents
