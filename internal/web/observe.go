@@ -29,8 +29,8 @@ func (s *Server) observeRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		if parent.TraceID != trace {
 			parent.SpanID = "" // the id was not taken from this header
 		}
-		ctx, span := tracing.Start(ctx, "HTTP "+spanMethod(r.Method), parent.SpanID,
-			attribute.String("http.request.method", spanMethod(r.Method)))
+		method := spanMethod(r.Method)
+		ctx, span := tracing.Start(ctx, "HTTP "+method, parent.SpanID, attribute.String("http.request.method", method))
 		spanID := span.SpanID()
 		if spanID == "" {
 			spanID = tracing.NewSpanID()
