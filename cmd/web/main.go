@@ -4,9 +4,10 @@
 //	web migrate           apply database migrations
 //	web seed              write the demo data
 //	web seed --audit-events N --jobs N   large-data mode
-//	web audit verify [--tenant SLUG] [--anchors DIR]   check audit hash chains (and signed checkpoints)
-//	web audit anchor                      write signed checkpoints of every audit head now
-//	web audit verify-export --checkpoint FILE [--public-key HEX] EXPORT.jsonl   offline check
+//	web audit verify [--tenant SLUG] [--anchors DIR]   check audit logs (and their anchored checkpoints)
+//	web audit anchor                      seal every waiting audit event and sign checkpoints now
+//	web audit verify-export --key VKEY EXPORT.jsonl   offline check of an export
+//	web audit verify-proof --key VKEY PROOF.json      offline check of a "Prove this event" bundle
 //	web outbox status                     outbox counts, lag, failed messages
 //	web outbox retry-failed [--tenant SLUG] --reason TEXT
 package main
@@ -46,8 +47,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		cmd, args = args[0], args[1:]
 	}
 	if cmd == "audit" {
-		if len(args) == 0 || (args[0] != "verify" && args[0] != "anchor" && args[0] != "verify-export") {
-			return fmt.Errorf("usage: web audit verify [--tenant SLUG] [--anchors DIR] | web audit anchor | web audit verify-export --checkpoint FILE EXPORT.jsonl")
+		if len(args) == 0 || (args[0] != "verify" && args[0] != "anchor" && args[0] != "verify-export" && args[0] != "verify-proof") {
+			return fmt.Errorf("usage: web audit verify [--tenant SLUG] [--anchors DIR] | web audit anchor | web audit verify-export --key VKEY EXPORT.jsonl | web audit verify-proof --key VKEY PROOF.json")
 		}
 		cmd, args = "audit "+args[0], args[1:]
 	}
@@ -59,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	var reason string
 	var scale demo.ScaleOptions
-	var tenantSlug, anchorDir, checkpoint, publicKey string
+	var tenantSlug, anchorDir, vkey string
 	fs := flag.NewFlagSet("web "+cmd, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (DATABASE_URL); empty = embedded cluster")
@@ -79,25 +80,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		fs.StringVar(&anchorDir, "anchors", "", "also compare every chain with its last signed checkpoint in this directory")
 	case "audit anchor":
 		fs.StringVar(&cfg.AnchorDir, "anchors", cfg.AnchorDir, "anchor directory (JEJAK_ANCHOR_DIR; default <data dir>/anchors)")
-	case "audit verify-export":
-		fs.StringVar(&checkpoint, "checkpoint", "", "checkpoint file downloaded from /t/{slug}/audit/checkpoint")
-		fs.StringVar(&publicKey, "public-key", "", "the operator's published anchor key (hex); default: the key in the checkpoint file")
+	case "audit verify-export", "audit verify-proof":
+		fs.StringVar(&vkey, "key", "", "the operator's note verifier key, as GET /audit/key publishes it")
 	case "outbox status":
 	case "outbox retry-failed":
 		fs.StringVar(&tenantSlug, "tenant", "", "retry only this tenant's failed messages (slug)")
 		fs.StringVar(&reason, "reason", "", "why (required; recorded in each affected tenant's audit trail)")
 	case "migrate":
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, seed, audit verify, audit anchor, audit verify-export or outbox)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, migrate, seed, audit verify, audit anchor, audit verify-export, audit verify-proof or outbox)", cmd)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if cmd == "audit verify-export" {
-		if fs.NArg() != 1 || checkpoint == "" {
-			return fmt.Errorf("usage: web audit verify-export --checkpoint FILE [--public-key HEX] EXPORT.jsonl")
+	if cmd == "audit verify-export" || cmd == "audit verify-proof" {
+		if fs.NArg() != 1 || vkey == "" {
+			return fmt.Errorf("usage: web %s --key VKEY FILE", cmd)
 		}
-		return app.AuditVerifyExport(out, fs.Arg(0), checkpoint, publicKey)
+		if cmd == "audit verify-proof" {
+			return app.AuditVerifyProof(out, fs.Arg(0), vkey)
+		}
+		return app.AuditVerifyExport(out, fs.Arg(0), vkey)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())

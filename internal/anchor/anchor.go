@@ -1,20 +1,22 @@
-// Package anchor keeps signed checkpoints of every tenant's audit chain
-// outside the database. A superuser can truncate a chain's tail and rewind
-// its head consistently, and the chain alone would still verify; a
-// checkpoint written earlier, signed with a key the database never sees,
-// says how long the chain was and what its hash was at that point.
+// Package anchor keeps signed checkpoints of every tenant's audit log
+// outside the database. A superuser can truncate a log's tail and rewind
+// its tree, and the database alone would still look whole; a checkpoint
+// written earlier, signed with a key the database never sees, says how
+// large the tree was and what its root was at that point.
 //
-// Checkpoints are appended, one JSON object per line, to anchors.jsonl in
-// the anchor directory (JEJAK_ANCHOR_DIR), beside the Ed25519 key that
-// signs them (anchor.key, created once, 0600) and its public half
-// (anchor.pub). The file is only ever appended to; copy it off the machine
-// (or point the directory at append-only storage) to make rewriting it as
-// hard as rewriting the database.
+// The sealer appends every checkpoint it signs (a C2SP tlog-checkpoint
+// signed note), one JSON object per line, to anchors.jsonl in the anchor
+// directory (JEJAK_ANCHOR_DIR), beside the Ed25519 key that signs them
+// (anchor.key, created once, 0600) and its public half (anchor.pub).
+// Appending never reads the file. Lines written before the log (v1: a
+// chain head's seq and hash, signed with the same key) stay checkable. The
+// file is only ever appended to; copy it off the machine (or point the
+// directory at append-only storage) to make rewriting it as hard as
+// rewriting the database.
 package anchor
 
 import (
 	"bufio"
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -30,10 +32,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/jejakhq/jejak/internal/audit"
-	"github.com/jejakhq/jejak/internal/database"
 )
 
 // File names inside the anchor directory.
@@ -43,29 +42,27 @@ const (
 	AnchorsFile = "anchors.jsonl"
 )
 
-// Checkpoint is one tenant's chain head at one moment, signed.
-type Checkpoint struct {
-	TenantID int64     `json:"tenant_id"`
-	Slug     string    `json:"slug"`
-	Seq      int64     `json:"seq"`
-	Hash     string    `json:"hash"` // hex SHA-256 of event Seq (the head)
-	At       time.Time `json:"at"`
-	// Sig is the base64 Ed25519 signature of Message().
-	Sig string `json:"sig"`
+// line is one line of anchors.jsonl: a v2 checkpoint (Note set) or a v1
+// chain head (Seq, Hash, At, Sig).
+type line struct {
+	TenantID int64  `json:"tenant_id"`
+	Slug     string `json:"slug"`
+	Size     int64  `json:"size,omitempty"`
+	Root     string `json:"root,omitempty"` // base64
+	Note     string `json:"note,omitempty"`
+
+	Seq  int64     `json:"seq,omitempty"`
+	Hash string    `json:"hash,omitempty"` // hex
+	At   time.Time `json:"at,omitzero"`
+	Sig  string    `json:"sig,omitempty"`
 }
 
-// Message is what the signature covers: a versioned, line-separated text
-// of tenant id, sequence number, head hash and time (UTC, RFC 3339 with
-// nanoseconds). The slug is a label and is not signed.
-func (c Checkpoint) Message() []byte {
-	return []byte("jejak-anchor-v1\n" + strconv.FormatInt(c.TenantID, 10) + "\n" +
-		strconv.FormatInt(c.Seq, 10) + "\n" + strings.ToLower(c.Hash) + "\n" + c.At.UTC().Format(time.RFC3339Nano))
-}
-
-// Valid reports whether c carries a good signature by pub.
-func (c Checkpoint) Valid(pub ed25519.PublicKey) bool {
-	sig, err := base64.StdEncoding.DecodeString(c.Sig)
-	return err == nil && len(pub) == ed25519.PublicKeySize && ed25519.Verify(pub, c.Message(), sig)
+// v1Message is what a v1 line's signature covers: a versioned,
+// line-separated text of tenant id, sequence number, head hash and time
+// (UTC, RFC 3339 with nanoseconds).
+func (l *line) v1Message() []byte {
+	return []byte("jejak-anchor-v1\n" + strconv.FormatInt(l.TenantID, 10) + "\n" +
+		strconv.FormatInt(l.Seq, 10) + "\n" + strings.ToLower(l.Hash) + "\n" + l.At.UTC().Format(time.RFC3339Nano))
 }
 
 // Store is an anchor directory opened for writing.
@@ -124,25 +121,27 @@ func Open(dir string) (*Store, error) {
 // Public is the key that verifies this store's checkpoints.
 func (s *Store) Public() ed25519.PublicKey { return s.pub }
 
+// Signer is the log signer over this store's key.
+func (s *Store) Signer() (*audit.LogSigner, error) { return audit.NewLogSigner(s.priv) }
+
 // Dir is the anchor directory.
 func (s *Store) Dir() string { return s.dir }
 
-// Append signs cps and appends them to anchors.jsonl, synced to disk
-// before it returns. It fills in each checkpoint's Sig.
-func (s *Store) Append(cps []Checkpoint) error {
+// AppendCheckpoints appends cps to anchors.jsonl, synced to disk before it
+// returns (audit.CheckpointSink). It only appends: the file is never read
+// to write it.
+func (s *Store) AppendCheckpoints(cps []audit.SignedCheckpoint) error {
 	if len(cps) == 0 {
 		return nil
 	}
 	var b strings.Builder
-	for i := range cps {
-		cps[i].At = cps[i].At.UTC()
-		cps[i].Hash = strings.ToLower(cps[i].Hash)
-		cps[i].Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(s.priv, cps[i].Message()))
-		line, err := json.Marshal(cps[i])
+	for _, c := range cps {
+		l, err := json.Marshal(line{TenantID: c.TenantID, Slug: c.Slug, Size: c.Size,
+			Root: base64.StdEncoding.EncodeToString(c.Root), Note: c.Note})
 		if err != nil {
 			return err
 		}
-		b.Write(line)
+		b.Write(l)
 		b.WriteByte('\n')
 	}
 	s.mu.Lock()
@@ -175,175 +174,64 @@ func LoadPublic(dir string) (ed25519.PublicKey, error) {
 	return pub, nil
 }
 
-// Latest reads every checkpoint of dir, checks each signature with pub, and
-// returns the newest per tenant (the last in file order). A line with a bad
-// signature is an error: the file was edited.
-func Latest(dir string, pub ed25519.PublicKey) (map[int64]Checkpoint, error) {
+// Points reads every line of dir's anchors, checks each signature (v2
+// notes with the log's verifier key over pub, v1 lines with pub itself)
+// and returns each tenant's anchored states in file order. A bad
+// signature, or a tenant whose tree goes back to a smaller size, is an
+// error: the file was edited, or someone was shown two logs.
+func Points(dir string, pub ed25519.PublicKey) (map[int64][]audit.AnchorPoint, error) {
 	f, err := os.Open(filepath.Join(dir, AnchorsFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return map[int64]Checkpoint{}, nil
+		return map[int64][]audit.AnchorPoint{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return readLatest(f, pub)
+	return readPoints(f, pub)
 }
 
-func readLatest(r io.Reader, pub ed25519.PublicKey) (map[int64]Checkpoint, error) {
-	out := map[int64]Checkpoint{}
+func readPoints(r io.Reader, pub ed25519.PublicKey) (map[int64][]audit.AnchorPoint, error) {
+	vkey, err := audit.VerifierKeyOf(pub)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64][]audit.AnchorPoint{}
+	largest := map[int64]int64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		if len(strings.TrimSpace(sc.Text())) == 0 {
 			continue
 		}
-		var c Checkpoint
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return nil, fmt.Errorf("anchors line %d: %w", n, err)
 		}
-		if !c.Valid(pub) {
-			return nil, fmt.Errorf("anchors line %d: bad signature (the file was edited, or signed with another key)", n)
+		var p audit.AnchorPoint
+		size := l.Seq
+		if l.Note != "" {
+			cp, err := audit.OpenCheckpoint([]byte(l.Note), vkey, audit.Origin(l.Slug))
+			if err != nil {
+				return nil, fmt.Errorf("anchors line %d: %w (the file was edited, or signed with another key)", n, err)
+			}
+			p = audit.AnchorPoint{Size: cp.Size, Root: cp.Root[:]}
+			size = cp.Size
+		} else {
+			sig, err := base64.StdEncoding.DecodeString(l.Sig)
+			hash, herr := hex.DecodeString(l.Hash)
+			if err != nil || herr != nil || !ed25519.Verify(pub, l.v1Message(), sig) {
+				return nil, fmt.Errorf("anchors line %d: bad signature (the file was edited, or signed with another key)", n)
+			}
+			p = audit.AnchorPoint{V1Seq: l.Seq, V1Hash: hash}
 		}
-		if prev, ok := out[c.TenantID]; ok && c.Seq < prev.Seq {
-			return nil, fmt.Errorf("anchors line %d: tenant %d goes back from #%d to #%d", n, c.TenantID, prev.Seq, c.Seq)
+		if size < largest[l.TenantID] {
+			return nil, fmt.Errorf("anchors line %d: tenant %d goes back from %d to %d events", n, l.TenantID, largest[l.TenantID], size)
 		}
-		out[c.TenantID] = c
+		largest[l.TenantID] = size
+		if p.V1Seq > 0 || p.Size > 0 {
+			out[l.TenantID] = append(out[l.TenantID], p)
+		}
 	}
 	return out, sc.Err()
-}
-
-// Write records the current head of every tenant whose head moved since
-// its last checkpoint (all of them with force), signed, and returns how
-// many it wrote. db is the system pool; the time is the database's.
-func (s *Store) Write(ctx context.Context, db database.Querier, force bool) (int, error) {
-	latest, err := Latest(s.dir, s.pub)
-	if err != nil {
-		return 0, err
-	}
-	return s.write(ctx, db, latest, force, 0)
-}
-
-// WriteTenant is Write for one tenant (on demand, e.g. when its owner
-// downloads a checkpoint).
-func (s *Store) WriteTenant(ctx context.Context, db database.Querier, tenantID int64) (int, error) {
-	latest, err := Latest(s.dir, s.pub)
-	if err != nil {
-		return 0, err
-	}
-	return s.write(ctx, db, latest, false, tenantID)
-}
-
-func (s *Store) write(ctx context.Context, db database.Querier, latest map[int64]Checkpoint, force bool, only int64) (int, error) {
-	rows, err := db.Query(ctx, `SELECT h.tenant_id, t.slug, h.seq, h.hash, now()
-		FROM audit_heads h JOIN tenants t ON t.id = h.tenant_id
-		WHERE $1::bigint = 0 OR h.tenant_id = $1 ORDER BY h.tenant_id`, only)
-	if err != nil {
-		return 0, fmt.Errorf("read audit heads: %w", err)
-	}
-	var cps []Checkpoint
-	for rows.Next() {
-		var c Checkpoint
-		var hash []byte
-		if err := rows.Scan(&c.TenantID, &c.Slug, &c.Seq, &hash, &c.At); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		c.Hash = hex.EncodeToString(hash)
-		if prev, ok := latest[c.TenantID]; ok && !force && prev.Seq == c.Seq && prev.Hash == c.Hash {
-			continue
-		}
-		cps = append(cps, c)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	return len(cps), s.Append(cps)
-}
-
-// LatestFor returns the newest checkpoint of one tenant.
-func (s *Store) LatestFor(tenantID int64) (Checkpoint, bool, error) {
-	all, err := Latest(s.dir, s.pub)
-	if err != nil {
-		return Checkpoint{}, false, err
-	}
-	c, ok := all[tenantID]
-	return c, ok, nil
-}
-
-// Problem is one disagreement between the database and the anchors.
-type Problem struct {
-	TenantID int64
-	Reason   string
-}
-
-// Check compares the database's audit chains with the latest checkpoints:
-// a chain shorter than its checkpoint, or whose event at the checkpoint's
-// sequence number has another hash, was rewound or rewritten; a tenant
-// with events but no head, a head without its tenant, and a checkpoint of
-// a tenant whose head is gone are all failures. (Each chain's own hashes
-// are checked by audit.VerifyAll.)
-func Check(ctx context.Context, db database.Querier, latest map[int64]Checkpoint) ([]Problem, error) {
-	var out []Problem
-	for _, c := range latest {
-		var headSeq int64
-		var eventHash []byte
-		err := db.QueryRow(ctx, `SELECT h.seq, (SELECT e.hash FROM audit_events e WHERE e.tenant_id = h.tenant_id AND e.seq = $2)
-			FROM audit_heads h WHERE h.tenant_id = $1`, c.TenantID, c.Seq).Scan(&headSeq, &eventHash)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			out = append(out, Problem{c.TenantID, fmt.Sprintf("anchored at #%d but has no audit head", c.Seq)})
-		case err != nil:
-			return nil, fmt.Errorf("read head of tenant %d: %w", c.TenantID, err)
-		case headSeq < c.Seq:
-			out = append(out, Problem{c.TenantID, fmt.Sprintf("chain is shorter (head #%d) than its anchor #%d of %s", headSeq, c.Seq, c.At.Format(time.RFC3339))})
-		case c.Seq > 0 && hex.EncodeToString(eventHash) != c.Hash:
-			out = append(out, Problem{c.TenantID, fmt.Sprintf("event #%d differs from its anchor of %s", c.Seq, c.At.Format(time.RFC3339))})
-		}
-	}
-	rows, err := db.Query(ctx, `
-		SELECT t.id, 'has audit events but no audit head' FROM tenants t
-		 WHERE NOT EXISTS (SELECT 1 FROM audit_heads h WHERE h.tenant_id = t.id)
-		   AND EXISTS (SELECT 1 FROM audit_events e WHERE e.tenant_id = t.id)
-		UNION ALL
-		SELECT h.tenant_id, 'has an audit head but no tenant' FROM audit_heads h
-		 WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = h.tenant_id)`)
-	if err != nil {
-		return nil, fmt.Errorf("check heads and tenants: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var p Problem
-		if err := rows.Scan(&p.TenantID, &p.Reason); err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
-}
-
-// VerifyExport checks a tenant's JSON Lines export offline against a
-// signed checkpoint: the checkpoint's signature (pub is the operator's
-// published anchor key), the export's own chain (audit.VerifyExport), that
-// the export is of the checkpoint's tenant and reaches at least the
-// checkpoint, and that its event at the checkpoint's sequence number has
-// the checkpointed hash.
-func VerifyExport(r io.Reader, cp Checkpoint, pub ed25519.PublicKey) error {
-	if !cp.Valid(pub) {
-		return errors.New("checkpoint signature does not verify with this public key")
-	}
-	sum, err := audit.VerifyExport(r)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if sum.TenantID != 0 && sum.TenantID != cp.TenantID {
-		return fmt.Errorf("export is of tenant %d, checkpoint of tenant %d", sum.TenantID, cp.TenantID)
-	}
-	if sum.LastSeq < cp.Seq {
-		return fmt.Errorf("export ends at #%d, before the checkpoint #%d: the chain was cut", sum.LastSeq, cp.Seq)
-	}
-	if cp.Seq > 0 && sum.Hashes[cp.Seq] != cp.Hash {
-		return fmt.Errorf("event #%d differs from the checkpoint", cp.Seq)
-	}
-	return nil
 }

@@ -2,9 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -178,12 +175,16 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	WithPayments(&deps, ext.payments)
 	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies
-	anchors, err := anchor.Open(cfg.AnchorDirectory())
+	sealer, err := newSealer(cfg, env, log, reg)
 	if err != nil {
 		return err
 	}
-	deps.Anchors = anchor.NewService(anchors, env.System)
-	go runAnchors(ctx, anchors, env.System, engine, cfg.AnchorInterval, log)
+	deps.Audit.UseVerifierKey(sealer.VerifierKey())
+	if cfg.Workers > 0 {
+		// Every replica with workers seals; a tenant's tree row lock
+		// (SKIP LOCKED) keeps one sealer per tenant at a time.
+		go sealer.Run(ctx, sealPoll)
+	}
 	deps.TrustedProxies = cfg.TrustedProxies
 	// Invitations go out through the same mailer as the weekly reports.
 	mailer, err := newMailer(cfg, env)
@@ -376,86 +377,85 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 	return nil
 }
 
-// runAnchors writes signed checkpoints of the audit heads that moved, every
-// interval, while this replica leads job maintenance (one writer at a time).
-func runAnchors(ctx context.Context, s *anchor.Store, system *pgxpool.Pool, engine *job.Engine, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !engine.IsLeader() {
-			continue
-		}
-		if n, err := s.Write(ctx, system, false); err != nil {
-			log.Error("write audit anchors", "error", err.Error())
-		} else if n > 0 {
-			log.Info("audit anchors written", "tenants", n, "dir", s.Dir())
-		}
+// sealPoll is how often an idle sealer looks for unsealed events: the
+// sealing delay is at most about this plus one batch.
+const sealPoll = 100 * time.Millisecond
+
+// newSealer opens the anchor directory (its key signs the checkpoints,
+// its anchors file keeps a copy of each) and returns the audit sealer.
+func newSealer(cfg Config, env *Env, log *slog.Logger, reg *metrics.Registry) (*audit.Sealer, error) {
+	anchors, err := anchor.Open(cfg.AnchorDirectory())
+	if err != nil {
+		return nil, err
 	}
+	signer, err := anchors.Signer()
+	if err != nil {
+		return nil, err
+	}
+	opts := audit.SealerOptions{Signer: signer, Sink: anchors, Log: log}
+	if reg != nil {
+		opts.OnSealed = reg.ObserveSealDelays
+	}
+	return audit.NewSealer(env.System, opts), nil
 }
 
-// AuditAnchor writes a signed checkpoint of every tenant's audit head now
-// (on demand; the leader also does it every JEJAK_ANCHOR_INTERVAL).
+// AuditAnchor seals every waiting audit event and signs a checkpoint of
+// every grown tree now, appending each to the anchor file (the sealer
+// does it continuously while the server runs).
 func AuditAnchor(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) error {
 	env, err := Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	s, err := anchor.Open(cfg.AnchorDirectory())
+	sealer, err := newSealer(cfg, env, log, nil)
 	if err != nil {
 		return err
 	}
-	n, err := s.Write(ctx, env.System, true)
-	if err != nil {
+	if err := sealer.Drain(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "anchored %d tenant(s) in %s (public key %x)\n", n, filepath.Join(s.Dir(), anchor.AnchorsFile), s.Public())
+	fmt.Fprintf(out, "sealed and signed in %s (verifier key %s)\n", filepath.Join(cfg.AnchorDirectory(), anchor.AnchorsFile), sealer.VerifierKey())
 	return nil
 }
 
-// AuditVerifyExport checks a JSON Lines export against a downloaded
-// checkpoint file, offline (no database). pubHex is the operator's
-// published anchor key; "" trusts the key inside the checkpoint file.
-func AuditVerifyExport(out io.Writer, exportPath, checkpointPath, pubHex string) error {
-	raw, err := os.ReadFile(checkpointPath)
-	if err != nil {
-		return err
-	}
-	var cp struct {
-		anchor.Checkpoint
-		PublicKey string `json:"public_key"`
-	}
-	if err := json.Unmarshal(raw, &cp); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", checkpointPath, err)
-	}
-	if pubHex == "" {
-		pubHex = cp.PublicKey
-	}
-	pub, err := hex.DecodeString(pubHex)
-	if err != nil || len(pub) != ed25519.PublicKeySize {
-		return fmt.Errorf("public key %q is not a hex Ed25519 key", pubHex)
-	}
+// AuditVerifyExport checks a JSON Lines export offline (no database)
+// against the checkpoint in its trailer; vkey is the operator's published
+// note verifier key (GET /audit/key).
+func AuditVerifyExport(out io.Writer, exportPath, vkey string) error {
 	f, err := os.Open(exportPath)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := anchor.VerifyExport(f, cp.Checkpoint, pub); err != nil {
+	sum, err := audit.VerifyExport(f, vkey)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "ok: export verified through the checkpoint #%d of %s (tenant %d)\n", cp.Seq, cp.At.Format(time.RFC3339), cp.TenantID)
+	fmt.Fprintf(out, "ok: %d events of tenant %d verified against the signed checkpoint of tree size %d\n", sum.Count, sum.TenantID, sum.TreeSize)
 	return nil
 }
 
-// AuditVerify checks the hash chain of one tenant (slug) or of all tenants,
-// prints one line per tenant and fails when any chain is broken. With an
-// anchor directory it also compares every chain with its last signed
-// checkpoint (anchor.Check).
+// AuditVerifyProof checks a "Prove this event" bundle offline against the
+// operator's note verifier key.
+func AuditVerifyProof(out io.Writer, path, vkey string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cp, err := audit.VerifyProofBundle(f, vkey)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "ok: the event is in %s, tree size %d, as the signed checkpoint says\n", cp.Origin, cp.Size)
+	return nil
+}
+
+// AuditVerify checks the log of one tenant (slug) or of all tenants,
+// prints one line per tenant and fails when any log is broken. With an
+// anchor directory every log is also checked against every checkpoint
+// anchored there.
 func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, slug string, anchorDir ...string) error {
 	env, err := Open(ctx, cfg, log)
 	if err != nil {
@@ -468,58 +468,49 @@ func AuditVerify(ctx context.Context, cfg Config, log *slog.Logger, out io.Write
 	if err != nil {
 		return err
 	}
+	dir := cfg.AnchorDirectory()
+	if len(anchorDir) > 0 && anchorDir[0] != "" {
+		dir = anchorDir[0]
+	}
+	var points map[int64][]audit.AnchorPoint
+	if pub, err := anchor.LoadPublic(dir); err == nil {
+		vkey, err := audit.VerifierKeyOf(pub)
+		if err != nil {
+			return err
+		}
+		trail.UseVerifierKey(vkey)
+		if points, err = anchor.Points(dir, pub); err != nil {
+			return fmt.Errorf("anchors: %w", err)
+		}
+		fmt.Fprintf(out, "checking against %d anchored tenant(s) in %s (verifier key %s)\n", len(points), dir, vkey)
+	} else if len(anchorDir) > 0 && anchorDir[0] != "" {
+		return err
+	}
 	var results []audit.VerifyResult
 	if slug != "" {
 		t, ok := names.BySlug(slug)
 		if !ok {
 			return fmt.Errorf("tenant %q not found", slug)
 		}
-		r, err := trail.VerifyTenant(ctx, t.ID)
+		r, err := trail.VerifyTenant(ctx, t.ID, points[t.ID])
 		if err != nil {
 			return err
 		}
 		results = append(results, r)
-	} else if results, err = trail.VerifyAll(ctx); err != nil {
+	} else if results, err = trail.VerifyAll(ctx, points); err != nil {
 		return err
 	}
 	broken := 0
-	// Heads and tenants must agree even without anchors (a tenant with
-	// events but no head would otherwise verify as an empty chain); with
-	// an anchor directory every chain is also compared with its last
-	// signed checkpoint.
-	latest := map[int64]anchor.Checkpoint{}
-	if len(anchorDir) > 0 && anchorDir[0] != "" {
-		pub, err := anchor.LoadPublic(anchorDir[0])
-		if err != nil {
-			return err
-		}
-		if latest, err = anchor.Latest(anchorDir[0], pub); err != nil {
-			return fmt.Errorf("anchors: %w", err)
-		}
-		fmt.Fprintf(out, "checking %d anchored tenant(s) against %s\n", len(latest), anchorDir[0])
-	}
-	problems, err := anchor.Check(ctx, env.System, latest)
-	if err != nil {
-		return err
-	}
-	for _, p := range problems {
-		broken++
-		name := names.Slug(p.TenantID)
-		if name == "" {
-			name = fmt.Sprintf("tenant %d", p.TenantID)
-		}
-		fmt.Fprintf(out, "%-24s ANCHOR  %s\n", name, p.Reason)
-	}
 	for _, r := range results {
 		if r.OK {
-			fmt.Fprintf(out, "%-24s ok      verified through #%d (head %x)\n", names.Slug(r.TenantID), r.CheckedThrough, r.HeadHash)
+			fmt.Fprintf(out, "%-24s ok      verified through #%d (tree root %x)\n", names.Slug(r.TenantID), r.CheckedThrough, r.Root)
 			continue
 		}
 		broken++
 		fmt.Fprintf(out, "%-24s BROKEN  first bad event #%d: %s\n", names.Slug(r.TenantID), r.FirstBadSeq, r.Reason)
 	}
 	if broken > 0 {
-		return fmt.Errorf("%d problem(s) in %d audit chains", broken, len(results))
+		return fmt.Errorf("%d problem(s) in %d audit logs", broken, len(results))
 	}
 	return nil
 }

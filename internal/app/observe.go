@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/alert"
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
@@ -39,8 +40,22 @@ func NewMetrics(env *Env) *metrics.Registry {
 				OldestPendingAge: st.OldestPendingAge,
 			}, nil
 		},
+		Audit: func(ctx context.Context) (metrics.AuditSnapshot, error) {
+			backlog, err := audit.Backlogs(ctx, env.System)
+			return auditSnapshot(backlog, time.Now()), err
+		},
 		Pools: map[string]*pgxpool.Pool{"app": env.App, "system": env.System},
 	})
+}
+
+// auditSnapshot sums the sealer's per-tenant backlog.
+func auditSnapshot(backlog []audit.Backlog, now time.Time) metrics.AuditSnapshot {
+	var s metrics.AuditSnapshot
+	for _, b := range backlog {
+		s.Unsealed += b.Events
+		s.OldestUnsealedAge = max(s.OldestUnsealedAge, now.Sub(b.Oldest))
+	}
+	return s
 }
 
 // outboxLag is the outbox-lag alert's source: the age of the oldest

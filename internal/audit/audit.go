@@ -1,13 +1,16 @@
 // Package audit is Jejak's append-only, tamper-evident audit trail.
 //
-// Every event belongs to one tenant and takes the next number of that
-// tenant's gap-free sequence. Each event's SHA-256 hash covers a canonical
-// encoding of its fields and the previous event's hash, so the events of a
-// tenant form a chain that Verify can walk to pinpoint the first altered,
-// missing or reordered event. Writers lock a per-tenant head row, which gives
-// one tenant a total order without making different tenants wait on each
-// other. The database refuses UPDATE, DELETE and TRUNCATE on events and
-// row-level security keeps every tenant's trail to itself (docs/audit.md).
+// Each tenant's trail is a transparency log. A writer only inserts its
+// event, in the transaction of the change it describes, and takes no lock
+// that the tenant's other writers take. A Sealer then takes a tenant's
+// committed, unsealed events in batches, gives them the tenant's gap-free
+// seq (its total order), appends them as leaves of the tenant's RFC 6962
+// Merkle tree, and signs checkpoints of the tree (C2SP tlog-checkpoint
+// notes). Inclusion and consistency proofs let anyone holding a
+// checkpoint check that an event is in the log and that the log was only
+// ever appended to. The database refuses UPDATE, DELETE and TRUNCATE on
+// events, leaves and checkpoints, and row-level security keeps every
+// tenant's trail to itself (docs/audit.md).
 package audit
 
 import (
@@ -68,15 +71,18 @@ type Event struct {
 	JobID   *int64
 }
 
-// Recorded is an event as stored, with its place in the chain.
+// Recorded is an event as stored, with its place in the log.
 type Recorded struct {
 	Event
+	// Seq is the event's place in the tenant's log (its leaf index plus
+	// one), 0 while it waits for the sealer.
 	Seq        int64
 	ID         int64
 	OccurredAt time.Time // UTC, microsecond precision (what the column stores)
-	Hash       []byte
-	PrevHash   []byte
 }
+
+// Sealed reports whether the event is in the tenant's Merkle tree yet.
+func (r *Recorded) Sealed() bool { return r.Seq > 0 }
 
 // Recorder writes audit events with times from its clock.
 type Recorder struct {

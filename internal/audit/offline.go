@@ -3,32 +3,34 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // ExportSummary is what VerifyExport established about an export.
 type ExportSummary struct {
 	TenantID int64
 	Count    int64
-	LastSeq  int64
-	LastHash string // hex
+	TreeSize int64
+	Root     tlog.Hash
 	Trailer  Trailer
-	// Hashes maps each sequence number to its (recomputed, verified) hash,
-	// so a checkpoint at any point of the chain can be compared.
-	Hashes map[int64]string
 }
 
 // VerifyExport checks an unfiltered JSON Lines export offline, with no
-// database: every event's hash is recomputed from its fields (detail from
-// detail_text, byte for byte as hashed), each links to the previous one
-// from the first event on, and the trailer's count and head agree with the
-// last event. A filtered export cannot be checked this way (it has gaps).
-func VerifyExport(r io.Reader) (ExportSummary, error) {
-	sum := ExportSummary{Hashes: map[int64]string{}}
-	prev := genesisHash
+// database and only the operator's verifier key: the trailer's checkpoint
+// must carry a good signature, every event's leaf is recomputed from its
+// fields (detail from detail_text, byte for byte as encoded), seqs run
+// from 1 without a gap, and the tree the leaves build has the root the
+// checkpoint signs at its size. A filtered export cannot be checked this
+// way (it has gaps).
+func VerifyExport(r io.Reader, vkey string) (ExportSummary, error) {
+	var sum ExportSummary
+	var ct compactTree
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	sawTrailer := false
@@ -54,28 +56,29 @@ func VerifyExport(r io.Reader) (ExportSummary, error) {
 		if err := json.Unmarshal(line, &l); err != nil {
 			return sum, fmt.Errorf("line %d: %w", n, err)
 		}
-		if l.Seq != sum.LastSeq+1 {
-			return sum, fmt.Errorf("line %d: event #%d follows #%d (a filtered or cut export)", n, l.Seq, sum.LastSeq)
-		}
-		ph, err := hex.DecodeString(l.PrevHash)
-		if err != nil || !bytes.Equal(ph, prev) {
-			return sum, fmt.Errorf("event #%d does not link to the previous event", l.Seq)
-		}
-		f := chainFields{TenantID: l.TenantID, Seq: l.Seq, ActorKind: l.ActorKind, ActorID: l.ActorID,
-			Action: l.Action, Entity: l.Entity, EntityID: l.EntityID, DetailText: l.DetailText,
-			OccurredAt: l.OccurredAt, TraceID: l.TraceID, JobID: l.JobID, PrevHash: ph}
-		h := eventHash(&f)
-		if hex.EncodeToString(h) != l.Hash {
-			return sum, fmt.Errorf("event #%d: its fields do not hash to its recorded hash", l.Seq)
+		if l.Seq != ct.size+1 {
+			return sum, fmt.Errorf("line %d: event #%d follows #%d (a filtered or cut export)", n, l.Seq, ct.size)
 		}
 		if sum.TenantID != 0 && l.TenantID != sum.TenantID {
 			return sum, fmt.Errorf("event #%d belongs to tenant %d, the export to %d", l.Seq, l.TenantID, sum.TenantID)
 		}
 		sum.TenantID = l.TenantID
-		prev = h
+		f := chainFields{TenantID: l.TenantID, Seq: l.Seq, ID: l.EventID, ActorKind: l.ActorKind, ActorID: l.ActorID,
+			Action: l.Action, Entity: l.Entity, EntityID: l.EntityID, DetailText: l.DetailText,
+			OccurredAt: l.OccurredAt, TraceID: l.TraceID, JobID: l.JobID}
+		if l.V1PrevHash != "" {
+			ph, err := hex.DecodeString(l.V1PrevHash)
+			if err != nil {
+				return sum, fmt.Errorf("event #%d: v1_prev_hash is not hex", l.Seq)
+			}
+			f.V1, f.PrevHash = true, ph
+		}
+		h := tlog.RecordHash(f.encode())
+		if base64.StdEncoding.EncodeToString(h[:]) != l.LeafHash {
+			return sum, fmt.Errorf("event #%d: its fields do not hash to its leaf hash", l.Seq)
+		}
+		ct.append(h)
 		sum.Count++
-		sum.LastSeq, sum.LastHash = l.Seq, l.Hash
-		sum.Hashes[l.Seq] = l.Hash
 	}
 	if err := sc.Err(); err != nil {
 		return sum, err
@@ -86,11 +89,19 @@ func VerifyExport(r io.Reader) (ExportSummary, error) {
 	if sum.Trailer.Count != sum.Count {
 		return sum, fmt.Errorf("trailer counts %d events, the export holds %d", sum.Trailer.Count, sum.Count)
 	}
-	if sum.Trailer.HeadSeq < sum.LastSeq {
-		return sum, fmt.Errorf("trailer head #%d is before the last event #%d", sum.Trailer.HeadSeq, sum.LastSeq)
+	if sum.Count == 0 && sum.Trailer.Checkpoint == "" {
+		return sum, nil // an empty log, nothing signed yet
 	}
-	if sum.Trailer.HeadSeq == sum.LastSeq && sum.LastSeq > 0 && sum.Trailer.HeadHash != sum.LastHash {
-		return sum, fmt.Errorf("trailer head hash differs from the last event's")
+	cp, err := OpenCheckpoint([]byte(sum.Trailer.Checkpoint), vkey, "")
+	if err != nil {
+		return sum, fmt.Errorf("the export's checkpoint: %w", err)
+	}
+	sum.TreeSize, sum.Root = cp.Size, cp.Root
+	switch {
+	case cp.Size != ct.size:
+		return sum, fmt.Errorf("the checkpoint signs %d events, the export holds %d", cp.Size, ct.size)
+	case cp.Root != ct.root():
+		return sum, fmt.Errorf("the events do not build the tree the checkpoint signs")
 	}
 	return sum, nil
 }

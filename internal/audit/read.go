@@ -21,23 +21,23 @@ type Filter struct {
 	To        *time.Time // exclusive
 }
 
-// Page is one page of events, newest first; Next is the seq (Timeline)
-// or event id (Search) to pass as the next page's cursor, 0 on the last
-// page.
+// Page is one page of events, newest first; Next is the event id to pass
+// as the next page's cursor, 0 on the last page.
 type Page = keyset.Page[Recorded]
 
 // Timeline returns a tenant's events newest first, filtered, one page at a
-// time: pass the previous page's Next to get older events (keyset on seq,
-// never OFFSET, so every page costs the same). Run it in
-// database.InTenantTx for tenantID (or on the system pool for staff).
-func Timeline(ctx context.Context, db DB, tenantID int64, f Filter, beforeSeq int64, limit int) (Page, error) {
+// time: pass the previous page's Next to get older events (keyset on the
+// event id, never OFFSET, so every page costs the same). Unsealed events
+// are there at once, with Seq 0. Run it in database.InTenantTx for
+// tenantID (or on the system pool for staff).
+func Timeline(ctx context.Context, db DB, tenantID int64, f Filter, beforeID int64, limit int) (Page, error) {
 	limit = keyset.Limit(limit)
 	// One extra row tells whether an older page exists without a count.
-	events, err := newFilteredStore(db).timeline(ctx, tenantID, f, positive(beforeSeq), limit+1)
+	events, err := newFilteredStore(db).timeline(ctx, tenantID, f, positive(beforeID), limit+1)
 	if err != nil {
 		return Page{}, wrapf(err, "read audit timeline of tenant %d", tenantID)
 	}
-	return keyset.Cut(events, limit, func(e *Recorded) int64 { return e.Seq }), nil
+	return keyset.Cut(events, limit, func(e *Recorded) int64 { return e.ID }), nil
 }
 
 // MaxEntityHistory bounds EntityHistory; an entity with a longer story is

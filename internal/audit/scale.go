@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,19 +14,12 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 )
 
-// chainHead is a tenant's last sequence number and hash.
-type chainHead struct {
-	Seq  int64
-	Hash []byte
-}
-
 // SeedOptions tunes SeedScale; zero values take defaults.
 type SeedOptions struct {
 	// BatchSize is rows per INSERT statement (default 5000).
 	BatchSize int
-	// Workers is how many batches are in flight at once (default 2). Each
-	// worker owns a disjoint set of tenants, so they never wait on each
-	// other's head locks.
+	// Workers is how many batches are in flight at once (default 2), each
+	// for its own set of tenants.
 	Workers int
 	// Start is the first event's time (default 2026-01-01 UTC); each later
 	// event is Step later (default 1s), so time follows sequence order.
@@ -41,10 +33,11 @@ type SeedOptions struct {
 }
 
 // SeedScale appends n generated events (large-data mode) to the given
-// tenants' chains, weighting tenant i by 1/(i+1) so the mix has one big
-// tenant and a long tail. Chains stay valid: hashes are computed here and
-// rows go in as multi-row INSERT ... SELECT unnest(...) batches (COPY is
-// refused under forced row-level security). db is the system pool. Actors
+// tenants' trails, weighting tenant i by 1/(i+1) so the mix has one big
+// tenant and a long tail. Rows go in as multi-row INSERT ... SELECT
+// unnest(...) batches (COPY is refused under forced row-level security)
+// and queue for the sealer like any other event; seal them with a
+// Sealer's Drain before relying on the logs. db is the system pool. Actors
 // are the tenants' members, staff users and the system. It returns how many
 // events it wrote. Pass a superuser or owner pool to also refresh the
 // planner's statistics at the end (see below).
@@ -193,25 +186,16 @@ func (g *seedGen) run(ctx context.Context, db database.Beginner, n int, done *at
 
 func (g *seedGen) insert(ctx context.Context, tx pgx.Tx, picks []int) error {
 	s := newStore(tx)
-	heads, err := g.lockHeads(ctx, s, picks)
-	if err != nil {
-		return err
-	}
 	size := len(picks)
 	b := &batch{
-		TenantIds: make([]int64, size), Seqs: make([]int64, size), ActorKinds: make([]string, size),
+		TenantIds: make([]int64, size), ActorKinds: make([]string, size),
 		ActorIds: make([]int64, size), Actions: make([]string, size), Entities: make([]string, size),
 		EntityIds: make([]string, size), Details: make([]string, size), OccurredAts: make([]time.Time, size),
-		TraceIds: make([]string, size), JobIds: make([]int64, size), PrevHashes: make([][]byte, size),
-		Hashes: make([][]byte, size),
+		TraceIds: make([]string, size), JobIds: make([]int64, size),
 	}
 	for i, p := range picks {
-		tenant := g.tenants[p]
-		f := g.event(p, heads[tenant])
-		hash := eventHash(&f)
-		heads[tenant] = chainHead{Seq: f.Seq, Hash: hash}
-
-		b.TenantIds[i], b.Seqs[i], b.ActorKinds[i] = tenant, f.Seq, f.ActorKind
+		f := g.event(p)
+		b.TenantIds[i], b.ActorKinds[i] = f.TenantID, f.ActorKind
 		if f.ActorID != nil {
 			b.ActorIds[i] = *f.ActorID
 		}
@@ -219,7 +203,7 @@ func (g *seedGen) insert(ctx context.Context, tx pgx.Tx, picks []int) error {
 			b.JobIds[i] = *f.JobID
 		}
 		b.Actions[i], b.Entities[i], b.EntityIds[i], b.Details[i] = f.Action, f.Entity, f.EntityID, f.DetailText
-		b.OccurredAts[i], b.TraceIds[i], b.PrevHashes[i], b.Hashes[i] = f.OccurredAt, f.TraceID, f.PrevHash, hash
+		b.OccurredAts[i], b.TraceIds[i] = f.OccurredAt, f.TraceID
 	}
 	if _, err := s.insertBatch(ctx, b); err != nil {
 		return wrapf(err, "insert %d generated audit events", size)
@@ -227,50 +211,18 @@ func (g *seedGen) insert(ctx context.Context, tx pgx.Tx, picks []int) error {
 	return nil
 }
 
-// lockHeads locks the chain heads of the tenants in picks (in id order, so
-// concurrent seeders never deadlock), creating the missing ones.
-func (g *seedGen) lockHeads(ctx context.Context, s store, picks []int) (map[int64]chainHead, error) {
-	used := make([]int64, 0, len(g.tenants))
-	for _, p := range picks {
-		if !slices.Contains(used, g.tenants[p]) {
-			used = append(used, g.tenants[p])
-		}
-	}
-	slices.Sort(used)
-	heads, err := s.lockHeads(ctx, used)
-	if err != nil {
-		return nil, wrapf(err, "lock audit heads for seed")
-	}
-	if len(heads) == len(used) {
-		return heads, nil
-	}
-	for _, t := range used {
-		if _, ok := heads[t]; !ok {
-			if err := s.createHead(ctx, t); err != nil {
-				return nil, wrapf(err, "create audit head of tenant %d", t)
-			}
-		}
-	}
-	if heads, err = s.lockHeads(ctx, used); err != nil {
-		return nil, wrapf(err, "lock audit heads for seed")
-	}
-	return heads, nil
-}
-
-// event generates the next event of the tenant in slot p after head h.
-func (g *seedGen) event(p int, h chainHead) chainFields {
+// event generates the next event of the tenant in slot p.
+func (g *seedGen) event(p int) chainFields {
 	tenant := g.tenants[p]
 	g.counter++
 	a := seedActions[g.rng.IntN(len(seedActions))]
 	f := chainFields{
 		TenantID:   tenant,
-		Seq:        h.Seq + 1,
 		ActorKind:  string(a.actor),
 		Action:     a.action,
 		Entity:     a.entity,
 		EntityID:   strconv.Itoa(1 + g.rng.IntN(5000)),
 		OccurredAt: g.opts.Start.Add(time.Duration(g.counter) * g.opts.Step).UTC().Truncate(time.Microsecond),
-		PrevHash:   h.Hash,
 	}
 	// Details are written in jsonb's canonical text form (one key, no
 	// characters that need escaping), so the hash matches detail::text.

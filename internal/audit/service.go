@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/jejakhq/jejak/internal/database"
 )
@@ -20,6 +21,7 @@ type Service struct {
 	// verifier runs a tenant's verification once at a time and keeps its
 	// result by head.
 	verifier *Verifier
+	vkey     string
 }
 
 // NewService returns a Service over the tenant-facing and the
@@ -28,21 +30,31 @@ func NewService(app, system database.SnapshotPool) *Service {
 	return &Service{app: app, system: system, verifier: NewVerifier(app)}
 }
 
-// TimelinePage is one page of a tenant's timeline, and the trail's head
-// when it was asked for (Head 0 otherwise).
+// UseVerifierKey sets the note verifier key of the log's checkpoints,
+// which Verify checks every signature with and /audit/key publishes;
+// call it before serving.
+func (s *Service) UseVerifierKey(vkey string) {
+	s.vkey = vkey
+	s.verifier.verifierKey = vkey
+}
+
+// VerifierKey is the public note verifier key of the checkpoints ("" when
+// none was set).
+func (s *Service) VerifierKey() string { return s.vkey }
+
+// TimelinePage is one page of a tenant's timeline, and the trail's newest
+// event id when it was asked for (Head 0 otherwise).
 type TimelinePage struct {
 	Page
 	Head int64
 }
 
 // Timeline returns one page of tenantID's events matching f, newest first,
-// below beforeSeq (0 = the newest). With withHead it also reads the
-// trail's head seq first (one primary-key probe), so a live poll can start
-// there and never rescan the non-matching events between the newest match
-// and the head; read before the page because a tenant's events commit in
-// seq order, anything newer than that head is on the page or newer than
-// both.
-func (s *Service) Timeline(ctx context.Context, tenantID int64, f Filter, beforeSeq int64, limit int, withHead bool) (TimelinePage, error) {
+// below event id beforeID (0 = the newest). With withHead it also reads
+// the trail's newest id first (one primary-key probe), so a live poll can
+// start there and never rescan the non-matching events between the newest
+// match and the newest event.
+func (s *Service) Timeline(ctx context.Context, tenantID int64, f Filter, beforeID int64, limit int, withHead bool) (TimelinePage, error) {
 	var out TimelinePage
 	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
 		if withHead {
@@ -50,16 +62,17 @@ func (s *Service) Timeline(ctx context.Context, tenantID int64, f Filter, before
 				return err
 			}
 		}
-		out.Page, err = Timeline(ctx, tx, tenantID, f, beforeSeq, limit)
+		out.Page, err = Timeline(ctx, tx, tenantID, f, beforeID, limit)
 		return err
 	})
 	return out, err
 }
 
-// Poll returns tenantID's events after afterSeq matching f (see Newer).
-func (s *Service) Poll(ctx context.Context, tenantID int64, f Filter, afterSeq int64, limit int) (events []Recorded, through int64, err error) {
+// Poll returns tenantID's events after event id afterID matching f (see
+// Newer).
+func (s *Service) Poll(ctx context.Context, tenantID int64, f Filter, afterID int64, limit int) (events []Recorded, through int64, err error) {
 	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
-		events, through, err = Newer(ctx, tx, tenantID, f, afterSeq, limit)
+		events, through, err = Newer(ctx, tx, tenantID, f, afterID, limit)
 		return err
 	})
 	return events, through, err
@@ -91,22 +104,61 @@ func (s *Service) Export(ctx context.Context, tenantID int64, format string, f F
 	return write(ctx, s.app, tenantID, f, w)
 }
 
-// Verify walks tenantID's chain in one snapshot of the tenant-facing pool,
-// at most once at a time per tenant; the result is reused until the head
-// moves (Verifier).
+// Verify walks tenantID's log in one snapshot of the tenant-facing pool,
+// at most once at a time per tenant; the result is reused until the tree
+// grows (Verifier).
 func (s *Service) Verify(ctx context.Context, tenantID int64) (VerifyResult, error) {
 	return s.verifier.Verify(ctx, tenantID)
 }
 
-// VerifyAll walks every tenant's chain through the system pool.
-func (s *Service) VerifyAll(ctx context.Context) ([]VerifyResult, error) {
-	return VerifyAll(ctx, s.system)
+// VerifyAll walks every tenant's log through the system pool, each
+// against its anchors kept outside the database (nil: none).
+func (s *Service) VerifyAll(ctx context.Context, anchors map[int64][]AnchorPoint) ([]VerifyResult, error) {
+	return VerifyAll(ctx, s.system, s.vkey, anchors)
 }
 
-// VerifyTenant walks one tenant's chain through the system pool (the
-// command line, where no tenant session exists).
-func (s *Service) VerifyTenant(ctx context.Context, tenantID int64) (VerifyResult, error) {
-	return Verify(ctx, s.system, tenantID)
+// VerifyTenant walks one tenant's log through the system pool (the
+// command line, where no tenant session exists), against anchors kept
+// outside the database.
+func (s *Service) VerifyTenant(ctx context.Context, tenantID int64, anchors []AnchorPoint) (VerifyResult, error) {
+	return VerifyWith(ctx, s.system, tenantID, VerifyOptions{VerifierKey: s.vkey, Anchors: anchors})
+}
+
+// Checkpoint returns tenantID's latest signed checkpoint note.
+func (s *Service) Checkpoint(ctx context.Context, tenantID int64) (note string, err error) {
+	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		cp, err := LatestCheckpoint(ctx, tx, tenantID)
+		note = cp.Note
+		return err
+	})
+	return note, err
+}
+
+// ProveInclusion proves leaf seq of tenantID against its latest checkpoint.
+func (s *Service) ProveInclusion(ctx context.Context, tenantID, seq int64) (p InclusionProof, err error) {
+	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+		p, err = ProveInclusion(ctx, tx, tenantID, seq)
+		return err
+	})
+	return p, err
+}
+
+// ProveConsistency proves tenantID's tree of size to extends size from.
+func (s *Service) ProveConsistency(ctx context.Context, tenantID, from, to int64) (hashes []tlog.Hash, err error) {
+	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+		hashes, err = ProveConsistency(ctx, tx, tenantID, from, to)
+		return err
+	})
+	return hashes, err
+}
+
+// LeafEntry returns the canonical encoding of tenantID's leaf seq.
+func (s *Service) LeafEntry(ctx context.Context, tenantID, seq int64) (entry []byte, err error) {
+	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+		entry, err = LeafEntry(ctx, tx, tenantID, seq)
+		return err
+	})
+	return entry, err
 }
 
 // Search finds events by trace id or job id across tenants (staff

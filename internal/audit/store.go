@@ -2,21 +2,14 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
-// This file is the only one that touches the generated queries: it turns
-// rows into the package's own types.
-
-var errNoHead = errors.New("no audit head")
+// This file and the sealer's are the only ones that touch the generated
+// queries: they turn rows into the package's own types.
 
 type store struct{ q *queries.Queries }
 
@@ -25,67 +18,6 @@ func newStore(db DB) store { return store{queries.New(db)} }
 // newFilteredStore is a store for the filtered reads (see database.FreshPlans).
 func newFilteredStore(db DB) store { return store{queries.New(database.FreshPlans(db))} }
 
-type lockedHead struct {
-	Seq        int64
-	Hash       []byte
-	OccurredAt time.Time
-	DetailText string
-}
-
-func (s store) lockHead(ctx context.Context, tenantID int64, now *time.Time, detail json.RawMessage) (lockedHead, error) {
-	h, err := s.q.AuditHeadLock(ctx, queries.AuditHeadLockParams{Now: now, Detail: detail, TenantID: tenantID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return lockedHead{}, errNoHead
-	}
-	if err != nil {
-		return lockedHead{}, err
-	}
-	return lockedHead(h), nil
-}
-
-func (s store) createHead(ctx context.Context, tenantID int64) error {
-	return s.q.AuditHeadCreate(ctx, queries.AuditHeadCreateParams{TenantID: tenantID, Genesis: genesisHash})
-}
-
-// head returns a tenant's head; a tenant that never recorded has none.
-func (s store) head(ctx context.Context, tenantID int64) (seq int64, hash []byte, err error) {
-	h, err := s.q.AuditHeadGet(ctx, tenantID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil, errNoHead
-	}
-	return h.Seq, h.Hash, err
-}
-
-func (s store) lockHeads(ctx context.Context, tenantIDs []int64) (map[int64]chainHead, error) {
-	rows, err := s.q.AuditHeadLockMany(ctx, tenantIDs)
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[int64]chainHead, len(rows))
-	for _, r := range rows {
-		m[r.TenantID] = chainHead{Seq: r.Seq, Hash: r.Hash}
-	}
-	return m, nil
-}
-
-func (s store) insert(ctx context.Context, r *Recorded) (int64, error) {
-	return s.q.AuditEventInsert(ctx, queries.AuditEventInsertParams{
-		TenantID:   r.TenantID,
-		Seq:        r.Seq,
-		ActorKind:  string(r.ActorKind),
-		ActorID:    r.ActorID,
-		Action:     r.Action,
-		Entity:     r.Entity,
-		EntityID:   r.EntityID,
-		Detail:     r.Detail,
-		OccurredAt: r.OccurredAt,
-		TraceID:    r.TraceID,
-		JobID:      r.JobID,
-		PrevHash:   r.PrevHash,
-		Hash:       r.Hash,
-	})
-}
-
 // batch is a column-wise bulk of events for insertBatch.
 type batch = queries.AuditEventInsertBatchParams
 
@@ -93,13 +25,13 @@ func (s store) insertBatch(ctx context.Context, b *batch) (int64, error) {
 	return s.q.AuditEventInsertBatch(ctx, *b)
 }
 
-func (s store) timeline(ctx context.Context, tenantID int64, f Filter, beforeSeq *int64, limit int) ([]Recorded, error) {
+func (s store) timeline(ctx context.Context, tenantID int64, f Filter, beforeID *int64, limit int) ([]Recorded, error) {
 	if f.From != nil || f.To != nil {
-		return s.timelineByTime(ctx, tenantID, f, beforeSeq, limit)
+		return s.timelineByTime(ctx, tenantID, f, beforeID, limit)
 	}
 	rows, err := s.q.AuditEventTimeline(ctx, queries.AuditEventTimelineParams{
 		TenantID:  tenantID,
-		BeforeSeq: beforeSeq,
+		BeforeID:  beforeID,
 		Action:    nonEmpty(f.Action),
 		Entity:    nonEmpty(f.Entity),
 		EntityID:  nonEmpty(f.EntityID),
@@ -111,20 +43,17 @@ func (s store) timeline(ctx context.Context, tenantID int64, f Filter, beforeSeq
 		ToTime:    f.To,
 		Lim:       int32(limit),
 	})
-	if err != nil {
-		return nil, err
-	}
-	return fromRows(rows), nil
+	return fromRows(rows), err
 }
 
 // timelineByTime is timeline for a date range: newest first by time, so
 // the range's own index entries are read however far back it lies.
-func (s store) timelineByTime(ctx context.Context, tenantID int64, f Filter, beforeSeq *int64, limit int) ([]Recorded, error) {
+func (s store) timelineByTime(ctx context.Context, tenantID int64, f Filter, beforeID *int64, limit int) ([]Recorded, error) {
 	rows, err := s.q.AuditEventTimelineByTime(ctx, queries.AuditEventTimelineByTimeParams{
 		TenantID:  tenantID,
 		FromTime:  f.From,
 		ToTime:    f.To,
-		BeforeSeq: beforeSeq,
+		BeforeID:  beforeID,
 		Action:    nonEmpty(f.Action),
 		Entity:    nonEmpty(f.Entity),
 		EntityID:  nonEmpty(f.EntityID),
@@ -134,93 +63,37 @@ func (s store) timelineByTime(ctx context.Context, tenantID int64, f Filter, bef
 		JobID:     f.JobID,
 		Lim:       int32(limit),
 	})
-	if err != nil {
-		return nil, err
-	}
-	return fromRows(rows), nil
+	return fromRows(rows), err
 }
 
-// scanned is a row read for verification or export: the detail as jsonb's
-// canonical text, exactly what the hash covers.
-type scanned struct {
-	chainFields
-	ID   int64
-	Hash []byte
-}
-
-func (s store) chain(ctx context.Context, tenantID int64, afterSeq, throughSeq int64, limit int) ([]scanned, error) {
-	rows, err := s.q.AuditEventChain(ctx, queries.AuditEventChainParams{
-		TenantID: tenantID, AfterSeq: afterSeq, ThroughSeq: throughSeq, Lim: int32(limit),
+func (s store) newer(ctx context.Context, tenantID int64, f Filter, afterID, throughID int64, limit int) ([]Recorded, error) {
+	rows, err := s.q.AuditEventNewer(ctx, queries.AuditEventNewerParams{
+		TenantID:  tenantID,
+		AfterID:   afterID,
+		ThroughID: throughID,
+		Action:    nonEmpty(f.Action),
+		Entity:    nonEmpty(f.Entity),
+		EntityID:  nonEmpty(f.EntityID),
+		ActorKind: nonEmpty(string(f.ActorKind)),
+		ActorID:   f.ActorID,
+		TraceID:   nonEmpty(f.TraceID),
+		JobID:     f.JobID,
+		FromTime:  f.From,
+		ToTime:    f.To,
+		Lim:       int32(limit),
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]scanned, len(rows))
-	for i, r := range rows {
-		out[i] = toScanned(queries.AuditEventScanRow(r))
-	}
-	return out, nil
+	return fromRows(rows), err
 }
 
-func (s store) scan(ctx context.Context, tenantID int64, f Filter, afterSeq, throughSeq int64, limit int) ([]scanned, error) {
-	rows, err := s.q.AuditEventScan(ctx, queries.AuditEventScanParams{
-		TenantID:   tenantID,
-		AfterSeq:   afterSeq,
-		ThroughSeq: throughSeq,
-		Action:     nonEmpty(f.Action),
-		Entity:     nonEmpty(f.Entity),
-		EntityID:   nonEmpty(f.EntityID),
-		ActorKind:  nonEmpty(string(f.ActorKind)),
-		ActorID:    f.ActorID,
-		TraceID:    nonEmpty(f.TraceID),
-		JobID:      f.JobID,
-		FromTime:   f.From,
-		ToTime:     f.To,
-		Lim:        int32(limit),
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]scanned, len(rows))
-	for i, r := range rows {
-		out[i] = toScanned(r)
-	}
-	return out, nil
-}
-
-func toScanned(r queries.AuditEventScanRow) scanned {
-	return scanned{
-		chainFields: chainFields{
-			TenantID:   r.TenantID,
-			Seq:        r.Seq,
-			ActorKind:  r.ActorKind,
-			ActorID:    r.ActorID,
-			Action:     r.Action,
-			Entity:     r.Entity,
-			EntityID:   r.EntityID,
-			DetailText: r.DetailText,
-			OccurredAt: r.OccurredAt.UTC(),
-			TraceID:    r.TraceID,
-			JobID:      r.JobID,
-			PrevHash:   r.PrevHash,
-		},
-		ID:   r.ID,
-		Hash: r.Hash,
-	}
-}
-
-func (s store) lastSeq(ctx context.Context, tenantID int64) (int64, error) {
-	return s.q.AuditEventLastSeq(ctx, tenantID)
+func (s store) lastID(ctx context.Context, tenantID int64) (int64, error) {
+	return s.q.AuditEventLastID(ctx, tenantID)
 }
 
 func (s store) entityHistory(ctx context.Context, tenantID int64, entity, entityID string, limit int) ([]Recorded, error) {
 	rows, err := s.q.AuditEventEntityHistory(ctx, queries.AuditEventEntityHistoryParams{
 		TenantID: tenantID, Entity: entity, EntityID: entityID, Lim: int32(limit),
 	})
-	if err != nil {
-		return nil, err
-	}
-	return fromRows(rows), nil
+	return fromRows(rows), err
 }
 
 func (s store) search(ctx context.Context, q SearchQuery, beforeID *int64, limit int) ([]Recorded, error) {
@@ -231,10 +104,7 @@ func (s store) search(ctx context.Context, q SearchQuery, beforeID *int64, limit
 		BeforeID: beforeID,
 		Lim:      int32(limit),
 	})
-	if err != nil {
-		return nil, err
-	}
-	return fromRows(rows), nil
+	return fromRows(rows), err
 }
 
 func (s store) tenantIDs(ctx context.Context) ([]int64, error) {
@@ -257,26 +127,72 @@ func (s store) seedActors(ctx context.Context, tenantIDs []int64) (map[int64][]i
 
 func (s store) analyze(ctx context.Context) error { return s.q.AuditAnalyze(ctx) }
 
-func fromRows(rows []queries.AuditEvent) []Recorded {
-	out := make([]Recorded, len(rows))
+// leaf is one leaf of a tenant's tree with its event as stored (Present
+// false when the event row is gone).
+type leaf struct {
+	chainFields
+	EventID int64
+	Present bool
+	Hashes  []byte // the stored hashes, leaf hash first
+	V1Hash  []byte // a migrated v1 event's chain hash
+}
+
+// entry is the leaf's canonical encoding, recomputed from its event.
+func (l *leaf) entry() []byte { return l.encode() }
+
+func (s store) leaves(ctx context.Context, tenantID, afterSeq, throughSeq int64, limit int) ([]leaf, error) {
+	rows, err := s.q.AuditLeafScan(ctx, queries.AuditLeafScanParams{
+		TenantID: tenantID, AfterSeq: afterSeq, ThroughSeq: throughSeq, Lim: int32(limit),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]leaf, len(rows))
 	for i, r := range rows {
+		out[i] = leaf{
+			chainFields: chainFields{
+				TenantID: tenantID, Seq: r.Seq, ID: r.EventID, ActorKind: r.ActorKind, ActorID: r.ActorID,
+				Action: r.Action, Entity: r.Entity, EntityID: r.EntityID, DetailText: r.DetailText,
+				OccurredAt: r.OccurredAt.UTC(), TraceID: r.TraceID, JobID: r.JobID,
+				PrevHash: r.PrevHash, V1: r.V1Seq > 0,
+			},
+			EventID: r.EventID, Present: r.Present, Hashes: r.Hashes, V1Hash: r.Hash,
+		}
+	}
+	return out, nil
+}
+
+// eventRow is the shape of every read that returns events with their leaf.
+type eventRow interface {
+	~struct {
+		AuditEvent queries.AuditEvent
+		LeafSeq    int64
+	}
+}
+
+func fromRows[R eventRow](rows []R) []Recorded {
+	out := make([]Recorded, len(rows))
+	for i, row := range rows {
+		r := struct {
+			AuditEvent queries.AuditEvent
+			LeafSeq    int64
+		}(row)
+		e := r.AuditEvent
 		out[i] = Recorded{
 			Event: Event{
-				TenantID:  r.TenantID,
-				ActorKind: ActorKind(r.ActorKind),
-				ActorID:   r.ActorID,
-				Action:    r.Action,
-				Entity:    r.Entity,
-				EntityID:  r.EntityID,
-				Detail:    r.Detail,
-				TraceID:   r.TraceID,
-				JobID:     r.JobID,
+				TenantID:  e.TenantID,
+				ActorKind: ActorKind(e.ActorKind),
+				ActorID:   e.ActorID,
+				Action:    e.Action,
+				Entity:    e.Entity,
+				EntityID:  e.EntityID,
+				Detail:    e.Detail,
+				TraceID:   e.TraceID,
+				JobID:     e.JobID,
 			},
-			Seq:        r.Seq,
-			ID:         r.ID,
-			OccurredAt: r.OccurredAt.UTC(),
-			Hash:       r.Hash,
-			PrevHash:   r.PrevHash,
+			Seq:        r.LeafSeq,
+			ID:         e.ID,
+			OccurredAt: e.OccurredAt.UTC(),
 		}
 	}
 	return out

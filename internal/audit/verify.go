@@ -5,40 +5,70 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/queries"
 )
 
-// VerifyResult is the outcome of checking one tenant's chain.
+// VerifyResult is the outcome of checking one tenant's log.
 type VerifyResult struct {
 	TenantID int64
-	// OK is true when every event from 1 to the head is present, unaltered
-	// and in order, and the head matches the last event.
+	// OK is true when every leaf from 1 to the tree's size recomputes from
+	// its event, the tree's root and every checkpoint's root recompute
+	// from the leaves, every checkpoint's signature holds, and no event is
+	// hidden from the log.
 	OK bool
-	// CheckedThrough is the last sequence number found intact.
+	// CheckedThrough is the last seq found intact.
 	CheckedThrough int64
-	// FirstBadSeq is the first sequence number that is missing, altered or
-	// out of place (0 when OK).
+	// FirstBadSeq is the first seq that is missing, altered, out of place
+	// or not covered by the checkpoints it should be (0 when OK).
 	FirstBadSeq int64
 	// Reason says what is wrong at FirstBadSeq ("" when OK).
 	Reason string
-	// HeadSeq and HeadHash are the tenant's head as stored: export them to
-	// anchor the chain outside the database (docs/audit.md).
-	HeadSeq  int64
-	HeadHash []byte
+	// TreeSize and Root are the tenant's tree as stored.
+	TreeSize int64
+	Root     []byte
 }
 
-// verifyBatch is how many events Verify holds in memory at once.
+// AnchorPoint is a tree state recorded outside the database: a signed
+// checkpoint's size and root, or a v1 chain anchor's seq and hash.
+type AnchorPoint struct {
+	Size int64
+	Root []byte
+	// V1Seq and V1Hash are a v1 anchor (the chain's head hash at V1Seq).
+	V1Seq  int64
+	V1Hash []byte
+}
+
+// VerifyOptions adds what the database cannot vouch for itself.
+type VerifyOptions struct {
+	// VerifierKey checks every stored checkpoint's signature ("" checks
+	// only that each checkpoint's text matches the tree).
+	VerifierKey string
+	// Anchors are states of this tenant's log kept outside the database.
+	Anchors []AnchorPoint
+}
+
+// verifyBatch is how many leaves Verify holds in memory at once.
 const verifyBatch = 5000
 
-// Verify walks tenantID's chain in sequence order, in batches, recomputing
-// every hash, and reports the first broken sequence number. It reads in one
-// REPEATABLE READ snapshot so concurrent appends do not disturb it; db is
-// the app pool (scoped to tenantID here) or the system pool. The error is
-// for failures to read, not for a broken chain.
+// Verify checks tenantID's log with no outside anchors; see VerifyWith.
 func Verify(ctx context.Context, db TxBeginner, tenantID int64) (VerifyResult, error) {
+	return VerifyWith(ctx, db, tenantID, VerifyOptions{})
+}
+
+// VerifyWith walks tenantID's leaves in seq order, in batches, recomputing
+// every leaf hash from its event and every stored tree hash, and the roots
+// the tree, its checkpoints and opts.Anchors commit to; it reports the
+// first bad seq. It reads in one REPEATABLE READ snapshot so the sealer
+// does not disturb it; db is the app pool (scoped to tenantID here) or the
+// system pool. The error is for failures to read, not for a broken log.
+func VerifyWith(ctx context.Context, db TxBeginner, tenantID int64, opts VerifyOptions) (VerifyResult, error) {
 	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return VerifyResult{}, wrapf(err, "begin audit verification of tenant %d", tenantID)
@@ -47,87 +77,184 @@ func Verify(ctx context.Context, db TxBeginner, tenantID int64) (VerifyResult, e
 	if err := database.ScopeTx(ctx, tx, tenantID); err != nil {
 		return VerifyResult{}, wrapf(err, "scope audit verification to tenant %d", tenantID)
 	}
-	return verifyTx(ctx, tx, tenantID)
+	return verifyTx(ctx, tx, tenantID, opts)
 }
 
-func verifyTx(ctx context.Context, db DB, tenantID int64) (VerifyResult, error) {
+// commitment is one tree state the leaves must reproduce.
+type commitment struct {
+	size int64
+	root []byte
+	what string // "checkpoint", "anchor"
+	bad  string // set when the commitment itself is invalid
+}
+
+func verifyTx(ctx context.Context, db DB, tenantID int64, opts VerifyOptions) (VerifyResult, error) {
+	q := queries.New(db)
 	s := newStore(db)
 	res := VerifyResult{TenantID: tenantID}
+	// good is the largest size confirmed so far by a commitment: a broken
+	// commitment means the log went wrong after it.
+	var good int64
 	bad := func(seq int64, format string, args ...any) (VerifyResult, error) {
 		res.OK, res.FirstBadSeq, res.Reason = false, seq, fmt.Sprintf(format, args...)
 		return res, nil
 	}
 
-	headSeq, headHash, err := s.head(ctx, tenantID)
-	noHead := errors.Is(err, errNoHead)
-	if err != nil && !noHead {
-		return res, wrapf(err, "read audit head of tenant %d", tenantID)
+	tree, err := q.AuditTreeGet(ctx, tenantID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		tree = queries.AuditTreeGetRow{}
+	} else if err != nil {
+		return res, wrapf(err, "read audit tree of tenant %d", tenantID)
 	}
-	last, err := s.lastSeq(ctx, tenantID)
+	res.TreeSize, res.Root = tree.Size, tree.Root
+	cps, err := q.AuditCheckpointsAll(ctx, tenantID)
 	if err != nil {
-		return res, wrapf(err, "read last audit seq of tenant %d", tenantID)
+		return res, wrapf(err, "read checkpoints of tenant %d", tenantID)
 	}
-	if noHead {
-		if last > 0 {
-			return bad(1, "events exist (up to seq %d) but the tenant's head row is missing", last)
-		}
-		res.OK = true
-		return res, nil
+	last, err := q.AuditLastLeaf(ctx, tenantID)
+	if err != nil {
+		return res, wrapf(err, "read last leaf of tenant %d", tenantID)
 	}
-	res.HeadSeq, res.HeadHash = headSeq, headHash
 
-	prev := genesisHash
+	var commits []commitment
+	for _, c := range cps {
+		commits = append(commits, commitment{size: c.Size, root: c.Root, what: "checkpoint", bad: checkNote(c.Note, opts.VerifierKey, c.Size, c.Root)})
+	}
+	v1Anchors := map[int64][]byte{}
+	for _, a := range opts.Anchors {
+		if a.V1Seq > 0 {
+			v1Anchors[a.V1Seq] = a.V1Hash
+			commits = append(commits, commitment{size: a.V1Seq, what: "v1 anchor"})
+			continue
+		}
+		commits = append(commits, commitment{size: a.Size, root: a.Root, what: "anchor"})
+	}
+	slices.SortStableFunc(commits, func(a, b commitment) int { return int(a.size - b.size) })
+	if n := len(commits); n > 0 && commits[n-1].size > tree.Size {
+		c := commits[n-1]
+		return bad(tree.Size+1, "the tree was rewound: it holds %d leaves, a signed %s covers %d", tree.Size, c.what, c.size)
+	}
+
+	var ct compactTree
+	var prevV1 = genesisHash
 	want := int64(1)
-	// through is max(head, last) so rows beyond the head are checked too.
-	through := max(headSeq, last)
+	through := max(tree.Size, last)
+	next := 0 // commits[next] is the next one to reach
+	check := func() (bool, VerifyResult, error) {
+		for next < len(commits) && commits[next].size == ct.size {
+			c := commits[next]
+			next++
+			switch {
+			case c.bad != "":
+				r, err := bad(good+1, "%s of size %d: %s", c.what, c.size, c.bad)
+				return false, r, err
+			case c.root != nil && !sameRoot(c.root, ct.root()):
+				r, err := bad(good+1, "the leaves after seq %d do not match the %s of size %d (the log was rewritten)", good, c.what, c.size)
+				return false, r, err
+			}
+			good = c.size
+		}
+		return true, res, nil
+	}
+	if ok, r, err := check(); !ok { // commitments of size 0
+		return r, err
+	}
 	for want <= through {
-		rows, err := s.chain(ctx, tenantID, want-1, through, verifyBatch)
+		rows, err := s.leaves(ctx, tenantID, want-1, through, verifyBatch)
 		if err != nil {
-			return res, wrapf(err, "read audit events of tenant %d after seq %d", tenantID, want-1)
+			return res, wrapf(err, "read audit leaves of tenant %d after seq %d", tenantID, want-1)
 		}
 		if len(rows) == 0 {
 			break
 		}
 		for i := range rows {
 			r := &rows[i]
+			if r.Seq != want {
+				return bad(want, "leaf %d is missing (next stored leaf is %d)", want, r.Seq)
+			}
+			if !r.Present {
+				return bad(want, "the event sealed at seq %d (event %d) was deleted", want, r.EventID)
+			}
+			if r.V1 {
+				h := eventHash(&r.chainFields)
+				if !bytes.Equal(r.PrevHash, prevV1) || !bytes.Equal(h, r.V1Hash) {
+					return bad(want, "v1 event %d was altered, deleted or reordered (its chain does not hold)", want)
+				}
+				if a, ok := v1Anchors[want]; ok && !bytes.Equal(a, h) {
+					return bad(want, "v1 event %d does not match its anchor", want)
+				}
+				prevV1 = h
+			}
+			stored := joinHashes(ct.append(tlog.RecordHash(r.entry())))
 			switch {
-			case r.Seq != want:
-				return bad(want, "event %d is missing (next stored event is %d)", want, r.Seq)
-			case !bytes.Equal(r.PrevHash, prev):
-				return bad(want, "event %d does not link to event %d (deleted, inserted or reordered events)", want, want-1)
-			case !bytes.Equal(eventHash(&r.chainFields), r.Hash):
-				return bad(want, "event %d was altered after it was recorded (hash mismatch)", want)
+			case !bytes.Equal(stored[:tlog.HashSize], r.Hashes[:min(len(r.Hashes), tlog.HashSize)]):
+				return bad(want, "event %d (seq %d) was altered, moved or swapped after it was sealed (its leaf hash differs)", r.EventID, want)
+			case !bytes.Equal(stored, r.Hashes):
+				return bad(want, "the stored tree hashes of leaf %d were altered", want)
+			}
+			if ok, r, err := check(); !ok {
+				return r, err
 			}
 			res.CheckedThrough = want
-			prev = r.Hash
 			want++
 		}
 	}
 	switch {
-	case res.CheckedThrough < headSeq:
-		return bad(res.CheckedThrough+1, "events %d to %d are missing (the head says %d)", res.CheckedThrough+1, headSeq, headSeq)
-	case res.CheckedThrough > headSeq:
-		return bad(headSeq+1, "events %d to %d lie beyond the head (%d)", headSeq+1, res.CheckedThrough, headSeq)
-	case !bytes.Equal(prev, headHash):
-		return bad(headSeq, "the head's hash does not match event %d", headSeq)
+	case res.CheckedThrough < tree.Size:
+		return bad(res.CheckedThrough+1, "leaves %d to %d are missing (the tree holds %d)", res.CheckedThrough+1, tree.Size, tree.Size)
+	case res.CheckedThrough > tree.Size:
+		return bad(tree.Size+1, "leaves %d to %d lie beyond the tree (size %d)", tree.Size+1, res.CheckedThrough, tree.Size)
+	case tree.Size > 0 && !sameRoot(tree.Root, ct.root()):
+		return bad(good+1, "the tree's stored root does not match its leaves")
+	}
+	hidden, err := q.AuditUnsealedOrphans(ctx, tenantID)
+	if err != nil {
+		return res, wrapf(err, "count hidden events of tenant %d", tenantID)
+	}
+	if hidden > 0 {
+		return bad(tree.Size+1, "%d event(s) are neither sealed nor waiting to be (removed from the sealer's queue)", hidden)
 	}
 	res.OK = true
 	return res, nil
 }
 
-// VerifyAll verifies every tenant's chain through the system pool, one
-// snapshot per tenant, and returns one result per tenant in id order.
+// checkNote says what is wrong with a stored checkpoint ("" when it
+// signs size and root, under vkey when given).
+func checkNote(signed, vkey string, size int64, root []byte) string {
+	var cp Checkpoint
+	var err error
+	if vkey != "" {
+		cp, err = OpenCheckpoint([]byte(signed), vkey, "")
+	} else {
+		text, _, ok := strings.Cut(signed, "\n\n")
+		if !ok {
+			return "not a signed note"
+		}
+		cp, err = ParseCheckpointText(text + "\n")
+	}
+	switch {
+	case err != nil:
+		return err.Error()
+	case cp.Size != size || !sameRoot(root, cp.Root):
+		return "its note signs another tree than the one stored beside it"
+	}
+	return ""
+}
+
+// VerifyAll verifies every tenant's log through the system pool, one
+// snapshot per tenant, each against its anchors, and returns one result
+// per tenant in id order.
 func VerifyAll(ctx context.Context, system interface {
 	TxBeginner
 	DB
-}) ([]VerifyResult, error) {
+}, vkey string, anchors map[int64][]AnchorPoint) ([]VerifyResult, error) {
 	ids, err := newStore(system).tenantIDs(ctx)
 	if err != nil {
 		return nil, wrapf(err, "list tenants to verify")
 	}
 	out := make([]VerifyResult, 0, len(ids))
 	for _, id := range ids {
-		r, err := Verify(ctx, system, id)
+		r, err := VerifyWith(ctx, system, id, VerifyOptions{VerifierKey: vkey, Anchors: anchors[id]})
 		if err != nil {
 			return out, err
 		}

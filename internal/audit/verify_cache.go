@@ -11,13 +11,14 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/queries"
 )
 
-// Verifier is chain verification for the dashboard: a full verification
+// Verifier is log verification for the dashboard: a full verification
 // reads a tenant's whole trail, so it runs at most once at a time per
 // tenant (callers arriving meanwhile share its result), and its result is
-// kept by the head it verified, so asking again costs one head read until
-// the head moves. The once-at-a-time guard holds across replicas too: the
+// kept by the tree it verified, so asking again costs one read of the
+// tree row until the tree grows. The once-at-a-time guard holds across replicas too: the
 // verification transaction takes a per-tenant advisory lock, and a replica
 // finding it held answers ErrVerifyBusy instead of walking the same trail
 // again. The cache itself is per replica.
@@ -27,6 +28,8 @@ type Verifier struct {
 	last map[int64]VerifyResult
 	busy map[int64]*verifyCall
 	runs atomic.Int64
+	// verifierKey checks the checkpoints' signatures ("" skips that).
+	verifierKey string
 	// walking, when set, is called with the lock held just before the
 	// chain walk (tests block here to hold the lock).
 	walking func(tenantID int64)
@@ -40,7 +43,7 @@ const verifyLockNamespace = 727277
 
 // ErrVerifyBusy is returned when another replica is verifying the same
 // tenant's chain right now; the dashboard shows it as a conflict.
-var ErrVerifyBusy = apperr.Conflict("The chain of this tenant is being verified right now; try again in a moment.")
+var ErrVerifyBusy = apperr.Conflict("The log of this tenant is being verified right now; try again in a moment.")
 
 // Pool is what the Verifier needs: transactions with options (Verify's
 // snapshot) and plain ones (the head read).
@@ -64,22 +67,23 @@ func NewVerifier(db Pool) *Verifier {
 func (v *Verifier) Runs() int64 { return v.runs.Load() }
 
 // Verify returns tenantID's verification result, from the cache when the
-// head has not moved since it was computed.
+// tree has not grown since it was computed.
 func (v *Verifier) Verify(ctx context.Context, tenantID int64) (VerifyResult, error) {
-	var seq int64
-	var hash []byte
-	err := database.InTenantTx(ctx, v.db, tenantID, func(tx pgx.Tx) (err error) {
-		seq, hash, err = newStore(tx).head(ctx, tenantID)
-		if errors.Is(err, errNoHead) {
-			seq, hash, err = 0, nil, nil
+	var size int64
+	var root []byte
+	err := database.InTenantTx(ctx, v.db, tenantID, func(tx pgx.Tx) error {
+		t, err := queries.New(tx).AuditTreeGet(ctx, tenantID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
 		}
+		size, root = t.Size, t.Root
 		return err
 	})
 	if err != nil {
-		return VerifyResult{}, wrapf(err, "read audit head of tenant %d", tenantID)
+		return VerifyResult{}, wrapf(err, "read audit tree of tenant %d", tenantID)
 	}
 	v.mu.Lock()
-	if r, ok := v.last[tenantID]; ok && r.HeadSeq == seq && bytes.Equal(r.HeadHash, hash) {
+	if r, ok := v.last[tenantID]; ok && r.TreeSize == size && bytes.Equal(r.Root, root) {
 		v.mu.Unlock()
 		return r, nil
 	}
@@ -137,5 +141,5 @@ func (v *Verifier) verifyExclusive(ctx context.Context, tenantID int64) (VerifyR
 	if v.walking != nil {
 		v.walking(tenantID)
 	}
-	return verifyTx(ctx, tx, tenantID)
+	return verifyTx(ctx, tx, tenantID, VerifyOptions{VerifierKey: v.verifierKey})
 }

@@ -278,15 +278,6 @@ func (s *Service) actBatch(ctx context.Context, b batch) (changed int, last int6
 		if err != nil {
 			return fmt.Errorf("%s dead letters: %w", b.action, err)
 		}
-		// A batch spans tenants: lock their audit heads in tenant order
-		// before recording, as every multi-tenant writer does.
-		heads := make([]int64, len(done))
-		for k, jid := range done {
-			heads[k] = locked[byID[jid]].TenantID
-		}
-		if err := s.rec.LockHeads(ctx, tx, heads); err != nil {
-			return err
-		}
 		for _, jid := range done {
 			i := byID[jid]
 			if err := s.record(ctx, tx, b, locked[i], maxes[i]); err != nil {

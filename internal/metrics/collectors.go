@@ -16,6 +16,9 @@ var (
 	descOutbox    = prometheus.NewDesc(Namespace+"_outbox_messages", "Outbox messages by state.", []string{"state"}, nil)
 	descOutboxAge = prometheus.NewDesc(Namespace+"_outbox_oldest_pending_age_seconds",
 		"How long the oldest unpublished outbox message has waited.", nil, nil)
+	descUnsealed    = prometheus.NewDesc(Namespace+"_audit_unsealed_events", "Audit events committed but not yet sealed into their tenant's log.", nil, nil)
+	descUnsealedAge = prometheus.NewDesc(Namespace+"_audit_oldest_unsealed_age_seconds",
+		"How long the oldest unsealed audit event has waited for the sealer.", nil, nil)
 	descSnapAge = prometheus.NewDesc(Namespace+"_queue_snapshot_age_seconds",
 		"Age of the queue snapshot the job gauges were read from.", nil, nil)
 )
@@ -37,6 +40,7 @@ type snapshotCollector struct {
 	mu     sync.Mutex
 	snap   *QueueSnapshot
 	outbox OutboxSnapshot
+	audit  AuditSnapshot
 	at     time.Time
 }
 
@@ -54,9 +58,11 @@ func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descOutbox
 	ch <- descOutboxAge
 	ch <- descSnapAge
+	ch <- descUnsealed
+	ch <- descUnsealedAge
 }
 
-func (c *snapshotCollector) load() (*QueueSnapshot, OutboxSnapshot, time.Duration) {
+func (c *snapshotCollector) load() (*QueueSnapshot, OutboxSnapshot, AuditSnapshot, time.Duration) {
 	c.mu.Lock() // held during a load: concurrent scrapes wait and share it
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -73,13 +79,18 @@ func (c *snapshotCollector) load() (*QueueSnapshot, OutboxSnapshot, time.Duratio
 				c.outbox = s
 			}
 		}
+		if c.o.Audit != nil {
+			if s, err := c.o.Audit(ctx); err == nil {
+				c.audit = s
+			}
+		}
 		c.at = now
 	}
-	return c.snap, c.outbox, now.Sub(c.at)
+	return c.snap, c.outbox, c.audit, now.Sub(c.at)
 }
 
 func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
-	snap, outbox, age := c.load()
+	snap, outbox, audit, age := c.load()
 	if c.o.Snapshot != nil {
 		ch <- prometheus.MustNewConstMetric(descSnapAge, prometheus.GaugeValue, age.Seconds())
 		jobs := map[string]int64{}
@@ -118,6 +129,8 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descOutbox, prometheus.GaugeValue, float64(n), st)
 	}
 	ch <- prometheus.MustNewConstMetric(descOutboxAge, prometheus.GaugeValue, outbox.OldestPendingAge.Seconds())
+	ch <- prometheus.MustNewConstMetric(descUnsealed, prometheus.GaugeValue, float64(audit.Unsealed))
+	ch <- prometheus.MustNewConstMetric(descUnsealedAge, prometheus.GaugeValue, audit.OldestUnsealedAge.Seconds())
 }
 
 var (

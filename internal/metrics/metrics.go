@@ -44,6 +44,8 @@ type Options struct {
 	SnapshotMaxAge time.Duration
 	// Outbox reports the outbox gauges; nil = zeros (no outbox wired).
 	Outbox func(context.Context) (OutboxSnapshot, error)
+	// Audit reports the audit sealer's backlog; nil = zeros.
+	Audit func(context.Context) (AuditSnapshot, error)
 	// Pools are reported by name (e.g. "app", "system").
 	Pools map[string]*pgxpool.Pool
 }
@@ -65,6 +67,14 @@ type OutboxSnapshot struct {
 	OldestPendingAge time.Duration
 }
 
+// AuditSnapshot is the audit sealer's backlog at one moment.
+type AuditSnapshot struct {
+	// Unsealed counts committed events not yet sealed, all tenants.
+	Unsealed int64
+	// OldestUnsealedAge is how long the oldest of them has waited.
+	OldestUnsealedAge time.Duration
+}
+
 // Registry holds every Jejak metric.
 type Registry struct {
 	reg        *prometheus.Registry
@@ -80,7 +90,12 @@ type Registry struct {
 	httpDuration                              *prometheus.HistogramVec
 	alertTransitions                          *prometheus.CounterVec
 	alertFiring                               *prometheus.GaugeVec
+	sealDelay                                 prometheus.Histogram
 }
+
+// sealBuckets span a sealer that keeps up (tens of milliseconds) to one
+// far behind (minutes).
+var sealBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
 
 // jobBuckets span a no-op job (sub-millisecond) to a long export (minutes).
 var jobBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}
@@ -125,6 +140,10 @@ func New(o Options) *Registry {
 	r.alertFiring = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "alerts_firing",
 		Help: "1 while an in-process alert rule is firing, else 0.", ConstLabels: nil}, []string{"rule"})
 	f(r.alertFiring)
+
+	r.sealDelay = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Name: "audit_seal_delay_seconds",
+		Help: "Time from an audit event's transaction to its sealing into the tenant's log.", Buckets: sealBuckets})
+	f(r.sealDelay)
 
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -206,6 +225,13 @@ func (r *Registry) LockDelayed(kind string) { r.lockDelayed.WithLabelValues(kind
 // outcome "cancelled", once per job.
 func (r *Registry) JobsCancelled(kind string, n int) {
 	r.finished.WithLabelValues(kind, string(job.OutcomeCancelled)).Add(float64(n))
+}
+
+// ObserveSealDelays records how long sealed audit events waited.
+func (r *Registry) ObserveSealDelays(delays []time.Duration) {
+	for _, d := range delays {
+		r.sealDelay.Observe(d.Seconds())
+	}
 }
 
 // AlertTransition counts an in-process alert's change of state.

@@ -23,89 +23,12 @@ func (q *Queries) AuditAnalyze(ctx context.Context) error {
 	return err
 }
 
-const auditEventChain = `-- name: AuditEventChain :many
-SELECT tenant_id, seq, id, actor_kind, actor_id, action, entity, entity_id,
-       detail::text AS detail_text, occurred_at, trace_id, job_id, prev_hash, hash
-FROM audit_events
-WHERE tenant_id = $1
-  AND seq > $2
-  AND seq <= $3
-ORDER BY seq
-LIMIT $4
-`
-
-type AuditEventChainParams struct {
-	TenantID   int64
-	AfterSeq   int64
-	ThroughSeq int64
-	Lim        int32
-}
-
-type AuditEventChainRow struct {
-	TenantID   int64
-	Seq        int64
-	ID         int64
-	ActorKind  string
-	ActorID    *int64
-	Action     string
-	Entity     string
-	EntityID   string
-	DetailText string
-	OccurredAt time.Time
-	TraceID    string
-	JobID      *int64
-	PrevHash   []byte
-	Hash       []byte
-}
-
-// Oldest first, keyset on seq, no filters: the verification walk (a plain
-// primary-key range scan whatever plan the server caches).
-func (q *Queries) AuditEventChain(ctx context.Context, arg AuditEventChainParams) ([]AuditEventChainRow, error) {
-	rows, err := q.db.Query(ctx, auditEventChain,
-		arg.TenantID,
-		arg.AfterSeq,
-		arg.ThroughSeq,
-		arg.Lim,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []AuditEventChainRow{}
-	for rows.Next() {
-		var i AuditEventChainRow
-		if err := rows.Scan(
-			&i.TenantID,
-			&i.Seq,
-			&i.ID,
-			&i.ActorKind,
-			&i.ActorID,
-			&i.Action,
-			&i.Entity,
-			&i.EntityID,
-			&i.DetailText,
-			&i.OccurredAt,
-			&i.TraceID,
-			&i.JobID,
-			&i.PrevHash,
-			&i.Hash,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const auditEventEntityHistory = `-- name: AuditEventEntityHistory :many
-SELECT tenant_id, seq, id, actor_kind, actor_id, action, entity, entity_id,
-       detail, occurred_at, trace_id, job_id, prev_hash, hash
-FROM audit_events
-WHERE tenant_id = $1 AND entity = $2 AND entity_id = $3
-ORDER BY seq
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id, e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash, coalesce(l.seq, 0)::bigint AS leaf_seq
+FROM audit_events e
+LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+WHERE e.tenant_id = $1 AND e.entity = $2 AND e.entity_id = $3
+ORDER BY e.id
 LIMIT $4
 `
 
@@ -116,8 +39,13 @@ type AuditEventEntityHistoryParams struct {
 	Lim      int32
 }
 
+type AuditEventEntityHistoryRow struct {
+	AuditEvent AuditEvent
+	LeafSeq    int64
+}
+
 // One entity's story in one tenant, oldest first (its history page).
-func (q *Queries) AuditEventEntityHistory(ctx context.Context, arg AuditEventEntityHistoryParams) ([]AuditEvent, error) {
+func (q *Queries) AuditEventEntityHistory(ctx context.Context, arg AuditEventEntityHistoryParams) ([]AuditEventEntityHistoryRow, error) {
 	rows, err := q.db.Query(ctx, auditEventEntityHistory,
 		arg.TenantID,
 		arg.Entity,
@@ -128,24 +56,25 @@ func (q *Queries) AuditEventEntityHistory(ctx context.Context, arg AuditEventEnt
 		return nil, err
 	}
 	defer rows.Close()
-	items := []AuditEvent{}
+	items := []AuditEventEntityHistoryRow{}
 	for rows.Next() {
-		var i AuditEvent
+		var i AuditEventEntityHistoryRow
 		if err := rows.Scan(
-			&i.TenantID,
-			&i.Seq,
-			&i.ID,
-			&i.ActorKind,
-			&i.ActorID,
-			&i.Action,
-			&i.Entity,
-			&i.EntityID,
-			&i.Detail,
-			&i.OccurredAt,
-			&i.TraceID,
-			&i.JobID,
-			&i.PrevHash,
-			&i.Hash,
+			&i.AuditEvent.TenantID,
+			&i.AuditEvent.Seq,
+			&i.AuditEvent.ID,
+			&i.AuditEvent.ActorKind,
+			&i.AuditEvent.ActorID,
+			&i.AuditEvent.Action,
+			&i.AuditEvent.Entity,
+			&i.AuditEvent.EntityID,
+			&i.AuditEvent.Detail,
+			&i.AuditEvent.OccurredAt,
+			&i.AuditEvent.TraceID,
+			&i.AuditEvent.JobID,
+			&i.AuditEvent.PrevHash,
+			&i.AuditEvent.Hash,
+			&i.LeafSeq,
 		); err != nil {
 			return nil, err
 		}
@@ -159,71 +88,72 @@ func (q *Queries) AuditEventEntityHistory(ctx context.Context, arg AuditEventEnt
 
 const auditEventInsert = `-- name: AuditEventInsert :one
 INSERT INTO audit_events (
-    tenant_id, seq, actor_kind, actor_id, action, entity, entity_id,
-    detail, occurred_at, trace_id, job_id, prev_hash, hash
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
 ) VALUES (
-    $1, $2, $3, $4,
-    $5, $6, $7,
-    $8::jsonb, $9, $10, $11,
-    $12, $13
+    $1, $2, $3,
+    $4, $5, $6,
+    $7::jsonb, coalesce($8::timestamptz, now()), $9, $10
 )
-RETURNING id
+RETURNING id, occurred_at, detail::text AS detail_text
 `
 
 type AuditEventInsertParams struct {
-	TenantID   int64
-	Seq        int64
-	ActorKind  string
-	ActorID    *int64
-	Action     string
-	Entity     string
-	EntityID   string
-	Detail     json.RawMessage
-	OccurredAt time.Time
-	TraceID    string
-	JobID      *int64
-	PrevHash   []byte
-	Hash       []byte
+	TenantID  int64
+	ActorKind string
+	ActorID   *int64
+	Action    string
+	Entity    string
+	EntityID  string
+	Detail    json.RawMessage
+	Now       *time.Time
+	TraceID   string
+	JobID     *int64
 }
 
-func (q *Queries) AuditEventInsert(ctx context.Context, arg AuditEventInsertParams) (int64, error) {
+type AuditEventInsertRow struct {
+	ID         int64
+	OccurredAt time.Time
+	DetailText string
+}
+
+// One insert and nothing else: no head, no lock shared with the tenant's
+// other writers (the sealer orders the events later). In the same round
+// trip it returns the event's time (the clock's, else the database's) and
+// detail as jsonb stores them.
+func (q *Queries) AuditEventInsert(ctx context.Context, arg AuditEventInsertParams) (AuditEventInsertRow, error) {
 	row := q.db.QueryRow(ctx, auditEventInsert,
 		arg.TenantID,
-		arg.Seq,
 		arg.ActorKind,
 		arg.ActorID,
 		arg.Action,
 		arg.Entity,
 		arg.EntityID,
 		arg.Detail,
-		arg.OccurredAt,
+		arg.Now,
 		arg.TraceID,
 		arg.JobID,
-		arg.PrevHash,
-		arg.Hash,
 	)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
+	var i AuditEventInsertRow
+	err := row.Scan(&i.ID, &i.OccurredAt, &i.DetailText)
+	return i, err
 }
 
 const auditEventInsertBatch = `-- name: AuditEventInsertBatch :execrows
 INSERT INTO audit_events (
-    tenant_id, seq, actor_kind, actor_id, action, entity, entity_id,
-    detail, occurred_at, trace_id, job_id, prev_hash, hash
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
 )
-SELECT unnest($1::bigint[]), unnest($2::bigint[]),
-       unnest($3::text[]), NULLIF(unnest($4::bigint[]), 0),
-       unnest($5::text[]), unnest($6::text[]),
-       unnest($7::text[]), unnest($8::text[])::jsonb,
-       unnest($9::timestamptz[]), unnest($10::text[]),
-       NULLIF(unnest($11::bigint[]), 0), unnest($12::bytea[]),
-       unnest($13::bytea[])
+SELECT unnest($1::bigint[]),
+       unnest($2::text[]), NULLIF(unnest($3::bigint[]), 0),
+       unnest($4::text[]), unnest($5::text[]),
+       unnest($6::text[]), unnest($7::text[])::jsonb,
+       unnest($8::timestamptz[]), unnest($9::text[]),
+       NULLIF(unnest($10::bigint[]), 0)
 `
 
 type AuditEventInsertBatchParams struct {
 	TenantIds   []int64
-	Seqs        []int64
 	ActorKinds  []string
 	ActorIds    []int64
 	Actions     []string
@@ -233,8 +163,6 @@ type AuditEventInsertBatchParams struct {
 	OccurredAts []time.Time
 	TraceIds    []string
 	JobIds      []int64
-	PrevHashes  [][]byte
-	Hashes      [][]byte
 }
 
 // Bulk load for large-data mode: COPY is refused under forced row-level
@@ -243,7 +171,6 @@ type AuditEventInsertBatchParams struct {
 func (q *Queries) AuditEventInsertBatch(ctx context.Context, arg AuditEventInsertBatchParams) (int64, error) {
 	result, err := q.db.Exec(ctx, auditEventInsertBatch,
 		arg.TenantIds,
-		arg.Seqs,
 		arg.ActorKinds,
 		arg.ActorIds,
 		arg.Actions,
@@ -253,8 +180,6 @@ func (q *Queries) AuditEventInsertBatch(ctx context.Context, arg AuditEventInser
 		arg.OccurredAts,
 		arg.TraceIds,
 		arg.JobIds,
-		arg.PrevHashes,
-		arg.Hashes,
 	)
 	if err != nil {
 		return 0, err
@@ -262,78 +187,66 @@ func (q *Queries) AuditEventInsertBatch(ctx context.Context, arg AuditEventInser
 	return result.RowsAffected(), nil
 }
 
-const auditEventLastSeq = `-- name: AuditEventLastSeq :one
-SELECT coalesce(max(seq), 0)::bigint FROM audit_events WHERE tenant_id = $1
+const auditEventLastID = `-- name: AuditEventLastID :one
+SELECT coalesce(max(id), 0)::bigint FROM audit_events WHERE tenant_id = $1
 `
 
-// Highest stored sequence number of a tenant (0 when none); verification
-// compares it with the head to notice rows beyond the head.
-func (q *Queries) AuditEventLastSeq(ctx context.Context, tenantID int64) (int64, error) {
-	row := q.db.QueryRow(ctx, auditEventLastSeq, tenantID)
+// Highest event id of a tenant (0 when none): one probe of the primary key.
+func (q *Queries) AuditEventLastID(ctx context.Context, tenantID int64) (int64, error) {
+	row := q.db.QueryRow(ctx, auditEventLastID, tenantID)
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
 }
 
-const auditEventScan = `-- name: AuditEventScan :many
-SELECT tenant_id, seq, id, actor_kind, actor_id, action, entity, entity_id,
-       detail::text AS detail_text, occurred_at, trace_id, job_id, prev_hash, hash
-FROM audit_events
-WHERE tenant_id = $1
-  AND seq > $2
-  AND seq <= $3
-  AND ($4::text IS NULL OR action = $4::text)
-  AND ($5::text IS NULL OR entity = $5::text)
-  AND ($6::text IS NULL OR entity_id = $6::text)
-  AND ($7::text IS NULL OR actor_kind = $7::text)
-  AND ($8::bigint IS NULL OR actor_id = $8::bigint)
-  AND ($9::text IS NULL OR trace_id = $9::text)
-  AND ($10::bigint IS NULL OR job_id = $10::bigint)
-  AND ($11::timestamptz IS NULL OR occurred_at >= $11::timestamptz)
-  AND ($12::timestamptz IS NULL OR occurred_at < $12::timestamptz)
-ORDER BY seq
+const auditEventNewer = `-- name: AuditEventNewer :many
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id, e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash, coalesce(l.seq, 0)::bigint AS leaf_seq
+FROM audit_events e
+LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+WHERE e.tenant_id = $1
+  AND e.id > $2
+  AND e.id <= $3
+  AND ($4::text IS NULL OR e.action = $4::text)
+  AND ($5::text IS NULL OR e.entity = $5::text)
+  AND ($6::text IS NULL OR e.entity_id = $6::text)
+  AND ($7::text IS NULL OR e.actor_kind = $7::text)
+  AND ($8::bigint IS NULL OR e.actor_id = $8::bigint)
+  AND ($9::text IS NULL OR e.trace_id = $9::text)
+  AND ($10::bigint IS NULL OR e.job_id = $10::bigint)
+  AND ($11::timestamptz IS NULL OR e.occurred_at >= $11::timestamptz)
+  AND ($12::timestamptz IS NULL OR e.occurred_at < $12::timestamptz)
+ORDER BY e.id
 LIMIT $13
 `
 
-type AuditEventScanParams struct {
-	TenantID   int64
-	AfterSeq   int64
-	ThroughSeq int64
-	Action     *string
-	Entity     *string
-	EntityID   *string
-	ActorKind  *string
-	ActorID    *int64
-	TraceID    *string
-	JobID      *int64
-	FromTime   *time.Time
-	ToTime     *time.Time
-	Lim        int32
+type AuditEventNewerParams struct {
+	TenantID  int64
+	AfterID   int64
+	ThroughID int64
+	Action    *string
+	Entity    *string
+	EntityID  *string
+	ActorKind *string
+	ActorID   *int64
+	TraceID   *string
+	JobID     *int64
+	FromTime  *time.Time
+	ToTime    *time.Time
+	Lim       int32
 }
 
-type AuditEventScanRow struct {
-	TenantID   int64
-	Seq        int64
-	ID         int64
-	ActorKind  string
-	ActorID    *int64
-	Action     string
-	Entity     string
-	EntityID   string
-	DetailText string
-	OccurredAt time.Time
-	TraceID    string
-	JobID      *int64
-	PrevHash   []byte
-	Hash       []byte
+type AuditEventNewerRow struct {
+	AuditEvent AuditEvent
+	LeafSeq    int64
 }
 
-// Oldest first, keyset on seq, for verification and export batches.
-func (q *Queries) AuditEventScan(ctx context.Context, arg AuditEventScanParams) ([]AuditEventScanRow, error) {
-	rows, err := q.db.Query(ctx, auditEventScan,
+// Oldest first, events with id in (after_id, through_id], filtered: the
+// live timeline's poll.
+func (q *Queries) AuditEventNewer(ctx context.Context, arg AuditEventNewerParams) ([]AuditEventNewerRow, error) {
+	rows, err := q.db.Query(ctx, auditEventNewer,
 		arg.TenantID,
-		arg.AfterSeq,
-		arg.ThroughSeq,
+		arg.AfterID,
+		arg.ThroughID,
 		arg.Action,
 		arg.Entity,
 		arg.EntityID,
@@ -349,24 +262,25 @@ func (q *Queries) AuditEventScan(ctx context.Context, arg AuditEventScanParams) 
 		return nil, err
 	}
 	defer rows.Close()
-	items := []AuditEventScanRow{}
+	items := []AuditEventNewerRow{}
 	for rows.Next() {
-		var i AuditEventScanRow
+		var i AuditEventNewerRow
 		if err := rows.Scan(
-			&i.TenantID,
-			&i.Seq,
-			&i.ID,
-			&i.ActorKind,
-			&i.ActorID,
-			&i.Action,
-			&i.Entity,
-			&i.EntityID,
-			&i.DetailText,
-			&i.OccurredAt,
-			&i.TraceID,
-			&i.JobID,
-			&i.PrevHash,
-			&i.Hash,
+			&i.AuditEvent.TenantID,
+			&i.AuditEvent.Seq,
+			&i.AuditEvent.ID,
+			&i.AuditEvent.ActorKind,
+			&i.AuditEvent.ActorID,
+			&i.AuditEvent.Action,
+			&i.AuditEvent.Entity,
+			&i.AuditEvent.EntityID,
+			&i.AuditEvent.Detail,
+			&i.AuditEvent.OccurredAt,
+			&i.AuditEvent.TraceID,
+			&i.AuditEvent.JobID,
+			&i.AuditEvent.PrevHash,
+			&i.AuditEvent.Hash,
+			&i.LeafSeq,
 		); err != nil {
 			return nil, err
 		}
@@ -379,14 +293,14 @@ func (q *Queries) AuditEventScan(ctx context.Context, arg AuditEventScanParams) 
 }
 
 const auditEventSearch = `-- name: AuditEventSearch :many
-SELECT tenant_id, seq, id, actor_kind, actor_id, action, entity, entity_id,
-       detail, occurred_at, trace_id, job_id, prev_hash, hash
-FROM audit_events
-WHERE ($1::text IS NULL OR trace_id = $1::text)
-  AND ($2::bigint IS NULL OR job_id = $2::bigint)
-  AND ($3::bigint IS NULL OR tenant_id = $3::bigint)
-  AND ($4::bigint IS NULL OR id < $4::bigint)
-ORDER BY id DESC
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id, e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash, coalesce(l.seq, 0)::bigint AS leaf_seq
+FROM audit_events e
+LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+WHERE ($1::text IS NULL OR e.trace_id = $1::text)
+  AND ($2::bigint IS NULL OR e.job_id = $2::bigint)
+  AND ($3::bigint IS NULL OR e.tenant_id = $3::bigint)
+  AND ($4::bigint IS NULL OR e.id < $4::bigint)
+ORDER BY e.id DESC
 LIMIT $5
 `
 
@@ -398,11 +312,16 @@ type AuditEventSearchParams struct {
 	Lim      int32
 }
 
+type AuditEventSearchRow struct {
+	AuditEvent AuditEvent
+	LeafSeq    int64
+}
+
 // Forensics by trace id or job id (globally indexed), optionally within one
 // tenant; newest first by id, keyset on id. Cross-tenant only through the
 // system pool (row-level security limits jejak_app to its tenant anyway).
 // The caller sets at least one of trace_id and job_id.
-func (q *Queries) AuditEventSearch(ctx context.Context, arg AuditEventSearchParams) ([]AuditEvent, error) {
+func (q *Queries) AuditEventSearch(ctx context.Context, arg AuditEventSearchParams) ([]AuditEventSearchRow, error) {
 	rows, err := q.db.Query(ctx, auditEventSearch,
 		arg.TraceID,
 		arg.JobID,
@@ -414,24 +333,25 @@ func (q *Queries) AuditEventSearch(ctx context.Context, arg AuditEventSearchPara
 		return nil, err
 	}
 	defer rows.Close()
-	items := []AuditEvent{}
+	items := []AuditEventSearchRow{}
 	for rows.Next() {
-		var i AuditEvent
+		var i AuditEventSearchRow
 		if err := rows.Scan(
-			&i.TenantID,
-			&i.Seq,
-			&i.ID,
-			&i.ActorKind,
-			&i.ActorID,
-			&i.Action,
-			&i.Entity,
-			&i.EntityID,
-			&i.Detail,
-			&i.OccurredAt,
-			&i.TraceID,
-			&i.JobID,
-			&i.PrevHash,
-			&i.Hash,
+			&i.AuditEvent.TenantID,
+			&i.AuditEvent.Seq,
+			&i.AuditEvent.ID,
+			&i.AuditEvent.ActorKind,
+			&i.AuditEvent.ActorID,
+			&i.AuditEvent.Action,
+			&i.AuditEvent.Entity,
+			&i.AuditEvent.EntityID,
+			&i.AuditEvent.Detail,
+			&i.AuditEvent.OccurredAt,
+			&i.AuditEvent.TraceID,
+			&i.AuditEvent.JobID,
+			&i.AuditEvent.PrevHash,
+			&i.AuditEvent.Hash,
+			&i.LeafSeq,
 		); err != nil {
 			return nil, err
 		}
@@ -444,27 +364,27 @@ func (q *Queries) AuditEventSearch(ctx context.Context, arg AuditEventSearchPara
 }
 
 const auditEventTimeline = `-- name: AuditEventTimeline :many
-SELECT tenant_id, seq, id, actor_kind, actor_id, action, entity, entity_id,
-       detail, occurred_at, trace_id, job_id, prev_hash, hash
-FROM audit_events
-WHERE tenant_id = $1
-  AND ($2::bigint IS NULL OR seq < $2::bigint)
-  AND ($3::text IS NULL OR action = $3::text)
-  AND ($4::text IS NULL OR entity = $4::text)
-  AND ($5::text IS NULL OR entity_id = $5::text)
-  AND ($6::text IS NULL OR actor_kind = $6::text)
-  AND ($7::bigint IS NULL OR actor_id = $7::bigint)
-  AND ($8::text IS NULL OR trace_id = $8::text)
-  AND ($9::bigint IS NULL OR job_id = $9::bigint)
-  AND ($10::timestamptz IS NULL OR occurred_at >= $10::timestamptz)
-  AND ($11::timestamptz IS NULL OR occurred_at < $11::timestamptz)
-ORDER BY seq DESC
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id, e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash, coalesce(l.seq, 0)::bigint AS leaf_seq
+FROM audit_events e
+LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+WHERE e.tenant_id = $1
+  AND ($2::bigint IS NULL OR e.id < $2::bigint)
+  AND ($3::text IS NULL OR e.action = $3::text)
+  AND ($4::text IS NULL OR e.entity = $4::text)
+  AND ($5::text IS NULL OR e.entity_id = $5::text)
+  AND ($6::text IS NULL OR e.actor_kind = $6::text)
+  AND ($7::bigint IS NULL OR e.actor_id = $7::bigint)
+  AND ($8::text IS NULL OR e.trace_id = $8::text)
+  AND ($9::bigint IS NULL OR e.job_id = $9::bigint)
+  AND ($10::timestamptz IS NULL OR e.occurred_at >= $10::timestamptz)
+  AND ($11::timestamptz IS NULL OR e.occurred_at < $11::timestamptz)
+ORDER BY e.id DESC
 LIMIT $12
 `
 
 type AuditEventTimelineParams struct {
 	TenantID  int64
-	BeforeSeq *int64
+	BeforeID  *int64
 	Action    *string
 	Entity    *string
 	EntityID  *string
@@ -477,11 +397,17 @@ type AuditEventTimelineParams struct {
 	Lim       int32
 }
 
-// Newest first, keyset on seq (never OFFSET). Each filter is optional.
-func (q *Queries) AuditEventTimeline(ctx context.Context, arg AuditEventTimelineParams) ([]AuditEvent, error) {
+type AuditEventTimelineRow struct {
+	AuditEvent AuditEvent
+	LeafSeq    int64
+}
+
+// Newest first, keyset on id (never OFFSET). Each filter is optional. seq
+// is the event's leaf (0 while it waits for the sealer).
+func (q *Queries) AuditEventTimeline(ctx context.Context, arg AuditEventTimelineParams) ([]AuditEventTimelineRow, error) {
 	rows, err := q.db.Query(ctx, auditEventTimeline,
 		arg.TenantID,
-		arg.BeforeSeq,
+		arg.BeforeID,
 		arg.Action,
 		arg.Entity,
 		arg.EntityID,
@@ -497,24 +423,25 @@ func (q *Queries) AuditEventTimeline(ctx context.Context, arg AuditEventTimeline
 		return nil, err
 	}
 	defer rows.Close()
-	items := []AuditEvent{}
+	items := []AuditEventTimelineRow{}
 	for rows.Next() {
-		var i AuditEvent
+		var i AuditEventTimelineRow
 		if err := rows.Scan(
-			&i.TenantID,
-			&i.Seq,
-			&i.ID,
-			&i.ActorKind,
-			&i.ActorID,
-			&i.Action,
-			&i.Entity,
-			&i.EntityID,
-			&i.Detail,
-			&i.OccurredAt,
-			&i.TraceID,
-			&i.JobID,
-			&i.PrevHash,
-			&i.Hash,
+			&i.AuditEvent.TenantID,
+			&i.AuditEvent.Seq,
+			&i.AuditEvent.ID,
+			&i.AuditEvent.ActorKind,
+			&i.AuditEvent.ActorID,
+			&i.AuditEvent.Action,
+			&i.AuditEvent.Entity,
+			&i.AuditEvent.EntityID,
+			&i.AuditEvent.Detail,
+			&i.AuditEvent.OccurredAt,
+			&i.AuditEvent.TraceID,
+			&i.AuditEvent.JobID,
+			&i.AuditEvent.PrevHash,
+			&i.AuditEvent.Hash,
+			&i.LeafSeq,
 		); err != nil {
 			return nil, err
 		}
@@ -527,15 +454,15 @@ func (q *Queries) AuditEventTimeline(ctx context.Context, arg AuditEventTimeline
 }
 
 const auditEventTimelineByTime = `-- name: AuditEventTimelineByTime :many
-SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
-       e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id, e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash, coalesce(l.seq, 0)::bigint AS leaf_seq
 FROM audit_events e
+LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
 WHERE e.tenant_id = $1
   AND ($2::timestamptz IS NULL OR e.occurred_at >= $2::timestamptz)
   AND ($3::timestamptz IS NULL OR e.occurred_at < $3::timestamptz)
   AND ($4::bigint IS NULL
-       OR (e.occurred_at, e.seq) < (SELECT b.occurred_at, b.seq FROM audit_events b
-                                     WHERE b.tenant_id = $1 AND b.seq = $4::bigint))
+       OR (e.occurred_at, e.id) < (SELECT b.occurred_at, b.id FROM audit_events b
+                                    WHERE b.tenant_id = $1 AND b.id = $4::bigint))
   AND ($5::text IS NULL OR e.action = $5::text)
   AND ($6::text IS NULL OR e.entity = $6::text)
   AND ($7::text IS NULL OR e.entity_id = $7::text)
@@ -543,7 +470,7 @@ WHERE e.tenant_id = $1
   AND ($9::bigint IS NULL OR e.actor_id = $9::bigint)
   AND ($10::text IS NULL OR e.trace_id = $10::text)
   AND ($11::bigint IS NULL OR e.job_id = $11::bigint)
-ORDER BY e.occurred_at DESC, e.seq DESC
+ORDER BY e.occurred_at DESC, e.id DESC
 LIMIT $12
 `
 
@@ -551,7 +478,7 @@ type AuditEventTimelineByTimeParams struct {
 	TenantID  int64
 	FromTime  *time.Time
 	ToTime    *time.Time
-	BeforeSeq *int64
+	BeforeID  *int64
 	Action    *string
 	Entity    *string
 	EntityID  *string
@@ -562,20 +489,22 @@ type AuditEventTimelineByTimeParams struct {
 	Lim       int32
 }
 
+type AuditEventTimelineByTimeRow struct {
+	AuditEvent AuditEvent
+	LeafSeq    int64
+}
+
 // The timeline filtered by a date range: newest first by time, through
-// audit_events_time_idx (tenant_id, occurred_at, seq), so a far-back range
-// reads its own events and not every newer one (ordered by seq, the
-// planner walks the primary key backwards from the head and filters on the
-// time). Within a tenant time almost always follows seq (an event's time
-// is its transaction's start), so the order is the usual one.
-// Keyset on (occurred_at, seq): the cursor is still a seq, whose time is
-// read by primary key. The other filters are as in AuditEventTimeline.
-func (q *Queries) AuditEventTimelineByTime(ctx context.Context, arg AuditEventTimelineByTimeParams) ([]AuditEvent, error) {
+// audit_events_time_idx (tenant_id, occurred_at, id), so a far-back range
+// reads its own events and not every newer one. Keyset on (occurred_at,
+// id): the cursor is still an id, whose time is read by primary key. The
+// other filters are as in AuditEventTimeline.
+func (q *Queries) AuditEventTimelineByTime(ctx context.Context, arg AuditEventTimelineByTimeParams) ([]AuditEventTimelineByTimeRow, error) {
 	rows, err := q.db.Query(ctx, auditEventTimelineByTime,
 		arg.TenantID,
 		arg.FromTime,
 		arg.ToTime,
-		arg.BeforeSeq,
+		arg.BeforeID,
 		arg.Action,
 		arg.Entity,
 		arg.EntityID,
@@ -589,122 +518,26 @@ func (q *Queries) AuditEventTimelineByTime(ctx context.Context, arg AuditEventTi
 		return nil, err
 	}
 	defer rows.Close()
-	items := []AuditEvent{}
+	items := []AuditEventTimelineByTimeRow{}
 	for rows.Next() {
-		var i AuditEvent
+		var i AuditEventTimelineByTimeRow
 		if err := rows.Scan(
-			&i.TenantID,
-			&i.Seq,
-			&i.ID,
-			&i.ActorKind,
-			&i.ActorID,
-			&i.Action,
-			&i.Entity,
-			&i.EntityID,
-			&i.Detail,
-			&i.OccurredAt,
-			&i.TraceID,
-			&i.JobID,
-			&i.PrevHash,
-			&i.Hash,
+			&i.AuditEvent.TenantID,
+			&i.AuditEvent.Seq,
+			&i.AuditEvent.ID,
+			&i.AuditEvent.ActorKind,
+			&i.AuditEvent.ActorID,
+			&i.AuditEvent.Action,
+			&i.AuditEvent.Entity,
+			&i.AuditEvent.EntityID,
+			&i.AuditEvent.Detail,
+			&i.AuditEvent.OccurredAt,
+			&i.AuditEvent.TraceID,
+			&i.AuditEvent.JobID,
+			&i.AuditEvent.PrevHash,
+			&i.AuditEvent.Hash,
+			&i.LeafSeq,
 		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const auditHeadCreate = `-- name: AuditHeadCreate :exec
-INSERT INTO audit_heads (tenant_id, seq, hash)
-VALUES ($1, 0, $2)
-ON CONFLICT (tenant_id) DO NOTHING
-`
-
-type AuditHeadCreateParams struct {
-	TenantID int64
-	Genesis  []byte
-}
-
-func (q *Queries) AuditHeadCreate(ctx context.Context, arg AuditHeadCreateParams) error {
-	_, err := q.db.Exec(ctx, auditHeadCreate, arg.TenantID, arg.Genesis)
-	return err
-}
-
-const auditHeadGet = `-- name: AuditHeadGet :one
-SELECT seq, hash FROM audit_heads WHERE tenant_id = $1
-`
-
-type AuditHeadGetRow struct {
-	Seq  int64
-	Hash []byte
-}
-
-func (q *Queries) AuditHeadGet(ctx context.Context, tenantID int64) (AuditHeadGetRow, error) {
-	row := q.db.QueryRow(ctx, auditHeadGet, tenantID)
-	var i AuditHeadGetRow
-	err := row.Scan(&i.Seq, &i.Hash)
-	return i, err
-}
-
-const auditHeadLock = `-- name: AuditHeadLock :one
-SELECT seq, hash,
-       coalesce($1::timestamptz, now())::timestamptz AS occurred_at,
-       ($2::jsonb)::text AS detail_text
-FROM audit_heads
-WHERE tenant_id = $3
-FOR UPDATE
-`
-
-type AuditHeadLockParams struct {
-	Now      *time.Time
-	Detail   json.RawMessage
-	TenantID int64
-}
-
-type AuditHeadLockRow struct {
-	Seq        int64
-	Hash       []byte
-	OccurredAt time.Time
-	DetailText string
-}
-
-// Locks the tenant's head for the rest of the transaction and, in the same
-// round trip, fixes the event's time (the clock's, else the database's) and
-// the detail's canonical jsonb text, both exactly as they will be stored.
-func (q *Queries) AuditHeadLock(ctx context.Context, arg AuditHeadLockParams) (AuditHeadLockRow, error) {
-	row := q.db.QueryRow(ctx, auditHeadLock, arg.Now, arg.Detail, arg.TenantID)
-	var i AuditHeadLockRow
-	err := row.Scan(
-		&i.Seq,
-		&i.Hash,
-		&i.OccurredAt,
-		&i.DetailText,
-	)
-	return i, err
-}
-
-const auditHeadLockMany = `-- name: AuditHeadLockMany :many
-SELECT tenant_id, seq, hash FROM audit_heads
-WHERE tenant_id = ANY($1::bigint[])
-ORDER BY tenant_id
-FOR UPDATE
-`
-
-// Locks several tenants' heads in tenant order (a fixed order cannot deadlock).
-func (q *Queries) AuditHeadLockMany(ctx context.Context, tenantIds []int64) ([]AuditHead, error) {
-	rows, err := q.db.Query(ctx, auditHeadLockMany, tenantIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []AuditHead{}
-	for rows.Next() {
-		var i AuditHead
-		if err := rows.Scan(&i.TenantID, &i.Seq, &i.Hash); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -774,12 +607,12 @@ func (q *Queries) AuditSeedStaff(ctx context.Context) ([]int64, error) {
 
 const auditTenantIDs = `-- name: AuditTenantIDs :many
 SELECT id FROM tenants t
- WHERE NOT t.is_system OR EXISTS (SELECT 1 FROM audit_heads h WHERE h.tenant_id = t.id)
+ WHERE NOT t.is_system OR EXISTS (SELECT 1 FROM audit_events e WHERE e.tenant_id = t.id)
  ORDER BY id
 `
 
-// Every tenant, for verifying all chains; the system tenant (staff
-// notifications) only once it has a chain (its endpoint disabled by a
+// Every tenant, for verifying all logs; the system tenant (staff
+// notifications) only once it has events (its endpoint disabled by a
 // receiver's 410 is audited there), so a routine run does not list it.
 func (q *Queries) AuditTenantIDs(ctx context.Context) ([]int64, error) {
 	rows, err := q.db.Query(ctx, auditTenantIDs)

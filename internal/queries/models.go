@@ -75,6 +75,14 @@ type Approval struct {
 	TraceID        string
 }
 
+type AuditCheckpoint struct {
+	TenantID  int64
+	Size      int64
+	Root      []byte
+	Note      string
+	CreatedAt time.Time
+}
+
 type AuditDayCount struct {
 	TenantID int64
 	Day      pgtype.Date
@@ -83,7 +91,7 @@ type AuditDayCount struct {
 
 type AuditEvent struct {
 	TenantID   int64
-	Seq        int64
+	Seq        *int64
 	ID         int64
 	ActorKind  string
 	ActorID    *int64
@@ -102,6 +110,29 @@ type AuditHead struct {
 	TenantID int64
 	Seq      int64
 	Hash     []byte
+}
+
+type AuditLeafe struct {
+	TenantID int64
+	Seq      int64
+	EventID  int64
+	Hashes   []byte
+	SealedAt time.Time
+}
+
+type AuditTree struct {
+	TenantID   int64
+	Size       int64
+	Root       []byte
+	SignedSize int64
+	SignedAt   time.Time
+	UpdatedAt  time.Time
+}
+
+type AuditUnsealed struct {
+	TenantID int64
+	EventID  int64
+	QueuedAt time.Time
 }
 
 type IdempotencyKey struct {

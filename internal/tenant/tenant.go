@@ -336,13 +336,6 @@ func (s *Service) RecordSignIn(ctx context.Context, userID int64, ok bool, ip, t
 		if err != nil {
 			return err
 		}
-		ids := make([]int64, len(tenants))
-		for i, t := range tenants {
-			ids[i] = t.ID
-		}
-		if err := s.audit.LockHeads(ctx, tx, ids); err != nil {
-			return err
-		}
 		for _, t := range tenants {
 			uid := userID
 			if _, err := s.audit.Record(ctx, tx, audit.Event{TenantID: t.ID, ActorKind: audit.ActorUser, ActorID: &uid,

@@ -20,6 +20,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", s.metricsEndpoint) // bearer token, or loopback only
+	e.GET("/audit/key", s.auditKey)       // the audit log's public verifier key
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(filesOnly{static.FS})))))
 
 	// Everything below has a session and CSRF protection on every POST.
@@ -47,7 +48,12 @@ func (s *Server) routes(e *echo.Echo) {
 	t.GET("/audit/export.csv", s.auditExport(audit.FormatCSV), s.streamDeadline)
 	t.GET("/audit/export.jsonl", s.auditExport(audit.FormatJSONLines), s.streamDeadline)
 	t.POST("/audit/verify", s.auditVerify)
-	t.GET("/audit/checkpoint", s.auditCheckpoint)
+	// The audit log's checkpoint and proofs (any member).
+	t.GET("/audit/log/checkpoint", s.auditLogCheckpoint)
+	t.GET("/audit/log/proof", s.auditLogProof)
+	t.GET("/audit/log/bundle", s.auditLogBundle)
+	t.GET("/audit/log/consistency", s.auditLogConsistency)
+	t.GET("/audit/log/entry", s.auditLogEntry)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
 	// -- the team: any member reads it, owners change it --

@@ -16,7 +16,6 @@ import (
 
 	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/alert"
-	"github.com/jejakhq/jejak/internal/anchor"
 	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
@@ -67,9 +66,6 @@ type Deps struct {
 	// shared snapshot per period, whatever the number of viewers);
 	// 0 = console.DefaultStatsMaxAge, negative = fresh on every request (tests).
 	StatsMaxAge time.Duration
-	// Anchors holds the signed audit checkpoints owners download; nil =
-	// no checkpoint route answers (404).
-	Anchors *anchor.Service
 	// Metrics is the Prometheus registry /metrics serves and HTTP requests
 	// are counted in; nil = a registry with HTTP and process metrics only.
 	Metrics *metrics.Registry

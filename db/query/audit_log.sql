@@ -1,0 +1,134 @@
+-- The audit log's sealer, proofs and verification (internal/audit).
+
+-- name: AuditSealWork :many
+-- Tenants the sealer has work for: events waiting in the queue (a loose
+-- index scan, one probe per tenant however long the queue), v1 events not
+-- yet in the tree (the migrated chains), and trees grown since their last
+-- checkpoint.
+WITH RECURSIVE q AS (
+    (SELECT u.tenant_id FROM audit_unsealed u ORDER BY u.tenant_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT n.tenant_id FROM audit_unsealed n WHERE n.tenant_id > q.tenant_id ORDER BY n.tenant_id LIMIT 1)
+    FROM q WHERE q.tenant_id IS NOT NULL
+)
+SELECT q.tenant_id::bigint AS tenant_id FROM q WHERE q.tenant_id IS NOT NULL
+UNION
+SELECT h.tenant_id FROM audit_heads h LEFT JOIN audit_trees t ON t.tenant_id = h.tenant_id
+WHERE h.seq > coalesce(t.size, 0)
+UNION
+SELECT t.tenant_id FROM audit_trees t WHERE t.size > t.signed_size;
+
+-- name: AuditTreeCreate :exec
+INSERT INTO audit_trees (tenant_id, root) VALUES (sqlc.arg('tenant_id'), sqlc.arg('root'))
+ON CONFLICT (tenant_id) DO NOTHING;
+
+-- name: AuditTreeLock :one
+-- The sealer's one lock per batch. SKIP LOCKED: another sealer holding it
+-- is sealing this tenant now, so there is nothing to wait for. v1_size is
+-- how long the tenant's migrated v1 chain is.
+SELECT t.size, t.root, t.signed_size, t.signed_at, now()::timestamptz AS now,
+       tn.slug, tn.time_zone, coalesce(h.seq, 0)::bigint AS v1_size
+FROM audit_trees t
+JOIN tenants tn ON tn.id = t.tenant_id
+LEFT JOIN audit_heads h ON h.tenant_id = t.tenant_id
+WHERE t.tenant_id = sqlc.arg('tenant_id')
+FOR UPDATE OF t SKIP LOCKED;
+
+-- name: AuditV1Batch :many
+-- Migrated v1 events in seq order, from after_seq on.
+SELECT sqlc.embed(e), e.detail::text AS detail_text, now()::timestamptz AS queued_at
+FROM audit_events e
+WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq > sqlc.arg('after_seq')
+ORDER BY e.seq
+LIMIT sqlc.arg('lim');
+
+-- name: AuditUnsealedBatch :many
+-- The oldest queued events of a tenant, in id order.
+SELECT sqlc.embed(e), e.detail::text AS detail_text, u.queued_at
+FROM audit_unsealed u
+JOIN audit_events e ON e.tenant_id = u.tenant_id AND e.id = u.event_id
+WHERE u.tenant_id = sqlc.arg('tenant_id')
+ORDER BY u.event_id
+LIMIT sqlc.arg('lim');
+
+-- name: AuditLeafHashes :many
+SELECT seq, hashes FROM audit_leaves
+WHERE tenant_id = sqlc.arg('tenant_id') AND seq = ANY(sqlc.arg('seqs')::bigint[]);
+
+-- name: AuditLeavesInsert :execrows
+INSERT INTO audit_leaves (tenant_id, seq, event_id, hashes)
+SELECT sqlc.arg('tenant_id'), unnest(sqlc.arg('seqs')::bigint[]), unnest(sqlc.arg('event_ids')::bigint[]),
+       unnest(sqlc.arg('hashes')::bytea[]);
+
+-- name: AuditUnsealedDelete :execrows
+DELETE FROM audit_unsealed
+WHERE tenant_id = sqlc.arg('tenant_id') AND event_id = ANY(sqlc.arg('event_ids')::bigint[]);
+
+-- name: AuditDayCountsAdd :exec
+-- Sealed events per day in the tenant's time zone.
+INSERT INTO audit_day_counts AS c (tenant_id, day, events)
+SELECT sqlc.arg('tenant_id'), (t AT TIME ZONE sqlc.arg('zone')::text)::date, count(*)
+FROM unnest(sqlc.arg('occurred_ats')::timestamptz[]) AS t
+GROUP BY 2
+ORDER BY 2
+ON CONFLICT (tenant_id, day) DO UPDATE SET events = c.events + EXCLUDED.events;
+
+-- name: AuditTreeGrow :exec
+UPDATE audit_trees SET size = sqlc.arg('size'), root = sqlc.arg('root'), updated_at = now()
+WHERE tenant_id = sqlc.arg('tenant_id');
+
+-- name: AuditTreeSigned :exec
+UPDATE audit_trees SET signed_size = sqlc.arg('size'), signed_at = now()
+WHERE tenant_id = sqlc.arg('tenant_id');
+
+-- name: AuditCheckpointInsert :exec
+INSERT INTO audit_checkpoints (tenant_id, size, root, note)
+VALUES (sqlc.arg('tenant_id'), sqlc.arg('size'), sqlc.arg('root'), sqlc.arg('note'))
+ON CONFLICT (tenant_id, size) DO NOTHING;
+
+-- name: AuditTreeGet :one
+SELECT size, root, signed_size FROM audit_trees WHERE tenant_id = $1;
+
+-- name: AuditCheckpointLatest :one
+SELECT size, root, note FROM audit_checkpoints
+WHERE tenant_id = $1 ORDER BY size DESC LIMIT 1;
+
+-- name: AuditCheckpointsAll :many
+SELECT size, root, note FROM audit_checkpoints
+WHERE tenant_id = $1 ORDER BY size;
+
+-- name: AuditLeafScan :many
+-- Leaves in seq order with their events (absent when deleted), for
+-- verification and export.
+SELECT l.seq, l.event_id, l.hashes,
+       (e.id IS NOT NULL)::boolean AS present,
+       coalesce(e.seq, 0)::bigint AS v1_seq,
+       coalesce(e.actor_kind, '')::text AS actor_kind, e.actor_id,
+       coalesce(e.action, '')::text AS action, coalesce(e.entity, '')::text AS entity,
+       coalesce(e.entity_id, '')::text AS entity_id, coalesce(e.detail::text, '')::text AS detail_text,
+       coalesce(e.occurred_at, 'epoch')::timestamptz AS occurred_at, coalesce(e.trace_id, '')::text AS trace_id,
+       e.job_id, e.prev_hash, e.hash
+FROM audit_leaves l
+LEFT JOIN audit_events e ON e.tenant_id = l.tenant_id AND e.id = l.event_id
+WHERE l.tenant_id = sqlc.arg('tenant_id') AND l.seq > sqlc.arg('after_seq') AND l.seq <= sqlc.arg('through_seq')
+ORDER BY l.seq
+LIMIT sqlc.arg('lim');
+
+-- name: AuditLastLeaf :one
+-- Highest stored leaf of a tenant (0 when none).
+SELECT coalesce(max(seq), 0)::bigint FROM audit_leaves WHERE tenant_id = $1;
+
+-- name: AuditUnsealedStats :many
+-- Per tenant: how many events wait for the sealer and since when.
+SELECT u.tenant_id, count(*)::bigint AS events, min(u.queued_at)::timestamptz AS oldest
+FROM audit_unsealed u
+GROUP BY u.tenant_id
+ORDER BY u.tenant_id;
+
+-- name: AuditUnsealedOrphans :one
+-- Events of a tenant that are neither sealed nor queued: a deleted queue
+-- row would otherwise hide an event from the log for ever.
+SELECT count(*)::bigint FROM audit_events e
+WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq IS NULL
+  AND NOT EXISTS (SELECT 1 FROM audit_leaves l WHERE l.tenant_id = e.tenant_id AND l.event_id = e.id)
+  AND NOT EXISTS (SELECT 1 FROM audit_unsealed u WHERE u.tenant_id = e.tenant_id AND u.event_id = e.id);

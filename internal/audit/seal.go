@@ -1,0 +1,369 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/queries"
+)
+
+// SignedCheckpoint is a checkpoint the sealer signed, for the sink that
+// keeps copies outside the database (the anchor file).
+type SignedCheckpoint struct {
+	TenantID int64
+	Slug     string
+	Size     int64
+	Root     []byte
+	Note     string
+}
+
+// CheckpointSink keeps signed checkpoints outside the database. It is
+// called after the checkpoints committed.
+type CheckpointSink interface {
+	AppendCheckpoints(cps []SignedCheckpoint) error
+}
+
+// SealerOptions tunes a Sealer; zero values take defaults.
+type SealerOptions struct {
+	// Signer signs checkpoints; nil seals without signing (tests of the
+	// tree alone).
+	Signer *LogSigner
+	// Sink, when set, receives every checkpoint after it committed.
+	Sink CheckpointSink
+	// Batch is the most events sealed per tenant per transaction
+	// (default 2000).
+	Batch int
+	// SignEvery is the least time between two checkpoints of one tenant
+	// (default 1s): a busy tenant's tree grows many times a second, and
+	// one checkpoint a second is what witnesses and anchors need.
+	SignEvery time.Duration
+	// OnSealed, when set, is told how long each sealed event waited in
+	// the queue (from its transaction's start to its sealing commit).
+	OnSealed func(delays []time.Duration)
+	Log      *slog.Logger
+}
+
+// Sealer orders and integrates: it takes each tenant's committed, unsealed
+// events in batches under one lock on the tenant's tree row, gives them
+// the next seqs, appends them as leaves and signs checkpoints. Any number
+// of sealers may run (one per replica): a tenant's tree row is locked with
+// SKIP LOCKED, so one sealer at a time works on a tenant and the others
+// move on to other tenants; a sealer killed mid-batch rolls back whole.
+type Sealer struct {
+	db   database.Beginner // jejak_system
+	opts SealerOptions
+}
+
+// NewSealer returns a Sealer over the system pool.
+func NewSealer(system database.Beginner, opts SealerOptions) *Sealer {
+	if opts.Batch <= 0 {
+		opts.Batch = 2000
+	}
+	if opts.SignEvery <= 0 {
+		opts.SignEvery = time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Sealer{db: system, opts: opts}
+}
+
+// VerifierKey is the key that verifies this sealer's checkpoints ("" when
+// it does not sign).
+func (s *Sealer) VerifierKey() string {
+	if s.opts.Signer == nil {
+		return ""
+	}
+	return s.opts.Signer.VerifierKey()
+}
+
+// SealResult says what one pass did.
+type SealResult struct {
+	Sealed  int  // events sealed
+	Signed  int  // checkpoints signed
+	Backlog bool // some tenant had a full batch: more may be waiting
+}
+
+// SealOnce seals one batch of every tenant with work and signs the
+// checkpoints that are due; force signs every grown tree now, whatever
+// SignEvery says.
+func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
+	var res SealResult
+	var tenants []int64
+	err := database.InTx(ctx, s.db, func(tx pgx.Tx) (err error) {
+		tenants, err = queries.New(tx).AuditSealWork(ctx)
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("list tenants to seal: %w", err)
+	}
+	var cps []SignedCheckpoint
+	var firstErr error
+	for _, id := range tenants {
+		n, cp, err := s.sealTenant(ctx, id, force)
+		if err != nil {
+			// One tenant's failure must not stop the others' logs.
+			s.opts.Log.ErrorContext(ctx, "seal audit events", "tenant_id", id, "error", err.Error())
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		res.Sealed += n
+		res.Backlog = res.Backlog || n == s.opts.Batch
+		if cp != nil {
+			res.Signed++
+			cps = append(cps, *cp)
+		}
+	}
+	if len(cps) > 0 && s.opts.Sink != nil {
+		if err := s.opts.Sink.AppendCheckpoints(cps); err != nil {
+			s.opts.Log.ErrorContext(ctx, "append audit checkpoints to the anchors", "error", err.Error())
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return res, firstErr
+}
+
+// Drain seals until no event waits and signs a checkpoint of every grown
+// tree (tests, the command line, a migration).
+func (s *Sealer) Drain(ctx context.Context) error {
+	for {
+		res, err := s.SealOnce(ctx, true)
+		if err != nil {
+			return err
+		}
+		if res.Sealed == 0 && res.Signed == 0 {
+			return nil
+		}
+	}
+}
+
+// Run seals every poll until ctx ends, at once again while a backlog
+// remains.
+func (s *Sealer) Run(ctx context.Context, poll time.Duration) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := s.SealOnce(ctx, false)
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		if res.Backlog && err == nil {
+			t.Reset(0)
+		} else {
+			t.Reset(poll)
+		}
+	}
+}
+
+// sealable is one event about to become a leaf.
+type sealable struct {
+	fields   chainFields
+	queuedAt time.Time
+}
+
+// sealTenant seals one batch of tenantID's events in one transaction and
+// signs a checkpoint when due. It returns 0 without waiting when another
+// sealer holds the tenant's tree.
+func (s *Sealer) sealTenant(ctx context.Context, tenantID int64, force bool) (int, *SignedCheckpoint, error) {
+	var n int
+	var cp *SignedCheckpoint
+	var delays []time.Duration
+	err := database.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		q := queries.New(tx)
+		tree, ok, err := lockTree(ctx, q, tenantID)
+		if err != nil || !ok {
+			return err
+		}
+		batch, err := s.pending(ctx, q, tenantID, tree)
+		if err != nil {
+			return err
+		}
+		size, root := tree.Size, tree.Root
+		if len(batch) > 0 {
+			if root, err = s.integrate(ctx, q, tenantID, tree, batch); err != nil {
+				return err
+			}
+			size += int64(len(batch))
+			n = len(batch)
+			for i := range batch {
+				if !batch[i].fields.V1 {
+					delays = append(delays, tree.Now.Sub(batch[i].queuedAt))
+				}
+			}
+		}
+		if s.opts.Signer == nil || size == tree.SignedSize || (!force && tree.Now.Sub(tree.SignedAt) < s.opts.SignEvery) {
+			return nil
+		}
+		note, err := s.opts.Signer.Sign(Origin(tree.Slug), size, root)
+		if err != nil {
+			return fmt.Errorf("sign checkpoint: %w", err)
+		}
+		if err := q.AuditCheckpointInsert(ctx, queries.AuditCheckpointInsertParams{TenantID: tenantID, Size: size, Root: root, Note: note}); err != nil {
+			return fmt.Errorf("store checkpoint: %w", err)
+		}
+		if err := q.AuditTreeSigned(ctx, queries.AuditTreeSignedParams{TenantID: tenantID, Size: size}); err != nil {
+			return fmt.Errorf("mark tree signed: %w", err)
+		}
+		cp = &SignedCheckpoint{TenantID: tenantID, Slug: tree.Slug, Size: size, Root: root, Note: note}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("seal audit log of tenant %d: %w", tenantID, err)
+	}
+	if len(delays) > 0 && s.opts.OnSealed != nil {
+		s.opts.OnSealed(delays)
+	}
+	return n, cp, nil
+}
+
+// lockTree locks tenantID's tree row, creating the empty tree first;
+// ok is false when another sealer holds it.
+func lockTree(ctx context.Context, q *queries.Queries, tenantID int64) (queries.AuditTreeLockRow, bool, error) {
+	for attempt := 0; ; attempt++ {
+		tree, err := q.AuditTreeLock(ctx, tenantID)
+		if err == nil {
+			return tree, true, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return tree, false, fmt.Errorf("lock tree: %w", err)
+		}
+		if attempt > 0 {
+			return tree, false, nil // it exists: another sealer holds it
+		}
+		var empty tlog.Hash
+		if err := q.AuditTreeCreate(ctx, queries.AuditTreeCreateParams{TenantID: tenantID, Root: empty[:]}); err != nil {
+			return tree, false, fmt.Errorf("create tree: %w", err)
+		}
+	}
+}
+
+// pending reads the next batch: the migrated v1 chain first, in its seq
+// order, then queued events in id order.
+func (s *Sealer) pending(ctx context.Context, q *queries.Queries, tenantID int64, tree queries.AuditTreeLockRow) ([]sealable, error) {
+	var out []sealable
+	if tree.Size < tree.V1Size {
+		after := tree.Size
+		rows, err := q.AuditV1Batch(ctx, queries.AuditV1BatchParams{TenantID: tenantID, AfterSeq: &after, Lim: int32(min(int64(s.opts.Batch), tree.V1Size-tree.Size))})
+		if err != nil {
+			return nil, fmt.Errorf("read v1 events: %w", err)
+		}
+		for i, r := range rows {
+			if r.AuditEvent.Seq == nil || *r.AuditEvent.Seq != tree.Size+int64(i)+1 {
+				return nil, fmt.Errorf("v1 chain has a gap before event %d (tree size %d)", r.AuditEvent.ID, tree.Size+int64(i))
+			}
+			out = append(out, sealable{fields: rowFields(r.AuditEvent, r.DetailText, true), queuedAt: r.QueuedAt})
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("v1 chain ends at %d, its head says %d", tree.Size, tree.V1Size)
+		}
+		return out, nil
+	}
+	rows, err := q.AuditUnsealedBatch(ctx, queries.AuditUnsealedBatchParams{TenantID: tenantID, Lim: int32(s.opts.Batch)})
+	if err != nil {
+		return nil, fmt.Errorf("read queued events: %w", err)
+	}
+	for _, r := range rows {
+		out = append(out, sealable{fields: rowFields(r.AuditEvent, r.DetailText, false), queuedAt: r.QueuedAt})
+	}
+	return out, nil
+}
+
+func rowFields(e queries.AuditEvent, detailText string, v1 bool) chainFields {
+	return chainFields{
+		TenantID: e.TenantID, ID: e.ID, ActorKind: e.ActorKind, ActorID: e.ActorID,
+		Action: e.Action, Entity: e.Entity, EntityID: e.EntityID, DetailText: detailText,
+		OccurredAt: e.OccurredAt.UTC(), TraceID: e.TraceID, JobID: e.JobID,
+		PrevHash: e.PrevHash, V1: v1,
+	}
+}
+
+// integrate appends batch to the tree after tree.Size and returns the new
+// root.
+func (s *Sealer) integrate(ctx context.Context, q *queries.Queries, tenantID int64, tree queries.AuditTreeLockRow, batch []sealable) ([]byte, error) {
+	th := newTreeHashes(ctx, q, tenantID)
+	seqs := make([]int64, len(batch))
+	ids := make([]int64, len(batch))
+	hashes := make([][]byte, len(batch))
+	var queued []int64
+	var days []time.Time
+	for i := range batch {
+		f := &batch[i].fields
+		n := tree.Size + int64(i)
+		f.Seq = n + 1
+		stored, err := tlog.StoredHashesForRecordHash(n, tlog.RecordHash(f.encode()), th)
+		if err != nil {
+			return nil, fmt.Errorf("hash leaf %d: %w", f.Seq, err)
+		}
+		hashes[i] = joinHashes(stored)
+		th.remember(n, hashes[i])
+		seqs[i], ids[i] = f.Seq, f.ID
+		if !f.V1 {
+			queued = append(queued, f.ID)
+			// v1 events were counted when they were recorded.
+			days = append(days, f.OccurredAt)
+		}
+	}
+	size := tree.Size + int64(len(batch))
+	root, err := tlog.TreeHash(size, th)
+	if err != nil {
+		return nil, fmt.Errorf("tree root: %w", err)
+	}
+	if _, err := q.AuditLeavesInsert(ctx, queries.AuditLeavesInsertParams{TenantID: tenantID, Seqs: seqs, EventIds: ids, Hashes: hashes}); err != nil {
+		return nil, fmt.Errorf("insert leaves: %w", err)
+	}
+	if len(queued) > 0 {
+		deleted, err := q.AuditUnsealedDelete(ctx, queries.AuditUnsealedDeleteParams{TenantID: tenantID, EventIds: queued})
+		if err != nil {
+			return nil, fmt.Errorf("dequeue sealed events: %w", err)
+		}
+		if deleted != int64(len(queued)) {
+			return nil, fmt.Errorf("dequeued %d of %d sealed events", deleted, len(queued))
+		}
+		if err := q.AuditDayCountsAdd(ctx, queries.AuditDayCountsAddParams{TenantID: tenantID, Zone: tree.TimeZone, OccurredAts: days}); err != nil {
+			return nil, fmt.Errorf("count sealed events by day: %w", err)
+		}
+	}
+	if err := q.AuditTreeGrow(ctx, queries.AuditTreeGrowParams{TenantID: tenantID, Size: size, Root: root[:]}); err != nil {
+		return nil, fmt.Errorf("grow tree: %w", err)
+	}
+	return root[:], nil
+}
+
+// Backlog is one tenant's events waiting for the sealer.
+type Backlog struct {
+	TenantID int64
+	Events   int64
+	Oldest   time.Time
+}
+
+// Backlogs lists the tenants with unsealed events (system pool).
+func Backlogs(ctx context.Context, system database.Beginner) ([]Backlog, error) {
+	var out []Backlog
+	err := database.InTx(ctx, system, func(tx pgx.Tx) error {
+		rows, err := queries.New(tx).AuditUnsealedStats(ctx)
+		for _, r := range rows {
+			out = append(out, Backlog(r))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read audit seal backlog: %w", err)
+	}
+	return out, nil
+}
