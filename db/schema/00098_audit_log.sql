@@ -92,7 +92,7 @@ CREATE TABLE audit_trees (
     size        bigint NOT NULL DEFAULT 0 CHECK (size >= 0),
     root        bytea  NOT NULL CHECK (length(root) = 32),
     signed_size bigint NOT NULL DEFAULT 0 CHECK (signed_size >= 0 AND signed_size <= size),
-    signed_at   timestamptz NOT NULL DEFAULT '-infinity',
+    signed_at   timestamptz NOT NULL DEFAULT 'epoch',
     updated_at  timestamptz NOT NULL DEFAULT now()
 );
 -- Trees that grew since their last checkpoint.
@@ -144,7 +144,7 @@ CREATE TRIGGER audit_checkpoints_no_truncate BEFORE TRUNCATE ON audit_checkpoint
 -- Privileges: a tenant-scoped writer can only queue its events (through
 -- the trigger) and read its log; the sealer (jejak_system) seals.
 REVOKE ALL ON audit_unsealed, audit_leaves, audit_trees, audit_checkpoints FROM jejak_app, jejak_system;
-GRANT INSERT ON audit_unsealed TO jejak_app;
+GRANT SELECT, INSERT ON audit_unsealed TO jejak_app;
 GRANT SELECT ON audit_leaves, audit_trees, audit_checkpoints TO jejak_app;
 GRANT SELECT, INSERT, DELETE ON audit_unsealed TO jejak_system;
 GRANT SELECT, INSERT ON audit_leaves, audit_checkpoints TO jejak_system;

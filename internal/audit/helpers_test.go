@@ -2,6 +2,8 @@ package audit_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -19,15 +21,70 @@ var jakarta = time.FixedZone("WIB", 7*3600)
 
 // fixture is a test database with tenants and users made by the superuser.
 type fixture struct {
-	db  *testdb.DB
-	clk *clock.Frozen
-	rec *audit.Recorder
+	db     *testdb.DB
+	clk    *clock.Frozen
+	rec    *audit.Recorder
+	signer *audit.LogSigner
+	sealer *audit.Sealer
+	vkey   string
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	clk := clock.NewFrozen(time.Date(2026, 2, 2, 9, 0, 0, 0, jakarta))
-	return &fixture{db: testdb.New(t), clk: clk, rec: audit.NewRecorder(clk)}
+	f := &fixture{db: testdb.New(t), clk: clk, rec: audit.NewRecorder(clk)}
+	f.signer = newSigner(t)
+	f.vkey = f.signer.VerifierKey()
+	f.sealer = audit.NewSealer(f.db.System, audit.SealerOptions{Signer: f.signer})
+	return f
+}
+
+func newSigner(t *testing.T) *audit.LogSigner {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := audit.NewLogSigner(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// seal seals every waiting event and signs every grown tree.
+func (f *fixture) seal(t *testing.T) {
+	t.Helper()
+	if err := f.sealer.Drain(context.Background()); err != nil {
+		t.Fatalf("seal: %v", err)
+	}
+}
+
+// verify checks a tenant's log (with signatures) through the system pool.
+func (f *fixture) verify(t *testing.T, tenantID int64) audit.VerifyResult {
+	t.Helper()
+	r, err := audit.VerifyWith(context.Background(), f.db.System, tenantID, audit.VerifyOptions{VerifierKey: f.vkey})
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	return r
+}
+
+// tamper runs SQL as the superuser with every user trigger off (what an
+// administrator rewriting history would do).
+func (f *fixture) tamper(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	err := database.InTx(ctx, f.db.Admin, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, sql, args...)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("tamper %q: %v", sql, err)
+	}
 }
 
 func (f *fixture) tenant(t *testing.T, slug string) int64 {

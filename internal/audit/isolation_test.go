@@ -20,6 +20,7 @@ func TestAppRoleSeesOnlyItsTenant(t *testing.T) {
 	t1, t2 := f.tenant(t, "melati"), f.tenant(t, "senja")
 	f.recordN(t, t1, 3)
 	f.recordN(t, t2, 4)
+	f.seal(t)
 
 	count := func(tx pgx.Tx, table string) int {
 		t.Helper()
@@ -34,8 +35,10 @@ func TestAppRoleSeesOnlyItsTenant(t *testing.T) {
 		if n := count(tx, "audit_events"); n != 3 {
 			t.Errorf("tenant 1 sees %d events, want 3", n)
 		}
-		if n := count(tx, "audit_heads"); n != 1 {
-			t.Errorf("tenant 1 sees %d heads, want 1", n)
+		for table, want := range map[string]int{"audit_leaves": 3, "audit_trees": 1, "audit_checkpoints": 1} {
+			if n := count(tx, table); n != want {
+				t.Errorf("tenant 1 sees %d rows of %s, want %d", n, table, want)
+			}
 		}
 		// Asking for tenant 2 by id finds nothing.
 		p, err := audit.Timeline(ctx, tx, t2, audit.Filter{}, 0, 50)
@@ -54,14 +57,19 @@ func TestAppRoleSeesOnlyItsTenant(t *testing.T) {
 
 	// Writes aimed at another tenant, and rewrites, fail.
 	writes := []struct{ name, sql, want string }{
-		{"insert other tenant", `INSERT INTO audit_events (tenant_id, seq, actor_kind, action, entity, entity_id, occurred_at, prev_hash, hash)
-			VALUES ($1, 99, 'system', 'x.y', 'e', '1', now(), '\x0000000000000000000000000000000000000000000000000000000000000000', '\x0000000000000000000000000000000000000000000000000000000000000000')`, "row-level security"},
+		{"insert other tenant", `INSERT INTO audit_events (tenant_id, actor_kind, action, entity, entity_id, occurred_at)
+			VALUES ($1, 'system', 'x.y', 'e', '1', now())`, "row-level security"},
+		{"insert a chained event", `INSERT INTO audit_events (tenant_id, seq, actor_kind, action, entity, entity_id, occurred_at)
+			VALUES (app_tenant_id(), 99, 'system', 'x.y', 'e', '1', now())`, "audit_events_v2_unchained"},
 		{"update", `UPDATE audit_events SET action = 'x.z' WHERE tenant_id = $1 OR true`, "permission denied"},
 		{"delete", `DELETE FROM audit_events WHERE tenant_id = $1 OR true`, "permission denied"},
 		{"truncate", `TRUNCATE audit_events`, "permission denied"},
-		{"head of other tenant", `INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, 0, '\x0000000000000000000000000000000000000000000000000000000000000000')`, "row-level security"},
-		{"rewind own head", `UPDATE audit_heads SET seq = 0 WHERE tenant_id <> $1`, "can only advance"},
-		{"delete head", `DELETE FROM audit_heads WHERE tenant_id <> $1`, "permission denied"},
+		{"seal own event", `INSERT INTO audit_leaves (tenant_id, seq, event_id, hashes) VALUES (app_tenant_id(), 99, 1, sha256('x'))`, "permission denied"},
+		{"rewind own tree", `UPDATE audit_trees SET size = 0`, "permission denied"},
+		{"forge a checkpoint", `INSERT INTO audit_checkpoints (tenant_id, size, root, note) VALUES (app_tenant_id(), 99, sha256('x'), 'x')`, "permission denied"},
+		{"unqueue an event", `DELETE FROM audit_unsealed`, "permission denied"},
+		{"delete a leaf", `DELETE FROM audit_leaves`, "permission denied"},
+		{"head of other tenant", `INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, 0, sha256('x'))`, "permission denied"},
 	}
 	for _, w := range writes {
 		err := database.InTenantTx(ctx, f.db.App, t1, func(tx pgx.Tx) error {
@@ -89,7 +97,7 @@ func TestAppRoleSeesOnlyItsTenant(t *testing.T) {
 	}
 
 	// No tenant set: nothing is visible.
-	for _, table := range []string{"audit_events", "audit_heads"} {
+	for _, table := range []string{"audit_events", "audit_leaves", "audit_trees", "audit_checkpoints"} {
 		var n int
 		if err := f.db.App.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil || n != 0 {
 			t.Errorf("unscoped jejak_app sees %d rows of %s (%v), want 0", n, table, err)
@@ -99,5 +107,11 @@ func TestAppRoleSeesOnlyItsTenant(t *testing.T) {
 	var n int
 	if err := f.db.System.QueryRow(ctx, "SELECT count(*) FROM audit_events").Scan(&n); err != nil || n != 7 {
 		t.Errorf("system pool sees %d events (%v), want 7", n, err)
+	}
+	// Even the sealer's own role cannot rewrite what it sealed.
+	for _, sql := range []string{`UPDATE audit_leaves SET seq = seq`, `DELETE FROM audit_checkpoints`, `UPDATE audit_trees SET size = 0`, `TRUNCATE audit_leaves`} {
+		if _, err := f.db.System.Exec(ctx, sql); err == nil {
+			t.Errorf("jejak_system ran %q", sql)
+		}
 	}
 }

@@ -25,7 +25,7 @@ var (
 // answered 400 with what the log holds.
 type beyondLog struct{ err *apperr.Error }
 
-func (b beyondLog) Error() string        { return b.err.Message }
+func (b beyondLog) Error() string      { return b.err.Message }
 func (beyondLog) Is(target error) bool { return target == ErrBeyondLog }
 func (b beyondLog) Unwrap() error      { return b.err }
 

@@ -29,7 +29,7 @@ func TestTimelineKeysetPagination(t *testing.T) {
 	start := *f.clk.Now()
 	actions := []string{"project.create", "project.delete", "subscription.change"}
 	type want struct {
-		seq    int64
+		id     int64
 		action string
 		at     time.Time
 	}
@@ -41,7 +41,7 @@ func TestTimelineKeysetPagination(t *testing.T) {
 			e.ActorKind, e.ActorID = audit.ActorUser, &u
 		}
 		r := f.record(t, e)
-		all = append(all, want{r.Seq, r.Action, r.OccurredAt})
+		all = append(all, want{r.ID, r.Action, r.OccurredAt})
 		if i%10 == 0 {
 			f.record(t, audit.Event{TenantID: other, ActorKind: audit.ActorSystem, Action: actions[0], Entity: "project", EntityID: "1"})
 		}
@@ -64,7 +64,7 @@ func TestTimelineKeysetPagination(t *testing.T) {
 		var expect []int64
 		for i := len(all) - 1; i >= 0; i-- {
 			if c.match(i, all[i]) {
-				expect = append(expect, all[i].seq)
+				expect = append(expect, all[i].id)
 			}
 		}
 		var got []int64
@@ -84,7 +84,7 @@ func TestTimelineKeysetPagination(t *testing.T) {
 				if e.TenantID != tn {
 					t.Fatalf("%s: event of tenant %d in tenant %d's timeline", c.name, e.TenantID, tn)
 				}
-				got = append(got, e.Seq)
+				got = append(got, e.ID)
 			}
 			if p.Next == 0 {
 				break
@@ -154,7 +154,8 @@ func TestSearchAcrossTenants(t *testing.T) {
 }
 
 // TestExportEscapesFormulas: CSV cells that a spreadsheet would evaluate
-// are neutralised; both exports stream every event with its hashes.
+// are neutralised; both exports stream every sealed event with its leaf
+// hash.
 func TestExportEscapesFormulas(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -165,6 +166,7 @@ func TestExportEscapesFormulas(t *testing.T) {
 		f.record(t, audit.Event{TenantID: tn, ActorKind: audit.ActorSystem, Action: "test.export", Entity: "e",
 			EntityID: s, TraceID: s, Detail: json.RawMessage(fmt.Sprintf(`{"v": %q}`, s))})
 	}
+	f.seal(t) // exports hold the sealed, signed log
 	var buf bytes.Buffer
 	err := audit.ExportCSV(ctx, f.db.App, tn, audit.Filter{}, &buf)
 	if err != nil {
@@ -190,8 +192,8 @@ func TestExportEscapesFormulas(t *testing.T) {
 		if s != "plain" {
 			want = "'" + s
 		}
-		if row[7] != want || row[9] != want {
-			t.Errorf("row %d: entity_id %q trace_id %q, want %q", i+1, row[7], row[9], want)
+		if row[8] != want || row[10] != want {
+			t.Errorf("row %d: entity_id %q trace_id %q, want %q", i+1, row[8], row[10], want)
 		}
 	}
 
@@ -209,9 +211,9 @@ func TestExportEscapesFormulas(t *testing.T) {
 		var v struct {
 			Seq      int64  `json:"seq"`
 			EntityID string `json:"entity_id"`
-			Hash     string `json:"hash"`
+			LeafHash string `json:"leaf_hash"`
 		}
-		if err := json.Unmarshal([]byte(l), &v); err != nil || v.Seq != int64(i+1) || v.EntityID != hostile[i] || len(v.Hash) != 64 {
+		if err := json.Unmarshal([]byte(l), &v); err != nil || v.Seq != int64(i+1) || v.EntityID != hostile[i] || len(v.LeafHash) != 44 {
 			t.Errorf("line %d = %s (%v)", i, l, err)
 		}
 	}
@@ -227,6 +229,7 @@ func TestExportStreamsInBatches(t *testing.T) {
 	if _, err := audit.SeedScale(ctx, f.db.System, []int64{tn}, 2500, audit.SeedOptions{BatchSize: 1000}); err != nil {
 		t.Fatal(err)
 	}
+	f.seal(t)
 	// The writer checks, at every write, that the export holds no pool
 	// connection (so no transaction) while it writes to the client.
 	w := &countingWriter{held: func() int32 { return f.db.App.Stat().AcquiredConns() }}
