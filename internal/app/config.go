@@ -34,7 +34,6 @@ type Config struct {
 	Heartbeat time.Duration // JEJAK_HEARTBEAT; lease renewal interval, 0 = min(5s, lease/3)
 
 	AnchorDir      string        // JEJAK_ANCHOR_DIR; signed audit checkpoints, default <data dir>/anchors
-	AnchorInterval time.Duration // JEJAK_ANCHOR_INTERVAL; how often the leader anchors, default 5m
 
 	ChaosKind bool // JEJAK_CHAOS_KIND; registers the chaos suite's test kind (never in production)
 
@@ -94,9 +93,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.AnchorDir = getenv("JEJAK_ANCHOR_DIR")
-	c.AnchorInterval = 5 * time.Minute
-	for name, dst := range map[string]*time.Duration{"JEJAK_LEASE": &c.Lease, "JEJAK_HEARTBEAT": &c.Heartbeat,
-		"JEJAK_ANCHOR_INTERVAL": &c.AnchorInterval} {
+	for name, dst := range map[string]*time.Duration{"JEJAK_LEASE": &c.Lease, "JEJAK_HEARTBEAT": &c.Heartbeat} {
 		if v := getenv(name); v != "" {
 			if *dst, err = time.ParseDuration(v); err != nil || *dst <= 0 {
 				return c, fmt.Errorf("%s must be a positive duration such as 15s, got %q", name, v)
