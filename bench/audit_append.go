@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
+)
+
+// Audit append: one tenant, appendWriters concurrent transactions, each
+// inserting one project row and (in the audited variant) recording one
+// audit event, with the sealer running beside them as in production. The
+// same transactions without the event, in the same round, are the ceiling.
+// Also printed: how long events waited to be sealed (p50/p99).
+
+const appendWriters = 64
+
+func init() {
+	register(Bench{Name: "audit_append", Run: auditAppend})
+}
+
+func auditAppend(ctx context.Context, env *Env, _ string) (Result, error) {
+	name := env.DBName("jejak_bench_audit_append")
+	db, err := env.NewJejakDB(ctx, name)
+	if err != nil {
+		return Result{}, err
+	}
+	defer env.DropDatabase(context.WithoutCancel(ctx), name) //nolint:errcheck
+	defer db.Close()
+	pool, err := database.OpenSystem(ctx, db.URL, appendWriters+4)
+	if err != nil {
+		return Result{}, err
+	}
+	defer pool.Close()
+	tenant := db.Tenants[0]
+	window := env.Cfg.Duration
+	if window <= 0 {
+		window = 5 * time.Second
+	}
+
+	ceiling, err := appendFor(ctx, pool, tenant, window, nil)
+	if err != nil {
+		return Result{}, err
+	}
+
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return Result{}, err
+	}
+	signer, err := audit.NewLogSigner(priv)
+	if err != nil {
+		return Result{}, err
+	}
+	var mu sync.Mutex
+	var delays []time.Duration
+	sealer := audit.NewSealer(db.System, audit.SealerOptions{Signer: signer, OnSealed: func(d []time.Duration) {
+		mu.Lock()
+		delays = append(delays, d...)
+		mu.Unlock()
+	}})
+	sctx, stopSealer := context.WithCancel(ctx)
+	sealed := make(chan struct{})
+	go func() { sealer.Run(sctx, 100*time.Millisecond); close(sealed) }()
+	audited, err := appendFor(ctx, pool, tenant, window, audit.NewRecorder(clock.Database{}))
+	stopSealer()
+	<-sealed
+	if err != nil {
+		return Result{}, err
+	}
+	if err := sealer.Drain(ctx); err != nil {
+		return Result{}, err
+	}
+	slices.Sort(delays)
+	pct := func(p float64) float64 {
+		if len(delays) == 0 {
+			return 0
+		}
+		return float64(delays[min(len(delays)-1, int(p*float64(len(delays))))].Microseconds()) / 1000
+	}
+	return Result{Metrics: []Metric{
+		{"events_per_sec", audited},
+		{"ceiling_per_sec", ceiling},
+		{"of_ceiling", audited / ceiling},
+		{"seal_p50_ms", pct(0.50)},
+		{"seal_p99_ms", pct(0.99)},
+	}}, nil
+}
+
+// appendFor runs appendWriters writers for window and returns committed
+// transactions per second; rec nil leaves the audit event out.
+func appendFor(ctx context.Context, pool *pgxpool.Pool, tenant int64, window time.Duration, rec *audit.Recorder) (float64, error) {
+	var done atomic.Int64
+	var firstErr atomic.Value
+	deadline := time.Now().Add(window)
+	var wg sync.WaitGroup
+	for w := 0; w < appendWriters; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				err := database.InTx(ctx, pool, func(tx pgx.Tx) error {
+					var id int64
+					if err := tx.QueryRow(ctx, `INSERT INTO projects (tenant_id, name) VALUES ($1, $2) RETURNING id`,
+						tenant, fmt.Sprintf("p-%d-%d", w, i)).Scan(&id); err != nil {
+						return err
+					}
+					if rec == nil {
+						return nil
+					}
+					_, err := rec.Record(ctx, tx, audit.Event{TenantID: tenant, ActorKind: audit.ActorSystem,
+						Action: "project.create", Entity: "project", EntityID: fmt.Sprint(id)})
+					return err
+				})
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return 0, err
+	}
+	return float64(done.Load()) / window.Seconds(), nil
+}
