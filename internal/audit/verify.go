@@ -141,15 +141,19 @@ func verifyTx(ctx context.Context, db DB, tenantID int64, opts VerifyOptions) (V
 	through := max(tree.Size, last)
 	next := 0 // commits[next] is the next one to reach
 	check := func() (bool, VerifyResult, error) {
+		// Several commitments may share a size (a checkpoint and its
+		// anchor, or two anchors when a tail was rewritten): a mismatch in
+		// any of them puts the fault after the last size confirmed before.
+		base := good
 		for next < len(commits) && commits[next].size == ct.size {
 			c := commits[next]
 			next++
 			switch {
 			case c.bad != "":
-				r, err := bad(good+1, "%s of size %d: %s", c.what, c.size, c.bad)
+				r, err := bad(base+1, "%s of size %d: %s", c.what, c.size, c.bad)
 				return false, r, err
 			case c.root != nil && !sameRoot(c.root, ct.root()):
-				r, err := bad(good+1, "the leaves after seq %d do not match the %s of size %d (the log was rewritten)", good, c.what, c.size)
+				r, err := bad(base+1, "the leaves after seq %d do not match the %s of size %d (the log was rewritten)", base, c.what, c.size)
 				return false, r, err
 			}
 			good = c.size

@@ -20,7 +20,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", s.metricsEndpoint) // bearer token, or loopback only
-	e.GET("/audit/key", s.auditKey)       // the audit log's public verifier key
+	e.GET("/audit/key", s.auditKey)      // the audit log's public verifier key
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(filesOnly{static.FS})))))
 
 	// Everything below has a session and CSRF protection on every POST.
