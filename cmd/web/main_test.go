@@ -3,38 +3,116 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jejakhq/jejak/internal/anchor"
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/testdb"
 )
 
+// testEnv is the environment of the commands under test: db, and an
+// anchor directory of the test's own.
+func testEnv(t *testing.T, db *testdb.DB) (func(string) string, string) {
+	dir := t.TempDir()
+	return func(k string) string {
+		switch k {
+		case "DATABASE_URL":
+			return db.URL
+		case "JEJAK_ANCHOR_DIR":
+			return dir
+		}
+		return ""
+	}, dir
+}
+
+// TestAuditVerifyCommand: `web audit anchor` seals the seeded trail and
+// signs it; `web audit verify` passes, then names the first bad event of
+// a tenant whose sealed event a superuser altered, and still passes the
+// other tenant. An export and a "Prove this event" bundle check offline
+// with the verifier key alone; a cut export and another key do not.
 func TestAuditVerifyCommand(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	env := func(k string) string {
-		if k == "DATABASE_URL" {
-			return db.URL
-		}
-		return ""
-	}
+	env, dir := testEnv(t, db)
 	var out bytes.Buffer
 	if err := run(ctx, []string{"seed", "--audit-events", "300", "--tenants", "2"}, env, &out); err != nil {
 		t.Fatalf("seed: %v\n%s", err, out.String())
 	}
 	out.Reset()
+	if err := run(ctx, []string{"audit", "anchor"}, env, &out); err != nil || !strings.Contains(out.String(), "sealed and signed") {
+		t.Fatalf("anchor: %v\n%s", err, out.String())
+	}
+	out.Reset()
 	if err := run(ctx, []string{"audit", "verify"}, env, &out); err != nil {
 		t.Fatalf("verify of an intact trail failed: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "toko-bunga-melati") || strings.Contains(out.String(), "BROKEN") {
+	if !strings.Contains(out.String(), "toko-bunga-melati") || !strings.Contains(out.String(), "checking against") || strings.Contains(out.String(), "BROKEN") {
 		t.Fatalf("verify output:\n%s", out.String())
 	}
 
-	// A superuser rewrites history behind the triggers' back.
-	_, err := db.Admin.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER USER;
+	pub, err := anchor.LoadPublic(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vkey, err := audit.VerifierKeyOf(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var melati int64
+	if err := db.Admin.QueryRow(ctx, `SELECT id FROM tenants WHERE slug = 'toko-bunga-melati'`).Scan(&melati); err != nil {
+		t.Fatal(err)
+	}
+	var export bytes.Buffer
+	if err := audit.ExportJSONLines(ctx, db.App, melati, audit.Filter{}, &export); err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := audit.NewService(db.App, db.System).ProofBundle(ctx, melati, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundleJSON, _ := json.Marshal(bundle)
+	lines := strings.SplitAfter(export.String(), "\n")
+	files := map[string]string{
+		"export.jsonl": export.String(),
+		"cut.jsonl":    strings.Join(append(lines[:1], lines[2:]...), ""), // the second event left out
+		"proof.json":   string(bundleJSON),
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := audit.VerifierKeyOf(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"audit", "verify-export", "--key", vkey, filepath.Join(dir, "export.jsonl")}, true},
+		{[]string{"audit", "verify-export", "--key", vkey, filepath.Join(dir, "cut.jsonl")}, false},
+		{[]string{"audit", "verify-export", "--key", other, filepath.Join(dir, "export.jsonl")}, false},
+		{[]string{"audit", "verify-proof", "--key", vkey, filepath.Join(dir, "proof.json")}, true},
+		{[]string{"audit", "verify-proof", "--key", other, filepath.Join(dir, "proof.json")}, false},
+	} {
+		out.Reset()
+		err := run(ctx, tc.args, env, &out)
+		if (err == nil) != tc.ok || (tc.ok && !strings.HasPrefix(out.String(), "ok: ")) {
+			t.Errorf("%v: err=%v, want ok=%v; output: %s", tc.args[:2], err, tc.ok, out.String())
+		}
+	}
+
+	// A superuser rewrites a sealed event behind the triggers' back.
+	_, err = db.Admin.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER USER;
 		UPDATE audit_events SET action = 'project.rename'
-		WHERE tenant_id = (SELECT id FROM tenants WHERE slug = 'kopi-senja') AND seq = 2;
+		WHERE id = (SELECT event_id FROM audit_leaves WHERE seq = 2
+		              AND tenant_id = (SELECT id FROM tenants WHERE slug = 'kopi-senja'));
 		ALTER TABLE audit_events ENABLE TRIGGER USER;`)
 	if err != nil {
 		t.Fatalf("tamper: %v", err)
@@ -42,11 +120,11 @@ func TestAuditVerifyCommand(t *testing.T) {
 	out.Reset()
 	err = run(ctx, []string{"audit", "verify", "--tenant", "kopi-senja"}, env, &out)
 	if err == nil || !strings.Contains(out.String(), "BROKEN  first bad event #2") {
-		t.Fatalf("tampered chain: err=%v output:\n%s", err, out.String())
+		t.Fatalf("tampered log: err=%v output:\n%s", err, out.String())
 	}
 	out.Reset()
 	if err := run(ctx, []string{"audit", "verify", "--tenant", "toko-bunga-melati"}, env, &out); err != nil {
-		t.Fatalf("another tenant's intact chain: %v", err)
+		t.Fatalf("another tenant's intact log: %v", err)
 	}
 }
 
@@ -75,30 +153,24 @@ func TestRunRejectsBadInput(t *testing.T) {
 	}
 }
 
-// TestAuditAnchorCommands: `web audit anchor` writes signed checkpoints;
-// after a superuser rewinds a chain (tail deleted, head moved back) plain
-// verification still passes, and `web audit verify --anchors` fails.
+// TestAuditAnchorCommands: `web audit anchor` appends signed checkpoints
+// to the anchor file; after a superuser rewinds a log (tail deleted, tree
+// and checkpoints moved back to an earlier signed state) verification of
+// the database alone passes, and verification against the anchors fails.
 func TestAuditAnchorCommands(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	env := func(k string) string {
-		switch k {
-		case "DATABASE_URL":
-			return db.URL
-		case "JEJAK_ANCHOR_DIR":
-			return dir
-		}
-		return ""
-	}
+	env, dir := testEnv(t, db)
 	var out bytes.Buffer
-	if err := run(ctx, []string{"seed", "--audit-events", "200", "--tenants", "2"}, env, &out); err != nil {
-		t.Fatalf("seed: %v\n%s", err, out.String())
-	}
-	out.Reset()
-	if err := run(ctx, []string{"audit", "anchor"}, env, &out); err != nil || !strings.Contains(out.String(), "anchored") {
-		t.Fatalf("anchor: %v\n%s", err, out.String())
+	for round := 0; round < 2; round++ {
+		if err := run(ctx, []string{"seed", "--audit-events", "200", "--tenants", "2"}, env, &out); err != nil {
+			t.Fatalf("seed: %v\n%s", err, out.String())
+		}
+		out.Reset()
+		if err := run(ctx, []string{"audit", "anchor"}, env, &out); err != nil || !strings.Contains(out.String(), "sealed and signed") {
+			t.Fatalf("anchor: %v\n%s", err, out.String())
+		}
 	}
 	out.Reset()
 	if err := run(ctx, []string{"audit", "verify", "--anchors", dir}, env, &out); err != nil {
@@ -106,23 +178,36 @@ func TestAuditAnchorCommands(t *testing.T) {
 	}
 	_, err := db.Admin.Exec(ctx, `BEGIN;
 		SET LOCAL session_replication_role = replica;
-		DELETE FROM audit_events WHERE tenant_id = (SELECT id FROM tenants WHERE slug = 'kopi-senja')
-		   AND seq > (SELECT seq - 2 FROM audit_heads WHERE tenant_id = (SELECT id FROM tenants WHERE slug = 'kopi-senja'));
-		UPDATE audit_heads h SET seq = e.seq, hash = e.hash
-		  FROM (SELECT seq, hash FROM audit_events WHERE tenant_id = (SELECT id FROM tenants WHERE slug = 'kopi-senja')
-		         ORDER BY seq DESC LIMIT 1) e
-		 WHERE h.tenant_id = (SELECT id FROM tenants WHERE slug = 'kopi-senja');
+		CREATE TEMP TABLE rewind ON COMMIT DROP AS
+		  SELECT c.tenant_id, c.size, c.root FROM audit_checkpoints c JOIN tenants t ON t.id = c.tenant_id
+		   WHERE t.slug = 'kopi-senja' ORDER BY c.size LIMIT 1;
+		DELETE FROM audit_events e USING audit_leaves l, rewind r
+		 WHERE l.tenant_id = r.tenant_id AND e.tenant_id = r.tenant_id AND e.id = l.event_id AND l.seq > r.size;
+		DELETE FROM audit_leaves l USING rewind r WHERE l.tenant_id = r.tenant_id AND l.seq > r.size;
+		DELETE FROM audit_checkpoints c USING rewind r WHERE c.tenant_id = r.tenant_id AND c.size > r.size;
+		UPDATE audit_trees t SET size = r.size, signed_size = r.size, root = r.root FROM rewind r WHERE t.tenant_id = r.tenant_id;
 		COMMIT;`)
 	if err != nil {
 		t.Fatalf("rewind: %v", err)
 	}
 	out.Reset()
-	if err := run(ctx, []string{"audit", "verify"}, env, &out); err != nil {
-		t.Fatalf("the rewound chain should verify on its own (that is the attack): %v\n%s", err, out.String())
+	if err := run(ctx, []string{"audit", "verify", "--anchors", t.TempDir() + "/none"}, env, &out); err == nil {
+		t.Fatalf("a missing anchor directory named on the command line was accepted:\n%s", out.String())
+	}
+	// The database alone (an operator without the anchor directory).
+	envNoAnchors := func(k string) string {
+		if k == "JEJAK_ANCHOR_DIR" {
+			return t.TempDir()
+		}
+		return env(k)
+	}
+	out.Reset()
+	if err := run(ctx, []string{"audit", "verify"}, envNoAnchors, &out); err != nil {
+		t.Fatalf("the rewound log should verify on its own (that is the attack): %v\n%s", err, out.String())
 	}
 	out.Reset()
 	err = run(ctx, []string{"audit", "verify", "--anchors", dir}, env, &out)
-	if err == nil || !strings.Contains(out.String(), "kopi-senja") || !strings.Contains(out.String(), "shorter") {
-		t.Fatalf("rewound chain against anchors: err=%v output:\n%s", err, out.String())
+	if err == nil || !strings.Contains(out.String(), "kopi-senja") || !strings.Contains(out.String(), "rewound") {
+		t.Fatalf("rewound log against anchors: err=%v output:\n%s", err, out.String())
 	}
 }

@@ -33,7 +33,7 @@ type Config struct {
 	Lease     time.Duration // JEJAK_LEASE; job claim lease, 0 = the engine's default (15s)
 	Heartbeat time.Duration // JEJAK_HEARTBEAT; lease renewal interval, 0 = min(5s, lease/3)
 
-	AnchorDir      string        // JEJAK_ANCHOR_DIR; signed audit checkpoints, default <data dir>/anchors
+	AnchorDir string // JEJAK_ANCHOR_DIR; signed audit checkpoints, default <data dir>/anchors
 
 	ChaosKind bool // JEJAK_CHAOS_KIND; registers the chaos suite's test kind (never in production)
 

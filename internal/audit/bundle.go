@@ -23,6 +23,16 @@ type ProofBundle struct {
 	Entry      string   `json:"entry,omitempty"` // base64, bundles only
 }
 
+// Bundle is the proof as served: hashes in base64, entry left out.
+func (p InclusionProof) Bundle() ProofBundle {
+	hashes := make([]string, len(p.Hashes))
+	for i, h := range p.Hashes {
+		hashes[i] = base64.StdEncoding.EncodeToString(h[:])
+	}
+	return ProofBundle{Seq: p.Seq, LeafIndex: p.Seq - 1, TreeSize: p.TreeSize,
+		LeafHash: base64.StdEncoding.EncodeToString(p.LeafHash[:]), Hashes: hashes, Checkpoint: p.Checkpoint}
+}
+
 // VerifyProofBundle checks a bundle offline with only the verifier key:
 // the checkpoint's signature, that the entry hashes to the leaf hash
 // (RFC 6962: SHA-256 of 0x00 ‖ entry), and that the audit path leads from

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 
 	"github.com/jackc/pgx/v5"
@@ -141,6 +142,25 @@ func (s *Service) ProveInclusion(ctx context.Context, tenantID, seq int64) (p In
 		return err
 	})
 	return p, err
+}
+
+// ProofBundle is "Prove this event": leaf seq's entry and its inclusion
+// proof in the latest checkpoint's tree, read in one transaction.
+func (s *Service) ProofBundle(ctx context.Context, tenantID, seq int64) (b ProofBundle, err error) {
+	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		p, err := ProveInclusion(ctx, tx, tenantID, seq)
+		if err != nil {
+			return err
+		}
+		entry, err := LeafEntry(ctx, tx, tenantID, seq)
+		if err != nil {
+			return err
+		}
+		b = p.Bundle()
+		b.Entry = base64.StdEncoding.EncodeToString(entry)
+		return nil
+	})
+	return b, err
 }
 
 // ProveConsistency proves tenantID's tree of size to extends size from.

@@ -1,11 +1,9 @@
 package web_test
 
 import (
-	"os"
-
-	"github.com/jejakhq/jejak/internal/anchor"
-
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,10 +12,12 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jejakhq/jejak/internal/app"
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/job"
@@ -62,13 +62,31 @@ func newAdminFixture(t *testing.T, statsMaxAge time.Duration) *fixture {
 func newHandler(db *testdb.DB, engine *job.Engine, log *slog.Logger, statsMaxAge time.Duration) http.Handler {
 	deps := app.NewDeps(db.App, db.System, engine, clock.Database{}, log)
 	deps.StatsMaxAge = statsMaxAge
-	dir, err := os.MkdirTemp("", "jejak-anchors-")
-	if err == nil {
-		if store, err := anchor.Open(dir); err == nil {
-			deps.Anchors = anchor.NewService(store, db.System)
-		}
-	}
+	deps.Audit.UseVerifierKey(logSigner().VerifierKey())
 	return web.New(deps)
+}
+
+// logSigner is the checkpoint key of every test server: generated once per
+// run, like the anchor key a server makes on its first start.
+var logSigner = sync.OnceValue(func() *audit.LogSigner {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	s, err := audit.NewLogSigner(priv)
+	if err != nil {
+		panic(err)
+	}
+	return s
+})
+
+// seal runs the server's sealer once over everything waiting: the events
+// get their seqs and every grown tree a signed checkpoint.
+func (f *fixture) seal() {
+	f.t.Helper()
+	if err := audit.NewSealer(f.db.System, audit.SealerOptions{Signer: logSigner()}).Drain(context.Background()); err != nil {
+		f.t.Fatalf("seal the audit log: %v", err)
+	}
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }

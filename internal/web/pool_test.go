@@ -205,6 +205,7 @@ func TestStalledExportIsCutOff(t *testing.T) {
 	if _, err := audit.SeedScale(ctx, db.System, []int64{melati}, 6000, audit.SeedOptions{BatchSize: 2000}); err != nil {
 		t.Fatal(err)
 	}
+	f.seal() // the export holds the sealed log
 	budi := f.client()
 	budi.login("budi@melati.test")
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {

@@ -28,6 +28,7 @@ func TestStrangerReadsNothingThroughRLS(t *testing.T) {
 	owner.login("budi@melati.test")
 	owner.post("/t/toko-bunga-melati/projects", owner.withCSRF(map[string][]string{"name": {"Rahasia"}}), false)
 	f.enqueue("toko-bunga-melati", job.EnqueueParams{Kind: "points.award"})
+	f.seal() // the export holds the sealed log
 
 	tenants := tenant.NewService(f.db.App, f.db.System, nil)
 	trail := audit.NewService(f.db.App, f.db.System)

@@ -260,8 +260,8 @@ func (s *Server) auditTimeline(c echo.Context) error {
 		// The first page polls for what arrives after its newest event or
 		// the head, whichever is later.
 		newest := page.Head
-		if len(page.Rows) > 0 && page.Rows[0].Seq > newest {
-			newest = page.Rows[0].Seq
+		if len(page.Rows) > 0 && page.Rows[0].ID > newest {
+			newest = page.Rows[0].ID
 		}
 		vm.PollURL = linkWith("/t/"+t.Slug+"/audit", af.query, "after", strconv.FormatInt(newest, 10))
 	}
@@ -460,7 +460,7 @@ func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit
 	rows := make([]components.AuditRow, len(events))
 	for i, e := range events {
 		r := components.AuditRow{
-			Seq: e.Seq, Time: shownTime(ctx, e.OccurredAt.In(loc)), TimeISO: e.OccurredAt.UTC().Format(time.RFC3339),
+			ID: e.ID, Seq: e.Seq, Time: shownTime(ctx, e.OccurredAt.In(loc)), TimeISO: e.OccurredAt.UTC().Format(time.RFC3339),
 			ActorKind: string(e.ActorKind), Action: e.Action, Entity: e.Entity, EntityID: e.EntityID,
 			Detail: prettyJSON(e.Detail), TraceID: e.TraceID, JobID: e.JobID,
 		}
@@ -469,6 +469,9 @@ func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit
 		}
 		if e.EntityID != "" {
 			r.EntityURL = base + url.PathEscape(e.Entity) + "/" + url.PathEscape(e.EntityID)
+		}
+		if e.Sealed() {
+			r.ProofURL = base + "log/bundle?seq=" + strconv.FormatInt(e.Seq, 10)
 		}
 		describe(ctx, &r, e, names, loc, now)
 		rows[i] = r

@@ -68,12 +68,23 @@ func systemEvents(n int, action string) []audit.Event {
 	return out
 }
 
-var seqAttr = regexp.MustCompile(`data-testid="audit-event" data-seq="(\d+)" data-action="([^"]*)"`)
+var eventAttr = regexp.MustCompile(`data-testid="audit-event" data-seq="(\d+)" data-action="([^"]*)" data-id="(\d+)"`)
 
-// seqs returns the sequence numbers of the rendered events, in page order.
+// ids returns the event ids of the rendered events, in page order (an
+// event has its id at once, its seq only once sealed).
+func ids(body string) []int64 {
+	var out []int64
+	for _, m := range eventAttr.FindAllStringSubmatch(body, -1) {
+		n, _ := strconv.ParseInt(m[3], 10, 64)
+		out = append(out, n)
+	}
+	return out
+}
+
+// seqs returns the rendered events' seqs (0 for one not sealed yet).
 func seqs(body string) []int64 {
 	var out []int64
-	for _, m := range seqAttr.FindAllStringSubmatch(body, -1) {
+	for _, m := range eventAttr.FindAllStringSubmatch(body, -1) {
 		n, _ := strconv.ParseInt(m[1], 10, 64)
 		out = append(out, n)
 	}
@@ -83,7 +94,7 @@ func seqs(body string) []int64 {
 // actions returns the actions of the rendered events, in page order.
 func actions(body string) []string {
 	var out []string
-	for _, m := range seqAttr.FindAllStringSubmatch(body, -1) {
+	for _, m := range eventAttr.FindAllStringSubmatch(body, -1) {
 		out = append(out, m[2])
 	}
 	return out
@@ -101,6 +112,7 @@ func TestAuditRoutesAccess(t *testing.T) {
 	f.record(melati, nil, audit.Event{ActorKind: audit.ActorUser, ActorID: ptr(f.userID("budi@melati.test")),
 		Action: "project.rename", Entity: "project", EntityID: strconv.FormatInt(pid, 10),
 		Detail: json.RawMessage(`{"secret_marker": "melati-only"}`)})
+	f.seal() // exports hold the sealed log
 	entity := fmt.Sprintf("/t/%s/audit/project/%d", melati, pid)
 	routes := []string{"/t/" + melati + "/audit", entity, "/t/" + melati + "/audit/export.csv",
 		"/t/" + melati + "/audit/export.jsonl", "/t/" + melati + "/jobs"}
@@ -337,7 +349,7 @@ func TestAuditPaginationEveryEventOnce(t *testing.T) {
 
 	walk := func(t *testing.T, htmx bool) []int64 {
 		a := c.get("/t/" + melati + "/audit")
-		all := seqs(a.body)
+		all := ids(a.body)
 		if len(all) != 50 {
 			t.Fatalf("first page has %d events", len(all))
 		}
@@ -361,7 +373,7 @@ func TestAuditPaginationEveryEventOnce(t *testing.T) {
 			if a.status != http.StatusOK {
 				t.Fatalf("older page: %d", a.status)
 			}
-			all = append(all, seqs(a.body)...)
+			all = append(all, ids(a.body)...)
 		}
 		t.Fatal("too many pages")
 		return nil
@@ -373,7 +385,7 @@ func TestAuditPaginationEveryEventOnce(t *testing.T) {
 				t.Fatalf("saw %d events, want %d", len(got), total)
 			}
 			for i := 1; i < len(got); i++ {
-				if got[i] != got[i-1]-1 {
+				if got[i] >= got[i-1] {
 					t.Fatalf("not every event exactly once, newest first: %d after %d", got[i], got[i-1])
 				}
 			}
@@ -407,12 +419,15 @@ func TestAuditPoll(t *testing.T) {
 	}
 	recs := f.record(melati, nil, append(systemEvents(2, "report.sent"), audit.Event{ActorKind: audit.ActorSystem, Action: "plan.renewed", Entity: "plan", EntityID: "pro"})...)
 	a := c.getHTMX(url1)
-	got := seqs(a.body)
-	if a.status != http.StatusOK || len(got) != 3 || got[0] != recs[2].Seq || got[2] != recs[0].Seq {
-		t.Fatalf("poll: %d seqs %v, want the 3 new ones newest first", a.status, got)
+	got := ids(a.body)
+	if a.status != http.StatusOK || len(got) != 3 || got[0] != recs[2].ID || got[2] != recs[0].ID {
+		t.Fatalf("poll: %d ids %v, want the 3 new ones newest first", a.status, got)
+	}
+	if s := seqs(a.body); s[0] != 0 || !strings.Contains(a.body, `data-testid="audit-unsealed"`) {
+		t.Fatalf("events the sealer has not reached show without a seq, marked: %v", s)
 	}
 	m = poll.FindStringSubmatch(a.body)
-	if m == nil || !strings.Contains(m[1], "after="+strconv.FormatInt(recs[2].Seq, 10)) {
+	if m == nil || !strings.Contains(m[1], "after="+strconv.FormatInt(recs[2].ID, 10)) {
 		t.Fatalf("new poller does not move on: %v", m)
 	}
 	if again := c.getHTMX(strings.ReplaceAll(m[1], "&amp;", "&")); again.status != http.StatusNoContent {
@@ -429,14 +444,14 @@ func TestAuditPoll(t *testing.T) {
 	if got := actions(a.body); len(got) != 1 || got[0] != "plan.renewed" {
 		t.Fatalf("filtered poll: %v", got)
 	}
-	if !strings.Contains(a.body, "after="+strconv.FormatInt(more[3].Seq, 10)) {
+	if !strings.Contains(a.body, "after="+strconv.FormatInt(more[3].ID, 10)) {
 		t.Fatal("filtered poll did not advance to the head")
 	}
 	f.record(melati, nil, systemEvents(2, "report.sent")...)
 	m = poll.FindStringSubmatch(a.body)
 	a = c.getHTMX(strings.ReplaceAll(m[1], "&amp;", "&"))
-	if a.status != http.StatusOK || len(seqs(a.body)) != 0 || !strings.Contains(a.body, `id="audit-poll"`) {
-		t.Fatalf("filtered poll over non-matching events: %d %v", a.status, seqs(a.body))
+	if a.status != http.StatusOK || len(ids(a.body)) != 0 || !strings.Contains(a.body, `id="audit-poll"`) {
+		t.Fatalf("filtered poll over non-matching events: %d %v", a.status, ids(a.body))
 	}
 }
 
@@ -500,6 +515,7 @@ func TestAuditExport(t *testing.T) {
 		t.Fatalf("create project: %d %.300s", a.status, a.body)
 	}
 	f.record(melati, nil, systemEvents(3, "report.sent")...)
+	f.seal()
 
 	a := c.get("/t/" + melati + "/audit/export.csv?action=project.create")
 	if a.status != http.StatusOK || !strings.HasPrefix(a.header.Get("Content-Type"), "text/csv") ||
@@ -517,8 +533,8 @@ func TestAuditExport(t *testing.T) {
 	if len(records) != 2 {
 		t.Fatalf("filter not respected: %d rows", len(records)-1)
 	}
-	detail := records[1][8]
-	if records[1][5] != "project.create" || !strings.Contains(detail, `=HYPERLINK(\"x\")`) {
+	detail := records[1][9]
+	if records[1][6] != "project.create" || !strings.Contains(detail, `=HYPERLINK(\"x\")`) {
 		t.Fatalf("row: %v", records[1])
 	}
 	// The name sits inside the JSON detail; check no cell starts a formula
@@ -532,10 +548,11 @@ func TestAuditExport(t *testing.T) {
 
 	// A formula at the start of a cell (entity id) is escaped.
 	f.record(melati, nil, audit.Event{ActorKind: audit.ActorSystem, Action: "import.row", Entity: "row", EntityID: `=HYPERLINK("x")`})
+	f.seal()
 	a = c.get("/t/" + melati + "/audit/export.csv?action=import.row")
 	records, _ = csv.NewReader(strings.NewReader(a.body)).ReadAll()
 	records = withoutTrailer(t, records)
-	if len(records) != 2 || records[1][7] != `'=HYPERLINK("x")` {
+	if len(records) != 2 || records[1][8] != `'=HYPERLINK("x")` {
 		t.Fatalf("formula cell not escaped: %v", records)
 	}
 
@@ -588,11 +605,12 @@ func TestAuditVerify(t *testing.T) {
 	if !strings.Contains(before.body, "not verified yet") {
 		t.Fatal("chain status before any verification")
 	}
+	f.seal()
 	a := c.post("/t/"+melati+"/audit/verify", c.withCSRF(nil), false)
 	if a.status != http.StatusSeeOther || a.location != "/t/"+melati+"/audit" {
 		t.Fatalf("verify: %d %q", a.status, a.location)
 	}
-	head := f.count(`SELECT max(seq) FROM audit_events WHERE tenant_id = $1`, f.tenantID(melati))
+	head := f.count(`SELECT max(seq) FROM audit_leaves WHERE tenant_id = $1`, f.tenantID(melati))
 	page := c.get("/t/" + melati + "/audit")
 	if want := fmt.Sprintf("Chain verified through #%d", head); !strings.Contains(page.body, want) {
 		t.Fatalf("page lacks %q", want)
@@ -602,18 +620,20 @@ func TestAuditVerify(t *testing.T) {
 	ctx := context.Background()
 	_, err := f.db.Admin.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update`)
 	if err == nil {
-		_, err = f.db.Admin.Exec(ctx, `UPDATE audit_events SET detail = '{"n": 999}' WHERE tenant_id = $1 AND seq = $2`, f.tenantID(melati), recs[2].Seq)
+		_, err = f.db.Admin.Exec(ctx, `UPDATE audit_events SET detail = '{"n": 999}' WHERE tenant_id = $1 AND id = $2`, f.tenantID(melati), recs[2].ID)
 	}
 	if err != nil {
 		t.Fatalf("tamper: %v", err)
 	}
-	// A result is kept until the head moves: one more event, then verify.
+	tampered := f.count(`SELECT seq FROM audit_leaves WHERE tenant_id = $1 AND event_id = $2`, f.tenantID(melati), recs[2].ID)
+	// A result is kept until the tree grows: one more event, then verify.
 	f.record(melati, nil, systemEvents(1, "report.sent")...)
+	f.seal()
 	h := c.post("/t/"+melati+"/audit/verify", c.withCSRF(nil), true)
 	if h.status != http.StatusOK || strings.Contains(h.body, "<html") {
 		t.Fatalf("htmx verify: %d %.200s", h.status, h.body)
 	}
-	if want := fmt.Sprintf("Chain broken at #%d", recs[2].Seq); !strings.Contains(h.body, want) || !strings.Contains(h.body, "altered") {
+	if want := fmt.Sprintf("Chain broken at #%d", tampered); !strings.Contains(h.body, want) || !strings.Contains(h.body, "altered") {
 		t.Fatalf("verify result lacks %q: %.500s", want, h.body)
 	}
 }

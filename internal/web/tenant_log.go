@@ -6,10 +6,8 @@ import (
 	"strconv"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/jejakhq/jejak/internal/apperr"
-	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/tenant"
 )
 
@@ -37,43 +35,33 @@ func (s *Server) auditLogCheckpoint(c echo.Context) error {
 	return c.String(http.StatusOK, note)
 }
 
-func (s *Server) inclusion(c echo.Context) (audit.ProofBundle, error) {
-	seq, err := positiveParam(c, "seq")
-	if err != nil {
-		return audit.ProofBundle{}, err
-	}
-	p, err := s.Audit.ProveInclusion(c.Request().Context(), currentTenant(c).ID, seq)
-	if err != nil {
-		return audit.ProofBundle{}, err
-	}
-	return audit.ProofBundle{Seq: p.Seq, LeafIndex: p.Seq - 1, TreeSize: p.TreeSize, LeafHash: b64(p.LeafHash),
-		Hashes: b64s(p.Hashes), Checkpoint: p.Checkpoint}, nil
-}
-
 // auditLogProof serves the inclusion proof of one leaf in the tree of the
 // latest checkpoint.
 func (s *Server) auditLogProof(c echo.Context) error {
-	p, err := s.inclusion(c)
+	seq, err := positiveParam(c, "seq")
+	if err != nil {
+		return err
+	}
+	p, err := s.Audit.ProveInclusion(c.Request().Context(), currentTenant(c).ID, seq)
 	if err != nil {
 		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, p)
+	return c.JSON(http.StatusOK, p.Bundle())
 }
 
 // auditLogBundle is "Prove this event": the entry, its inclusion proof
 // and the checkpoint, one file that `web audit verify-proof` checks
 // offline with only the verifier key.
 func (s *Server) auditLogBundle(c echo.Context) error {
-	p, err := s.inclusion(c)
+	seq, err := positiveParam(c, "seq")
 	if err != nil {
 		return err
 	}
-	entry, err := s.Audit.LeafEntry(c.Request().Context(), currentTenant(c).ID, p.Seq)
+	p, err := s.Audit.ProofBundle(c.Request().Context(), currentTenant(c).ID, seq)
 	if err != nil {
 		return err
 	}
-	p.Entry = base64.StdEncoding.EncodeToString(entry)
 	c.Response().Header().Set("Cache-Control", "no-store")
 	c.Response().Header().Set("Content-Disposition", `attachment; filename="audit-proof-`+currentTenant(c).Slug+`-`+strconv.FormatInt(p.Seq, 10)+`.json"`)
 	return c.JSON(http.StatusOK, p)
@@ -93,12 +81,16 @@ func (s *Server) auditLogConsistency(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	out := make([]string, len(hashes))
+	for i, h := range hashes {
+		out[i] = base64.StdEncoding.EncodeToString(h[:])
+	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, struct {
 		From   int64    `json:"from"`
 		To     int64    `json:"to"`
 		Hashes []string `json:"hashes"`
-	}{from, to, b64s(hashes)})
+	}{from, to, out})
 }
 
 // auditLogEntry serves a leaf's canonical encoding, byte for byte.
@@ -123,14 +115,4 @@ func positiveParam(c echo.Context, name string) (int64, error) {
 		return 0, apperr.Malformed(name + " must be a positive whole number")
 	}
 	return n, nil
-}
-
-func b64(h tlog.Hash) string { return base64.StdEncoding.EncodeToString(h[:]) }
-
-func b64s(hs []tlog.Hash) []string {
-	out := make([]string, len(hs))
-	for i, h := range hs {
-		out[i] = b64(h)
-	}
-	return out
 }

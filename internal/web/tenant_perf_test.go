@@ -131,7 +131,7 @@ func TestAuditTimelineQueryBudget(t *testing.T) {
 	filtered := c.get("/t/" + melati + "/audit?action=report.sent&actor=system")
 	check("filtered first page", filtered, 2, 0)
 	poll = regexp.MustCompile(`id="audit-poll"[^>]*hx-get="([^"]+)"`).FindStringSubmatch(filtered.body)
-	head := f.count(`SELECT max(seq) FROM audit_events WHERE tenant_id = $1`, f.tenantID(melati))
+	head := f.count(`SELECT max(id) FROM audit_events WHERE tenant_id = $1`, f.tenantID(melati))
 	if !strings.HasSuffix(poll[1], "after="+strconv.Itoa(head)) {
 		t.Fatalf("filtered poll starts at %s, want the head %d", poll[1], head)
 	}

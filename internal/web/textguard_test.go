@@ -77,6 +77,7 @@ func TestDeceptiveTextRefusedInNamesAndVisibleElsewhere(t *testing.T) {
 			t.Errorf("%s does not show the override visibly", p.path)
 		}
 	}
+	f.seal() // the export holds the sealed log
 	a := owner.get("/t/toko-bunga-melati/audit/export.csv")
 	if a.status != http.StatusOK {
 		t.Fatalf("export: %d", a.status)
@@ -87,15 +88,15 @@ func TestDeceptiveTextRefusedInNamesAndVisibleElsewhere(t *testing.T) {
 	}
 	found := false
 	for _, r := range records {
-		if r[5] != "import.row" {
+		if r[6] != "import.row" {
 			continue
 		}
 		found = true
-		if r[6] != `'=HYPERLINK("http://evil.test")` || r[7] != "'@SUM(A1)⟨U+202E⟩" {
-			t.Fatalf("CSV cells not neutralised: entity=%q entity_id=%q", r[6], r[7])
+		if r[7] != `'=HYPERLINK("http://evil.test")` || r[8] != "'@SUM(A1)⟨U+202E⟩" {
+			t.Fatalf("CSV cells not neutralised: entity=%q entity_id=%q", r[7], r[8])
 		}
-		if r[8] != `{"note": "x`+rlo+`y"}` {
-			t.Fatalf("detail must stay as hashed: %q", r[8])
+		if r[9] != `{"note": "x`+rlo+`y"}` {
+			t.Fatalf("detail must stay as hashed: %q", r[9])
 		}
 	}
 	if !found {
