@@ -23,6 +23,9 @@ DROP FUNCTION audit_count_days();
 -- sealer integrates a tenant's v1 events up to its head); nobody moves
 -- them any more.
 REVOKE INSERT, UPDATE ON audit_heads FROM jejak_app, jejak_system;
+-- Day counts are the sealer's (jejak_system) now; writers only insert
+-- their event.
+REVOKE INSERT, UPDATE ON audit_day_counts FROM jejak_app;
 
 -- seq now belongs to the leaf; an event's key is its id.
 ALTER TABLE audit_events ADD CONSTRAINT audit_events_v1_seq_key UNIQUE (tenant_id, seq);
