@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/jejakhq/jejak/internal/apperr"
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // Errors of the log's proofs.
@@ -43,14 +41,14 @@ type SignedTree struct {
 // LatestCheckpoint returns tenantID's newest signed checkpoint (inside a
 // tenant-scoped or system transaction).
 func LatestCheckpoint(ctx context.Context, db DB, tenantID int64) (SignedTree, error) {
-	r, err := queries.New(db).AuditCheckpointLatest(ctx, tenantID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return SignedTree{}, ErrNoCheckpoint
-	}
+	cp, ok, err := newStore(db).latestCheckpoint(ctx, tenantID)
 	if err != nil {
 		return SignedTree{}, wrapf(err, "read latest checkpoint of tenant %d", tenantID)
 	}
-	return SignedTree(r), nil
+	if !ok {
+		return SignedTree{}, ErrNoCheckpoint
+	}
+	return cp, nil
 }
 
 // InclusionProof proves that the leaf at Seq is in the tree the
@@ -73,7 +71,7 @@ func ProveInclusion(ctx context.Context, db DB, tenantID, seq int64) (InclusionP
 	if seq < 1 || seq > cp.Size {
 		return InclusionProof{}, beyond("seq %d is not in the signed tree of size %d", seq, cp.Size)
 	}
-	th := newTreeHashes(ctx, queries.New(db), tenantID)
+	th := newTreeHashes(ctx, newStore(db), tenantID)
 	hashes, err := tlog.ProveRecord(cp.Size, seq-1, th)
 	if err != nil {
 		return InclusionProof{}, wrapf(err, "prove leaf %d of tenant %d", seq, tenantID)
@@ -89,11 +87,9 @@ func ProveInclusion(ctx context.Context, db DB, tenantID, seq int64) (InclusionP
 // tree of size from (RFC 6962 consistency proof); 1 ≤ from ≤ to ≤ the
 // tree's size, else ErrBeyondLog.
 func ProveConsistency(ctx context.Context, db DB, tenantID, from, to int64) ([]tlog.Hash, error) {
-	q := queries.New(db)
-	tree, err := q.AuditTreeGet(ctx, tenantID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		tree.Size = 0
-	} else if err != nil {
+	q := newStore(db)
+	tree, err := q.tree(ctx, tenantID)
+	if err != nil {
 		return nil, wrapf(err, "read tree of tenant %d", tenantID)
 	}
 	if from < 1 || from > to || to > tree.Size {

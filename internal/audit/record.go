@@ -2,13 +2,11 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/jejakhq/jejak/internal/queries"
 	"github.com/jejakhq/jejak/internal/reqctx"
 )
 
@@ -39,22 +37,9 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, e Event) (Recorded, er
 		t := now.UTC().Truncate(time.Microsecond)
 		now = &t
 	}
-	row, err := queries.New(tx).AuditEventInsert(ctx, queries.AuditEventInsertParams{
-		TenantID:  e.TenantID,
-		ActorKind: string(e.ActorKind),
-		ActorID:   e.ActorID,
-		Action:    e.Action,
-		Entity:    e.Entity,
-		EntityID:  e.EntityID,
-		Detail:    detail,
-		Now:       now,
-		TraceID:   e.TraceID,
-		JobID:     e.JobID,
-	})
+	rec, err := newStore(tx).insert(ctx, &e, detail, now)
 	if err != nil {
 		return Recorded{}, fmt.Errorf("insert audit event %s of tenant %d: %w", e.Action, e.TenantID, err)
 	}
-	rec := Recorded{Event: e, ID: row.ID, OccurredAt: row.OccurredAt.UTC()}
-	rec.Detail = json.RawMessage(row.DetailText)
 	return rec, nil
 }

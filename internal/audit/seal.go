@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // SignedCheckpoint is a checkpoint the sealer signed, for the sink that
@@ -98,7 +96,7 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 	var res SealResult
 	var tenants []int64
 	err := database.InTx(ctx, s.db, func(tx pgx.Tx) (err error) {
-		tenants, err = queries.New(tx).AuditSealWork(ctx)
+		tenants, err = newStore(tx).sealWork(ctx)
 		return err
 	})
 	if err != nil {
@@ -185,7 +183,7 @@ func (s *Sealer) sealTenant(ctx context.Context, tenantID int64, force bool) (in
 	var cp *SignedCheckpoint
 	var delays []time.Duration
 	err := database.InTx(ctx, s.db, func(tx pgx.Tx) error {
-		q := queries.New(tx)
+		q := newStore(tx)
 		tree, ok, err := lockTree(ctx, q, tenantID)
 		if err != nil || !ok {
 			return err
@@ -214,11 +212,8 @@ func (s *Sealer) sealTenant(ctx context.Context, tenantID int64, force bool) (in
 		if err != nil {
 			return fmt.Errorf("sign checkpoint: %w", err)
 		}
-		if err := q.AuditCheckpointInsert(ctx, queries.AuditCheckpointInsertParams{TenantID: tenantID, Size: size, Root: root, Note: note}); err != nil {
+		if err := q.checkpoint(ctx, tenantID, size, root, note); err != nil {
 			return fmt.Errorf("store checkpoint: %w", err)
-		}
-		if err := q.AuditTreeSigned(ctx, queries.AuditTreeSignedParams{TenantID: tenantID, Size: size}); err != nil {
-			return fmt.Errorf("mark tree signed: %w", err)
 		}
 		cp = &SignedCheckpoint{TenantID: tenantID, Slug: tree.Slug, Size: size, Root: root, Note: note}
 		return nil
@@ -234,20 +229,17 @@ func (s *Sealer) sealTenant(ctx context.Context, tenantID int64, force bool) (in
 
 // lockTree locks tenantID's tree row, creating the empty tree first;
 // ok is false when another sealer holds it.
-func lockTree(ctx context.Context, q *queries.Queries, tenantID int64) (queries.AuditTreeLockRow, bool, error) {
+func lockTree(ctx context.Context, q store, tenantID int64) (logTree, bool, error) {
 	for attempt := 0; ; attempt++ {
-		tree, err := q.AuditTreeLock(ctx, tenantID)
-		if err == nil {
-			return tree, true, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		tree, ok, err := q.lockTree(ctx, tenantID)
+		if err != nil {
 			return tree, false, fmt.Errorf("lock tree: %w", err)
 		}
-		if attempt > 0 {
-			return tree, false, nil // it exists: another sealer holds it
+		if ok || attempt > 0 {
+			return tree, ok, nil // not ok: it exists, another sealer holds it
 		}
 		var empty tlog.Hash
-		if err := q.AuditTreeCreate(ctx, queries.AuditTreeCreateParams{TenantID: tenantID, Root: empty[:]}); err != nil {
+		if err := q.createTree(ctx, tenantID, empty[:]); err != nil {
 			return tree, false, fmt.Errorf("create tree: %w", err)
 		}
 	}
@@ -255,47 +247,32 @@ func lockTree(ctx context.Context, q *queries.Queries, tenantID int64) (queries.
 
 // pending reads the next batch: the migrated v1 chain first, in its seq
 // order, then queued events in id order.
-func (s *Sealer) pending(ctx context.Context, q *queries.Queries, tenantID int64, tree queries.AuditTreeLockRow) ([]sealable, error) {
-	var out []sealable
+func (s *Sealer) pending(ctx context.Context, q store, tenantID int64, tree logTree) ([]sealable, error) {
 	if tree.Size < tree.V1Size {
-		after := tree.Size
-		rows, err := q.AuditV1Batch(ctx, queries.AuditV1BatchParams{TenantID: tenantID, AfterSeq: &after, Lim: int32(min(int64(s.opts.Batch), tree.V1Size-tree.Size))})
+		out, seqs, err := q.v1Batch(ctx, tenantID, tree.Size, int(min(int64(s.opts.Batch), tree.V1Size-tree.Size)))
 		if err != nil {
 			return nil, fmt.Errorf("read v1 events: %w", err)
 		}
-		for i, r := range rows {
-			if r.AuditEvent.Seq == nil || *r.AuditEvent.Seq != tree.Size+int64(i)+1 {
-				return nil, fmt.Errorf("v1 chain has a gap before event %d (tree size %d)", r.AuditEvent.ID, tree.Size+int64(i))
+		for i := range out {
+			if seqs[i] != tree.Size+int64(i)+1 {
+				return nil, fmt.Errorf("v1 chain has a gap before event %d (tree size %d)", out[i].fields.ID, tree.Size+int64(i))
 			}
-			out = append(out, sealable{fields: rowFields(r.AuditEvent, r.DetailText, true), queuedAt: r.QueuedAt})
 		}
 		if len(out) == 0 {
 			return nil, fmt.Errorf("v1 chain ends at %d, its head says %d", tree.Size, tree.V1Size)
 		}
 		return out, nil
 	}
-	rows, err := q.AuditUnsealedBatch(ctx, queries.AuditUnsealedBatchParams{TenantID: tenantID, Lim: int32(s.opts.Batch)})
+	out, err := q.unsealedBatch(ctx, tenantID, s.opts.Batch)
 	if err != nil {
 		return nil, fmt.Errorf("read queued events: %w", err)
-	}
-	for _, r := range rows {
-		out = append(out, sealable{fields: rowFields(r.AuditEvent, r.DetailText, false), queuedAt: r.QueuedAt})
 	}
 	return out, nil
 }
 
-func rowFields(e queries.AuditEvent, detailText string, v1 bool) chainFields {
-	return chainFields{
-		TenantID: e.TenantID, ID: e.ID, ActorKind: e.ActorKind, ActorID: e.ActorID,
-		Action: e.Action, Entity: e.Entity, EntityID: e.EntityID, DetailText: detailText,
-		OccurredAt: e.OccurredAt.UTC(), TraceID: e.TraceID, JobID: e.JobID,
-		PrevHash: e.PrevHash, V1: v1,
-	}
-}
-
 // integrate appends batch to the tree after tree.Size and returns the new
 // root.
-func (s *Sealer) integrate(ctx context.Context, q *queries.Queries, tenantID int64, tree queries.AuditTreeLockRow, batch []sealable) ([]byte, error) {
+func (s *Sealer) integrate(ctx context.Context, q store, tenantID int64, tree logTree, batch []sealable) ([]byte, error) {
 	th := newTreeHashes(ctx, q, tenantID)
 	seqs := make([]int64, len(batch))
 	ids := make([]int64, len(batch))
@@ -324,22 +301,22 @@ func (s *Sealer) integrate(ctx context.Context, q *queries.Queries, tenantID int
 	if err != nil {
 		return nil, fmt.Errorf("tree root: %w", err)
 	}
-	if _, err := q.AuditLeavesInsert(ctx, queries.AuditLeavesInsertParams{TenantID: tenantID, Seqs: seqs, EventIds: ids, Hashes: hashes}); err != nil {
+	if err := q.insertLeaves(ctx, tenantID, seqs, ids, hashes); err != nil {
 		return nil, fmt.Errorf("insert leaves: %w", err)
 	}
 	if len(queued) > 0 {
-		deleted, err := q.AuditUnsealedDelete(ctx, queries.AuditUnsealedDeleteParams{TenantID: tenantID, EventIds: queued})
+		deleted, err := q.dequeue(ctx, tenantID, queued)
 		if err != nil {
 			return nil, fmt.Errorf("dequeue sealed events: %w", err)
 		}
 		if deleted != int64(len(queued)) {
 			return nil, fmt.Errorf("dequeued %d of %d sealed events", deleted, len(queued))
 		}
-		if err := q.AuditDayCountsAdd(ctx, queries.AuditDayCountsAddParams{TenantID: tenantID, Zone: tree.TimeZone, OccurredAts: days}); err != nil {
+		if err := q.countDays(ctx, tenantID, tree.TimeZone, days); err != nil {
 			return nil, fmt.Errorf("count sealed events by day: %w", err)
 		}
 	}
-	if err := q.AuditTreeGrow(ctx, queries.AuditTreeGrowParams{TenantID: tenantID, Size: size, Root: root[:]}); err != nil {
+	if err := q.growTree(ctx, tenantID, size, root[:]); err != nil {
 		return nil, fmt.Errorf("grow tree: %w", err)
 	}
 	return root[:], nil
@@ -355,11 +332,8 @@ type Backlog struct {
 // Backlogs lists the tenants with unsealed events (system pool).
 func Backlogs(ctx context.Context, system database.Beginner) ([]Backlog, error) {
 	var out []Backlog
-	err := database.InTx(ctx, system, func(tx pgx.Tx) error {
-		rows, err := queries.New(tx).AuditUnsealedStats(ctx)
-		for _, r := range rows {
-			out = append(out, Backlog(r))
-		}
+	err := database.InTx(ctx, system, func(tx pgx.Tx) (err error) {
+		out, err = newStore(tx).backlogs(ctx)
 		return err
 	})
 	if err != nil {

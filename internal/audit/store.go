@@ -8,7 +8,7 @@ import (
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
-// This file and the sealer's are the only ones that touch the generated
+// This file and log_store.go are the only ones that touch the generated
 // queries: they turn rows into the package's own types.
 
 type store struct{ q *queries.Queries }

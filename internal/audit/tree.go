@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"golang.org/x/mod/sumdb/tlog"
-
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // A tenant's Merkle tree is stored the way golang.org/x/mod/sumdb/tlog
@@ -29,13 +27,13 @@ func hashLocation(i int64) (seq int64, pos int) {
 // proof costs a few reads by primary key.
 type treeHashes struct {
 	ctx      context.Context
-	q        *queries.Queries
+	q        store
 	tenantID int64
 	known    map[int64]tlog.Hash
 	reads    int
 }
 
-func newTreeHashes(ctx context.Context, q *queries.Queries, tenantID int64) *treeHashes {
+func newTreeHashes(ctx context.Context, q store, tenantID int64) *treeHashes {
 	return &treeHashes{ctx: ctx, q: q, tenantID: tenantID, known: map[int64]tlog.Hash{}}
 }
 
@@ -50,12 +48,12 @@ func (t *treeHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	}
 	if len(seqs) > 0 {
 		t.reads++
-		rows, err := t.q.AuditLeafHashes(t.ctx, queries.AuditLeafHashesParams{TenantID: t.tenantID, Seqs: seqs})
+		stored, err := t.q.leafHashes(t.ctx, t.tenantID, seqs)
 		if err != nil {
 			return nil, fmt.Errorf("read tree hashes of tenant %d: %w", t.tenantID, err)
 		}
-		for _, r := range rows {
-			t.remember(r.Seq-1, r.Hashes)
+		for seq, hashes := range stored {
+			t.remember(seq-1, hashes)
 		}
 	}
 	out := make([]tlog.Hash, len(indexes))

@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // VerifyResult is the outcome of checking one tenant's log.
@@ -89,7 +87,6 @@ type commitment struct {
 }
 
 func verifyTx(ctx context.Context, db DB, tenantID int64, opts VerifyOptions) (VerifyResult, error) {
-	q := queries.New(db)
 	s := newStore(db)
 	res := VerifyResult{TenantID: tenantID}
 	// good is the largest size confirmed so far by a commitment: a broken
@@ -100,18 +97,16 @@ func verifyTx(ctx context.Context, db DB, tenantID int64, opts VerifyOptions) (V
 		return res, nil
 	}
 
-	tree, err := q.AuditTreeGet(ctx, tenantID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		tree = queries.AuditTreeGetRow{}
-	} else if err != nil {
+	tree, err := s.tree(ctx, tenantID)
+	if err != nil {
 		return res, wrapf(err, "read audit tree of tenant %d", tenantID)
 	}
 	res.TreeSize, res.Root = tree.Size, tree.Root
-	cps, err := q.AuditCheckpointsAll(ctx, tenantID)
+	cps, err := s.checkpoints(ctx, tenantID)
 	if err != nil {
 		return res, wrapf(err, "read checkpoints of tenant %d", tenantID)
 	}
-	last, err := q.AuditLastLeaf(ctx, tenantID)
+	last, err := s.lastLeaf(ctx, tenantID)
 	if err != nil {
 		return res, wrapf(err, "read last leaf of tenant %d", tenantID)
 	}
@@ -211,7 +206,7 @@ func verifyTx(ctx context.Context, db DB, tenantID int64, opts VerifyOptions) (V
 	case tree.Size > 0 && !sameRoot(tree.Root, ct.root()):
 		return bad(good+1, "the tree's stored root does not match its leaves")
 	}
-	hidden, err := q.AuditUnsealedOrphans(ctx, tenantID)
+	hidden, err := s.orphans(ctx, tenantID)
 	if err != nil {
 		return res, wrapf(err, "count hidden events of tenant %d", tenantID)
 	}

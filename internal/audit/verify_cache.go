@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // Verifier is log verification for the dashboard: a full verification
@@ -72,10 +70,7 @@ func (v *Verifier) Verify(ctx context.Context, tenantID int64) (VerifyResult, er
 	var size int64
 	var root []byte
 	err := database.InTenantTx(ctx, v.db, tenantID, func(tx pgx.Tx) error {
-		t, err := queries.New(tx).AuditTreeGet(ctx, tenantID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
+		t, err := newStore(tx).tree(ctx, tenantID)
 		size, root = t.Size, t.Root
 		return err
 	})

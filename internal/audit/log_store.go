@@ -1,0 +1,188 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/queries"
+)
+
+// The log's tables (audit_unsealed, audit_leaves, audit_trees,
+// audit_checkpoints) as the sealer, the verifier and the proofs read and
+// write them.
+
+// logTree is a tenant's tree row. The sealer's locked read also fills
+// SignedAt, Now (the database's clock), Slug, TimeZone and V1Size (the
+// length of the tenant's v1 chain, integrated first).
+type logTree struct {
+	Size       int64
+	Root       []byte
+	SignedSize int64
+	SignedAt   time.Time
+	Now        time.Time
+	Slug       string
+	TimeZone   string
+	V1Size     int64
+}
+
+// tree reads tenantID's tree; a tenant never sealed has the empty tree.
+func (s store) tree(ctx context.Context, tenantID int64) (logTree, error) {
+	t, err := s.q.AuditTreeGet(ctx, tenantID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return logTree{}, nil
+	}
+	return logTree{Size: t.Size, Root: t.Root, SignedSize: t.SignedSize}, err
+}
+
+// lockTree locks tenantID's tree row with SKIP LOCKED; ok is false when
+// the row is missing or another transaction holds it.
+func (s store) lockTree(ctx context.Context, tenantID int64) (t logTree, ok bool, err error) {
+	r, err := s.q.AuditTreeLock(ctx, tenantID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return logTree{}, false, nil
+	}
+	return logTree(r), err == nil, err
+}
+
+func (s store) createTree(ctx context.Context, tenantID int64, emptyRoot []byte) error {
+	return s.q.AuditTreeCreate(ctx, queries.AuditTreeCreateParams{TenantID: tenantID, Root: emptyRoot})
+}
+
+func (s store) growTree(ctx context.Context, tenantID, size int64, root []byte) error {
+	return s.q.AuditTreeGrow(ctx, queries.AuditTreeGrowParams{TenantID: tenantID, Size: size, Root: root})
+}
+
+// checkpoint stores a signed checkpoint and marks the tree signed at size.
+func (s store) checkpoint(ctx context.Context, tenantID, size int64, root []byte, note string) error {
+	if err := s.q.AuditCheckpointInsert(ctx, queries.AuditCheckpointInsertParams{TenantID: tenantID, Size: size, Root: root, Note: note}); err != nil {
+		return err
+	}
+	return s.q.AuditTreeSigned(ctx, queries.AuditTreeSignedParams{TenantID: tenantID, Size: size})
+}
+
+// latestCheckpoint is tenantID's newest checkpoint; ok is false for none.
+func (s store) latestCheckpoint(ctx context.Context, tenantID int64) (SignedTree, bool, error) {
+	r, err := s.q.AuditCheckpointLatest(ctx, tenantID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return SignedTree{}, false, nil
+	}
+	return SignedTree(r), err == nil, err
+}
+
+// checkpoints are all of tenantID's checkpoints, smallest tree first.
+func (s store) checkpoints(ctx context.Context, tenantID int64) ([]SignedTree, error) {
+	rows, err := s.q.AuditCheckpointsAll(ctx, tenantID)
+	out := make([]SignedTree, len(rows))
+	for i, r := range rows {
+		out[i] = SignedTree(r)
+	}
+	return out, err
+}
+
+// sealWork lists the tenants with queued events or unsigned growth.
+func (s store) sealWork(ctx context.Context) ([]int64, error) { return s.q.AuditSealWork(ctx) }
+
+// v1Batch reads up to limit migrated v1 events after seq afterSeq, in seq
+// order, with each event's v1 seq.
+func (s store) v1Batch(ctx context.Context, tenantID, afterSeq int64, limit int) ([]sealable, []int64, error) {
+	rows, err := s.q.AuditV1Batch(ctx, queries.AuditV1BatchParams{TenantID: tenantID, AfterSeq: &afterSeq, Lim: int32(limit)})
+	out := make([]sealable, len(rows))
+	seqs := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = sealable{fields: rowFields(r.AuditEvent, r.DetailText, true), queuedAt: r.QueuedAt}
+		if r.AuditEvent.Seq != nil {
+			seqs[i] = *r.AuditEvent.Seq
+		}
+	}
+	return out, seqs, err
+}
+
+// unsealedBatch reads up to limit of tenantID's queued events in id order.
+func (s store) unsealedBatch(ctx context.Context, tenantID int64, limit int) ([]sealable, error) {
+	rows, err := s.q.AuditUnsealedBatch(ctx, queries.AuditUnsealedBatchParams{TenantID: tenantID, Lim: int32(limit)})
+	out := make([]sealable, len(rows))
+	for i, r := range rows {
+		out[i] = sealable{fields: rowFields(r.AuditEvent, r.DetailText, false), queuedAt: r.QueuedAt}
+	}
+	return out, err
+}
+
+func rowFields(e queries.AuditEvent, detailText string, v1 bool) chainFields {
+	return chainFields{
+		TenantID: e.TenantID, ID: e.ID, ActorKind: e.ActorKind, ActorID: e.ActorID,
+		Action: e.Action, Entity: e.Entity, EntityID: e.EntityID, DetailText: detailText,
+		OccurredAt: e.OccurredAt.UTC(), TraceID: e.TraceID, JobID: e.JobID,
+		PrevHash: e.PrevHash, V1: v1,
+	}
+}
+
+func (s store) insertLeaves(ctx context.Context, tenantID int64, seqs, eventIDs []int64, hashes [][]byte) error {
+	_, err := s.q.AuditLeavesInsert(ctx, queries.AuditLeavesInsertParams{TenantID: tenantID, Seqs: seqs, EventIds: eventIDs, Hashes: hashes})
+	return err
+}
+
+// dequeue removes sealed events from the queue and returns how many it
+// removed.
+func (s store) dequeue(ctx context.Context, tenantID int64, eventIDs []int64) (int64, error) {
+	return s.q.AuditUnsealedDelete(ctx, queries.AuditUnsealedDeleteParams{TenantID: tenantID, EventIds: eventIDs})
+}
+
+// countDays adds events at the given times to the tenant's day counts
+// (days in zone).
+func (s store) countDays(ctx context.Context, tenantID int64, zone string, at []time.Time) error {
+	return s.q.AuditDayCountsAdd(ctx, queries.AuditDayCountsAddParams{TenantID: tenantID, Zone: zone, OccurredAts: at})
+}
+
+// leafHashes reads the stored hashes of the given leaves.
+func (s store) leafHashes(ctx context.Context, tenantID int64, seqs []int64) (map[int64][]byte, error) {
+	rows, err := s.q.AuditLeafHashes(ctx, queries.AuditLeafHashesParams{TenantID: tenantID, Seqs: seqs})
+	out := make(map[int64][]byte, len(rows))
+	for _, r := range rows {
+		out[r.Seq] = r.Hashes
+	}
+	return out, err
+}
+
+func (s store) lastLeaf(ctx context.Context, tenantID int64) (int64, error) {
+	return s.q.AuditLastLeaf(ctx, tenantID)
+}
+
+// orphans counts events neither sealed nor queued.
+func (s store) orphans(ctx context.Context, tenantID int64) (int64, error) {
+	return s.q.AuditUnsealedOrphans(ctx, tenantID)
+}
+
+func (s store) backlogs(ctx context.Context) ([]Backlog, error) {
+	rows, err := s.q.AuditUnsealedStats(ctx)
+	out := make([]Backlog, len(rows))
+	for i, r := range rows {
+		out[i] = Backlog(r)
+	}
+	return out, err
+}
+
+// insert writes one event and returns it as stored.
+func (s store) insert(ctx context.Context, e *Event, detail []byte, now *time.Time) (Recorded, error) {
+	row, err := s.q.AuditEventInsert(ctx, queries.AuditEventInsertParams{
+		TenantID:  e.TenantID,
+		ActorKind: string(e.ActorKind),
+		ActorID:   e.ActorID,
+		Action:    e.Action,
+		Entity:    e.Entity,
+		EntityID:  e.EntityID,
+		Detail:    detail,
+		Now:       now,
+		TraceID:   e.TraceID,
+		JobID:     e.JobID,
+	})
+	if err != nil {
+		return Recorded{}, err
+	}
+	rec := Recorded{Event: *e, ID: row.ID, OccurredAt: row.OccurredAt.UTC()}
+	rec.Detail = json.RawMessage(row.DetailText)
+	return rec, nil
+}
