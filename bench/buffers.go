@@ -171,7 +171,7 @@ func buffersBench(p page) func(context.Context, *Env, string) (Result, error) {
 		s, _ := getScale(ctx, env)
 		rng := rand.New(rand.NewPCG(5, 6))
 		path := strings.ReplaceAll(p.path, "{trace}", s.traces[rng.IntN(len(s.traces))])
-		path = strings.ReplaceAll(path, "{older}", strconv.FormatInt(50+rng.Int64N(max(s.maxSeq-50, 1)), 10))
+		path = strings.ReplaceAll(path, "{older}", strconv.FormatInt(s.olderCursor(rng), 10))
 		get := func() error {
 			res, err := b.clients[p.as].Get(b.srv.URL + path)
 			if err != nil {

@@ -87,14 +87,22 @@ var pages = []page{
 // scaleEnv is the seeded database and a running dashboard over it, shared
 // by every large-data benchmark of one run.
 type scaleEnv struct {
-	name, url    string
-	tenants      []int64  // every tenant, for the engine load
-	traces       []string // seeded jobs' trace ids
-	app, system  *pgxpool.Pool
-	melati       int64
-	maxSeq       int64
-	srv, freshSv *httptest.Server
-	clients      map[string]*http.Client
+	name, url   string
+	tenants     []int64  // every tenant, for the engine load
+	traces      []string // seeded jobs' trace ids
+	app, system *pgxpool.Pool
+	melati      int64
+	events      int64 // melati's audit events
+	// firstID and lastID bound melati's event ids: the trail's cursor.
+	firstID, lastID int64
+	srv, freshSv    *httptest.Server
+	clients         map[string]*http.Client
+}
+
+// olderCursor is a random "older" cursor into melati's trail: an event
+// id past its newest 50 events' worth of ids.
+func (s *scaleEnv) olderCursor(rng *rand.Rand) int64 {
+	return s.firstID + 50 + rng.Int64N(max(s.lastID-s.firstID-50, 1))
 }
 
 var (
@@ -153,8 +161,9 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 	if s.system, err = timedPool(ctx, database.OpenSystem, s.url); err != nil {
 		return nil, err
 	}
-	if err := s.system.QueryRow(ctx, `SELECT t.id, h.seq FROM tenants t JOIN audit_heads h ON h.tenant_id = t.id
-		WHERE t.slug = 'toko-bunga-melati'`).Scan(&s.melati, &s.maxSeq); err != nil {
+	if err := s.system.QueryRow(ctx, `SELECT t.id, count(e.id), coalesce(min(e.id), 0), coalesce(max(e.id), 0)
+		FROM tenants t LEFT JOIN audit_events e ON e.tenant_id = t.id
+		WHERE t.slug = 'toko-bunga-melati' GROUP BY t.id`).Scan(&s.melati, &s.events, &s.firstID, &s.lastID); err != nil {
 		return nil, fmt.Errorf("find melati's trail: %w", err)
 	}
 	rows, err := s.system.Query(ctx, `SELECT id FROM tenants ORDER BY id`)
@@ -180,7 +189,7 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 		(SELECT reltuples::bigint FROM pg_class WHERE relname = 'jobs')`).Scan(&counts[0], &counts[1]); err != nil {
 		return nil, err
 	}
-	fmt.Printf("# scale database: ~%d audit events (melati: %d), ~%d jobs\n", counts[0], s.maxSeq, counts[1])
+	fmt.Printf("# scale database: ~%d audit events (melati: %d), ~%d jobs\n", counts[0], s.events, counts[1])
 
 	// No workers: the job mix must stay as seeded while pages are timed.
 	engine, err := job.New(job.Config{Pool: s.system, Logger: env.Log})
@@ -303,7 +312,7 @@ func timelineBench(older bool) func(context.Context, *Env, string) (Result, erro
 		return timeIt(env.Cfg.Requests, func() error {
 			var before int64
 			if older {
-				before = 50 + rng.Int64N(max(s.maxSeq-50, 1))
+				before = s.olderCursor(rng)
 			}
 			return database.InTenantTx(ctx, s.app, s.melati, func(tx pgx.Tx) error {
 				_, err := audit.Timeline(ctx, tx, s.melati, audit.Filter{}, before, 50)
@@ -348,7 +357,7 @@ func pageBench(p page, withLoad bool) func(context.Context, *Env, string) (Resul
 				statements = append(statements, float64(n))
 			}()
 			path := strings.ReplaceAll(p.path, "{trace}", s.traces[rng.IntN(len(s.traces))])
-			path = strings.ReplaceAll(path, "{older}", strconv.FormatInt(50+rng.Int64N(max(s.maxSeq-50, 1)), 10))
+			path = strings.ReplaceAll(path, "{older}", strconv.FormatInt(s.olderCursor(rng), 10))
 			res, err := c.Get(srv.URL + path)
 			if err != nil {
 				return err
