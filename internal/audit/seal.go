@@ -322,6 +322,12 @@ func (s *Sealer) integrate(ctx context.Context, q store, tenantID int64, tree lo
 	return root[:], nil
 }
 
+// SealingBehind is the sealing delay past which the log breaks its promise
+// (events are sealed within a second or two): the staff overview flags a
+// tenant whose oldest unsealed event is older, as the alert rule
+// JejakAuditSealingBehind does.
+const SealingBehind = 30 * time.Second
+
 // Backlog is one tenant's events waiting for the sealer.
 type Backlog struct {
 	TenantID int64

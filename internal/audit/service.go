@@ -144,6 +144,9 @@ func (s *Service) ProveInclusion(ctx context.Context, tenantID, seq int64) (p In
 	return p, err
 }
 
+// Backlogs lists the tenants whose events wait for the sealer.
+func (s *Service) Backlogs(ctx context.Context) ([]Backlog, error) { return Backlogs(ctx, s.system) }
+
 // ProofBundle is "Prove this event": leaf seq's entry and its inclusion
 // proof in the latest checkpoint's tree, read in one transaction.
 func (s *Service) ProofBundle(ctx context.Context, tenantID, seq int64) (b ProofBundle, err error) {

@@ -97,7 +97,11 @@ func Migrate(ctx context.Context, url string) error {
 }
 
 // MigrateDB applies pending migrations on an open *sql.DB.
-func MigrateDB(ctx context.Context, db *sql.DB) error {
+func MigrateDB(ctx context.Context, db *sql.DB) error { return MigrateDBTo(ctx, db, 0) }
+
+// MigrateDBTo applies pending migrations up to and including version (0:
+// all of them); tests of a migration stop before it to load old data.
+func MigrateDBTo(ctx context.Context, db *sql.DB, version int64) error {
 	// Serialise concurrent starts of several replicas.
 	if _, err := db.ExecContext(ctx, "SELECT pg_advisory_lock(727274)"); err != nil {
 		return fmt.Errorf("lock migrations: %w", err)
@@ -107,7 +111,12 @@ func MigrateDB(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("load migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	if version > 0 {
+		_, err = p.UpTo(ctx, version)
+	} else {
+		_, err = p.Up(ctx)
+	}
+	if err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
 	// Tables created by migrations after the membership check was added

@@ -50,8 +50,17 @@ type DB struct {
 // New creates a fresh migrated database for t and closes it when t ends.
 func New(t testing.TB) *DB {
 	t.Helper()
+	return NewAt(t, 0)
+}
+
+// NewAt is New with the migrations applied only up to version (0: all),
+// for tests that load data in an old schema and then migrate it
+// (database.Migrate on URL). Its App and System pools are not used by
+// NewAt, so they hold no statements prepared against the old schema.
+func NewAt(t testing.TB, version int64) *DB {
+	t.Helper()
 	base := server(t)
-	conf := pgtestdb.Custom(t, base, migrator{})
+	conf := pgtestdb.Custom(t, base, migrator{version: version})
 	ctx := context.Background()
 	app, err := database.Open(ctx, conf.URL(), 16)
 	if err != nil {
@@ -132,11 +141,13 @@ func reachable(ctx context.Context, raw string) bool {
 	return true
 }
 
-// migrator applies db/schema with the application's own migration code.
-type migrator struct{}
+// migrator applies db/schema with the application's own migration code,
+// up to version (0: all).
+type migrator struct{ version int64 }
 
-func (migrator) Hash() (string, error) {
+func (m migrator) Hash() (string, error) {
 	h := sha256.New()
+	fmt.Fprintf(h, "up to %d\x00", m.version)
 	err := fs.WalkDir(schema.FS, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -152,6 +163,6 @@ func (migrator) Hash() (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], err
 }
 
-func (migrator) Migrate(ctx context.Context, db *sql.DB, _ pgtestdb.Config) error {
-	return database.MigrateDB(ctx, db)
+func (m migrator) Migrate(ctx context.Context, db *sql.DB, _ pgtestdb.Config) error {
+	return database.MigrateDBTo(ctx, db, m.version)
 }

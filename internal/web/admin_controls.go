@@ -3,11 +3,14 @@ package web
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"slices"
 	"time"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/views/support"
 )
@@ -27,10 +30,15 @@ func localArgs(ctx context.Context, args []any) []any {
 }
 
 // adminExtras builds /admin's sections below the queue figures: paused
-// kinds and queues, and the periodic schedules with last and next run.
+// kinds and queues, the audit events waiting for the sealer, and the
+// periodic schedules with last and next run.
 func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 	ctx := c.Request().Context()
 	vm := support.AdminExtras{Flash: s.popFlash(c), Error: s.sessions.PopString(ctx, sessionFlashError)}
+	var err error
+	if vm.Sealing, err = s.sealingRows(ctx); err != nil {
+		return nil, err
+	}
 	if s.Schedules != nil {
 		st, err := s.Schedules.Status(ctx)
 		if err != nil {
@@ -93,6 +101,28 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 		}
 	}
 	return support.Extras(vm), nil
+}
+
+// sealingRows lists each tenant's unsealed audit events, oldest wait first.
+func (s *Server) sealingRows(ctx context.Context) ([]support.SealRow, error) {
+	backlogs, err := s.Audit.Backlogs(ctx)
+	if err != nil || len(backlogs) == 0 {
+		return nil, err
+	}
+	names, err := s.Tenants.Names(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(backlogs, func(a, b audit.Backlog) int { return a.Oldest.Compare(b.Oldest) })
+	now := s.now()
+	rows := make([]support.SealRow, len(backlogs))
+	for i, b := range backlogs {
+		slug := names.Slug(b.TenantID)
+		wait := max(now.Sub(b.Oldest), 0)
+		rows[i] = support.SealRow{Tenant: slug, TenantURL: "/admin/tenants/" + url.PathEscape(slug),
+			Events: i18n.Number(ctx, b.Events), Oldest: i18n.Duration(ctx, wait.Round(time.Second)), Late: wait > audit.SealingBehind}
+	}
+	return rows, nil
 }
 
 // adminPause pauses a kind or queue (fields scope, name, reason).

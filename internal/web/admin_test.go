@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -572,5 +573,44 @@ func TestAdminTraceSearch(t *testing.T) {
 	}
 	if a := c.get("/admin/search"); a.status != 200 || strings.Contains(a.body, "field-error") {
 		t.Errorf("empty form: %d", a.status)
+	}
+}
+
+// TestAdminShowsUnsealedAuditEvents: /admin lists each tenant whose audit
+// events wait for the sealer, with how many and how long the oldest has
+// waited (flagged past audit.SealingBehind); once sealed, the list says
+// that every event is sealed.
+func TestAdminShowsUnsealedAuditEvents(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.seal()
+	f.record(senja, nil, systemEvents(3, "report.sent")...)
+	ctx := context.Background()
+	// One of them has waited two minutes.
+	if _, err := f.db.Admin.Exec(ctx, `UPDATE audit_unsealed SET queued_at = now() - interval '2 minutes'
+		WHERE event_id = (SELECT min(event_id) FROM audit_unsealed WHERE tenant_id = $1)`, f.tenantID(senja)); err != nil {
+		t.Fatal(err)
+	}
+	staff := f.client()
+	staff.login("support@jejak.test")
+	a := staff.get("/admin")
+	rows := regexp.MustCompile(`(?s)<tr data-testid="sealing-row">(.*?)</tr>`).FindAllStringSubmatch(a.body, -1)
+	if a.status != http.StatusOK || len(rows) == 0 {
+		t.Fatalf("/admin: %d, %d sealing rows", a.status, len(rows))
+	}
+	// Sign-ins wait too (the system tenant's trail); the row of interest
+	// is kopi-senja's.
+	var senjaRow string
+	for _, r := range rows {
+		if strings.Contains(r[1], "/admin/tenants/"+senja) {
+			senjaRow = r[1]
+		}
+	}
+	if !strings.Contains(senjaRow, ">3<") || !strings.Contains(senjaRow, `data-testid="sealing-late"`) || !strings.Contains(senjaRow, "2 minutes") {
+		t.Fatalf("kopi-senja's sealing row: %s", senjaRow)
+	}
+	f.seal()
+	if a := staff.get("/admin"); !strings.Contains(a.body, `data-testid="sealing-none"`) || strings.Contains(a.body, `data-testid="sealing-row"`) {
+		t.Fatalf("after sealing, /admin still lists waiting events")
 	}
 }
