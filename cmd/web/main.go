@@ -8,6 +8,7 @@
 //	web audit anchor                      seal every waiting audit event and sign checkpoints now
 //	web audit verify-export --key VKEY EXPORT.jsonl   offline check of an export
 //	web audit verify-proof --key VKEY PROOF.json      offline check of a "Prove this event" bundle
+//	web audit witness --url BASE --slug SLUG --state DIR   witness a tenant's log from outside (token in JEJAK_AUDIT_TOKEN)
 //	web outbox status                     outbox counts, lag, failed messages
 //	web outbox retry-failed [--tenant SLUG] --reason TEXT
 package main
@@ -26,6 +27,7 @@ import (
 	"github.com/jejakhq/jejak/internal/app"
 	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/tracing"
+	"github.com/jejakhq/jejak/internal/witness"
 )
 
 func main() {
@@ -47,8 +49,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		cmd, args = args[0], args[1:]
 	}
 	if cmd == "audit" {
-		if len(args) == 0 || (args[0] != "verify" && args[0] != "anchor" && args[0] != "verify-export" && args[0] != "verify-proof") {
-			return fmt.Errorf("usage: web audit verify [--tenant SLUG] [--anchors DIR] | web audit anchor | web audit verify-export --key VKEY EXPORT.jsonl | web audit verify-proof --key VKEY PROOF.json")
+		if len(args) == 0 || (args[0] != "verify" && args[0] != "anchor" && args[0] != "verify-export" && args[0] != "verify-proof" && args[0] != "witness") {
+			return fmt.Errorf("usage: web audit verify [--tenant SLUG] [--anchors DIR] | web audit anchor | web audit verify-export --key VKEY EXPORT.jsonl | web audit verify-proof --key VKEY PROOF.json | web audit witness --url BASE --slug SLUG --state DIR")
 		}
 		cmd, args = "audit "+args[0], args[1:]
 	}
@@ -61,6 +63,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	var reason string
 	var scale demo.ScaleOptions
 	var tenantSlug, anchorDir, vkey string
+	var wit witness.Options
+	var tokenFile string
 	fs := flag.NewFlagSet("web "+cmd, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (DATABASE_URL); empty = embedded cluster")
@@ -82,13 +86,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		fs.StringVar(&cfg.AnchorDir, "anchors", cfg.AnchorDir, "anchor directory (JEJAK_ANCHOR_DIR; default <data dir>/anchors)")
 	case "audit verify-export", "audit verify-proof":
 		fs.StringVar(&vkey, "key", "", "the operator's note verifier key, as GET /audit/key publishes it")
+	case "audit witness":
+		fs.StringVar(&wit.BaseURL, "url", "", "the dashboard's address, e.g. https://jejak.example.com")
+		fs.StringVar(&wit.Slug, "slug", "", "the tenant whose log to witness")
+		fs.StringVar(&wit.StateDir, "state", "", "the witness's directory: the pinned key and the last accepted checkpoint")
+		fs.StringVar(&wit.Key, "key", "", "pin this verifier key instead of the one /audit/key publishes on the first run")
+		fs.StringVar(&tokenFile, "token-file", "", "read the audit token from this file instead of JEJAK_AUDIT_TOKEN")
 	case "outbox status":
 	case "outbox retry-failed":
 		fs.StringVar(&tenantSlug, "tenant", "", "retry only this tenant's failed messages (slug)")
 		fs.StringVar(&reason, "reason", "", "why (required; recorded in each affected tenant's audit trail)")
 	case "migrate":
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, seed, audit verify, audit anchor, audit verify-export, audit verify-proof or outbox)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, migrate, seed, audit verify, audit anchor, audit verify-export, audit verify-proof, audit witness or outbox)", cmd)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,6 +114,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if cmd == "audit witness" {
+		if wit.BaseURL == "" || wit.Slug == "" || wit.StateDir == "" {
+			return fmt.Errorf("usage: web audit witness --url BASE --slug SLUG --state DIR [--key VKEY] [--token-file FILE]")
+		}
+		wit.Token = getenv("JEJAK_AUDIT_TOKEN")
+		if tokenFile != "" {
+			b, err := os.ReadFile(tokenFile)
+			if err != nil {
+				return fmt.Errorf("--token-file: %w", err)
+			}
+			wit.Token = string(b)
+		}
+		wit.Token = strings.TrimSpace(wit.Token)
+		if wit.Token == "" {
+			return fmt.Errorf("the witness needs a read-only audit token: set JEJAK_AUDIT_TOKEN or --token-file (an owner creates one on the trail page)")
+		}
+		return app.AuditWitness(ctx, out, wit)
 	}
 	if cfg.Workers < 0 {
 		return fmt.Errorf("-workers must be ≥ 0")

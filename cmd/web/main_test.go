@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jejakhq/jejak/internal/anchor"
+	"github.com/jejakhq/jejak/internal/app"
 	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/web"
 )
 
 // testEnv is the environment of the commands under test: db, and an
@@ -163,6 +169,10 @@ func TestAuditAnchorCommands(t *testing.T) {
 	ctx := context.Background()
 	env, dir := testEnv(t, db)
 	var out bytes.Buffer
+	// A witness of kopi-senja's log on "another machine": its own state
+	// directory, a read-only token, the dashboard over HTTP.
+	var witnessEnv func(string) string
+	witnessArgs := []string{"audit", "witness", "--slug", "kopi-senja", "--state", t.TempDir()}
 	for round := 0; round < 2; round++ {
 		if err := run(ctx, []string{"seed", "--audit-events", "200", "--tenants", "2"}, env, &out); err != nil {
 			t.Fatalf("seed: %v\n%s", err, out.String())
@@ -170,6 +180,21 @@ func TestAuditAnchorCommands(t *testing.T) {
 		out.Reset()
 		if err := run(ctx, []string{"audit", "anchor"}, env, &out); err != nil || !strings.Contains(out.String(), "sealed and signed") {
 			t.Fatalf("anchor: %v\n%s", err, out.String())
+		}
+		if round == 0 {
+			url, token := dashboard(t, db, dir, "kopi-senja", "sari@senja.test")
+			witnessArgs = append(witnessArgs, "--url", url)
+			witnessEnv = func(k string) string {
+				if k == "JEJAK_AUDIT_TOKEN" {
+					return token
+				}
+				return ""
+			}
+		}
+		out.Reset()
+		want := []string{"first checkpoint accepted", "consistency proof checked"}[round]
+		if err := run(ctx, witnessArgs, witnessEnv, &out); err != nil || !strings.Contains(out.String(), want) {
+			t.Fatalf("witness run %d: %v\n%s", round+1, err, out.String())
 		}
 	}
 	out.Reset()
@@ -210,4 +235,44 @@ func TestAuditAnchorCommands(t *testing.T) {
 	if err == nil || !strings.Contains(out.String(), "kopi-senja") || !strings.Contains(out.String(), "rewound") {
 		t.Fatalf("rewound log against anchors: err=%v output:\n%s", err, out.String())
 	}
+	// The witness, which never saw the anchor directory, catches it too.
+	out.Reset()
+	err = run(ctx, witnessArgs, witnessEnv, &out)
+	if err == nil || !strings.Contains(err.Error(), "rewritten") || !strings.Contains(err.Error(), "rewound") {
+		t.Fatalf("witness of the rewound log: %v\n%s", err, out.String())
+	}
+	// Without a token it says how to get one.
+	if err := run(ctx, witnessArgs, func(string) string { return "" }, &out); err == nil || !strings.Contains(err.Error(), "JEJAK_AUDIT_TOKEN") {
+		t.Fatalf("witness without a token: %v", err)
+	}
+}
+
+// dashboard serves db's dashboard (log key from the anchor directory) on
+// a loopback port and returns its address and a read-only audit token of
+// slug, created for its owner.
+func dashboard(t *testing.T, db *testdb.DB, anchorDir, slug, owner string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	pub, err := anchor.LoadPublic(anchorDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vkey, err := audit.VerifierKeyOf(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	deps := app.NewDeps(db.App, db.System, nil, clock.Database{}, log)
+	deps.Audit.UseVerifierKey(vkey)
+	srv := httptest.NewServer(web.New(deps))
+	t.Cleanup(srv.Close)
+	var tid, uid int64
+	if err := db.Admin.QueryRow(ctx, `SELECT t.id, u.id FROM tenants t, users u WHERE t.slug = $1 AND u.email = $2`, slug, owner).Scan(&tid, &uid); err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := deps.AuditTokens.Create(ctx, tid, uid, "cli witness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv.URL, token
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/jejakhq/jejak/internal/user"
 	"github.com/jejakhq/jejak/internal/web"
 	"github.com/jejakhq/jejak/internal/webhook"
+	"github.com/jejakhq/jejak/internal/witness"
 )
 
 // Env is an opened, migrated database with Jejak's two pools.
@@ -317,19 +318,20 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 	cons := console.New(console.Config{App: appPool, System: systemPool, Clock: clk, Kinds: engine,
 		Tenants: tenants, Audit: trail, Observer: observer})
 	return web.Deps{
-		DB:       appPool,
-		Sessions: signin.NewSessionStore(appPool, 30*time.Minute),
-		Users:    users,
-		Tenants:  tenants,
-		Audit:    trail,
-		Console:  cons,
-		Clock:    clk,
-		Logger:   log,
-		Webhooks: webhook.NewService(appPool, clk, engine),
-		Outbox:   outboxconsole.New(systemPool, clk),
-		SignIn:   signin.NewService(appPool, users, clk, signin.DefaultLimits),
-		CSRF:     signin.NewCSRFSigner(systemPool),
-		Activity: activity.NewService(appPool),
+		DB:          appPool,
+		Sessions:    signin.NewSessionStore(appPool, 30*time.Minute),
+		Users:       users,
+		Tenants:     tenants,
+		Audit:       trail,
+		AuditTokens: audit.NewTokens(appPool, clk),
+		Console:     cons,
+		Clock:       clk,
+		Logger:      log,
+		Webhooks:    webhook.NewService(appPool, clk, engine),
+		Outbox:      outboxconsole.New(systemPool, clk),
+		SignIn:      signin.NewService(appPool, users, clk, signin.DefaultLimits),
+		CSRF:        signin.NewCSRFSigner(systemPool),
+		Activity:    activity.NewService(appPool),
 		// Invitations go to the dev mail sink unless serve sets its mailer.
 		Members: member.NewService(appPool, systemPool, clk, mail.NewSink(appPool), tenants),
 		// Staff tenant pages and two-person approvals (system pool).
@@ -449,6 +451,28 @@ func AuditVerifyProof(out io.Writer, path, vkey string) error {
 		return err
 	}
 	fmt.Fprintf(out, "ok: the event is in %s, tree size %d, as the signed checkpoint says\n", cp.Origin, cp.Size)
+	return nil
+}
+
+// AuditWitness witnesses one tenant's log once from outside (see package
+// witness): it accepts the server's checkpoint only when it extends the
+// last one accepted, and says what it saw either way.
+func AuditWitness(ctx context.Context, out io.Writer, o witness.Options) error {
+	res, err := witness.Run(ctx, o)
+	if err != nil {
+		if res.Evidence != "" {
+			return fmt.Errorf("%w\nboth checkpoints are kept in %s", err, res.Evidence)
+		}
+		return err
+	}
+	switch {
+	case res.First:
+		fmt.Fprintf(out, "ok: %s: first checkpoint accepted, %d events, root %s\n", res.Origin, res.Size, res.Root)
+	case res.Size == res.PrevSize:
+		fmt.Fprintf(out, "ok: %s: unchanged at %d events\n", res.Origin, res.Size)
+	default:
+		fmt.Fprintf(out, "ok: %s: %d events extend the %d accepted before (consistency proof checked), root %s\n", res.Origin, res.Size, res.PrevSize, res.Root)
+	}
 	return nil
 }
 

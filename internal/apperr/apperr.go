@@ -20,7 +20,10 @@ const (
 	CodeNotFound  Code = "not_found" // absent, or belongs to another tenant
 	CodeConflict  Code = "conflict"
 	CodeForbidden Code = "forbidden" // known but not allowed
-	CodeInternal  Code = "internal"
+	// CodeUnauthenticated: the credential presented (a bearer token) is
+	// unknown or revoked.
+	CodeUnauthenticated Code = "unauthenticated"
+	CodeInternal        Code = "internal"
 )
 
 // Error is an error with a code, a message safe to show to users, and
@@ -114,6 +117,10 @@ func NotFound(msg string) *Error { return &Error{Code: CodeNotFound, Message: ms
 
 // Forbidden returns a forbidden error with a user-safe message.
 func Forbidden(msg string) *Error { return &Error{Code: CodeForbidden, Message: msg} }
+
+// Unauthenticated returns an error for a refused credential with a
+// user-safe message.
+func Unauthenticated(msg string) *Error { return &Error{Code: CodeUnauthenticated, Message: msg} }
 
 // CodeOf returns the code of the first *Error in err's chain, or
 // CodeInternal.

@@ -120,6 +120,18 @@ type AuditLeafe struct {
 	SealedAt time.Time
 }
 
+type AuditToken struct {
+	TenantID   int64
+	ID         int64
+	Name       string
+	TokenHash  []byte
+	CreatedBy  int64
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedBy  *int64
+	RevokedAt  *time.Time
+}
+
 type AuditTree struct {
 	TenantID   int64
 	Size       int64

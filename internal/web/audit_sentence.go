@@ -125,6 +125,10 @@ func sentence(ctx context.Context, e audit.Recorded, actorName string, names map
 		obj, extra[0] = e.EntityID, str("to")
 	case "system.daily-export":
 		extra[0] = str("tables")
+	case "audit_token.create", "audit_token.revoke":
+		obj = quoted(str("name"))
+	case "audit_token.use":
+		obj, extra[0] = quoted(str("name")), str("ip")
 	default:
 		if strings.HasPrefix(e.Action, "job.") {
 			obj = "#" + e.EntityID

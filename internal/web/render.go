@@ -97,6 +97,8 @@ func statusOf(err error) (int, string) {
 			return http.StatusConflict, ae.Message
 		case apperr.CodeForbidden:
 			return http.StatusForbidden, ae.Message
+		case apperr.CodeUnauthenticated:
+			return http.StatusUnauthorized, ae.Message
 		}
 	}
 	return http.StatusInternalServerError, "Internal error."

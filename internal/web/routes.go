@@ -24,7 +24,8 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(filesOnly{static.FS})))))
 
 	// Everything below has a session and CSRF protection on every POST.
-	app := e.Group("", echo.WrapMiddleware(s.sessions.LoadAndSave), s.csrf, s.loadViewer, s.locale)
+	session := []echo.MiddlewareFunc{echo.WrapMiddleware(s.sessions.LoadAndSave), s.csrf, s.loadViewer, s.locale}
+	app := e.Group("", session...)
 	app.GET("/login", s.loginForm)
 	app.POST("/locale", s.localeSet)
 	app.POST("/login", s.login)
@@ -48,12 +49,9 @@ func (s *Server) routes(e *echo.Echo) {
 	t.GET("/audit/export.csv", s.auditExport(audit.FormatCSV), s.streamDeadline)
 	t.GET("/audit/export.jsonl", s.auditExport(audit.FormatJSONLines), s.streamDeadline)
 	t.POST("/audit/verify", s.auditVerify)
-	// The audit log's checkpoint and proofs (any member).
-	t.GET("/audit/log/checkpoint", s.auditLogCheckpoint)
-	t.GET("/audit/log/proof", s.auditLogProof)
-	t.GET("/audit/log/bundle", s.auditLogBundle)
-	t.GET("/audit/log/consistency", s.auditLogConsistency)
-	t.GET("/audit/log/entry", s.auditLogEntry)
+	// Read-only audit tokens for a witness (owners and admins).
+	t.POST("/audit/tokens", s.auditTokenCreate)
+	t.POST("/audit/tokens/:id/revoke", s.auditTokenRevoke)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
 	// -- the team: any member reads it, owners change it --
@@ -71,6 +69,17 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/webhooks/:id/disable", s.tenantWebhookSetEnabled(false))
 	t.POST("/webhooks/:id/rotate", s.tenantWebhookRotate)
 	t.POST("/webhooks/:id/deliveries/:delivery/resend", s.tenantWebhookResend)
+
+	// The audit log's checkpoint and proofs: any member with a session, or
+	// a read-only audit token (Authorization: Bearer jat_…), which reads
+	// these routes and nothing else.
+	memberSession := append(append([]echo.MiddlewareFunc{}, session...), s.requireViewer, s.requireMember)
+	logs := e.Group("/t/:slug/audit/log", s.memberOrAuditToken(memberSession...))
+	logs.GET("/checkpoint", s.auditLogCheckpoint)
+	logs.GET("/proof", s.auditLogProof)
+	logs.GET("/bundle", s.auditLogBundle)
+	logs.GET("/consistency", s.auditLogConsistency)
+	logs.GET("/entry", s.auditLogEntry)
 
 	// Support staff pages.
 	adm := signedIn.Group("/admin", s.requireStaff)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/job"
 )
 
@@ -63,6 +64,10 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	// may act on them (a request's own author is refused).
 	approvalIDs := f.makeApprovals(2)
 	rina := f.userID("rina@melati.test")
+	token, _, err := audit.NewTokens(f.db.App, nil).Create(context.Background(), f.tenantID("toko-bunga-melati"), f.userID("budi@melati.test"), "matrix")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// tenantRead: any member; tenantWrite: owner/admin only (a member is
 	// forbidden); staff: support and admin.
@@ -106,6 +111,8 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /t/:slug/audit/export.jsonl":                    {"/t/toko-bunga-melati/audit/export.jsonl", nil, tenantRead},
 		"POST /t/:slug/audit/verify":                         {"/t/toko-bunga-melati/audit/verify", nil, tenantWrite},
 		"GET /audit/key":                                     {"/audit/key", nil, everyone},
+		"POST /t/:slug/audit/tokens":                         {"/t/toko-bunga-melati/audit/tokens", url.Values{"name": {""}}, tenantWrite},
+		"POST /t/:slug/audit/tokens/:id/revoke":              {fmt.Sprintf("/t/toko-bunga-melati/audit/tokens/%d/revoke", token.ID), nil, tenantWrite},
 		"GET /t/:slug/audit/log/checkpoint":                  {"/t/toko-bunga-melati/audit/log/checkpoint", nil, tenantRead},
 		"GET /t/:slug/audit/log/proof":                       {"/t/toko-bunga-melati/audit/log/proof?seq=1", nil, tenantRead},
 		"GET /t/:slug/audit/log/bundle":                      {"/t/toko-bunga-melati/audit/log/bundle?seq=1", nil, tenantRead},

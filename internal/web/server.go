@@ -51,6 +51,8 @@ type Deps struct {
 	Users    *user.Service
 	Tenants  *tenant.Service
 	Audit    *audit.Service
+	// AuditTokens are the read-only tokens a witness reads the log with.
+	AuditTokens *audit.Tokens
 	// Console is the staff's view of the job engine and a tenant's list of
 	// its own jobs; the workers themselves run beside the server.
 	Console *console.Service
