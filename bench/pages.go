@@ -139,7 +139,19 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 			}
 		}
 	}
+	var err error
+	if s.app, err = timedPool(ctx, database.Open, s.url); err != nil {
+		return nil, err
+	}
+	if s.system, err = timedPool(ctx, database.OpenSystem, s.url); err != nil {
+		return nil, err
+	}
 	if !env.Cfg.ScaleNoMigrate {
+		// Pages, proofs and verification are measured on a sealed log, as a
+		// running server keeps it.
+		if err := sealScale(ctx, s.system); err != nil {
+			return nil, err
+		}
 		// Statistics as autovacuum keeps them in production: a server run
 		// with autovacuum off (this machine's is) would otherwise plan the
 		// pages over tables it never analyzed (the trace index, filled by
@@ -153,13 +165,6 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 		if err != nil {
 			return nil, fmt.Errorf("analyze %s: %w", name, err)
 		}
-	}
-	var err error
-	if s.app, err = timedPool(ctx, database.Open, s.url); err != nil {
-		return nil, err
-	}
-	if s.system, err = timedPool(ctx, database.OpenSystem, s.url); err != nil {
-		return nil, err
 	}
 	if err := s.system.QueryRow(ctx, `SELECT t.id, count(e.id), coalesce(min(e.id), 0), coalesce(max(e.id), 0)
 		FROM tenants t LEFT JOIN audit_events e ON e.tenant_id = t.id
