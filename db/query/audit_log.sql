@@ -43,13 +43,21 @@ ORDER BY e.seq
 LIMIT sqlc.arg('lim');
 
 -- name: AuditUnsealedBatch :many
--- The oldest queued events of a tenant, in id order.
-SELECT sqlc.embed(e), e.detail::text AS detail_text, u.queued_at
-FROM audit_unsealed u
-JOIN audit_events e ON e.tenant_id = u.tenant_id AND e.id = u.event_id
-WHERE u.tenant_id = sqlc.arg('tenant_id')
-ORDER BY u.event_id
-LIMIT sqlc.arg('lim');
+-- The oldest queued events of a tenant, in id order: the batch is cut from
+-- the queue first, then each event is read by its primary key. The
+-- lateral subquery (OFFSET 0 keeps the planner from flattening it) pins
+-- that shape: as a plain join, a generic plan made while the tables were
+-- small walked the tenant's whole trail, oldest first, for each batch.
+SELECT e.tenant_id, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+       e.detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, u.queued_at
+FROM (SELECT q.event_id, q.queued_at FROM audit_unsealed q
+      WHERE q.tenant_id = sqlc.arg('tenant_id')
+      ORDER BY q.event_id
+      LIMIT sqlc.arg('lim')) u
+CROSS JOIN LATERAL (SELECT x.*, x.detail::text AS detail_text FROM audit_events x
+                    WHERE x.tenant_id = sqlc.arg('tenant_id') AND x.id = u.event_id
+                    OFFSET 0) e
+ORDER BY u.event_id;
 
 -- name: AuditLeafHashes :many
 SELECT seq, hashes FROM audit_leaves

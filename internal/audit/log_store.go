@@ -106,7 +106,11 @@ func (s store) unsealedBatch(ctx context.Context, tenantID int64, limit int) ([]
 	rows, err := s.q.AuditUnsealedBatch(ctx, queries.AuditUnsealedBatchParams{TenantID: tenantID, Lim: int32(limit)})
 	out := make([]sealable, len(rows))
 	for i, r := range rows {
-		out[i] = sealable{fields: rowFields(r.AuditEvent, r.DetailText, false), queuedAt: r.QueuedAt}
+		out[i] = sealable{queuedAt: r.QueuedAt, fields: chainFields{
+			TenantID: r.TenantID, ID: r.ID, ActorKind: r.ActorKind, ActorID: r.ActorID,
+			Action: r.Action, Entity: r.Entity, EntityID: r.EntityID, DetailText: r.DetailText,
+			OccurredAt: r.OccurredAt.UTC(), TraceID: r.TraceID, JobID: r.JobID, PrevHash: r.PrevHash,
+		}}
 	}
 	return out, err
 }

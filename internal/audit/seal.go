@@ -188,7 +188,10 @@ func (s *Sealer) sealTenant(ctx context.Context, tenantID int64, force bool) (in
 		if err != nil || !ok {
 			return err
 		}
-		batch, err := s.pending(ctx, q, tenantID, tree)
+		// The batch is read with a plan for the queue and trail as they
+		// are now: a generic plan cached while they were small (or never
+		// analyzed) can walk the whole trail for every batch.
+		batch, err := s.pending(ctx, newFilteredStore(tx), tenantID, tree)
 		if err != nil {
 			return err
 		}

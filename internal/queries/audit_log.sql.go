@@ -407,12 +407,16 @@ func (q *Queries) AuditTreeSigned(ctx context.Context, arg AuditTreeSignedParams
 }
 
 const auditUnsealedBatch = `-- name: AuditUnsealedBatch :many
-SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id, e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash, e.detail::text AS detail_text, u.queued_at
-FROM audit_unsealed u
-JOIN audit_events e ON e.tenant_id = u.tenant_id AND e.id = u.event_id
-WHERE u.tenant_id = $1
+SELECT e.tenant_id, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+       e.detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, u.queued_at
+FROM (SELECT q.event_id, q.queued_at FROM audit_unsealed q
+      WHERE q.tenant_id = $1
+      ORDER BY q.event_id
+      LIMIT $2) u
+CROSS JOIN LATERAL (SELECT x.tenant_id, x.seq, x.id, x.actor_kind, x.actor_id, x.action, x.entity, x.entity_id, x.detail, x.occurred_at, x.trace_id, x.job_id, x.prev_hash, x.hash, x.detail::text AS detail_text FROM audit_events x
+                    WHERE x.tenant_id = $1 AND x.id = u.event_id
+                    OFFSET 0) e
 ORDER BY u.event_id
-LIMIT $2
 `
 
 type AuditUnsealedBatchParams struct {
@@ -421,12 +425,26 @@ type AuditUnsealedBatchParams struct {
 }
 
 type AuditUnsealedBatchRow struct {
-	AuditEvent AuditEvent
+	TenantID   int64
+	ID         int64
+	ActorKind  string
+	ActorID    *int64
+	Action     string
+	Entity     string
+	EntityID   string
 	DetailText string
+	OccurredAt time.Time
+	TraceID    string
+	JobID      *int64
+	PrevHash   []byte
 	QueuedAt   time.Time
 }
 
-// The oldest queued events of a tenant, in id order.
+// The oldest queued events of a tenant, in id order: the batch is cut from
+// the queue first, then each event is read by its primary key. The
+// lateral subquery (OFFSET 0 keeps the planner from flattening it) pins
+// that shape: as a plain join, a generic plan made while the tables were
+// small walked the tenant's whole trail, oldest first, for each batch.
 func (q *Queries) AuditUnsealedBatch(ctx context.Context, arg AuditUnsealedBatchParams) ([]AuditUnsealedBatchRow, error) {
 	rows, err := q.db.Query(ctx, auditUnsealedBatch, arg.TenantID, arg.Lim)
 	if err != nil {
@@ -437,21 +455,18 @@ func (q *Queries) AuditUnsealedBatch(ctx context.Context, arg AuditUnsealedBatch
 	for rows.Next() {
 		var i AuditUnsealedBatchRow
 		if err := rows.Scan(
-			&i.AuditEvent.TenantID,
-			&i.AuditEvent.Seq,
-			&i.AuditEvent.ID,
-			&i.AuditEvent.ActorKind,
-			&i.AuditEvent.ActorID,
-			&i.AuditEvent.Action,
-			&i.AuditEvent.Entity,
-			&i.AuditEvent.EntityID,
-			&i.AuditEvent.Detail,
-			&i.AuditEvent.OccurredAt,
-			&i.AuditEvent.TraceID,
-			&i.AuditEvent.JobID,
-			&i.AuditEvent.PrevHash,
-			&i.AuditEvent.Hash,
+			&i.TenantID,
+			&i.ID,
+			&i.ActorKind,
+			&i.ActorID,
+			&i.Action,
+			&i.Entity,
+			&i.EntityID,
 			&i.DetailText,
+			&i.OccurredAt,
+			&i.TraceID,
+			&i.JobID,
+			&i.PrevHash,
 			&i.QueuedAt,
 		); err != nil {
 			return nil, err
