@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"fmt"
 	"strings"
 	"sync"
@@ -54,11 +52,7 @@ func auditAppend(ctx context.Context, env *Env, _ string) (Result, error) {
 		return Result{}, err
 	}
 
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return Result{}, err
-	}
-	signer, err := audit.NewLogSigner(priv)
+	signer, err := audit.GenerateLogSigner()
 	if err != nil {
 		return Result{}, err
 	}

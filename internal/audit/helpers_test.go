@@ -2,8 +2,6 @@ package audit_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -41,11 +39,7 @@ func newFixture(t *testing.T) *fixture {
 
 func newSigner(t *testing.T) *audit.LogSigner {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := audit.NewLogSigner(priv)
+	s, err := audit.GenerateLogSigner()
 	if err != nil {
 		t.Fatal(err)
 	}

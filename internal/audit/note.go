@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -44,6 +45,16 @@ func NewLogSigner(priv ed25519.PrivateKey) (*LogSigner, error) {
 		return nil, err
 	}
 	return &LogSigner{signer: s, vkey: vkey}, nil
+}
+
+// GenerateLogSigner is a signer with a new random key, for tests and
+// benchmarks (a server keeps its key in the anchor directory).
+func GenerateLogSigner() (*LogSigner, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	return NewLogSigner(priv)
 }
 
 // VerifierKey is the public verifier key: <name>+<hash>+<base64 key>.

@@ -2,8 +2,6 @@ package web_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"io"
 	"log/slog"
 	"net/http"
@@ -69,11 +67,7 @@ func newHandler(db *testdb.DB, engine *job.Engine, log *slog.Logger, statsMaxAge
 // logSigner is the checkpoint key of every test server: generated once per
 // run, like the anchor key a server makes on its first start.
 var logSigner = sync.OnceValue(func() *audit.LogSigner {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		panic(err)
-	}
-	s, err := audit.NewLogSigner(priv)
+	s, err := audit.GenerateLogSigner()
 	if err != nil {
 		panic(err)
 	}

@@ -3,8 +3,6 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
 	"net/http/httptest"
 	"os"
@@ -204,11 +202,7 @@ func TestWitnessCatchesARewrittenLog(t *testing.T) {
 // otherSigner is a log key that is not the server's.
 func otherSigner(t *testing.T) *audit.LogSigner {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := audit.NewLogSigner(priv)
+	s, err := audit.GenerateLogSigner()
 	if err != nil {
 		t.Fatal(err)
 	}
