@@ -22,8 +22,8 @@ import (
 // anchors.
 
 const (
-	lastV1Schema    = 97
-	v1Tenants = 20
+	lastV1Schema = 97
+	v1Tenants    = 20
 )
 
 func init() {
