@@ -24,10 +24,11 @@ SELECT * FROM audit_tokens WHERE tenant_id = @tenant_id AND id = @id;
 SELECT * FROM audit_tokens WHERE tenant_id = @tenant_id AND token_hash = @token_hash;
 
 -- name: AuditTokenTouch :one
--- A use moves last_used_at at most once a minute; the row it returns is a
--- use to record.
+-- A use moves last_used_at at most once every @every_seconds; the row it
+-- returns is a use to record.
 UPDATE audit_tokens
    SET last_used_at = coalesce(sqlc.narg('now')::timestamptz, now())
  WHERE tenant_id = @tenant_id AND id = @id AND revoked_at IS NULL
-   AND (last_used_at IS NULL OR last_used_at <= coalesce(sqlc.narg('now')::timestamptz, now()) - interval '1 minute')
+   AND (last_used_at IS NULL
+        OR last_used_at <= coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @every_seconds::float8))
 RETURNING *;

@@ -185,7 +185,7 @@ func (s *Tokens) Authenticate(ctx context.Context, tenantID int64, presented, ip
 			return ErrTokenRevoked
 		}
 		out = t
-		used, ok, err := st.touchToken(ctx, tenantID, t.ID, s.clk.Now())
+		used, ok, err := st.touchToken(ctx, tenantID, t.ID, s.clk.Now(), tokenUseEvery)
 		if err != nil || !ok {
 			// Used within the minute: nothing to record. (A revocation
 			// committed since the read above also leaves it unmoved; the

@@ -79,10 +79,10 @@ func (s store) tokenByHash(ctx context.Context, tenantID int64, hash []byte) (t 
 	return tokenOf(r), true, nil
 }
 
-// touchToken moves an active token's last use to now unless it moved in
-// the last minute; used says it moved (a use to record).
-func (s store) touchToken(ctx context.Context, tenantID, id int64, now *time.Time) (t Token, used bool, err error) {
-	r, err := s.q.AuditTokenTouch(ctx, queries.AuditTokenTouchParams{TenantID: tenantID, ID: id, Now: now})
+// touchToken moves an active token's last use to now unless it moved
+// within every; used says it moved (a use to record).
+func (s store) touchToken(ctx context.Context, tenantID, id int64, now *time.Time, every time.Duration) (t Token, used bool, err error) {
+	r, err := s.q.AuditTokenTouch(ctx, queries.AuditTokenTouchParams{TenantID: tenantID, ID: id, Now: now, EverySeconds: every.Seconds()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Token{}, false, nil
 	}

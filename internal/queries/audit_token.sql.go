@@ -186,20 +186,27 @@ const auditTokenTouch = `-- name: AuditTokenTouch :one
 UPDATE audit_tokens
    SET last_used_at = coalesce($1::timestamptz, now())
  WHERE tenant_id = $2 AND id = $3 AND revoked_at IS NULL
-   AND (last_used_at IS NULL OR last_used_at <= coalesce($1::timestamptz, now()) - interval '1 minute')
+   AND (last_used_at IS NULL
+        OR last_used_at <= coalesce($1::timestamptz, now()) - make_interval(secs => $4::float8))
 RETURNING tenant_id, id, name, token_hash, created_by, created_at, last_used_at, revoked_by, revoked_at
 `
 
 type AuditTokenTouchParams struct {
-	Now      *time.Time
-	TenantID int64
-	ID       int64
+	Now          *time.Time
+	TenantID     int64
+	ID           int64
+	EverySeconds float64
 }
 
-// A use moves last_used_at at most once a minute; the row it returns is a
-// use to record.
+// A use moves last_used_at at most once every @every_seconds; the row it
+// returns is a use to record.
 func (q *Queries) AuditTokenTouch(ctx context.Context, arg AuditTokenTouchParams) (AuditToken, error) {
-	row := q.db.QueryRow(ctx, auditTokenTouch, arg.Now, arg.TenantID, arg.ID)
+	row := q.db.QueryRow(ctx, auditTokenTouch,
+		arg.Now,
+		arg.TenantID,
+		arg.ID,
+		arg.EverySeconds,
+	)
 	var i AuditToken
 	err := row.Scan(
 		&i.TenantID,

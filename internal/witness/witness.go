@@ -115,7 +115,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cur, err := open(raw, vkey, origin)
+	cur, err := openCheckpoint(raw, vkey, origin)
 	if err != nil {
 		return Result{}, err
 	}
@@ -129,7 +129,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("read the accepted checkpoint: %w", err)
 	}
 	if !res.First {
-		prev, err := open(prevRaw, vkey, origin)
+		prev, err := openCheckpoint(prevRaw, vkey, origin)
 		if err != nil {
 			return Result{}, fmt.Errorf("the accepted checkpoint in %s: %w", o.StateDir, err)
 		}
@@ -151,9 +151,9 @@ type checkpoint struct {
 	Root tlog.Hash
 }
 
-// open verifies a signed checkpoint note (note.Open under vkey) and reads
+// openCheckpoint verifies a signed checkpoint note (note.Open under vkey) and reads
 // its C2SP tlog-checkpoint body, which must name origin.
-func open(signed []byte, vkey, origin string) (checkpoint, error) {
+func openCheckpoint(signed []byte, vkey, origin string) (checkpoint, error) {
 	cp, err := audit.OpenCheckpoint(signed, vkey, origin)
 	if err != nil {
 		return checkpoint{}, fmt.Errorf("%w: %v", ErrBadSignature, err)
