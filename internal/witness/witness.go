@@ -151,8 +151,8 @@ type checkpoint struct {
 	Root tlog.Hash
 }
 
-// openCheckpoint verifies a signed checkpoint note (note.Open under vkey) and reads
-// its C2SP tlog-checkpoint body, which must name origin.
+// openCheckpoint verifies a signed checkpoint note (note.Open under vkey)
+// and reads its C2SP tlog-checkpoint body, which must name origin.
 func openCheckpoint(signed []byte, vkey, origin string) (checkpoint, error) {
 	cp, err := audit.OpenCheckpoint(signed, vkey, origin)
 	if err != nil {
