@@ -32,3 +32,8 @@ UPDATE audit_tokens
    AND (last_used_at IS NULL
         OR last_used_at <= coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @every_seconds::float8))
 RETURNING *;
+
+-- name: AuditTokenLockTenant :exec
+-- Serialises token creation within a tenant, so the active-token limit
+-- holds against concurrent creations.
+SELECT pg_advisory_xact_lock(hashtextextended('audit_tokens', @tenant_id::bigint));

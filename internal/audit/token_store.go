@@ -17,7 +17,12 @@ func tokenOf(r queries.AuditToken) Token {
 		LastUsedAt: r.LastUsedAt, RevokedBy: r.RevokedBy, RevokedAt: r.RevokedAt}
 }
 
+// activeTokens counts tenantID's unrevoked tokens, first taking the
+// tenant's token-creation lock (held to the end of the transaction).
 func (s store) activeTokens(ctx context.Context, tenantID int64) (int64, error) {
+	if err := s.q.AuditTokenLockTenant(ctx, tenantID); err != nil {
+		return 0, wrapf(err, "lock audit tokens of tenant %d", tenantID)
+	}
 	return s.q.AuditTokenCountActive(ctx, tenantID)
 }
 

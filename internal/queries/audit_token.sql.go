@@ -146,6 +146,17 @@ func (q *Queries) AuditTokenList(ctx context.Context, tenantID int64) ([]AuditTo
 	return items, nil
 }
 
+const auditTokenLockTenant = `-- name: AuditTokenLockTenant :exec
+SELECT pg_advisory_xact_lock(hashtextextended('audit_tokens', $1::bigint))
+`
+
+// Serialises token creation within a tenant, so the active-token limit
+// holds against concurrent creations.
+func (q *Queries) AuditTokenLockTenant(ctx context.Context, tenantID int64) error {
+	_, err := q.db.Exec(ctx, auditTokenLockTenant, tenantID)
+	return err
+}
+
 const auditTokenRevoke = `-- name: AuditTokenRevoke :one
 UPDATE audit_tokens
    SET revoked_at = coalesce($1::timestamptz, now()), revoked_by = $2

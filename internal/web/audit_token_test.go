@@ -1,15 +1,20 @@
 package web_test
 
 import (
+	"context"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/browsertest"
 )
 
@@ -256,5 +261,43 @@ func TestBrowserWitnessTokens(t *testing.T) {
 	}
 	if a := f.bearer("/t/"+melati+"/audit/log/checkpoint", "Bearer "+shown); a.status != http.StatusUnauthorized {
 		t.Fatalf("the revoked token still reads: %d", a.status)
+	}
+}
+
+// TestAuditTokenLimitHoldsUnderConcurrentCreation: 30 creations at once
+// leave exactly the limit of active tokens; the rest are refused.
+func TestAuditTokenLimitHoldsUnderConcurrentCreation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tokens := audit.NewTokens(f.db.App, nil)
+	tid, uid := f.tenantID(melati), f.userID("budi@melati.test")
+	errs := make(chan error, 30)
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := tokens.Create(context.Background(), tid, uid, fmt.Sprintf("racer %d", i))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var ok, refused int
+	for err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, audit.ErrTooManyTokens):
+			refused++
+		default:
+			t.Fatalf("create: %v", err)
+		}
+	}
+	if ok != audit.MaxActiveTokens || refused != 30-audit.MaxActiveTokens {
+		t.Fatalf("%d created, %d refused; want %d and %d", ok, refused, audit.MaxActiveTokens, 30-audit.MaxActiveTokens)
+	}
+	if n := f.count(`SELECT count(*) FROM audit_tokens WHERE revoked_at IS NULL`); n != audit.MaxActiveTokens {
+		t.Fatalf("%d active tokens stored", n)
 	}
 }
