@@ -57,7 +57,7 @@ var (
 	// have (unknown, or another tenant's): a 404 like a tenant that does
 	// not exist, so a token tells nothing about other tenants.
 	ErrTokenNotFound = apperr.NotFound("audit token not found")
-	ErrTooManyTokens  = apperr.Invalidf("name", "A tenant has at most %d active audit tokens: revoke one first.", MaxActiveTokens)
+	ErrTooManyTokens = apperr.Invalidf("name", "A tenant has at most %d active audit tokens: revoke one first.", MaxActiveTokens)
 )
 
 // Token is a read-only audit token as listed to its tenant's owners.
