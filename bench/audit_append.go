@@ -140,7 +140,8 @@ func appendFor(ctx context.Context, pool *pgxpool.Pool, tenant int64, window tim
 	return float64(done.Load()) / window.Seconds(), nil
 }
 
-// analyze runs ANALYZE on tables of database name as its owner.
+// analyze runs ANALYZE on tables of database name (all of them when none
+// is named) as its owner.
 func analyze(ctx context.Context, env *Env, name string, tables ...string) error {
 	admin, err := env.Admin(ctx, name)
 	if err != nil {

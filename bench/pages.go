@@ -156,14 +156,8 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 		// with autovacuum off (this machine's is) would otherwise plan the
 		// pages over tables it never analyzed (the trace index, filled by
 		// triggers, was still "empty" at a million rows).
-		admin, err := env.Admin(ctx, name)
-		if err != nil {
+		if err := analyze(ctx, env, name); err != nil {
 			return nil, err
-		}
-		_, err = admin.Exec(ctx, "ANALYZE")
-		admin.Close()
-		if err != nil {
-			return nil, fmt.Errorf("analyze %s: %w", name, err)
 		}
 	}
 	if err := s.system.QueryRow(ctx, `SELECT t.id, count(e.id), coalesce(min(e.id), 0), coalesce(max(e.id), 0)

@@ -35,8 +35,11 @@ WHERE t.tenant_id = sqlc.arg('tenant_id')
 FOR UPDATE OF t SKIP LOCKED;
 
 -- name: AuditV1Batch :many
--- Migrated v1 events in seq order, from after_seq on.
-SELECT sqlc.embed(e), e.detail::text AS detail_text, now()::timestamptz AS queued_at
+-- Migrated v1 events in seq order, from after_seq on (the columns of
+-- AuditUnsealedBatch, in its order: one row type serves both).
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+       e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
+       now()::timestamptz AS queued_at
 FROM audit_events e
 WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq > sqlc.arg('after_seq')
 ORDER BY e.seq
@@ -48,7 +51,7 @@ LIMIT sqlc.arg('lim');
 -- lateral subquery (OFFSET 0 keeps the planner from flattening it) pins
 -- that shape: as a plain join, a generic plan made while the tables were
 -- small walked the tenant's whole trail, oldest first, for each batch.
-SELECT e.tenant_id, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
        e.detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, u.queued_at
 FROM (SELECT q.event_id, q.queued_at FROM audit_unsealed q
       WHERE q.tenant_id = sqlc.arg('tenant_id')

@@ -93,9 +93,9 @@ func (s store) v1Batch(ctx context.Context, tenantID, afterSeq int64, limit int)
 	out := make([]sealable, len(rows))
 	seqs := make([]int64, len(rows))
 	for i, r := range rows {
-		out[i] = sealable{fields: rowFields(r.AuditEvent, r.DetailText, true), queuedAt: r.QueuedAt}
-		if r.AuditEvent.Seq != nil {
-			seqs[i] = *r.AuditEvent.Seq
+		out[i] = batchRow(queries.AuditUnsealedBatchRow(r), true)
+		if r.Seq != nil {
+			seqs[i] = *r.Seq
 		}
 	}
 	return out, seqs, err
@@ -106,22 +106,20 @@ func (s store) unsealedBatch(ctx context.Context, tenantID int64, limit int) ([]
 	rows, err := s.q.AuditUnsealedBatch(ctx, queries.AuditUnsealedBatchParams{TenantID: tenantID, Lim: int32(limit)})
 	out := make([]sealable, len(rows))
 	for i, r := range rows {
-		out[i] = sealable{queuedAt: r.QueuedAt, fields: chainFields{
-			TenantID: r.TenantID, ID: r.ID, ActorKind: r.ActorKind, ActorID: r.ActorID,
-			Action: r.Action, Entity: r.Entity, EntityID: r.EntityID, DetailText: r.DetailText,
-			OccurredAt: r.OccurredAt.UTC(), TraceID: r.TraceID, JobID: r.JobID, PrevHash: r.PrevHash,
-		}}
+		out[i] = batchRow(r, false)
 	}
 	return out, err
 }
 
-func rowFields(e queries.AuditEvent, detailText string, v1 bool) chainFields {
-	return chainFields{
-		TenantID: e.TenantID, ID: e.ID, ActorKind: e.ActorKind, ActorID: e.ActorID,
-		Action: e.Action, Entity: e.Entity, EntityID: e.EntityID, DetailText: detailText,
-		OccurredAt: e.OccurredAt.UTC(), TraceID: e.TraceID, JobID: e.JobID,
-		PrevHash: e.PrevHash, V1: v1,
-	}
+// batchRow is one event of either batch (the two queries share their
+// columns) as the sealer takes it.
+func batchRow(r queries.AuditUnsealedBatchRow, v1 bool) sealable {
+	return sealable{queuedAt: r.QueuedAt, fields: chainFields{
+		TenantID: r.TenantID, ID: r.ID, ActorKind: r.ActorKind, ActorID: r.ActorID,
+		Action: r.Action, Entity: r.Entity, EntityID: r.EntityID, DetailText: r.DetailText,
+		OccurredAt: r.OccurredAt.UTC(), TraceID: r.TraceID, JobID: r.JobID,
+		PrevHash: r.PrevHash, V1: v1,
+	}}
 }
 
 func (s store) insertLeaves(ctx context.Context, tenantID int64, seqs, eventIDs []int64, hashes [][]byte) error {

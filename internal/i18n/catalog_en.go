@@ -138,6 +138,7 @@ var en = map[string]string{
 	"audit.support_staff":   "support staff",
 	"audit.system":          "system",
 	"audit.user_n":          "user #%s",
+	"tokens.open":           "Witness tokens of this tenant",
 	"tokens.title":          "Witness tokens",
 	"tokens.explain":        "A witness outside Jejak (web audit witness, run from your own machine or an auditor's) checks that this trail is only ever appended to: each run fetches the signed checkpoint and proves it extends the last one it saw. Give it a read-only token: it reads the log's checkpoint and proofs and nothing else. Its uses show in the trail.",
 	"tokens.new_for":        "Token “%s” created.",

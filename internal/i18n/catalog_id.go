@@ -132,6 +132,7 @@ var id = map[string]string{
 	"audit.support_staff":   "tim dukungan",
 	"audit.system":          "sistem",
 	"audit.user_n":          "pengguna #%s",
+	"tokens.open":           "Token saksi tenant ini",
 	"tokens.title":          "Token saksi",
 	"tokens.explain":        "Saksi di luar Jejak (web audit witness, dijalankan dari mesin Anda sendiri atau milik auditor) memeriksa bahwa jejak ini hanya pernah ditambah: setiap kali jalan ia mengambil checkpoint yang ditandatangani dan membuktikan bahwa checkpoint itu melanjutkan yang terakhir ia lihat. Berikan token baca-saja: token itu membaca checkpoint dan bukti log, tidak lebih. Setiap pemakaiannya tampil di jejak.",
 	"tokens.new_for":        "Token “%s” dibuat.",

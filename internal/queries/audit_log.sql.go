@@ -407,7 +407,7 @@ func (q *Queries) AuditTreeSigned(ctx context.Context, arg AuditTreeSignedParams
 }
 
 const auditUnsealedBatch = `-- name: AuditUnsealedBatch :many
-SELECT e.tenant_id, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
        e.detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, u.queued_at
 FROM (SELECT q.event_id, q.queued_at FROM audit_unsealed q
       WHERE q.tenant_id = $1
@@ -426,6 +426,7 @@ type AuditUnsealedBatchParams struct {
 
 type AuditUnsealedBatchRow struct {
 	TenantID   int64
+	Seq        *int64
 	ID         int64
 	ActorKind  string
 	ActorID    *int64
@@ -456,6 +457,7 @@ func (q *Queries) AuditUnsealedBatch(ctx context.Context, arg AuditUnsealedBatch
 		var i AuditUnsealedBatchRow
 		if err := rows.Scan(
 			&i.TenantID,
+			&i.Seq,
 			&i.ID,
 			&i.ActorKind,
 			&i.ActorID,
@@ -548,7 +550,9 @@ func (q *Queries) AuditUnsealedStats(ctx context.Context) ([]AuditUnsealedStatsR
 }
 
 const auditV1Batch = `-- name: AuditV1Batch :many
-SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id, e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash, e.detail::text AS detail_text, now()::timestamptz AS queued_at
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+       e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
+       now()::timestamptz AS queued_at
 FROM audit_events e
 WHERE e.tenant_id = $1 AND e.seq > $2
 ORDER BY e.seq
@@ -562,12 +566,24 @@ type AuditV1BatchParams struct {
 }
 
 type AuditV1BatchRow struct {
-	AuditEvent AuditEvent
+	TenantID   int64
+	Seq        *int64
+	ID         int64
+	ActorKind  string
+	ActorID    *int64
+	Action     string
+	Entity     string
+	EntityID   string
 	DetailText string
+	OccurredAt time.Time
+	TraceID    string
+	JobID      *int64
+	PrevHash   []byte
 	QueuedAt   time.Time
 }
 
-// Migrated v1 events in seq order, from after_seq on.
+// Migrated v1 events in seq order, from after_seq on (the columns of
+// AuditUnsealedBatch, in its order: one row type serves both).
 func (q *Queries) AuditV1Batch(ctx context.Context, arg AuditV1BatchParams) ([]AuditV1BatchRow, error) {
 	rows, err := q.db.Query(ctx, auditV1Batch, arg.TenantID, arg.AfterSeq, arg.Lim)
 	if err != nil {
@@ -578,21 +594,19 @@ func (q *Queries) AuditV1Batch(ctx context.Context, arg AuditV1BatchParams) ([]A
 	for rows.Next() {
 		var i AuditV1BatchRow
 		if err := rows.Scan(
-			&i.AuditEvent.TenantID,
-			&i.AuditEvent.Seq,
-			&i.AuditEvent.ID,
-			&i.AuditEvent.ActorKind,
-			&i.AuditEvent.ActorID,
-			&i.AuditEvent.Action,
-			&i.AuditEvent.Entity,
-			&i.AuditEvent.EntityID,
-			&i.AuditEvent.Detail,
-			&i.AuditEvent.OccurredAt,
-			&i.AuditEvent.TraceID,
-			&i.AuditEvent.JobID,
-			&i.AuditEvent.PrevHash,
-			&i.AuditEvent.Hash,
+			&i.TenantID,
+			&i.Seq,
+			&i.ID,
+			&i.ActorKind,
+			&i.ActorID,
+			&i.Action,
+			&i.Entity,
+			&i.EntityID,
 			&i.DetailText,
+			&i.OccurredAt,
+			&i.TraceID,
+			&i.JobID,
+			&i.PrevHash,
 			&i.QueuedAt,
 		); err != nil {
 			return nil, err

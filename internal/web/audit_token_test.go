@@ -55,8 +55,11 @@ func TestAuditTokenReadsTheLogAndNothingElse(t *testing.T) {
 	owner.login("budi@melati.test")
 
 	page := owner.get("/t/" + melati + "/audit")
-	if page.status != http.StatusOK || !strings.Contains(page.body, `data-testid="audit-tokens"`) || !strings.Contains(page.body, `data-testid="tokens-none"`) {
-		t.Fatalf("the trail page has no empty token section for the owner: %d", page.status)
+	if page.status != http.StatusOK || !strings.Contains(page.body, `data-testid="audit-tokens-box"`) {
+		t.Fatalf("the trail page has no token section for the owner: %d", page.status)
+	}
+	if box := owner.get("/t/" + melati + "/audit/tokens"); box.status != http.StatusOK || !strings.Contains(box.body, `data-testid="tokens-none"`) {
+		t.Fatalf("the owner's token section is not empty at first: %d", box.status)
 	}
 	token := createToken(t, owner, melati, "auditor cron")
 	hash := sha256.Sum256([]byte(token))
@@ -66,8 +69,8 @@ func TestAuditTokenReadsTheLogAndNothingElse(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM audit_tokens t WHERE position($1::bytea IN t.token_hash) > 0`, []byte(token)); n != 0 {
 		t.Fatal("the token itself is stored")
 	}
-	if again := owner.get("/t/" + melati + "/audit"); strings.Contains(again.body, token) || !strings.Contains(again.body, "auditor cron") {
-		t.Fatal("the trail page shows the token again, or does not list it by name")
+	if again := owner.get("/t/" + melati + "/audit/tokens"); strings.Contains(again.body, token) || !strings.Contains(again.body, "auditor cron") {
+		t.Fatal("the token section shows the token again, or does not list it by name")
 	}
 
 	// The token reads every log endpoint, without a session.
@@ -157,8 +160,11 @@ func TestAuditTokensAreOwnersBusiness(t *testing.T) {
 	f := newFixture(t)
 	member := f.client()
 	member.login("rina@melati.test")
-	if page := member.get("/t/" + melati + "/audit"); page.status != http.StatusOK || strings.Contains(page.body, `data-testid="audit-tokens"`) {
-		t.Fatalf("a member's trail page: %d, token section shown: %v", page.status, strings.Contains(page.body, `data-testid="audit-tokens"`))
+	if page := member.get("/t/" + melati + "/audit"); page.status != http.StatusOK || strings.Contains(page.body, `data-testid="audit-tokens`) {
+		t.Fatalf("a member's trail page: %d, token section shown: %v", page.status, strings.Contains(page.body, `data-testid="audit-tokens`))
+	}
+	if a := member.get("/t/" + melati + "/audit/tokens"); a.status != http.StatusForbidden || strings.Contains(a.body, "token-form") {
+		t.Fatalf("a member reading the token section: %d, want 403", a.status)
 	}
 	if a := member.post("/t/"+melati+"/audit/tokens", member.withCSRF(url.Values{"name": {"mine"}}), true); a.status != http.StatusForbidden {
 		t.Fatalf("a member creating a token: %d, want 403", a.status)
@@ -207,9 +213,10 @@ func TestAuditTokensAreOwnersBusiness(t *testing.T) {
 	}
 }
 
-// TestBrowserWitnessTokens: in a real Chromium an owner creates a witness
-// token on the trail page and revokes it, both swapped in place by htmx
-// (a marker on window survives), and the section passes axe.
+// TestBrowserWitnessTokens: in a real Chromium an owner opens the witness
+// tokens section under the trail (loaded by htmx), creates a token and
+// revokes it, both swapped in place (a marker on window survives), and the
+// section passes axe.
 func TestBrowserWitnessTokens(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -217,8 +224,11 @@ func TestBrowserWitnessTokens(t *testing.T) {
 	if err := signIn(ctx, f.srv.URL, "budi@melati.test"); err != nil {
 		t.Fatalf("sign in: %v", err)
 	}
+	// The section under the trail is closed; opening it loads the form.
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(f.srv.URL+"/t/"+melati+"/audit"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-tokens-box"] summary`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="audit-tokens-box"] summary`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="token-form"]`)),
 	)
 	if err != nil {

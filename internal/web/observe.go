@@ -70,8 +70,8 @@ func spanMethod(m string) string {
 // (from anywhere) apart from a local scraper's.
 func (s *Server) metricsEndpoint(c echo.Context) error {
 	if s.MetricsToken != "" {
-		got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.MetricsToken)) != 1 {
+		got, ok := bearerToken(c.Request())
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.MetricsToken)) != 1 {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="metrics"`)
 			return c.String(http.StatusUnauthorized, "metrics need a bearer token\n")
 		}
@@ -99,4 +99,14 @@ func loopbackPeer(remote string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// bearerToken is the credential of an "Authorization: Bearer …" header
+// (the scheme is case-insensitive, RFC 9110); ok is false without one.
+func bearerToken(r *http.Request) (token string, ok bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get(echo.HeaderAuthorization), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
 }

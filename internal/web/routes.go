@@ -50,6 +50,7 @@ func (s *Server) routes(e *echo.Echo) {
 	t.GET("/audit/export.jsonl", s.auditExport(audit.FormatJSONLines), s.streamDeadline)
 	t.POST("/audit/verify", s.auditVerify)
 	// Read-only audit tokens for a witness (owners and admins).
+	t.GET("/audit/tokens", s.auditTokens)
 	t.POST("/audit/tokens", s.auditTokenCreate)
 	t.POST("/audit/tokens/:id/revoke", s.auditTokenRevoke)
 	t.GET("/audit/:entity/:id", s.auditEntity)

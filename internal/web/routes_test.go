@@ -111,6 +111,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /t/:slug/audit/export.jsonl":                    {"/t/toko-bunga-melati/audit/export.jsonl", nil, tenantRead},
 		"POST /t/:slug/audit/verify":                         {"/t/toko-bunga-melati/audit/verify", nil, tenantWrite},
 		"GET /audit/key":                                     {"/audit/key", nil, everyone},
+		"GET /t/:slug/audit/tokens":                          {"/t/toko-bunga-melati/audit/tokens", nil, tenantWrite},
 		"POST /t/:slug/audit/tokens":                         {"/t/toko-bunga-melati/audit/tokens", url.Values{"name": {""}}, tenantWrite},
 		"POST /t/:slug/audit/tokens/:id/revoke":              {fmt.Sprintf("/t/toko-bunga-melati/audit/tokens/%d/revoke", token.ID), nil, tenantWrite},
 		"GET /t/:slug/audit/log/checkpoint":                  {"/t/toko-bunga-melati/audit/log/checkpoint", nil, tenantRead},

@@ -3,7 +3,6 @@ package web
 import (
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -43,11 +42,11 @@ func (s *Server) requireAuditToken(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		scheme, presented, ok := strings.Cut(c.Request().Header.Get(echo.HeaderAuthorization), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") {
+		presented, ok := bearerToken(c.Request())
+		if !ok {
 			return audit.ErrTokenMalformed
 		}
-		if _, err := s.AuditTokens.Authenticate(ctx, t.ID, strings.TrimSpace(presented), c.RealIP()); err != nil {
+		if _, err := s.AuditTokens.Authenticate(ctx, t.ID, presented, c.RealIP()); err != nil {
 			if apperr.CodeOf(err) == apperr.CodeUnauthenticated {
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="jejak audit log"`)
 			}
@@ -58,12 +57,9 @@ func (s *Server) requireAuditToken(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// auditTokensVM is the trail page's token section for an owner or admin
-// (nil for other members, who see no section).
+// auditTokensVM is the witness tokens section as an owner or admin sees
+// it.
 func (s *Server) auditTokensVM(c echo.Context) (*viewtenant.TokensVM, error) {
-	if !membership(c).CanWrite() {
-		return nil, nil
-	}
 	ctx := c.Request().Context()
 	t := currentTenant(c)
 	tokens, err := s.AuditTokens.List(ctx, t.ID)
@@ -113,9 +109,30 @@ func (s *Server) renderTokens(c echo.Context, status int, vm *viewtenant.TokensV
 	return render(c, status, viewtenant.TokensPage(t.Name, *vm))
 }
 
-func (s *Server) auditTokenCreate(c echo.Context) error {
+// requireTokenManager refuses members who are not owners or admins.
+func requireTokenManager(c echo.Context) error {
 	if !membership(c).CanWrite() {
 		return echo.NewHTTPError(http.StatusForbidden, "Only owners and admins manage audit tokens.")
+	}
+	return nil
+}
+
+// auditTokens is the tokens section (htmx, when the trail page's box is
+// opened) or the tokens page.
+func (s *Server) auditTokens(c echo.Context) error {
+	if err := requireTokenManager(c); err != nil {
+		return err
+	}
+	vm, err := s.auditTokensVM(c)
+	if err != nil {
+		return err
+	}
+	return s.renderTokens(c, http.StatusOK, vm)
+}
+
+func (s *Server) auditTokenCreate(c echo.Context) error {
+	if err := requireTokenManager(c); err != nil {
+		return err
 	}
 	t := currentTenant(c)
 	name := c.FormValue("name")
@@ -140,8 +157,8 @@ func (s *Server) auditTokenCreate(c echo.Context) error {
 }
 
 func (s *Server) auditTokenRevoke(c echo.Context) error {
-	if !membership(c).CanWrite() {
-		return echo.NewHTTPError(http.StatusForbidden, "Only owners and admins manage audit tokens.")
+	if err := requireTokenManager(c); err != nil {
+		return err
 	}
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {

@@ -145,25 +145,19 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return res, nil
 }
 
-// checkpoint is a verified checkpoint's size and root.
-type checkpoint struct {
-	Size int64
-	Root tlog.Hash
-}
-
 // openCheckpoint verifies a signed checkpoint note (note.Open under vkey)
 // and reads its C2SP tlog-checkpoint body, which must name origin.
-func openCheckpoint(signed []byte, vkey, origin string) (checkpoint, error) {
+func openCheckpoint(signed []byte, vkey, origin string) (audit.Checkpoint, error) {
 	cp, err := audit.OpenCheckpoint(signed, vkey, origin)
 	if err != nil {
-		return checkpoint{}, fmt.Errorf("%w: %v", ErrBadSignature, err)
+		return audit.Checkpoint{}, fmt.Errorf("%w: %v", ErrBadSignature, err)
 	}
-	return checkpoint{Size: cp.Size, Root: cp.Root}, nil
+	return cp, nil
 }
 
 // extends checks that cur extends prev: the same tree when the sizes are
 // equal, else an RFC 6962 consistency proof from the server.
-func extends(ctx context.Context, c *client, prev, cur checkpoint) error {
+func extends(ctx context.Context, c *client, prev, cur audit.Checkpoint) error {
 	switch {
 	case cur.Size < prev.Size:
 		return fmt.Errorf("%w: the log now has %d events, fewer than the %d this witness accepted (rewound)", ErrNotAppendOnly, cur.Size, prev.Size)
