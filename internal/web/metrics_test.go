@@ -224,7 +224,7 @@ func goVersion(rest string) string {
 // TestMetricsLoopbackOnlyWithoutToken: with no token configured, a remote
 // peer is refused, a direct loopback one served, and a loopback peer that
 // relays for someone else (a reverse proxy on the same host: it adds a
-// forwarding header) refused.
+// forwarding header, maybe empty) refused.
 func TestMetricsLoopbackOnlyWithoutToken(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -240,11 +240,16 @@ func TestMetricsLoopbackOnlyWithoutToken(t *testing.T) {
 		{"127.0.0.1:5555", "X-Forwarded-For", "203.0.113.9", http.StatusForbidden},
 		{"127.0.0.1:5555", "Forwarded", "for=203.0.113.9", http.StatusForbidden},
 		{"127.0.0.1:5555", "X-Real-Ip", "203.0.113.9", http.StatusForbidden},
+		{"127.0.0.1:5555", "X-Forwarded-Host", "metrics.example", http.StatusForbidden},
+		{"127.0.0.1:5555", "X-Forwarded-For", "", http.StatusForbidden},
+		{"127.0.0.1:5555", "Forwarded", "", http.StatusForbidden},
+		{"127.0.0.1:5555", "Via", "1.1 proxy", http.StatusForbidden},
+		{"127.0.0.1:5555", "X-Forwarded-Proto", "https", http.StatusForbidden},
 	} {
 		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 		req.RemoteAddr = tc.remote
 		if tc.header != "" {
-			req.Header.Set(tc.header, tc.value)
+			req.Header[http.CanonicalHeaderKey(tc.header)] = []string{tc.value}
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

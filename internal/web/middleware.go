@@ -4,12 +4,9 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -19,6 +16,7 @@ import (
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/tenant"
+	"github.com/jejakhq/jejak/internal/tracing"
 	"github.com/jejakhq/jejak/internal/user"
 )
 
@@ -60,24 +58,20 @@ func cacheForever(h http.Handler) http.Handler {
 	})
 }
 
-var traceparent = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$`)
-
 // maxLoggedPath bounds the request path a log line copies: a line per
 // request must not grow with what a stranger sends.
 const maxLoggedPath = 512
 
 // traceAndLog gives every request a trace id (from a W3C traceparent header
-// when present, so a trace crosses services) and logs one JSON line per
-// request with it.
+// when it is valid, so a trace crosses services; a header the specification
+// forbids starts a new trace) and logs one JSON line per request with it.
 func (s *Server) traceAndLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		r := c.Request()
-		trace := ""
-		if m := traceparent.FindStringSubmatch(r.Header.Get("traceparent")); m != nil && m[1] != strings.Repeat("0", 32) {
-			trace = m[1]
-		} else {
-			trace = newTraceID()
+		trace := tracing.NewTraceID()
+		if p, ok := tracing.ParseTraceparent(r.Header.Get("traceparent")); ok {
+			trace = p.TraceID
 		}
 		c.Response().Header().Set(echo.HeaderXRequestID, trace)
 		c.SetRequest(r.WithContext(reqctx.WithTrace(r.Context(), trace)))
@@ -96,12 +90,6 @@ func (s *Server) traceAndLog(next echo.HandlerFunc) echo.HandlerFunc {
 		s.Logger.InfoContext(r.Context(), "request", attrs...)
 		return nil
 	}
-}
-
-func newTraceID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // preCSRFCookie holds the random nonce a visitor without a session signs

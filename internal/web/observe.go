@@ -82,10 +82,20 @@ func (s *Server) metricsEndpoint(c echo.Context) error {
 	return nil
 }
 
-// forwarded reports whether a proxy relayed the request.
+// forwardingHeaders are the headers a relaying proxy adds (RFC 7239, the
+// de-facto X-Forwarded-* family, RFC 9110 Via).
+var forwardingHeaders = []string{
+	"Forwarded", "Via", echo.HeaderXRealIP, echo.HeaderXForwardedFor, "X-Forwarded-Host",
+	echo.HeaderXForwardedProto, "X-Forwarded-Port", "X-Forwarded-Server", "X-Forwarded-Prefix",
+	echo.HeaderXForwardedSsl, "X-Original-Forwarded-For", "True-Client-Ip", "Cf-Connecting-Ip",
+}
+
+// forwarded reports whether a proxy relayed the request: any forwarding
+// header present, even empty (a proxy that blanks X-Forwarded-For still
+// relays).
 func forwarded(h http.Header) bool {
-	for _, k := range []string{echo.HeaderXForwardedFor, echo.HeaderXRealIP, "Forwarded"} {
-		if h.Get(k) != "" {
+	for _, k := range forwardingHeaders {
+		if _, ok := h[http.CanonicalHeaderKey(k)]; ok {
 			return true
 		}
 	}
