@@ -2,17 +2,14 @@ package database
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -71,11 +68,6 @@ const (
 	// most its poll interval): the delay of a job or message inserted by
 	// another process while the loop is warm.
 	WarmPoll = 10 * time.Millisecond
-	// settleTimeout bounds the wait for inserts that saw the loop awake.
-	// Inserts that read wake_listeners just before the mark and ask for
-	// the lock while the loop waits queue behind it, so the wait is kept
-	// short; if it runs out the loop claims and waits again.
-	settleTimeout = 50 * time.Millisecond
 	// wakeLockKey is the advisory lock (classid; objid is hashtext of the
 	// channel) of db/schema/00090_wake_listeners.sql.
 	wakeLockKey = 727278
@@ -197,11 +189,13 @@ func (s *Sleeper) Next(ctx context.Context, took int, more bool, err error) time
 	}
 	if s.asleep.Load() {
 		if !s.settled {
-			// Claim again whether or not the wait ended: an insert that
-			// committed meanwhile is claimed now, and the wait is repeated
-			// after that claim until it succeeds.
-			s.settled = s.settle(ctx)
-			return 0
+			// Until every insert that saw the loop awake has ended, the
+			// loop claims as an awake one does: such an insert sent no
+			// NOTIFY, so only a claim finds its row.
+			if s.settled = s.settle(ctx); s.settled {
+				return 0 // the claim that sees their rows
+			}
+			return s.warmPoll
 		}
 		if again || (active && now.Sub(s.prev) < s.warmFor) {
 			// Work is arriving faster than WarmFor: stop the NOTIFYs.
@@ -259,22 +253,24 @@ func (s *Sleeper) mark(ctx context.Context) bool {
 	return true
 }
 
-// settle waits (at most settleTimeout) until every transaction that
-// inserted on the channel while it saw no loop asleep has ended, and
-// reports whether they have: then the next claim sees their rows.
+// settle reports whether every transaction that inserted on the channel
+// while it saw no loop asleep has ended (then the next claim sees their
+// rows). It only tries the lock those inserts hold shared: a request that
+// waited would queue every later insert of the channel behind it (a
+// shared request does not pass a waiting exclusive one), and with inserts
+// that overlap without pause, as under a steady load of long transactions,
+// it would hold every writer of the channel up for as long as it waited,
+// again and again.
 func (s *Sleeper) settle(ctx context.Context) bool {
-	_, err := s.pool.Exec(ctx, "SELECT set_config('lock_timeout', $1, true), pg_advisory_xact_lock($2, hashtext($3))",
-		strconv.FormatInt(settleTimeout.Milliseconds(), 10)+"ms", wakeLockKey, s.channel)
-	if err == nil {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available: inserts still open
+	var ok bool
+	err := s.pool.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1, hashtext($2))", wakeLockKey, s.channel).Scan(&ok)
+	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Warn("wait for inserts before sleeping", "channel", s.channel, "err", err)
+			s.log.Warn("check for inserts before sleeping", "channel", s.channel, "err", err)
 		}
+		return false
 	}
-	return false
+	return ok
 }
 
 // Busy marks the loop awake while it cannot claim (every worker slot

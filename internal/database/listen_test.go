@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -143,5 +144,71 @@ func TestWakeNotifyOutboxOnlyWhenNoRelayLoopIsAwake(t *testing.T) {
 		if got := l.Count(t); got != 1 {
 			t.Errorf("%s, every loop asleep: %d NOTIFYs, want 1", c.channel, got)
 		}
+	}
+}
+
+// TestSleeperNeverQueuesInserts: a loop going to sleep while an insert that
+// saw it awake is still open does not wait for that insert's lock (a
+// waiting exclusive request would queue every later insert of the channel
+// behind it); it keeps claiming as an awake loop does, and once the insert
+// has ended it settles, claims once more and sleeps.
+func TestSleeperNeverQueuesInserts(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	const poll, warmPoll = time.Hour, 7 * time.Millisecond
+	s := database.NewSleeper(database.SleeperConfig{Pool: db.System, Channel: "jejak_outbox", Listener: "relay-1",
+		Poll: poll, WarmFor: -1, WarmPoll: warmPoll})
+
+	// An insert that saw the loop awake: it holds the wake lock shared
+	// until it ends.
+	insert, err := db.App.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer insert.Rollback(ctx) //nolint:errcheck
+	if _, err := insert.Exec(ctx, "SELECT wake_notify('jejak_outbox')"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Watch for any advisory lock request left waiting while the loop
+	// decides, until told to stop.
+	stop := make(chan struct{})
+	waited := make(chan int)
+	go func() {
+		seen := 0
+		for {
+			select {
+			case <-stop:
+				waited <- seen
+				return
+			default:
+			}
+			var n int
+			if err := db.Admin.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&n); err == nil {
+				seen += n
+			}
+		}
+	}()
+	if d := s.Next(ctx, 0, false, nil); d != 0 || !s.Asleep() {
+		t.Fatalf("first idle claim: wait %v asleep=%v, want the claim after the mark at once, asleep", d, s.Asleep())
+	}
+	for i := 0; i < 20; i++ {
+		if d := s.Next(ctx, 0, false, nil); d != warmPoll {
+			t.Fatalf("claim %d with the insert open: wait %v, want %v (claim on as an awake loop)", i, d, warmPoll)
+		}
+	}
+	close(stop)
+	if n := <-waited; n != 0 {
+		t.Fatalf("the loop left an advisory lock request waiting (%d samples): inserts queue behind it", n)
+	}
+	if err := insert.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Next(ctx, 0, false, nil); d != 0 {
+		t.Fatalf("after the insert ended: wait %v, want 0 (the claim that sees its row)", d)
+	}
+	if d := s.Next(ctx, 0, false, nil); d != poll {
+		t.Fatalf("settled: wait %v, want the poll %v", d, poll)
 	}
 }
