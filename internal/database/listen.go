@@ -188,6 +188,12 @@ func (s *Sleeper) Next(ctx context.Context, took int, more bool, err error) time
 		return 0
 	}
 	if s.asleep.Load() {
+		if again || (active && now.Sub(s.prev) < s.warmFor) {
+			// Work is arriving faster than WarmFor: stop the NOTIFYs
+			// (also before settling: an awake loop needs no settling).
+			s.rouse(ctx)
+			return s.warmPoll
+		}
 		if !s.settled {
 			// Until every insert that saw the loop awake has ended, the
 			// loop claims as an awake one does: such an insert sent no
@@ -195,11 +201,6 @@ func (s *Sleeper) Next(ctx context.Context, took int, more bool, err error) time
 			if s.settled = s.settle(ctx); s.settled {
 				return 0 // the claim that sees their rows
 			}
-			return s.warmPoll
-		}
-		if again || (active && now.Sub(s.prev) < s.warmFor) {
-			// Work is arriving faster than WarmFor: stop the NOTIFYs.
-			s.rouse(ctx)
 			return s.warmPoll
 		}
 		if now.Sub(s.markedAt) >= s.ttl/3 {

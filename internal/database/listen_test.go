@@ -150,8 +150,9 @@ func TestWakeNotifyOutboxOnlyWhenNoRelayLoopIsAwake(t *testing.T) {
 // TestSleeperNeverQueuesInserts: a loop going to sleep while an insert that
 // saw it awake is still open does not wait for that insert's lock (a
 // waiting exclusive request would queue every later insert of the channel
-// behind it); it keeps claiming as an awake loop does, and once the insert
-// has ended it settles, claims once more and sleeps.
+// behind it); it keeps claiming as an awake loop does (and is one again
+// when rows keep coming), and once the insert has ended it settles, claims
+// once more and sleeps.
 func TestSleeperNeverQueuesInserts(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -202,11 +203,17 @@ func TestSleeperNeverQueuesInserts(t *testing.T) {
 	if n := <-waited; n != 0 {
 		t.Fatalf("the loop left an advisory lock request waiting (%d samples): inserts queue behind it", n)
 	}
+	// Work arriving while it is still unsettled makes it awake at once.
+	s.Woken()
+	s.Again()
+	if d := s.Next(ctx, 1, false, nil); d != warmPoll || s.Asleep() {
+		t.Fatalf("rows keep coming while unsettled: wait %v asleep=%v, want %v awake", d, s.Asleep(), warmPoll)
+	}
 	if err := insert.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if d := s.Next(ctx, 0, false, nil); d != 0 {
-		t.Fatalf("after the insert ended: wait %v, want 0 (the claim that sees its row)", d)
+	if d := s.Next(ctx, 0, false, nil); d != 0 || !s.Asleep() {
+		t.Fatalf("idle again, the insert ended: wait %v asleep=%v, want 0 (the claim that sees its row), asleep", d, s.Asleep())
 	}
 	if d := s.Next(ctx, 0, false, nil); d != poll {
 		t.Fatalf("settled: wait %v, want the poll %v", d, poll)
