@@ -45,10 +45,10 @@ WITH delivered AS (
        AND (m.state = 'processing') IS TRUE AND m.reserved_by = @worker::text
     RETURNING 1
 ), stats AS (
-    INSERT INTO outbox_stats_minute (minute, delivered)
-    SELECT date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), count(*)
+    INSERT INTO outbox_stats_minute (minute, shard, delivered)
+    SELECT date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), stats_shard(), count(*)
       FROM delivered HAVING count(*) > 0
-    ON CONFLICT (minute) DO UPDATE SET delivered = outbox_stats_minute.delivered + EXCLUDED.delivered
+    ON CONFLICT (minute, shard) DO UPDATE SET delivered = outbox_stats_minute.delivered + EXCLUDED.delivered
     RETURNING delivered
 )
 SELECT (SELECT count(*) FROM delivered)::bigint AS marked;
@@ -97,9 +97,9 @@ DELETE FROM outbox_messages
                WHERE processed_at < coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @older_than_seconds::float8));
 
 -- name: OutboxStatsAdd :exec
-INSERT INTO outbox_stats_minute (minute, delivered, failed)
-VALUES (date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), @delivered, @failed)
-ON CONFLICT (minute) DO UPDATE
+INSERT INTO outbox_stats_minute (minute, shard, delivered, failed)
+VALUES (date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now()), 'UTC'), stats_shard(), @delivered, @failed)
+ON CONFLICT (minute, shard) DO UPDATE
    SET delivered = outbox_stats_minute.delivered + EXCLUDED.delivered,
        failed = outbox_stats_minute.failed + EXCLUDED.failed;
 

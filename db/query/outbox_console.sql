@@ -10,8 +10,8 @@ SELECT (SELECT count(*) FROM (SELECT 1 FROM outbox_messages WHERE state = 'pendi
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now;
 
 -- name: OutboxConsoleStatsSince :many
-SELECT minute, delivered, failed FROM outbox_stats_minute
- WHERE minute >= @since::timestamptz ORDER BY minute;
+SELECT minute, sum(delivered)::bigint AS delivered, sum(failed)::bigint AS failed FROM outbox_stats_minute
+ WHERE minute >= @since::timestamptz GROUP BY minute ORDER BY minute;
 
 -- name: OutboxConsoleFailed :many
 SELECT m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.attempts,

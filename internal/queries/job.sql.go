@@ -507,10 +507,11 @@ WITH done AS (
        AND lease_expires_at IS NOT NULL AND worker_id = $5::text
     RETURNING id, tenant_id, kind
 ), counted AS (
-    INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
-    SELECT tenant_id, date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), kind, 1
+    INSERT INTO job_stats_minute (tenant_id, minute, kind, shard, succeeded)
+    SELECT tenant_id, date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), kind,
+           stats_shard(), 1
       FROM done
-    ON CONFLICT (tenant_id, minute, kind) DO UPDATE
+    ON CONFLICT (tenant_id, minute, kind, shard) DO UPDATE
        SET succeeded = job_stats_minute.succeeded + 1
 ), uncounted AS (
     INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
@@ -567,11 +568,12 @@ WITH done AS (
        AND jobs.lease_expires_at IS NOT NULL AND jobs.worker_id = $2::text
     RETURNING jobs.id, jobs.tenant_id, jobs.kind
 ), counted AS (
-    INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded)
-    SELECT tenant_id, date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), kind, count(*)
+    INSERT INTO job_stats_minute (tenant_id, minute, kind, shard, succeeded)
+    SELECT tenant_id, date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), kind,
+           stats_shard(), count(*)
       FROM done GROUP BY tenant_id, kind
       ORDER BY tenant_id, kind
-    ON CONFLICT (tenant_id, minute, kind) DO UPDATE
+    ON CONFLICT (tenant_id, minute, kind, shard) DO UPDATE
        SET succeeded = job_stats_minute.succeeded + EXCLUDED.succeeded
 ), uncounted AS (
     INSERT INTO job_count_deltas (tenant_id, kind, unfinished)
@@ -656,11 +658,11 @@ WITH failed AS (
        AND lease_expires_at IS NOT NULL AND worker_id = $8::text
     RETURNING id, state, available_at, finished_at, tenant_id, kind, flagged
 ), counted AS (
-    INSERT INTO job_stats_minute (tenant_id, minute, kind, failed, dead)
+    INSERT INTO job_stats_minute (tenant_id, minute, kind, shard, failed, dead)
     SELECT tenant_id, date_trunc('minute', coalesce($2::timestamptz, now()), 'UTC'), kind,
-           1, CASE WHEN state = 'dead' THEN 1 ELSE 0 END
+           stats_shard(), 1, CASE WHEN state = 'dead' THEN 1 ELSE 0 END
       FROM failed
-    ON CONFLICT (tenant_id, minute, kind) DO UPDATE
+    ON CONFLICT (tenant_id, minute, kind, shard) DO UPDATE
        SET failed = job_stats_minute.failed + 1, dead = job_stats_minute.dead + EXCLUDED.dead
 ), grouped AS (
     -- A dead letter joins its group for the dead-letter page and leaves

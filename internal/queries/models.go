@@ -277,6 +277,7 @@ type JobStatsMinute struct {
 	Succeeded int64
 	Failed    int64
 	Dead      int64
+	Shard     int16
 }
 
 type JobTrace struct {
@@ -339,6 +340,7 @@ type OutboxStatsMinute struct {
 	Minute    time.Time
 	Delivered int64
 	Failed    int64
+	Shard     int16
 }
 
 type OutboxTrace struct {

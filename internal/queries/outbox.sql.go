@@ -128,10 +128,10 @@ WITH delivered AS (
        AND (m.state = 'processing') IS TRUE AND m.reserved_by = $2::text
     RETURNING 1
 ), stats AS (
-    INSERT INTO outbox_stats_minute (minute, delivered)
-    SELECT date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), count(*)
+    INSERT INTO outbox_stats_minute (minute, shard, delivered)
+    SELECT date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), stats_shard(), count(*)
       FROM delivered HAVING count(*) > 0
-    ON CONFLICT (minute) DO UPDATE SET delivered = outbox_stats_minute.delivered + EXCLUDED.delivered
+    ON CONFLICT (minute, shard) DO UPDATE SET delivered = outbox_stats_minute.delivered + EXCLUDED.delivered
     RETURNING delivered
 )
 SELECT (SELECT count(*) FROM delivered)::bigint AS marked
@@ -295,9 +295,9 @@ func (q *Queries) OutboxRelease(ctx context.Context, arg OutboxReleaseParams) (i
 }
 
 const outboxStatsAdd = `-- name: OutboxStatsAdd :exec
-INSERT INTO outbox_stats_minute (minute, delivered, failed)
-VALUES (date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), $2, $3)
-ON CONFLICT (minute) DO UPDATE
+INSERT INTO outbox_stats_minute (minute, shard, delivered, failed)
+VALUES (date_trunc('minute', coalesce($1::timestamptz, now()), 'UTC'), stats_shard(), $2, $3)
+ON CONFLICT (minute, shard) DO UPDATE
    SET delivered = outbox_stats_minute.delivered + EXCLUDED.delivered,
        failed = outbox_stats_minute.failed + EXCLUDED.failed
 `

@@ -176,19 +176,25 @@ func (q *Queries) OutboxConsoleRetry(ctx context.Context, arg OutboxConsoleRetry
 }
 
 const outboxConsoleStatsSince = `-- name: OutboxConsoleStatsSince :many
-SELECT minute, delivered, failed FROM outbox_stats_minute
- WHERE minute >= $1::timestamptz ORDER BY minute
+SELECT minute, sum(delivered)::bigint AS delivered, sum(failed)::bigint AS failed FROM outbox_stats_minute
+ WHERE minute >= $1::timestamptz GROUP BY minute ORDER BY minute
 `
 
-func (q *Queries) OutboxConsoleStatsSince(ctx context.Context, since time.Time) ([]OutboxStatsMinute, error) {
+type OutboxConsoleStatsSinceRow struct {
+	Minute    time.Time
+	Delivered int64
+	Failed    int64
+}
+
+func (q *Queries) OutboxConsoleStatsSince(ctx context.Context, since time.Time) ([]OutboxConsoleStatsSinceRow, error) {
 	rows, err := q.db.Query(ctx, outboxConsoleStatsSince, since)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []OutboxStatsMinute{}
+	items := []OutboxConsoleStatsSinceRow{}
 	for rows.Next() {
-		var i OutboxStatsMinute
+		var i OutboxConsoleStatsSinceRow
 		if err := rows.Scan(&i.Minute, &i.Delivered, &i.Failed); err != nil {
 			return nil, err
 		}
