@@ -12,27 +12,14 @@ import (
 )
 
 func awardTx(ctx context.Context, tx pgx.Tx, tenantID int64, a Award, now *time.Time) (bool, error) {
-	q := queries.New(tx)
-	n, err := q.ProcessedMessageClaim(ctx, queries.ProcessedMessageClaimParams{
-		TenantID: tenantID, Consumer: Consumer, MessageID: a.MessageID, Now: now,
+	applied, err := queries.New(tx).PointsAward(ctx, queries.PointsAwardParams{
+		TenantID: tenantID, Consumer: Consumer, MessageID: a.MessageID, Customer: a.Customer,
+		Points: a.Points, Reason: a.Reason, Now: now,
 	})
 	if err != nil {
-		return false, fmt.Errorf("claim message %q: %w", a.MessageID, err)
+		return false, fmt.Errorf("award message %q: %w", a.MessageID, err)
 	}
-	if n == 0 {
-		return false, nil // already processed: the repeat is a no-op
-	}
-	if _, err := q.PointsLedgerInsert(ctx, queries.PointsLedgerInsertParams{
-		TenantID: tenantID, Customer: a.Customer, Points: a.Points, Reason: a.Reason, MessageID: a.MessageID, Now: now,
-	}); err != nil {
-		return false, fmt.Errorf("insert ledger row for message %q: %w", a.MessageID, err)
-	}
-	if _, err := q.PointsBalanceAdd(ctx, queries.PointsBalanceAddParams{
-		TenantID: tenantID, Customer: a.Customer, Points: a.Points, Now: now,
-	}); err != nil {
-		return false, fmt.Errorf("add to balance of %q: %w", a.Customer, err)
-	}
-	return true, nil
+	return applied == 1, nil // 0: already processed, the repeat wrote nothing
 }
 
 // GetBalance returns a customer's balance, or ErrNotFound.

@@ -10,36 +10,52 @@ import (
 	"time"
 )
 
-const pointsBalanceAdd = `-- name: PointsBalanceAdd :one
-INSERT INTO points_balances (tenant_id, customer, balance, updated_at)
-VALUES ($1, $2, $3, coalesce($4::timestamptz, now()))
-ON CONFLICT (tenant_id, customer) DO UPDATE
-SET balance = points_balances.balance + EXCLUDED.balance, updated_at = EXCLUDED.updated_at
-RETURNING tenant_id, customer, balance, updated_at
+const pointsAward = `-- name: PointsAward :one
+WITH claim AS (
+    INSERT INTO processed_messages (tenant_id, consumer, message_id, processed_at)
+    VALUES ($1, $2, $3::text, coalesce($4::timestamptz, now()))
+    ON CONFLICT (tenant_id, consumer, message_id) DO NOTHING
+    RETURNING tenant_id, processed_at
+), ledger AS (
+    INSERT INTO points_ledger (tenant_id, customer, points, reason, message_id, created_at)
+    SELECT tenant_id, $5::text, $6::bigint, $7::text, $3::text, processed_at FROM claim
+), balance AS (
+    INSERT INTO points_balances (tenant_id, customer, balance, updated_at)
+    SELECT tenant_id, $5::text, $6::bigint, processed_at FROM claim
+    ON CONFLICT (tenant_id, customer) DO UPDATE
+    SET balance = points_balances.balance + EXCLUDED.balance, updated_at = EXCLUDED.updated_at
+)
+SELECT count(*)::bigint AS applied FROM claim
 `
 
-type PointsBalanceAddParams struct {
-	TenantID int64
-	Customer string
-	Points   int64
-	Now      *time.Time
+type PointsAwardParams struct {
+	TenantID  int64
+	Consumer  string
+	MessageID string
+	Now       *time.Time
+	Customer  string
+	Points    int64
+	Reason    string
 }
 
-func (q *Queries) PointsBalanceAdd(ctx context.Context, arg PointsBalanceAddParams) (PointsBalance, error) {
-	row := q.db.QueryRow(ctx, pointsBalanceAdd,
+// An award in one statement (one round trip): the atomic dedup claim, then
+// the ledger row and the balance, written only when the claim inserted.
+// applied = 1 is the first delivery, 0 a repeat that wrote nothing. A
+// concurrent claimer of the same message id waits at the claim until the
+// first commits.
+func (q *Queries) PointsAward(ctx context.Context, arg PointsAwardParams) (int64, error) {
+	row := q.db.QueryRow(ctx, pointsAward,
 		arg.TenantID,
+		arg.Consumer,
+		arg.MessageID,
+		arg.Now,
 		arg.Customer,
 		arg.Points,
-		arg.Now,
+		arg.Reason,
 	)
-	var i PointsBalance
-	err := row.Scan(
-		&i.TenantID,
-		&i.Customer,
-		&i.Balance,
-		&i.UpdatedAt,
-	)
-	return i, err
+	var applied int64
+	err := row.Scan(&applied)
+	return applied, err
 }
 
 const pointsBalanceGet = `-- name: PointsBalanceGet :one
@@ -59,43 +75,6 @@ func (q *Queries) PointsBalanceGet(ctx context.Context, arg PointsBalanceGetPara
 		&i.Customer,
 		&i.Balance,
 		&i.UpdatedAt,
-	)
-	return i, err
-}
-
-const pointsLedgerInsert = `-- name: PointsLedgerInsert :one
-INSERT INTO points_ledger (tenant_id, customer, points, reason, message_id, created_at)
-VALUES ($1, $2, $3, $4, $5, coalesce($6::timestamptz, now()))
-RETURNING tenant_id, id, customer, points, reason, message_id, created_at
-`
-
-type PointsLedgerInsertParams struct {
-	TenantID  int64
-	Customer  string
-	Points    int64
-	Reason    string
-	MessageID string
-	Now       *time.Time
-}
-
-func (q *Queries) PointsLedgerInsert(ctx context.Context, arg PointsLedgerInsertParams) (PointsLedger, error) {
-	row := q.db.QueryRow(ctx, pointsLedgerInsert,
-		arg.TenantID,
-		arg.Customer,
-		arg.Points,
-		arg.Reason,
-		arg.MessageID,
-		arg.Now,
-	)
-	var i PointsLedger
-	err := row.Scan(
-		&i.TenantID,
-		&i.ID,
-		&i.Customer,
-		&i.Points,
-		&i.Reason,
-		&i.MessageID,
-		&i.CreatedAt,
 	)
 	return i, err
 }
@@ -135,32 +114,4 @@ func (q *Queries) PointsLedgerListByCustomer(ctx context.Context, arg PointsLedg
 		return nil, err
 	}
 	return items, nil
-}
-
-const processedMessageClaim = `-- name: ProcessedMessageClaim :execrows
-INSERT INTO processed_messages (tenant_id, consumer, message_id, processed_at)
-VALUES ($1, $2, $3, coalesce($4::timestamptz, now()))
-ON CONFLICT (tenant_id, consumer, message_id) DO NOTHING
-`
-
-type ProcessedMessageClaimParams struct {
-	TenantID  int64
-	Consumer  string
-	MessageID string
-	Now       *time.Time
-}
-
-// The atomic dedup claim: 1 row = first delivery, 0 = a repeat.
-// A concurrent claimer of the same id waits here until the first commits.
-func (q *Queries) ProcessedMessageClaim(ctx context.Context, arg ProcessedMessageClaimParams) (int64, error) {
-	result, err := q.db.Exec(ctx, processedMessageClaim,
-		arg.TenantID,
-		arg.Consumer,
-		arg.MessageID,
-		arg.Now,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
