@@ -157,7 +157,7 @@ func (d *Deliverer) post(ctx context.Context, t attemptTarget, now time.Time) (A
 	a := Attempt{}
 	if err != nil {
 		a.Latency = time.Since(start)
-		a.Error = clip.Bytes(err.Error(), 500)
+		a.Error = clip.Bytes(describeError(err), 500)
 		return a, 0
 	}
 	defer resp.Body.Close()

@@ -1,11 +1,15 @@
 package webhook
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -26,10 +30,19 @@ var special = []netip.Prefix{
 	netip.MustParsePrefix("198.51.100.0/24"),
 	netip.MustParsePrefix("203.0.113.0/24"),
 	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"), // NAT64 could reach private IPv4
+	// IPv6 forms that embed an IPv4 address the kernel may route to it
+	// (::127.0.0.1 reached loopback), in every spelling netip parses.
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated), ::, ::1
+	netip.MustParsePrefix("::ffff:0:0/96"),   // IPv4-mapped (Unmap catches the usual spelling)
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated (SIIT)
+	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64 could reach private IPv4
 	netip.MustParsePrefix("64:ff9b:1::/48"),
-	netip.MustParsePrefix("2001:db8::/32"),
 	netip.MustParsePrefix("2002::/16"), // 6to4 embeds IPv4
+	netip.MustParsePrefix("2001::/32"), // Teredo embeds IPv4
+	netip.MustParsePrefix("100::/64"),  // discard-only
+	netip.MustParsePrefix("2001::/23"), // IETF protocol assignments
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("fec0::/10"), // site-local (deprecated, still routed inside some sites)
 }
 
 // Guard decides which resolved addresses webhooks may connect to. It runs
@@ -100,23 +113,68 @@ func (g Guard) Control(_, address string, _ syscall.RawConn) error {
 	return nil
 }
 
+// ConnectTimeout bounds the TCP connect of an attempt, far below Timeout:
+// an endpoint that does not even accept connections gives its worker back
+// in seconds.
+const ConnectTimeout = 3 * time.Second
+
+// MaxResponseHeader caps the response headers read from a receiver.
+const MaxResponseHeader = 64 << 10
+
 // Client returns the HTTP client deliveries use: dial-time SSRF guard, no
 // proxy (a proxy would dial for us, past the guard), redirects not
-// followed (the 3xx is the answer), 15 s per attempt.
+// followed (the 3xx is the answer), ConnectTimeout to connect, Timeout per
+// attempt, response headers capped.
 func (g Guard) Client() *http.Client {
-	d := &net.Dialer{Timeout: 10 * time.Second, Control: g.Control}
+	d := &net.Dialer{Timeout: ConnectTimeout, Control: g.Control}
 	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           d.DialContext,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: Timeout,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
+		Proxy:                  nil,
+		DialContext:            d.DialContext,
+		TLSHandshakeTimeout:    5 * time.Second,
+		ResponseHeaderTimeout:  Timeout,
+		MaxResponseHeaderBytes: MaxResponseHeader,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        90 * time.Second,
 	}
 	return &http.Client{
 		Transport:     tr,
 		Timeout:       Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// describeError says why an attempt failed in words a tenant may read:
+// what went wrong and with which host, never the resolver's or a proxy's
+// internal address, nor Go's wrapping of the request.
+func describeError(err error) string {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, ErrForbiddenAddress):
+		return "destination address not allowed (private, loopback or reserved range)"
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return "host " + dnsErr.Name + " not found"
+		}
+		return "could not resolve host " + dnsErr.Name
+	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
+		if errors.As(err, &opErr) && opErr.Op == "dial" {
+			return fmt.Sprintf("timed out connecting (after %s)", ConnectTimeout)
+		}
+		return fmt.Sprintf("timed out waiting for a response (after %s)", Timeout)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset by the receiver"
+	case errors.As(err, new(*tls.CertificateVerificationError)):
+		return "TLS certificate not trusted"
+	case errors.As(err, &opErr):
+		return "connection failed: " + opErr.Err.Error()
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Err.Error()
+	}
+	return err.Error()
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -132,7 +133,10 @@ func TestGuardRefusesInternalAddresses(t *testing.T) {
 	t.Parallel()
 	g := webhook.Guard{}
 	for _, a := range []string{"127.0.0.1", "::1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
-		"100.64.0.1", "0.0.0.0", "::", "fe80::1", "fc00::1", "224.0.0.1", "::ffff:127.0.0.1", "198.18.0.1", "64:ff9b::a00:1"} {
+		"100.64.0.1", "0.0.0.0", "::", "fe80::1", "fc00::1", "224.0.0.1", "::ffff:127.0.0.1", "198.18.0.1", "64:ff9b::a00:1",
+		// IPv6 spellings of IPv4 and other special IPv6 ranges.
+		"::127.0.0.1", "::7f00:1", "::a00:1", "::ffff:0:7f00:1", "::ffff:0:a00:1", "2001::7f00:1",
+		"2002:7f00:1::1", "100::1", "fec0::1", "2001:db8::1", "2001:2::1"} {
 		if g.Allowed(netip.MustParseAddr(a)) {
 			t.Errorf("%s allowed", a)
 		}
@@ -168,6 +172,36 @@ func TestGuardRefusesInternalAddresses(t *testing.T) {
 		t.Fatalf("allowlisted POST: %v", err)
 	}
 	resp.Body.Close()
+	// IPv4 loopback allowed does not open its IPv4-compatible IPv6 spelling.
+	u := "http://[::127.0.0.1]:" + port + "/"
+	if _, err := (webhook.Guard{Allow: loopback}).Client().Post(u, "application/json", nil); !errors.Is(err, webhook.ErrForbiddenAddress) {
+		t.Errorf("POST %s: %v, want ErrForbiddenAddress", u, err)
+	}
+	if len(srv.all()) != 1 {
+		t.Fatalf("the receiver got %d requests, want only the allowlisted one", len(srv.all()))
+	}
+}
+
+// TestClientCapsResponseHeaders: a receiver that answers with endless
+// headers gets an error, not the delivery's memory.
+func TestClientCapsResponseHeaders(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", webhook.MaxResponseHeader)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		for i := 0; i < 3; i++ {
+			w.Header().Add("X-Flood", big)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	resp, err := (webhook.Guard{Allow: loopback}).Client().Post(srv.URL, "application/json", nil)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("%d KiB of headers accepted", 3*webhook.MaxResponseHeader>>10)
+	}
+	if !strings.Contains(err.Error(), "header") {
+		t.Fatalf("error %v, want one about the response headers", err)
+	}
 }
 
 func netSplit(u string) (string, string, error) {
