@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -23,24 +22,6 @@ func render(c echo.Context, status int, comp templ.Component) error {
 		return err
 	}
 	return c.HTMLBlob(status, visibleHTML(buf.Bytes()))
-}
-
-// renderThenFlush renders like render and sends the whole answer to the
-// client at once (with its length), so work the handler does afterwards
-// does not delay or show in the response.
-func renderThenFlush(c echo.Context, status int, comp templ.Component) error {
-	buf := templ.GetBuffer()
-	defer templ.ReleaseBuffer(buf)
-	if err := comp.Render(c.Request().Context(), buf); err != nil {
-		return err
-	}
-	out := visibleHTML(buf.Bytes())
-	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(out)))
-	if err := c.HTMLBlob(status, out); err != nil {
-		return err
-	}
-	c.Response().Flush()
-	return nil
 }
 
 // fieldMessage is err's message for a form field in the reader's language
