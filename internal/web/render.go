@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -80,6 +81,8 @@ func statusOf(err error) (int, string) {
 			return http.StatusForbidden, ae.Message
 		case apperr.CodeUnauthenticated:
 			return http.StatusUnauthorized, ae.Message
+		case apperr.CodeTooMany:
+			return http.StatusTooManyRequests, ae.Message
 		}
 	}
 	return http.StatusInternalServerError, "Internal error."
@@ -92,6 +95,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	status, msg := statusOf(err)
+	var ae *apperr.Error
+	if status == http.StatusTooManyRequests && errors.As(err, &ae) {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(ae.RetryAfter.Seconds())+1))
+	}
 	if status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", "5")
 		s.Logger.WarnContext(c.Request().Context(), "request shed", "error", err.Error(),
