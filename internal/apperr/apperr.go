@@ -26,8 +26,8 @@ const (
 	CodeUnauthenticated Code = "unauthenticated"
 	// CodeTooMany: the caller already runs as much of this at once as it
 	// may; RetryAfter says when to try again.
-	CodeTooMany Code = "too_many"
-	CodeInternal        Code = "internal"
+	CodeTooMany  Code = "too_many"
+	CodeInternal Code = "internal"
 )
 
 // Error is an error with a code, a message safe to show to users, and
