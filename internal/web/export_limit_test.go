@@ -82,7 +82,7 @@ func TestExportsPerUserBounded(t *testing.T) {
 	}
 	for _, c := range []*client{budi, budi2} {
 		for _, p := range []string{csv, jsonl} {
-			if a := c.get(p); a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" ||
+			if a := c.get(p); a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") != "10" ||
 				a.header.Get("Content-Disposition") != "" {
 				t.Fatalf("third export %s: %d Retry-After=%q", p, a.status, a.header.Get("Retry-After"))
 			}

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -97,7 +98,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	status, msg := statusOf(err)
 	var ae *apperr.Error
 	if status == http.StatusTooManyRequests && errors.As(err, &ae) {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int(ae.RetryAfter.Seconds())+1))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(ae.RetryAfter.Seconds())))))
 	}
 	if status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", "5")
