@@ -173,6 +173,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	// settles its batch in flight, then NATS closes.
 	defer ob.Close()
 	deps := NewDeps(env.App, env.System, engine, clk, log)
+	// Failed sign-ins are recorded after their answer: let those finish
+	// before the pools close.
+	defer deps.SignIn.Drain()
 	WithPayments(&deps, ext.payments)
 	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies
@@ -329,9 +332,10 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 		Logger:      log,
 		Webhooks:    webhook.NewService(appPool, clk, engine),
 		Outbox:      outboxconsole.New(systemPool, clk),
-		SignIn:      signin.NewService(appPool, users, clk, signin.DefaultLimits),
-		CSRF:        signin.NewCSRFSigner(systemPool),
-		Activity:    activity.NewService(appPool),
+		SignIn: signin.NewService(signin.Config{DB: appPool, Keys: systemPool, Users: users, Clock: clk,
+			Limits: signin.DefaultLimits, Failures: tenants, Logger: log}),
+		CSRF:     signin.NewCSRFSigner(systemPool),
+		Activity: activity.NewService(appPool),
 		// Invitations go to the dev mail sink unless serve sets its mailer.
 		Members: member.NewService(appPool, systemPool, clk, mail.NewSink(appPool), tenants),
 		// Staff tenant pages and two-person approvals (system pool).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Code classifies an error for callers.
@@ -23,7 +24,10 @@ const (
 	// CodeUnauthenticated: the credential presented (a bearer token) is
 	// unknown or revoked.
 	CodeUnauthenticated Code = "unauthenticated"
-	CodeInternal        Code = "internal"
+	// CodeTooMany: the caller already runs as much of this at once as it
+	// may; RetryAfter says when to try again.
+	CodeTooMany  Code = "too_many"
+	CodeInternal Code = "internal"
 )
 
 // Error is an error with a code, a message safe to show to users, and
@@ -36,6 +40,8 @@ type Error struct {
 	// format (its key in the language catalogs) and the values, so the web
 	// layer formats it in the reader's language.
 	Formats map[string]Format
+	// RetryAfter is when a CodeTooMany refusal is worth retrying.
+	RetryAfter time.Duration
 }
 
 // Format is a message with values: Fields holds it formatted in English.
@@ -121,6 +127,12 @@ func Forbidden(msg string) *Error { return &Error{Code: CodeForbidden, Message: 
 // Unauthenticated returns an error for a refused credential with a
 // user-safe message.
 func Unauthenticated(msg string) *Error { return &Error{Code: CodeUnauthenticated, Message: msg} }
+
+// TooMany returns a refusal of one more concurrent use, with a user-safe
+// message and when to retry.
+func TooMany(msg string, retryAfter time.Duration) *Error {
+	return &Error{Code: CodeTooMany, Message: msg, RetryAfter: retryAfter}
+}
 
 // CodeOf returns the code of the first *Error in err's chain, or
 // CodeInternal.

@@ -23,6 +23,7 @@ type Service struct {
 	// result by head.
 	verifier *Verifier
 	vkey     string
+	exports  exportSlots
 }
 
 // NewService returns a Service over the tenant-facing and the
@@ -96,8 +97,14 @@ const (
 
 // Export streams tenantID's events matching f to w in format (FormatCSV or
 // FormatJSONLines), oldest first, one short tenant-scoped transaction per
-// batch: no transaction is open while w is written.
-func (s *Service) Export(ctx context.Context, tenantID int64, format string, f Filter, w io.Writer) error {
+// batch: no transaction is open while w is written. userID (who asked)
+// may run ExportsPerUser exports at once; past that ErrTooManyExports.
+func (s *Service) Export(ctx context.Context, tenantID, userID int64, format string, f Filter, w io.Writer) error {
+	release, ok := s.exports.take(userID)
+	if !ok {
+		return ErrTooManyExports
+	}
+	defer release()
 	write := ExportCSV
 	if format == FormatJSONLines {
 		write = ExportJSONLines

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"sync"
 
 	"github.com/jejakhq/jejak/internal/database"
 )
@@ -17,14 +16,14 @@ import (
 // and a token is only valid together with that browser's cookie. Every
 // replica reads the same key, created once by a migration.
 type CSRFSigner struct {
-	db  database.Querier
-	mu  sync.Mutex
-	key []byte
+	key secretKey
 }
 
 // NewCSRFSigner reads its key through db (the system pool: the
 // tenant-facing role cannot read keys) on first use.
-func NewCSRFSigner(db database.Querier) *CSRFSigner { return &CSRFSigner{db: db} }
+func NewCSRFSigner(db database.Querier) *CSRFSigner {
+	return &CSRFSigner{key: secretKey{db: db, name: "csrf"}}
+}
 
 // NewNonce returns a fresh random nonce for the visitor's cookie.
 func NewNonce() string {
@@ -35,7 +34,7 @@ func NewNonce() string {
 
 // Token returns the token that goes with nonce.
 func (s *CSRFSigner) Token(ctx context.Context, nonce string) (string, error) {
-	key, err := s.loadKey(ctx)
+	key, err := s.key.load(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -43,18 +42,4 @@ func (s *CSRFSigner) Token(ctx context.Context, nonce string) (string, error) {
 	m.Write([]byte("jejak-csrf-v1|"))
 	m.Write([]byte(nonce))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
-}
-
-func (s *CSRFSigner) loadKey(ctx context.Context) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.key != nil {
-		return s.key, nil
-	}
-	k, err := newStore(s.db).secret(ctx, "csrf")
-	if err != nil {
-		return nil, err
-	}
-	s.key = k
-	return k, nil
 }

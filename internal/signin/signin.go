@@ -1,14 +1,17 @@
 // Package signin guards the sign-in form: a throttle shared by every
 // replica (a table, not memory) that reserves each attempt before the
-// password is hashed, and the key that signs the CSRF token of visitors who
-// have no session yet.
+// password is hashed, the device cookie that gives an account's known
+// browsers their own budget, and the key that signs the CSRF token of
+// visitors who have no session yet.
 package signin
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/user"
 )
 
@@ -25,7 +29,7 @@ type Limit struct {
 	Window time.Duration
 }
 
-// Limits are the three sign-in throttles.
+// Limits are the sign-in throttles.
 type Limits struct {
 	// AccountIP bounds guesses at one account from one client address:
 	// the tight limit, which a stranger elsewhere cannot use up for the
@@ -36,14 +40,20 @@ type Limits struct {
 	Account Limit
 	// IP bounds one client address across all accounts (spraying).
 	IP Limit
+	// Device bounds attempts that carry a valid device cookie for the
+	// account: the only limit they meet, so strangers who fill Account,
+	// AccountIP or IP do not lock the owner out of a known browser.
+	Device Limit
 }
 
 // DefaultLimits: 5 per (account, address) per 15 minutes, 50 per account
-// per hour, 50 per address per 15 minutes.
+// per hour, 50 per address per 15 minutes, 5 per (account, device) per 15
+// minutes.
 var DefaultLimits = Limits{
 	AccountIP: Limit{Max: 5, Window: 15 * time.Minute},
 	Account:   Limit{Max: 50, Window: time.Hour},
 	IP:        Limit{Max: 50, Window: 15 * time.Minute},
+	Device:    Limit{Max: 5, Window: 15 * time.Minute},
 }
 
 // ErrThrottled is wrapped by a *Throttled refusal.
@@ -61,49 +71,153 @@ func (t *Throttled) Error() string {
 // Unwrap makes errors.Is(err, ErrThrottled) hold.
 func (t *Throttled) Unwrap() error { return ErrThrottled }
 
+// FailureRecorder writes a failed sign-in of a known account where its
+// owners look (tenant.Service: an event in each of the user's tenants).
+type FailureRecorder interface {
+	RecordSignIn(ctx context.Context, userID int64, ok bool, ip, traceID string) error
+}
+
+// Config is what a Service needs.
+type Config struct {
+	// DB holds the counters (the tenant-facing pool is enough: the table
+	// is not tenant-owned).
+	DB database.Pool
+	// Keys reads the device-cookie key (the system pool).
+	Keys   database.Querier
+	Users  *user.Service
+	Clock  clock.Clock
+	Limits Limits
+	// Failures records failed sign-ins of known accounts; nil = not
+	// recorded.
+	Failures FailureRecorder
+	// Logger gets an error in recording a failure, which happens after
+	// the answer (nil = slog.Default()).
+	Logger *slog.Logger
+}
+
 // Service signs users in behind the throttle.
 type Service struct {
-	db     database.Pool
-	users  *user.Service
-	clock  clock.Clock
-	limits Limits
-	calls  atomic.Uint64
+	cfg       Config
+	deviceKey secretKey
+	calls     atomic.Uint64
+	// recording bounds failure records in flight; recorders waits for
+	// them at shutdown.
+	recording chan struct{}
+	recorders sync.WaitGroup
 }
 
-// NewService returns a Service whose counters live in db (the tenant-facing
-// pool is enough: the table is not tenant-owned).
-func NewService(db database.Pool, users *user.Service, clk clock.Clock, limits Limits) *Service {
-	if clk == nil {
-		clk = clock.Database{}
+// NewService returns a Service over cfg.
+func NewService(cfg Config) *Service {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Database{}
 	}
-	return &Service{db: db, users: users, clock: clk, limits: limits}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{cfg: cfg, deviceKey: secretKey{db: cfg.Keys, name: "device"}, recording: make(chan struct{}, 16)}
 }
 
-// SignIn reserves one attempt on every throttle key of (email, ip), then
-// checks the password. It returns a *Throttled error when a limit is used
-// up (nothing is hashed and nothing is counted), user.ErrBusy when no
-// hashing slot freed in time (the reservation is given back), and
-// user.ErrInvalidCredentials (with the user when the e-mail is known) for a
-// wrong guess. A success is not counted and forgets the (account, address)
-// failures.
-func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*user.User, error) {
-	email = user.NormalizeEmail(email)
-	keys := []struct {
-		key string
-		lim Limit
-	}{
-		{"acct:" + email, s.limits.Account},
-		{"acctip:" + email + "|" + ip, s.limits.AccountIP},
-		{"ip:" + ip, s.limits.IP},
+// Attempt is one try at signing in.
+type Attempt struct {
+	Email, Password string
+	// IP is the client address (X-Forwarded-For only from trusted
+	// proxies).
+	IP string
+	// Device is the device cookie the browser sent ("" = none).
+	Device string
+}
+
+// Result is a sign-in's outcome. User is set for a known e-mail even when
+// the password was wrong (for the log).
+type Result struct {
+	User *user.User
+	// Device is the device cookie to set after a success: it names this
+	// account in this browser.
+	Device string
+}
+
+type throttleKey struct {
+	key string
+	lim Limit
+}
+
+// keys are the counters an attempt spends: with a valid device cookie
+// for the account only that device's, else the account's, the
+// (account, address) pair's and the address's.
+func (s *Service) keys(email, ip, device string) []throttleKey {
+	if device != "" {
+		return []throttleKey{{"dev:" + email + "|" + device, s.cfg.Limits.Device}}
+	}
+	keys := []throttleKey{
+		{"acct:" + email, s.cfg.Limits.Account},
+		{"acctip:" + email + "|" + ip, s.cfg.Limits.AccountIP},
+		{"ip:" + ip, s.cfg.Limits.IP},
 	}
 	// One order for every caller, so two attempts never wait on each
 	// other's rows in opposite orders.
 	sort.Slice(keys, func(i, j int) bool { return keys[i].key < keys[j].key })
+	return keys
+}
+
+// SignIn reserves one attempt on every throttle key of the attempt, then
+// checks the password. It returns a *Throttled error when a limit is used
+// up (nothing is hashed and nothing is counted), user.ErrBusy when no
+// hashing slot freed in time (the reservation is given back), and
+// user.ErrInvalidCredentials for a wrong guess. A success is not counted,
+// forgets the (account, address) or (account, device) failures and comes
+// with a new device cookie.
+//
+// A known and an unknown e-mail do the same work before the answer: the
+// same reservation, one lookup, one argon2id comparison (a dummy hash for
+// an unknown one) and the same hand-off of the failure record, which is
+// written after the caller returns.
+func (s *Service) SignIn(ctx context.Context, a Attempt) (Result, error) {
+	email := user.NormalizeEmail(a.Email)
+	key, err := s.deviceKey.load(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	dev := deviceID(key, email, a.Device)
+	keys := s.keys(email, a.IP, dev)
+	if err := s.reserve(ctx, keys); err != nil {
+		return Result{}, err
+	}
+	if s.calls.Add(1)%256 == 0 {
+		// Windows long past are dead weight; any replica may sweep.
+		_ = newStore(s.cfg.DB).prune(ctx, 24*time.Hour, s.cfg.Clock.Now())
+	}
+	u, err := s.cfg.Users.Authenticate(ctx, email, a.Password)
+	if errors.Is(err, user.ErrBusy) {
+		all := make([]string, len(keys))
+		for i, k := range keys {
+			all[i] = k.key
+		}
+		if rerr := newStore(s.cfg.DB).refund(context.WithoutCancel(ctx), all); rerr != nil {
+			return Result{}, errors.Join(err, rerr)
+		}
+		return Result{}, err
+	}
+	if errors.Is(err, user.ErrInvalidCredentials) {
+		s.recordFailure(ctx, u, a.IP)
+		return Result{User: u}, err
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if err := s.forgive(ctx, email, a.IP, dev); err != nil {
+		return Result{}, err
+	}
+	return Result{User: u, Device: newDeviceToken(key, email)}, nil
+}
+
+// reserve counts one attempt on every key in one transaction, or none
+// when any is over its limit.
+func (s *Service) reserve(ctx context.Context, keys []throttleKey) error {
 	var refused *Throttled
-	err := database.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	return database.InTx(ctx, s.cfg.DB, func(tx pgx.Tx) error {
 		st := newStore(tx)
 		for _, k := range keys {
-			r, err := st.reserve(ctx, k.key, k.lim.Window, s.clock.Now())
+			r, err := st.reserve(ctx, k.key, k.lim.Window, s.cfg.Clock.Now())
 			if err != nil {
 				return err
 			}
@@ -122,35 +236,49 @@ func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*user
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if s.calls.Add(1)%256 == 0 {
-		// Windows long past are dead weight; any replica may sweep.
-		_ = newStore(s.db).prune(ctx, 24*time.Hour, s.clock.Now())
-	}
-	u, err := s.users.Authenticate(ctx, email, password)
-	if errors.Is(err, user.ErrBusy) {
-		all := make([]string, len(keys))
-		for i, k := range keys {
-			all[i] = k.key
-		}
-		if rerr := newStore(s.db).refund(context.WithoutCancel(ctx), all); rerr != nil {
-			return nil, errors.Join(err, rerr)
-		}
-		return nil, err
-	}
-	if err != nil {
-		return u, err
-	}
-	// Only failures count: a success gives back its reservation on the
-	// wide counters and clears the (account, address) one.
-	st := newStore(s.db)
-	if err := st.refund(ctx, []string{"acct:" + email, "ip:" + ip}); err != nil {
-		return nil, err
-	}
-	if err := st.reset(ctx, "acctip:"+email+"|"+ip); err != nil {
-		return nil, err
-	}
-	return u, nil
 }
+
+// forgive undoes a successful attempt's reservation: only failures count.
+// It gives back the wide counters and clears the narrow one.
+func (s *Service) forgive(ctx context.Context, email, ip, dev string) error {
+	st := newStore(s.cfg.DB)
+	if dev != "" {
+		return st.reset(ctx, "dev:"+email+"|"+dev)
+	}
+	if err := st.refund(ctx, []string{"acct:" + email, "ip:" + ip}); err != nil {
+		return err
+	}
+	return st.reset(ctx, "acctip:"+email+"|"+ip)
+}
+
+// recordFailure hands a failed attempt to a goroutine that records it
+// once the answer is out. Known and unknown e-mails take this same path
+// (the unknown one then writes nothing): writing in the request would keep
+// the connection busy longer for a known account, which a request
+// pipelined behind the attempt measures. At most cap(recording) records
+// are in flight; past that the attempt waits for a slot, the same for both.
+func (s *Service) recordFailure(ctx context.Context, u *user.User, ip string) {
+	select {
+	case s.recording <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	trace := reqctx.Trace(ctx)
+	s.recorders.Add(1)
+	go func() {
+		defer s.recorders.Done()
+		defer func() { <-s.recording }()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if u == nil || s.cfg.Failures == nil {
+			return
+		}
+		if err := s.cfg.Failures.RecordSignIn(rctx, u.ID, false, ip, trace); err != nil {
+			s.cfg.Logger.ErrorContext(rctx, "record failed sign-in", "error", err.Error(), "trace_id", trace)
+		}
+	}()
+}
+
+// Drain waits for failure records in flight (at shutdown, before the
+// pools close).
+func (s *Service) Drain() { s.recorders.Wait() }

@@ -27,9 +27,9 @@ func TestThrottleWindowsAndRefusalsCountNothing(t *testing.T) {
 		IP:        signin.Limit{Max: 100, Window: 15 * time.Minute},
 	}
 	users := user.NewService(user.NewStore(db.App))
-	svc := signin.NewService(db.App, users, clk, limits)
+	svc := signin.NewService(signin.Config{DB: db.App, Keys: db.System, Users: users, Clock: clk, Limits: limits})
 	try := func(ip, password string) error {
-		_, err := svc.SignIn(ctx, "budi@melati.test", password, ip)
+		_, err := svc.SignIn(ctx, signin.Attempt{Email: "budi@melati.test", Password: password, IP: ip})
 		return err
 	}
 	for i := 0; i < 2; i++ {

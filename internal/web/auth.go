@@ -32,7 +32,11 @@ func (s *Server) login(c echo.Context) error {
 		return render(c, http.StatusUnprocessableEntity, auth.LoginPage(auth.LoginVM{Email: email, Error: "Enter your e-mail and password."}))
 	}
 	ip := c.RealIP()
-	u, err := s.SignIn.SignIn(ctx, email, password, ip)
+	device := ""
+	if ck, err := c.Cookie(deviceCookie); err == nil {
+		device = ck.Value
+	}
+	res, err := s.SignIn.SignIn(ctx, signin.Attempt{Email: email, Password: password, IP: ip, Device: device})
 	var throttled *signin.Throttled
 	switch {
 	case errors.As(err, &throttled):
@@ -44,15 +48,20 @@ func (s *Server) login(c echo.Context) error {
 		return render(c, http.StatusServiceUnavailable, auth.LoginPage(auth.LoginVM{Email: email,
 			Error: "Sign-in is busy. Try again in a moment."}))
 	case errors.Is(err, user.ErrInvalidCredentials):
-		// Answer first, record after: recording writes to the account's
-		// tenants, which an unknown e-mail does not have, so doing it
-		// before answering would tell the two apart by time.
-		rerr := renderThenFlush(c, http.StatusUnauthorized, auth.LoginPage(auth.LoginVM{Email: email, Error: "Invalid e-mail or password."}))
-		s.recordSignIn(context.WithoutCancel(ctx), u, false, ip)
-		return rerr
+		// The service records the failure in the account's tenants after
+		// this answer, the same way for an unknown e-mail (which then
+		// writes nothing).
+		s.logSignIn(ctx, res.User, false, ip)
+		return render(c, http.StatusUnauthorized, auth.LoginPage(auth.LoginVM{Email: email, Error: "Invalid e-mail or password."}))
 	case err != nil:
 		return err
 	}
+	u := res.User
+	// This browser is now a known device of the account: its attempts
+	// spend their own budget, not the one strangers can use up. Only the
+	// sign-in form reads it.
+	c.SetCookie(&http.Cookie{Name: deviceCookie, Value: res.Device, Path: "/login", HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: s.SecureCookies, MaxAge: 180 * 24 * 3600})
 	// A new session id on sign-in defeats session fixation; a new CSRF
 	// token goes with it.
 	if err := s.sessions.RenewToken(ctx); err != nil {
@@ -64,25 +73,29 @@ func (s *Server) login(c echo.Context) error {
 	if err := s.Users.TrackSession(ctx, s.sessions.Token(ctx), u.ID); err != nil {
 		return err
 	}
-	s.recordSignIn(ctx, u, true, ip)
+	s.logSignIn(ctx, u, true, ip)
+	if err := s.Tenants.RecordSignIn(ctx, u.ID, true, ip, reqctx.Trace(ctx)); err != nil {
+		s.Logger.ErrorContext(ctx, "record sign-in", "error", err.Error(), "trace_id", reqctx.Trace(ctx))
+	}
 	if u.IsStaff() {
 		return c.Redirect(http.StatusSeeOther, "/admin")
 	}
 	return c.Redirect(http.StatusSeeOther, "/")
 }
 
-// recordSignIn audits a sign-in in the user's tenants (X4). An unknown
-// e-mail belongs to no tenant: it is logged, never stored as a user.
-func (s *Server) recordSignIn(ctx context.Context, u *user.User, ok bool, ip string) {
+// deviceCookie names the account that last signed in from this browser
+// (signin.Result.Device).
+const deviceCookie = "jejak_device"
+
+// logSignIn logs a sign-in attempt. An unknown e-mail belongs to no
+// tenant: it is logged, never stored as a user.
+func (s *Server) logSignIn(ctx context.Context, u *user.User, ok bool, ip string) {
 	trace := reqctx.Trace(ctx)
 	if u == nil {
 		s.Logger.WarnContext(ctx, "sign-in failed for unknown e-mail", "trace_id", trace, "ip", ip)
 		return
 	}
 	s.Logger.InfoContext(ctx, "sign-in", "ok", ok, "user_id", u.ID, "trace_id", trace, "ip", ip)
-	if err := s.Tenants.RecordSignIn(ctx, u.ID, ok, ip, trace); err != nil {
-		s.Logger.ErrorContext(ctx, "record sign-in", "error", err.Error(), "trace_id", trace)
-	}
 }
 
 func (s *Server) logout(c echo.Context) error {

@@ -11,10 +11,13 @@ import (
 	"github.com/jejakhq/jejak/internal/user"
 )
 
-const sessionLocale = "locale"
+// localeCookie holds the language a visitor chose. A cookie rather than the
+// session: choosing a language must not make an anonymous visitor a
+// session row, or every anonymous POST /locale would write one.
+const localeCookie = "jejak_locale"
 
 // locale picks the language of the answer: the signed-in user's saved
-// choice, else the one chosen in this session before signing in, else the
+// choice, else the one chosen in this browser (localeCookie), else the
 // browser's Accept-Language. Views read it with i18n.T(ctx, ...).
 func (s *Server) locale(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -24,7 +27,9 @@ func (s *Server) locale(next echo.HandlerFunc) echo.HandlerFunc {
 			lang = u.Locale
 		}
 		if lang == "" {
-			lang = s.sessions.GetString(ctx, sessionLocale)
+			if ck, err := c.Cookie(localeCookie); err == nil {
+				lang = ck.Value
+			}
 		}
 		if !i18n.Valid(lang) {
 			lang = i18n.FromAcceptLanguage(c.Request().Header.Get("Accept-Language"))
@@ -36,8 +41,9 @@ func (s *Server) locale(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // localeSet saves the reader's language (field locale: "id", "en", or ""
-// to follow the browser) on the account when signed in, and in the session
-// either way, then returns to the page it came from.
+// to follow the browser) on the account when signed in, and in a cookie
+// either way (it writes nothing for an anonymous visitor), then returns to
+// the page it came from.
 func (s *Server) localeSet(c echo.Context) error {
 	ctx := c.Request().Context()
 	lang := strings.TrimSpace(c.FormValue("locale"))
@@ -49,11 +55,12 @@ func (s *Server) localeSet(c echo.Context) error {
 			return err
 		}
 	}
+	ck := &http.Cookie{Name: localeCookie, Value: lang, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: s.SecureCookies, MaxAge: 365 * 24 * 3600}
 	if lang == "" {
-		s.sessions.Remove(ctx, sessionLocale)
-	} else {
-		s.sessions.Put(ctx, sessionLocale, lang)
+		ck.MaxAge = -1
 	}
+	c.SetCookie(ck)
 	return c.Redirect(http.StatusSeeOther, backTo(c.Request().Referer(), c.Request().Host))
 }
 

@@ -214,9 +214,52 @@ func TestLocaleReturnsOnlyToThisSite(t *testing.T) {
 			t.Errorf("Referer %q: %d → %q, want %q", referer, a.status, a.location, want)
 		}
 	}
-	// The session remembers the choice before any sign-in.
+	// The browser remembers the choice before any sign-in.
 	if a := c.get("/login"); !strings.Contains(a.body, `<html lang="id">`) {
-		t.Fatal("the anonymous choice was not kept in the session")
+		t.Fatal("the anonymous choice was not kept")
+	}
+}
+
+// TestAnonymousLocaleWritesNoSession: an anonymous visitor's language
+// choice lives in a cookie, so 50 POST /locale write no session row; the
+// choice is honoured on the next page, survives sign-in, and "" goes back
+// to the browser's language.
+func TestAnonymousLocaleWritesNoSession(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := f.client()
+	token := c.csrf()
+	for i := 0; i < 50; i++ {
+		lang := []string{"id", "en"}[i%2]
+		a := c.post("/locale", url.Values{"_csrf": {token}, "locale": {lang}}, false)
+		if a.status != http.StatusSeeOther {
+			t.Fatalf("POST /locale %d: %d %.200s", i, a.status, a.body)
+		}
+	}
+	// A stranger without any cookie, too.
+	for i := 0; i < 5; i++ {
+		s := f.client()
+		if a := s.post("/locale", s.withCSRF(url.Values{"locale": {"id"}}), false); a.status != http.StatusSeeOther {
+			t.Fatalf("fresh visitor: %d", a.status)
+		}
+	}
+	if n := f.count(`SELECT count(*) FROM sessions`); n != 0 {
+		t.Fatalf("anonymous POST /locale wrote %d session rows", n)
+	}
+	// The last choice was English; the browser asks for Indonesian.
+	if a := c.getLang("/login", "id"); !strings.Contains(a.body, `<html lang="en">`) {
+		t.Fatal("the anonymous choice was not honoured on the next page")
+	}
+	c.post("/locale", url.Values{"_csrf": {token}, "locale": {"id"}}, false)
+	c.login("rina@melati.test")
+	if a := c.getLang("/t/toko-bunga-melati/", "en"); !strings.Contains(a.body, `<html lang="id">`) {
+		t.Fatal("the choice made before sign-in was lost at sign-in")
+	}
+	if a := c.post("/locale", c.withCSRF(url.Values{"locale": {""}}), false); a.status != http.StatusSeeOther {
+		t.Fatalf("clear locale: %d", a.status)
+	}
+	if a := c.getLang("/t/toko-bunga-melati/", "en"); !strings.Contains(a.body, `<html lang="en">`) {
+		t.Fatalf("after choosing the browser's language: %d %.200s", a.status, a.body)
 	}
 }
 

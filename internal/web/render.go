@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -23,24 +24,6 @@ func render(c echo.Context, status int, comp templ.Component) error {
 		return err
 	}
 	return c.HTMLBlob(status, visibleHTML(buf.Bytes()))
-}
-
-// renderThenFlush renders like render and sends the whole answer to the
-// client at once (with its length), so work the handler does afterwards
-// does not delay or show in the response.
-func renderThenFlush(c echo.Context, status int, comp templ.Component) error {
-	buf := templ.GetBuffer()
-	defer templ.ReleaseBuffer(buf)
-	if err := comp.Render(c.Request().Context(), buf); err != nil {
-		return err
-	}
-	out := visibleHTML(buf.Bytes())
-	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(out)))
-	if err := c.HTMLBlob(status, out); err != nil {
-		return err
-	}
-	c.Response().Flush()
-	return nil
 }
 
 // fieldMessage is err's message for a form field in the reader's language
@@ -99,6 +82,8 @@ func statusOf(err error) (int, string) {
 			return http.StatusForbidden, ae.Message
 		case apperr.CodeUnauthenticated:
 			return http.StatusUnauthorized, ae.Message
+		case apperr.CodeTooMany:
+			return http.StatusTooManyRequests, ae.Message
 		}
 	}
 	return http.StatusInternalServerError, "Internal error."
@@ -111,6 +96,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	status, msg := statusOf(err)
+	var ae *apperr.Error
+	if status == http.StatusTooManyRequests && errors.As(err, &ae) {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(ae.RetryAfter.Seconds())))))
+	}
 	if status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", "5")
 		s.Logger.WarnContext(c.Request().Context(), "request shed", "error", err.Error(),

@@ -51,7 +51,7 @@ func TestStrangerReadsNothingThroughRLS(t *testing.T) {
 			t.Fatalf("jobs: %v", err)
 		}
 		var buf bytes.Buffer
-		if err := trail.Export(ctx, melati, "csv", audit.Filter{}, &buf); err != nil {
+		if err := trail.Export(ctx, melati, reqctx.ViewerFrom(ctx).UserID, "csv", audit.Filter{}, &buf); err != nil {
 			t.Fatalf("export: %v", err)
 		}
 		return len(ps), len(tl.Rows), len(page.Rows), buf.String()

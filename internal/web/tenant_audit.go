@@ -353,7 +353,7 @@ func (s *Server) auditExport(format string) echo.HandlerFunc {
 		}
 		h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 		h.Set("Cache-Control", "no-store")
-		err = s.Audit.Export(ctx, t.ID, format, af.f, c.Response())
+		err = s.Audit.Export(ctx, t.ID, viewer(c).UserID, format, af.f, c.Response())
 		if err != nil && !c.Response().Committed {
 			// Nothing sent yet: answer a normal error page instead.
 			h.Del(echo.HeaderContentDisposition)
