@@ -37,6 +37,10 @@ var (
 	matcher = language.NewMatcher([]language.Tag{language.English, language.Indonesian})
 	// printers are built once: a Printer is safe for concurrent use.
 	printers = map[string]*message.Printer{}
+	// plain holds every catalog key translated without arguments, per
+	// language: most calls (labels, headings) pass none, and formatting
+	// through a Printer allocates on each of them.
+	plain = map[string]map[string]string{}
 )
 
 func init() {
@@ -49,6 +53,10 @@ func init() {
 	}
 	for lang, tag := range tags {
 		printers[lang] = message.NewPrinter(tag, message.Catalog(cat))
+		plain[lang] = make(map[string]string, len(en))
+		for key := range en {
+			plain[lang][key] = printers[lang].Sprintf(key)
+		}
 	}
 }
 
@@ -105,14 +113,17 @@ func T(ctx context.Context, key string, args ...any) string {
 
 // In is T for an explicit language (mail and other work outside a request).
 func In(lang, key string, args ...any) string {
-	if len(args) == 0 && !Has(key) {
+	p, ok := printers[lang]
+	if !ok {
+		lang, p = Default, printers[Default]
+	}
+	if len(args) == 0 {
+		if s, ok := plain[lang][key]; ok {
+			return s
+		}
 		// Untranslated text (a domain's message) is shown as is, never
 		// read as a format: a stray % must not print as %!v(MISSING).
 		return key
-	}
-	p, ok := printers[lang]
-	if !ok {
-		p = printers[Default]
 	}
 	return p.Sprintf(key, args...)
 }
