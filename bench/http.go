@@ -205,6 +205,10 @@ func startHTTPServer(ctx context.Context, env *Env) (*httpServer, error) {
 		"JEJAK_ADDR=127.0.0.1:0",
 		"JEJAK_LOG_LEVEL=warn",
 	}
+	if addr := os.Getenv("JEJAK_PPROF_ADDR"); addr != "" {
+		// Profile the server while a line runs (docs/observability.md).
+		cmd.Env = append(cmd.Env, "JEJAK_PPROF_ADDR="+addr)
+	}
 	s.web = &replica{cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = s.web.out, s.web.out
 	if err := cmd.Start(); err != nil {
