@@ -71,7 +71,7 @@ func TestServePprof(t *testing.T) {
 	db := testdb.New(t)
 	pprofAddr, webAddr := freeAddr(t), freeAddr(t)
 	env := map[string]string{"DATABASE_URL": db.URL, "JEJAK_PPROF_ADDR": pprofAddr, "JEJAK_ADDR": webAddr,
-		"JEJAK_WORKERS": "0", "JEJAK_DB_CONNS": "4", "JEJAK_ANCHOR_DIR": t.TempDir()}
+		"JEJAK_WORKERS": "0", "JEJAK_DB_CONNS": "4", "JEJAK_DATA_DIR": t.TempDir()}
 	cfg, err := FromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
