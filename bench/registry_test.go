@@ -127,7 +127,7 @@ func TestCheckLoopback(t *testing.T) {
 }
 
 // TestQueueBenchmarksSmoke runs every benchmark (queues, pages quiet and
-// under engine load, many tenants, replicas) once per available system with
+// under engine load, many tenants, replicas, HTTP load) once per available system with
 // tiny sizes on a real PostgreSQL (the machine's, or the embedded cluster),
 // so a broken harness fails here rather than in a long run. The tenants and
 // replicas benchmarks run at 10/50 tenants and 1/2 replicas instead of their
@@ -159,7 +159,7 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 	})
 	var benches []Bench
 	for _, b := range registry {
-		if b.Name != "replicas" && !strings.HasPrefix(b.Name, "tenants ") {
+		if b.Name != "replicas" && b.Name != "http" && !strings.HasPrefix(b.Name, "tenants ") {
 			benches = append(benches, b)
 		}
 	}
@@ -171,6 +171,11 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 	benches = append(benches,
 		Bench{Name: "tenants burndown", Labels: "tenants=50 fairness=off", Run: tenantsBurndown(50, false)},
 		Bench{Name: "tenants continuous", Labels: "tenants=50 fairness=off", Run: tenantsContinuous(50, false)})
+	// The HTTP family with a few sessions: every mix's requests (the 90/10
+	// one has all of them) and a staff page.
+	benches = append(benches,
+		Bench{Name: "http", Labels: "sessions=4 mix=mix", Run: httpBench(mixNamed("mix"), 4)},
+		Bench{Name: "http", Labels: "sessions=2 mix=staff_jobs", Run: httpBench(mixNamed("staff_jobs"), 2)})
 	for _, n := range []int{1, 2} {
 		benches = append(benches, Bench{Name: "replicas", Labels: fmt.Sprintf("replicas=%d", n), Run: replicasBench(n)})
 	}
@@ -205,6 +210,11 @@ func checkSmoke(t *testing.T, b Bench, res Result) {
 	case strings.HasPrefix(b.Name, "tenants "):
 		must("small_jobs", positive)
 		must("small_wait_p95_ms", positive)
+	case b.Name == "http":
+		must("errors", func(v float64) bool { return v == 0 })
+		must("requests", positive)
+		must("web_cpu_per_req_ms", positive)
+		must("p99_ms", positive)
 	case b.Name == "replicas":
 		must("run_twice", func(v float64) bool { return v == 0 })
 		must("jobs", func(v float64) bool { return v == 300 })

@@ -121,22 +121,23 @@ func (e *Env) Close() {
 // Serve runs the dashboard (unless workers-only) and the worker pool until
 // ctx ends, then shuts down: HTTP first, then the workers, then the pools.
 func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) error {
+	if cfg.PprofAddr != "" {
+		prof, err := startPprof(cfg.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer prof.stop()
+	}
 	env, err := Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	if cfg.Demo {
-		if err := demo.Seed(ctx, env.System); err != nil {
-			return err
-		}
-		if err := demo.SeedHistory(ctx, env.System, nil); err != nil {
-			return err
-		}
-		printDemoAccounts(out)
-	}
 	clk := clock.Database{}
 	if cfg.Demo {
+		if err := seedDemo(ctx, env, out); err != nil {
+			return err
+		}
 		hooks, err := startDemoHooks(ctx, env, log, out)
 		if err != nil {
 			return err
@@ -158,13 +159,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	defer ext.stop()
 	// Shutdown order: HTTP first (below), then the workers finish in-flight
 	// jobs within a deadline and release the rest, then the pools close.
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := engine.Stop(stopCtx); err != nil {
-			log.Error("stop workers", "error", err.Error())
-		}
-	}()
+	defer stopEngine(engine, log)
 	ob, err := startOutbox(ctx, cfg, env, engine, clk, log, reg.OutboxPublished)
 	if err != nil {
 		return err
@@ -172,6 +167,47 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	// Runs before the workers stop (defers unwind in reverse): the relay
 	// settles its batch in flight, then NATS closes.
 	defer ob.Close()
+	deps, err := serveDeps(ctx, cfg, env, engine, ext, clk, log, reg)
+	if err != nil {
+		return err
+	}
+	handler := web.New(deps)
+	if cfg.Demo {
+		startDemoActivity(ctx, env, deps, engine, ext, log)
+	}
+	if cfg.WorkersOnly {
+		<-ctx.Done()
+		return nil
+	}
+	return serveHTTP(ctx, cfg.Addr, handler, log, out)
+}
+
+// seedDemo writes the demo data and its history and prints the accounts.
+func seedDemo(ctx context.Context, env *Env, out io.Writer) error {
+	if err := demo.Seed(ctx, env.System); err != nil {
+		return err
+	}
+	if err := demo.SeedHistory(ctx, env.System, nil); err != nil {
+		return err
+	}
+	printDemoAccounts(out)
+	return nil
+}
+
+// stopEngine lets the workers finish in-flight jobs within a deadline and
+// releases the rest.
+func stopEngine(engine *job.Engine, log *slog.Logger) {
+	stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := engine.Stop(stopCtx); err != nil {
+		log.Error("stop workers", "error", err.Error())
+	}
+}
+
+// serveDeps wires the dashboard of a serving replica: NewDeps plus the
+// payments, schedules, the audit sealer (started when this replica has
+// workers), the mailer and the metrics.
+func serveDeps(ctx context.Context, cfg Config, env *Env, engine *job.Engine, ext *extras, clk clock.Clock, log *slog.Logger, reg *metrics.Registry) (web.Deps, error) {
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	// Failed sign-ins are recorded after their answer: let those finish
 	// before the pools close.
@@ -181,7 +217,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	deps.SecureCookies = cfg.SecureCookies
 	sealer, err := newSealer(cfg, env, log, reg)
 	if err != nil {
-		return err
+		return deps, err
 	}
 	deps.Audit.UseVerifierKey(sealer.VerifierKey())
 	if cfg.Workers > 0 {
@@ -193,33 +229,36 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	// Invitations go out through the same mailer as the weekly reports.
 	mailer, err := newMailer(cfg, env)
 	if err != nil {
-		return err
+		return deps, err
 	}
 	deps.Members = member.NewService(env.App, env.System, clk, mailer, deps.Tenants)
 	deps.Metrics, deps.MetricsToken = reg, cfg.MetricsToken
 	deps.Alerts.SecretFromEnv(cfg.AlertWebhookSecret != "")
-	handler := web.New(deps)
-	if cfg.Demo {
-		if err := demo.SeedSensitive(ctx, demo.SensitiveDeps{System: env.System, Approvals: deps.Approvals, Payments: ext.payments}); err != nil {
-			log.Warn("demo approvals and payments", "error", err.Error())
-		}
-		gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
-		// A burst first, so every page has something to show at once.
-		for i := 0; i < 40; i++ {
-			if err := gen.Step(ctx); err != nil {
-				log.Warn("demo activity", "error", err.Error())
-			}
-		}
-		go gen.Run(ctx, 4*time.Second)
-	}
+	return deps, nil
+}
 
-	if cfg.WorkersOnly {
-		<-ctx.Done()
-		return nil
+// startDemoActivity seeds the demo's approvals and payments, runs a burst
+// of activity so every page has something to show at once, and keeps
+// generating activity until ctx ends.
+func startDemoActivity(ctx context.Context, env *Env, deps web.Deps, engine *job.Engine, ext *extras, log *slog.Logger) {
+	if err := demo.SeedSensitive(ctx, demo.SensitiveDeps{System: env.System, Approvals: deps.Approvals, Payments: ext.payments}); err != nil {
+		log.Warn("demo approvals and payments", "error", err.Error())
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	gen := &demo.Activity{App: env.App, System: env.System, Tenants: deps.Tenants, Jobs: engine, Log: log}
+	for i := 0; i < 40; i++ {
+		if err := gen.Step(ctx); err != nil {
+			log.Warn("demo activity", "error", err.Error())
+		}
+	}
+	go gen.Run(ctx, 4*time.Second)
+}
+
+// serveHTTP serves handler on addr until ctx ends, then shuts the server
+// down gracefully.
+func serveHTTP(ctx context.Context, addr string, handler http.Handler, log *slog.Logger, out io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	srv := web.NewHTTPServer(handler, web.DefaultTimeouts)
 	errc := make(chan error, 1)

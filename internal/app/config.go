@@ -54,6 +54,11 @@ type Config struct {
 	// TrustedProxies (JEJAK_TRUSTED_PROXIES, comma-separated CIDRs or
 	// addresses) are the reverse proxies whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
+	// PprofAddr (JEJAK_PPROF_ADDR, host:port) serves net/http/pprof on its
+	// own listener; "" = off. Loopback only unless PprofAllowRemote
+	// (JEJAK_PPROF_ALLOW_REMOTE).
+	PprofAddr        string
+	PprofAllowRemote bool
 }
 
 // FromEnv reads Config from getenv.
@@ -85,7 +90,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	for name, dst := range map[string]*bool{"JEJAK_WORKERS_ONLY": &c.WorkersOnly, "JEJAK_DEMO": &c.Demo, "JEJAK_SECURE_COOKIES": &c.SecureCookies,
-		"JEJAK_CHAOS_KIND": &c.ChaosKind} {
+		"JEJAK_CHAOS_KIND": &c.ChaosKind, "JEJAK_PPROF_ALLOW_REMOTE": &c.PprofAllowRemote} {
 		if v := getenv(name); v != "" {
 			if *dst, err = strconv.ParseBool(v); err != nil {
 				return c, fmt.Errorf("%s must be true or false, got %q", name, v)
@@ -120,6 +125,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.TrustedProxies, err = parseCIDRs(getenv("JEJAK_TRUSTED_PROXIES")); err != nil {
 		return c, fmt.Errorf("JEJAK_TRUSTED_PROXIES: %w", err)
+	}
+	if c.PprofAddr = strings.TrimSpace(getenv("JEJAK_PPROF_ADDR")); c.PprofAddr != "" {
+		if err := checkPprofAddr(c.PprofAddr, c.PprofAllowRemote); err != nil {
+			return c, err
+		}
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":

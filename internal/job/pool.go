@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/database"
@@ -144,9 +147,26 @@ func (e *Engine) Stop(ctx context.Context) error {
 
 	r.prodStop()
 	<-r.prodDone
-	// Jobs claimed but not yet picked up by a worker go straight back.
+	e.release(cleanup, r.drainUnstarted())
+	deadlineErr := r.waitWorkers(ctx)
+	if r.comp != nil {
+		r.comp.stop(cleanup)
+	}
+	e.settleHeld(cleanup, r)
+	r.waitRecorded(e.log)
+
+	r.cancel()
+	r.bgDone.Wait()
+	if err := storeWorkerDelete(cleanup, e.pool, e.cfg.WorkerID); err != nil {
+		e.log.Warn("remove job worker row", "err", err)
+	}
+	return deadlineErr
+}
+
+// drainUnstarted takes the jobs claimed but not yet picked up by a worker
+// off the queue (they go straight back) and closes it.
+func (r *runState) drainUnstarted() []claimToken {
 	var unstarted []claimToken
-drain:
 	for {
 		select {
 		case j := <-r.jobs:
@@ -156,27 +176,31 @@ drain:
 			}
 			r.inflight.Add(-1)
 		default:
-			break drain
+			close(r.jobs)
+			return unstarted
 		}
 	}
-	close(r.jobs)
-	e.release(cleanup, unstarted)
+}
 
+// waitWorkers waits for the running handlers until ctx is done, then
+// cancels their contexts and returns ctx's error.
+func (r *runState) waitWorkers(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { r.workersDone.Wait(); close(done) }()
-	var deadlineErr error
 	select {
 	case <-done:
+		return nil
 	case <-ctx.Done():
-		deadlineErr = ctx.Err()
 		r.hardStop() // handlers see their context cancelled
+		return ctx.Err()
 	}
-	if r.comp != nil {
-		r.comp.stop(cleanup)
-	}
-	// Whatever is still held did not finish in time. A handler that has
-	// started counts its attempt: handing it back with attempt - 1 would
-	// let a handler that ignores cancellation run forever.
+}
+
+// settleHeld ends whatever is still held after the workers' deadline. A
+// handler that has started counts its attempt: handing it back with
+// attempt - 1 would let a handler that ignores cancellation run forever.
+// Jobs that never started are released.
+func (e *Engine) settleHeld(ctx context.Context, r *runState) {
 	r.heldMu.Lock()
 	var notStarted []claimToken
 	var cut []*Job
@@ -190,28 +214,25 @@ drain:
 	}
 	r.held = map[int64]*heldJob{}
 	r.heldMu.Unlock()
-	e.release(cleanup, notStarted)
+	e.release(ctx, notStarted)
 	for _, j := range cut {
-		if _, err := e.failJob(cleanup, j, errShutdown); err != nil {
+		if _, err := e.failJob(ctx, j, errShutdown); err != nil {
 			e.log.Error("record job cut short by shutdown", "job_id", j.ID, "err", err)
 		}
 	}
-	// Handlers that returned before the snapshot above are recording their
-	// outcome: wait (boundedly) so Stop returns with it stored.
+}
+
+// waitRecorded waits (boundedly) for handlers that returned before
+// settleHeld's snapshot and are recording their outcome, so Stop returns
+// with it stored.
+func (r *runState) waitRecorded(log *slog.Logger) {
 	recorded := make(chan struct{})
 	go func() { r.finishing.Wait(); close(recorded) }()
 	select {
 	case <-recorded:
 	case <-time.After(10 * time.Second):
-		e.log.Warn("job outcomes still being recorded at shutdown")
+		log.Warn("job outcomes still being recorded at shutdown")
 	}
-
-	r.cancel()
-	r.bgDone.Wait()
-	if err := storeWorkerDelete(cleanup, e.pool, e.cfg.WorkerID); err != nil {
-		e.log.Warn("remove job worker row", "err", err)
-	}
-	return deadlineErr
 }
 
 func (e *Engine) release(ctx context.Context, ids []claimToken) {
@@ -513,9 +534,14 @@ func (e *Engine) listen(r *runState) {
 
 // heartbeat refreshes this engine's job_workers row and renews the lease
 // of every job it holds (running or claimed ahead), so a replica that
-// vanishes loses its jobs one lease after its last beat.
+// vanishes loses its jobs one lease after its last beat. It speaks on a
+// connection of its own, outside the pool: claims, completions, the relay
+// and staff pages can hold every pooled connection at once, and a renewal
+// queued behind them would let a live worker's leases run out.
 func (e *Engine) heartbeat(r *runState) {
 	defer r.bgDone.Done()
+	bc := &beatConn{e: e}
+	defer bc.close()
 	t := time.NewTicker(e.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {
@@ -524,11 +550,61 @@ func (e *Engine) heartbeat(r *runState) {
 			return
 		case <-t.C:
 		}
-		e.beat(r.ctx, r)
+		e.beat(r.ctx, r, bc)
 	}
 }
 
-func (e *Engine) beat(ctx context.Context, r *runState) {
+// beatDB is what the heartbeat's statements run on: its own connection,
+// or the pool while that cannot be opened.
+type beatDB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// beatConn is the heartbeat's dedicated connection, opened with the
+// pool's settings (login, role, session limits) and reopened after an
+// error. It costs one connection per replica, like the maintenance
+// leader's.
+type beatConn struct {
+	e        *Engine
+	conn     *pgx.Conn
+	fellBack bool // the last open failed and the pool was used (logged once)
+}
+
+// db returns the dedicated connection, opening it if needed; if it cannot
+// be opened (max_connections reached, say) the beat goes through the pool
+// as a fallback.
+func (b *beatConn) db(ctx context.Context) beatDB {
+	if b.conn != nil && !b.conn.IsClosed() {
+		return b.conn
+	}
+	c, err := pgx.ConnectConfig(ctx, b.e.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		if !b.fellBack && ctx.Err() == nil {
+			b.e.log.Warn("heartbeat connection: open failed; renewing through the shared pool", "err", err)
+		}
+		b.fellBack = true
+		return b.e.pool
+	}
+	b.conn, b.fellBack = c, false
+	return c
+}
+
+// failed drops the connection after an error: a statement cut by the
+// beat's deadline leaves it in an unknown state.
+func (b *beatConn) failed() { b.close() }
+
+func (b *beatConn) close() {
+	if b.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = b.conn.Close(ctx)
+		b.conn = nil
+	}
+}
+
+func (e *Engine) beat(ctx context.Context, r *runState, bc *beatConn) {
 	// A renewal that hangs (a network that drops packets rather than
 	// refusing them) must count as a failed one, or the local lease check
 	// below would never run.
@@ -543,19 +619,25 @@ func (e *Engine) beat(ctx context.Context, r *runState) {
 		jobs[id] = h.job
 	}
 	r.heldMu.Unlock()
+	db := bc.db(ctx)
 	if len(tokens) > 0 {
-		kept, err := storeRenew(ctx, e.pool, e.clock.Now(), e.cfg.WorkerID, tokens, e.cfg.LeaseDuration)
+		kept, err := storeRenew(ctx, db, e.clock.Now(), e.cfg.WorkerID, tokens, e.cfg.LeaseDuration)
 		if err != nil {
 			if ctx.Err() == nil {
 				e.log.Error("renew job leases", "err", err)
 			}
+			bc.failed()
 			e.expireUnrenewed(r, began)
+			db = bc.db(ctx)
 		} else {
 			e.renewed(r, jobs, kept, began)
 		}
 	}
-	if err := storeWorkerUpsert(ctx, e.pool, e.clock.Now(), e.workerInfo(r)); err != nil && ctx.Err() == nil {
-		e.log.Error("job worker heartbeat", "err", err)
+	if err := storeWorkerUpsert(ctx, db, e.clock.Now(), e.workerInfo(r)); err != nil {
+		if ctx.Err() == nil {
+			e.log.Error("job worker heartbeat", "err", err)
+		}
+		bc.failed()
 	}
 }
 

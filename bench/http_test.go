@@ -1,0 +1,111 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestStatCPUTicks(t *testing.T) {
+	t.Parallel()
+	// Fields 14 and 15 (utime, stime) are 1234 and 56; the command names
+	// hold spaces and parentheses, which the parser must not count.
+	rest := " S 1 2 3 0 -1 4194560 100 0 0 0 1234 56 0 0 20 0 1 0 99 123456 789 18446744073709551615"
+	for _, comm := range []string{"(postgres)", "(web)", "(a b) c)", "((x))"} {
+		got, err := statCPUTicks("4242 " + comm + rest)
+		if err != nil || got != 1290 {
+			t.Errorf("comm %s: %d, %v; want 1290", comm, got, err)
+		}
+	}
+	for _, bad := range []string{"", "4242 postgres S 1", "4242 (postgres) S 1 2 3", "4242 (p) S 1 2 3 0 -1 4 5 6 7 8 x 56 0"} {
+		if _, err := statCPUTicks(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestCountersSub(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	before := counters{webCPU: 100 * ms, statements: 1000, pgByPid: map[int]time.Duration{
+		1: 50 * ms, // busy throughout
+		2: 70 * ms, // exits in the window: its last part is lost
+		3: 10 * ms, // idle throughout
+	}}
+	after := counters{webCPU: 400 * ms, statements: 1600, pgByPid: map[int]time.Duration{
+		1: 250 * ms,
+		3: 10 * ms,
+		4: 30 * ms, // started in the window: all of it counts
+	}}
+	d := after.sub(before)
+	if d.webCPU != 300*ms || d.statements != 600 || d.pgCPU != 230*ms {
+		t.Fatalf("sub = web %s, statements %d, pg %s; want 300ms, 600, 230ms", d.webCPU, d.statements, d.pgCPU)
+	}
+	// A backend whose CPU time went down (its pid reused by a new one) is
+	// left out rather than counted negative.
+	reused := counters{pgByPid: map[int]time.Duration{1: 20 * ms}}
+	if d := reused.sub(before); d.pgCPU != 0 {
+		t.Fatalf("a backend whose CPU went down counted %s", d.pgCPU)
+	}
+}
+
+func TestHTTPRunResult(t *testing.T) {
+	t.Parallel()
+	lat := seq(100) // 1..100 ms
+	r := httpRun{window: 10 * time.Second, lat: lat, ok: 98, errors: 2,
+		before: counters{webCPU: time.Second, statements: 10, pgByPid: map[int]time.Duration{7: time.Second}},
+		after:  counters{webCPU: 1200 * time.Millisecond, statements: 710, pgByPid: map[int]time.Duration{7: 1100 * time.Millisecond}},
+	}
+	res := r.result(false, 3.5)
+	want := map[string]float64{
+		"req_per_sec": 9.8, "p50_ms": 50, "p95_ms": 95, "p99_ms": 99, "errors": 2,
+		"web_cpu_per_req_ms": 2, "pg_cpu_per_req_ms": 1, "xact_per_req": 7, "requests": 100, "loadavg_1m": 3.5,
+	}
+	for k, v := range want {
+		if got, ok := res.Get(k); !ok || got < v-1e-9 || got > v+1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+	if res.Metrics[0].Key != "req_per_sec" {
+		t.Errorf("primary metric %s, want req_per_sec", res.Metrics[0].Key)
+	}
+	if _, ok := r.result(true, 0).Get("stmts_per_req"); !ok {
+		t.Error("with pg_stat_statements the line does not say stmts_per_req")
+	}
+}
+
+func TestCSRFToken(t *testing.T) {
+	t.Parallel()
+	page := `<form method="post" action="/logout"><input type="hidden" name="_csrf" value="tok-EN_123"/></form>
+		<form><input type="hidden" name="_csrf" value="second"/></form>`
+	if got, err := csrfToken([]byte(page)); err != nil || got != "tok-EN_123" {
+		t.Fatalf("csrfToken = %q, %v", got, err)
+	}
+	for _, bad := range []string{"", `<input name="_csrf" value="">`, `<input name="csrf" value="x">`} {
+		if got, err := csrfToken([]byte(bad)); err == nil {
+			t.Errorf("%q gave token %q", bad, got)
+		}
+	}
+}
+
+func TestHTTPGood(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		method string
+		status int
+		want   bool
+	}{
+		{http.MethodGet, 200, true},
+		{http.MethodGet, 303, false}, // a lost session sent to /login
+		{http.MethodGet, 404, false},
+		{http.MethodGet, 0, false}, // no answer
+		{http.MethodPost, 303, true},
+		{http.MethodPost, 200, true},
+		{http.MethodPost, 403, false},
+		{http.MethodPost, 503, false},
+	} {
+		if got := good(tc.method, tc.status); got != tc.want {
+			t.Errorf("good(%s, %d) = %v", tc.method, tc.status, got)
+		}
+	}
+}

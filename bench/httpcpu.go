@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// counters is what the HTTP benchmarks read at both ends of a window: CPU
+// time of the web process and of PostgreSQL's backends serving its
+// database, and the statements (or transactions) run in it.
+type counters struct {
+	webCPU time.Duration
+	// pgByPid is each backend's CPU time so far, by process id.
+	pgByPid    map[int]time.Duration
+	pgCPU      time.Duration // filled by sub
+	statements int64
+}
+
+// sub is the difference c - before. A backend present at both ends counts
+// its growth; one that started inside the window counts all of its CPU
+// (its start-up included); one that ended inside the window is lost.
+func (c counters) sub(before counters) counters {
+	d := counters{webCPU: c.webCPU - before.webCPU, statements: c.statements - before.statements}
+	for pid, t := range c.pgByPid {
+		if b, ok := before.pgByPid[pid]; ok && b <= t {
+			d.pgCPU += t - b
+		} else if !ok {
+			d.pgCPU += t
+		}
+	}
+	return d
+}
+
+// counters reads the web process's CPU, its database's backends' CPU and
+// the statement (or transaction) count. The backends are the processes
+// pg_stat_activity lists for the database, this connection's own left out.
+func (s *httpServer) counters(ctx context.Context) (counters, error) {
+	c := counters{pgByPid: map[int]time.Duration{}}
+	var err error
+	if c.webCPU, err = processCPU(s.web.cmd.Process.Pid); err != nil {
+		return c, fmt.Errorf("web process CPU: %w", err)
+	}
+	rows, err := s.admin.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	if err != nil {
+		return c, fmt.Errorf("list backends: %w", err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return c, fmt.Errorf("list backends: %w", err)
+	}
+	for _, pid := range pids {
+		// A backend that exited between the list and the read is skipped.
+		if t, err := processCPU(int(pid)); err == nil {
+			c.pgByPid[int(pid)] = t
+		}
+	}
+	q := `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`
+	if s.statements {
+		q = `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`
+	}
+	if err := s.admin.QueryRow(ctx, q).Scan(&c.statements); err != nil {
+		return c, fmt.Errorf("count statements: %w", err)
+	}
+	return c, nil
+}
+
+// processCPU is a process's user + system CPU time from /proc/PID/stat.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	ticks, err := statCPUTicks(string(b))
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return time.Duration(ticks) * time.Second / time.Duration(clockTicks()), nil
+}
+
+// statCPUTicks reads utime + stime (fields 14 and 15, in clock ticks) from
+// the text of /proc/PID/stat. The command name (field 2) is in parentheses
+// and may itself hold spaces and parentheses, so fields are counted from
+// the last ')'.
+func statCPUTicks(stat string) (int64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("no command name in %q", stat)
+	}
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("utime %q stime %q are not numbers", f[11], f[12])
+	}
+	return utime + stime, nil
+}
+
+var (
+	ticksOnce sync.Once
+	ticks     int64
+)
+
+// clockTicks is the kernel's USER_HZ (getconf CLK_TCK), 100 when it
+// cannot be read (every mainstream Linux build).
+func clockTicks() int64 {
+	ticksOnce.Do(func() {
+		ticks = 100
+		if out, err := exec.Command("getconf", "CLK_TCK").Output(); err == nil {
+			if v, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil && v > 0 {
+				ticks = v
+			}
+		}
+	})
+	return ticks
+}
