@@ -12,8 +12,13 @@ ON CONFLICT (key) DO UPDATE SET
 RETURNING attempts, window_start, coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now;
 
 -- name: SignInThrottleRefund :exec
--- Gives back one attempt that was reserved but never used (no hashing slot).
-UPDATE signin_throttle SET attempts = greatest(attempts - 1, 0) WHERE key = ANY(sqlc.arg('keys')::text[]);
+-- Gives back one attempt on each key (reserved but never used, or a
+-- success). The rows are locked in key order, the order reservations take
+-- them in: a plain UPDATE locks them in scan order, which updates change,
+-- and two sign-ins of one account from one address then deadlocked.
+UPDATE signin_throttle t SET attempts = greatest(t.attempts - 1, 0)
+  FROM (SELECT key FROM signin_throttle WHERE key = ANY(sqlc.arg('keys')::text[]) ORDER BY key FOR UPDATE) k
+ WHERE t.key = k.key;
 
 -- name: SignInThrottleReset :exec
 DELETE FROM signin_throttle WHERE key = sqlc.arg('key');

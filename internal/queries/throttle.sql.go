@@ -28,10 +28,15 @@ func (q *Queries) SignInThrottlePrune(ctx context.Context, arg SignInThrottlePru
 }
 
 const signInThrottleRefund = `-- name: SignInThrottleRefund :exec
-UPDATE signin_throttle SET attempts = greatest(attempts - 1, 0) WHERE key = ANY($1::text[])
+UPDATE signin_throttle t SET attempts = greatest(t.attempts - 1, 0)
+  FROM (SELECT key FROM signin_throttle WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE) k
+ WHERE t.key = k.key
 `
 
-// Gives back one attempt that was reserved but never used (no hashing slot).
+// Gives back one attempt on each key (reserved but never used, or a
+// success). The rows are locked in key order, the order reservations take
+// them in: a plain UPDATE locks them in scan order, which updates change,
+// and two sign-ins of one account from one address then deadlocked.
 func (q *Queries) SignInThrottleRefund(ctx context.Context, keys []string) error {
 	_, err := q.db.Exec(ctx, signInThrottleRefund, keys)
 	return err

@@ -63,3 +63,38 @@ func TestThrottleWindowsAndRefusalsCountNothing(t *testing.T) {
 		t.Fatalf("after the window: %v", err)
 	}
 }
+
+// TestConcurrentSignInsOfOneAccountDoNotDeadlock: several tabs signing in
+// to one account from one address at once all get in; none is refused by
+// a deadlock between one's reservation and another's refund (which would
+// also leave its attempts counted).
+func TestConcurrentSignInsOfOneAccountDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	if err := demo.Seed(ctx, db.System); err != nil {
+		t.Fatal(err)
+	}
+	users := user.NewService(user.NewStore(db.App))
+	svc := signin.NewService(signin.Config{DB: db.App, Keys: db.System, Users: users, Clock: clock.Database{},
+		Limits: signin.Limits{AccountIP: signin.Limit{Max: 1000, Window: time.Hour}, Account: signin.Limit{Max: 1000, Window: time.Hour},
+			IP: signin.Limit{Max: 1000, Window: time.Hour}}})
+	const tabs, rounds = 12, 10
+	for r := 0; r < rounds; r++ {
+		errs := make(chan error, tabs)
+		start := make(chan struct{})
+		for i := 0; i < tabs; i++ {
+			go func() {
+				<-start
+				_, err := svc.SignIn(ctx, signin.Attempt{Email: "budi@melati.test", Password: "jejak-demo", IP: "192.0.2.7"})
+				errs <- err
+			}()
+		}
+		close(start)
+		for i := 0; i < tabs; i++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: a concurrent sign-in failed: %v", r, err)
+			}
+		}
+	}
+}
