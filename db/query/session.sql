@@ -1,9 +1,10 @@
 -- name: SessionFind :one
-SELECT data FROM sessions WHERE token = sqlc.arg('token') AND current_timestamp < expiry;
+SELECT data, expiry FROM sessions WHERE token = sqlc.arg('token') AND current_timestamp < expiry;
 
 -- name: SessionCommit :exec
--- Every request writes its session (the idle timeout moves the expiry), so
--- this commit would add a WAL flush to every page. It commits
+-- A request writes its session when the data changed or the idle timeout
+-- has moved the expiry far enough (SessionStore.CommitCtx), so this commit
+-- would add a WAL flush to many pages. It commits
 -- asynchronously instead (synchronous_commit off for its own transaction
 -- only): a crash can lose the last moments of session refreshes and
 -- sign-ins, which costs a sign-in, never access. SessionDelete (sign-out)

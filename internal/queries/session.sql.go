@@ -23,8 +23,9 @@ type SessionCommitParams struct {
 	Expiry time.Time
 }
 
-// Every request writes its session (the idle timeout moves the expiry), so
-// this commit would add a WAL flush to every page. It commits
+// A request writes its session when the data changed or the idle timeout
+// has moved the expiry far enough (SessionStore.CommitCtx), so this commit
+// would add a WAL flush to many pages. It commits
 // asynchronously instead (synchronous_commit off for its own transaction
 // only): a crash can lose the last moments of session refreshes and
 // sign-ins, which costs a sign-in, never access. SessionDelete (sign-out)
@@ -44,12 +45,17 @@ func (q *Queries) SessionDelete(ctx context.Context, token string) error {
 }
 
 const sessionFind = `-- name: SessionFind :one
-SELECT data FROM sessions WHERE token = $1 AND current_timestamp < expiry
+SELECT data, expiry FROM sessions WHERE token = $1 AND current_timestamp < expiry
 `
 
-func (q *Queries) SessionFind(ctx context.Context, token string) ([]byte, error) {
+type SessionFindRow struct {
+	Data   []byte
+	Expiry time.Time
+}
+
+func (q *Queries) SessionFind(ctx context.Context, token string) (SessionFindRow, error) {
 	row := q.db.QueryRow(ctx, sessionFind, token)
-	var data []byte
-	err := row.Scan(&data)
-	return data, err
+	var i SessionFindRow
+	err := row.Scan(&i.Data, &i.Expiry)
+	return i, err
 }

@@ -57,15 +57,15 @@ func (s *store) secret(ctx context.Context, name string) ([]byte, error) {
 	return b, nil
 }
 
-func (s *store) sessionFind(ctx context.Context, token string) ([]byte, bool, error) {
-	b, err := s.q.SessionFind(ctx, token)
+func (s *store) sessionFind(ctx context.Context, token string) ([]byte, time.Time, bool, error) {
+	r, err := s.q.SessionFind(ctx, token)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
+		return nil, time.Time{}, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("find session: %w", err)
+		return nil, time.Time{}, false, fmt.Errorf("find session: %w", err)
 	}
-	return b, true, nil
+	return r.Data, r.Expiry, true, nil
 }
 
 func (s *store) sessionCommit(ctx context.Context, token string, b []byte, expiry time.Time) error {

@@ -184,3 +184,13 @@ func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
 	}
 	return echo.ExtractIPFromXFFHeader(opts...)
 }
+
+// loadAndSave is the session middleware, with room in the request for
+// what the store read, so a page that changes nothing does not write its
+// session back (signin.SessionStore.CommitCtx).
+func (s *Server) loadAndSave(next http.Handler) http.Handler {
+	h := s.sessions.LoadAndSave(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(signin.WithSessionMemo(r.Context())))
+	})
+}
