@@ -6,7 +6,19 @@ VALUES (@tenant_id, @url, @events::text[], @secret, coalesce(sqlc.narg('now')::t
 RETURNING *;
 
 -- name: WebhookEndpointList :many
-SELECT * FROM webhook_endpoints WHERE tenant_id = @tenant_id ORDER BY id DESC LIMIT 200;
+-- A keyset page of a tenant's endpoints, newest first (@before = 0: the
+-- first page): every endpoint is on some page.
+SELECT * FROM webhook_endpoints
+ WHERE tenant_id = @tenant_id AND (@before::bigint = 0 OR id < @before::bigint)
+ ORDER BY id DESC LIMIT @lim::int;
+
+-- name: WebhookEndpointLockTenant :exec
+-- Serialises endpoint creation within a tenant, so the endpoint limit
+-- holds against concurrent creations.
+SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints', @tenant_id::bigint));
+
+-- name: WebhookEndpointCount :one
+SELECT count(*) FROM webhook_endpoints WHERE tenant_id = @tenant_id;
 
 -- name: WebhookEndpointGet :one
 SELECT * FROM webhook_endpoints WHERE tenant_id = @tenant_id AND id = @id;

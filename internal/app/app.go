@@ -171,6 +171,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	if err != nil {
 		return err
 	}
+	// Failed sign-ins are recorded after their answer: let those finish
+	// before the pools close (after the HTTP server has stopped).
+	defer deps.SignIn.Drain()
 	handler := web.New(deps)
 	if cfg.Demo {
 		startDemoActivity(ctx, env, deps, engine, ext, log)
@@ -209,9 +212,7 @@ func stopEngine(engine *job.Engine, log *slog.Logger) {
 // workers), the mailer and the metrics.
 func serveDeps(ctx context.Context, cfg Config, env *Env, engine *job.Engine, ext *extras, clk clock.Clock, log *slog.Logger, reg *metrics.Registry) (web.Deps, error) {
 	deps := NewDeps(env.App, env.System, engine, clk, log)
-	// Failed sign-ins are recorded after their answer: let those finish
-	// before the pools close.
-	defer deps.SignIn.Drain()
+	deps.Webhooks.LimitEndpoints(cfg.WebhookMaxEndpoints)
 	WithPayments(&deps, ext.payments)
 	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies

@@ -45,6 +45,9 @@ type Config struct {
 	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
 	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
 	WebhookAllow []netip.Prefix
+	// WebhookMaxEndpoints is how many webhook endpoints a tenant may have
+	// (JEJAK_WEBHOOK_MAX_ENDPOINTS; default webhook.DefaultMaxEndpoints).
+	WebhookMaxEndpoints int
 	// AlertWebhookURL (JEJAK_ALERT_WEBHOOK_URL) receives alert transitions
 	// as signed webhooks; "" = none (the staff endpoint is disabled).
 	AlertWebhookURL string
@@ -80,6 +83,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if v := getenv("JEJAK_WORKERS"); v != "" {
 		if c.Workers, err = strconv.Atoi(v); err != nil || c.Workers < 0 {
 			return c, fmt.Errorf("JEJAK_WORKERS must be a whole number ≥ 0, got %q", v)
+		}
+	}
+	c.WebhookMaxEndpoints = webhook.DefaultMaxEndpoints
+	if v := getenv("JEJAK_WEBHOOK_MAX_ENDPOINTS"); v != "" {
+		if c.WebhookMaxEndpoints, err = strconv.Atoi(v); err != nil || c.WebhookMaxEndpoints < 1 || c.WebhookMaxEndpoints > 10000 {
+			return c, fmt.Errorf("JEJAK_WEBHOOK_MAX_ENDPOINTS must be a whole number from 1 to 10000, got %q", v)
 		}
 	}
 	if v := getenv("JEJAK_DB_CONNS"); v != "" {

@@ -292,6 +292,17 @@ func (q *Queries) WebhookDeliveryUpdate(ctx context.Context, arg WebhookDelivery
 	return i, err
 }
 
+const webhookEndpointCount = `-- name: WebhookEndpointCount :one
+SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $1
+`
+
+func (q *Queries) WebhookEndpointCount(ctx context.Context, tenantID int64) (int64, error) {
+	row := q.db.QueryRow(ctx, webhookEndpointCount, tenantID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const webhookEndpointGet = `-- name: WebhookEndpointGet :one
 SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2
 `
@@ -362,11 +373,21 @@ func (q *Queries) WebhookEndpointInsert(ctx context.Context, arg WebhookEndpoint
 }
 
 const webhookEndpointList = `-- name: WebhookEndpointList :many
-SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY id DESC LIMIT 200
+SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at FROM webhook_endpoints
+ WHERE tenant_id = $1 AND ($2::bigint = 0 OR id < $2::bigint)
+ ORDER BY id DESC LIMIT $3::int
 `
 
-func (q *Queries) WebhookEndpointList(ctx context.Context, tenantID int64) ([]WebhookEndpoint, error) {
-	rows, err := q.db.Query(ctx, webhookEndpointList, tenantID)
+type WebhookEndpointListParams struct {
+	TenantID int64
+	Before   int64
+	Lim      int32
+}
+
+// A keyset page of a tenant's endpoints, newest first (@before = 0: the
+// first page): every endpoint is on some page.
+func (q *Queries) WebhookEndpointList(ctx context.Context, arg WebhookEndpointListParams) ([]WebhookEndpoint, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointList, arg.TenantID, arg.Before, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -395,6 +416,17 @@ func (q *Queries) WebhookEndpointList(ctx context.Context, tenantID int64) ([]We
 		return nil, err
 	}
 	return items, nil
+}
+
+const webhookEndpointLockTenant = `-- name: WebhookEndpointLockTenant :exec
+SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints', $1::bigint))
+`
+
+// Serialises endpoint creation within a tenant, so the endpoint limit
+// holds against concurrent creations.
+func (q *Queries) WebhookEndpointLockTenant(ctx context.Context, tenantID int64) error {
+	_, err := q.db.Exec(ctx, webhookEndpointLockTenant, tenantID)
+	return err
 }
 
 const webhookEndpointRotate = `-- name: WebhookEndpointRotate :one

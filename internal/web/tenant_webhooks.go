@@ -12,6 +12,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/i18n"
+	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/webhook"
 	viewtenant "github.com/jejakhq/jejak/views/tenant"
@@ -34,13 +35,23 @@ func webhookID(c echo.Context, name string) (int64, error) {
 
 func (s *Server) webhooksVM(c echo.Context) (viewtenant.WebhooksVM, error) {
 	t := currentTenant(c)
-	eps, err := s.Webhooks.Endpoints(c.Request().Context(), t.ID, webhookActor(c))
+	before, err := keyset.Cursor("before", c.QueryParam("before"))
+	if err != nil {
+		return viewtenant.WebhooksVM{}, err
+	}
+	page, err := s.Webhooks.Endpoints(c.Request().Context(), t.ID, webhookActor(c), before)
 	if err != nil {
 		return viewtenant.WebhooksVM{}, err
 	}
 	vm := viewtenant.WebhooksVM{Slug: t.Slug, TenantName: t.Name, Flash: s.popFlash(c)}
-	for _, ep := range eps {
+	for _, ep := range page.Rows {
 		vm.Rows = append(vm.Rows, webhookRow(t.Slug, ep, t.Location()))
+	}
+	if page.Next != 0 {
+		vm.OlderURL = "/t/" + t.Slug + "/webhooks?before=" + keyset.Format(page.Next)
+	}
+	if before != 0 {
+		vm.NewestURL = "/t/" + t.Slug + "/webhooks"
 	}
 	return vm, nil
 }
@@ -81,8 +92,9 @@ func (s *Server) tenantWebhookCreate(c echo.Context) error {
 		if verr != nil {
 			return verr
 		}
-		f := apperr.FieldsOf(err)
-		vm.FormURL, vm.FormEvents, vm.URLError, vm.EventsError = rawURL, rawEvents, f["url"], f["events"]
+		ctx := c.Request().Context()
+		vm.FormURL, vm.FormEvents = rawURL, rawEvents
+		vm.URLError, vm.EventsError = fieldMessage(ctx, err, "url"), fieldMessage(ctx, err, "events")
 		return render(c, http.StatusUnprocessableEntity, viewtenant.WebhooksPage(vm))
 	}
 	if err != nil {

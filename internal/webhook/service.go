@@ -9,10 +9,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/keyset"
 )
 
 // Enqueuer is the part of the job engine webhooks need.
@@ -29,21 +31,37 @@ type Actor struct {
 
 func (a Actor) canManage() bool { return a.Role == "owner" || a.Role == "admin" }
 
+// DefaultMaxEndpoints is how many endpoints a tenant may have unless the
+// operator sets another limit (JEJAK_WEBHOOK_MAX_ENDPOINTS): each event is
+// one delivery per matching endpoint, so endpoints multiply a tenant's
+// share of the delivery workers.
+const DefaultMaxEndpoints = 50
+
 // Service is what a tenant owner does with webhooks. Every change and
 // resend is recorded in the tenant's audit trail in its own transaction.
 type Service struct {
-	app   database.Pool
-	clk   clock.Clock
-	jobs  Enqueuer
-	audit *audit.Recorder
+	app          database.Pool
+	clk          clock.Clock
+	jobs         Enqueuer
+	audit        *audit.Recorder
+	maxEndpoints int
 }
 
-// NewService returns a Service over the tenant-facing pool.
+// NewService returns a Service over the tenant-facing pool, with
+// DefaultMaxEndpoints.
 func NewService(app database.Pool, clk clock.Clock, jobs Enqueuer) *Service {
 	if clk == nil {
 		clk = clock.Database{}
 	}
-	return &Service{app: app, clk: clk, jobs: jobs, audit: audit.NewRecorder(clk)}
+	return &Service{app: app, clk: clk, jobs: jobs, audit: audit.NewRecorder(clk), maxEndpoints: DefaultMaxEndpoints}
+}
+
+// LimitEndpoints sets how many endpoints a tenant may have (n > 0).
+func (s *Service) LimitEndpoints(n int) *Service {
+	if n > 0 {
+		s.maxEndpoints = n
+	}
+	return s
 }
 
 // Created is a new endpoint and its secret, which is shown only now.
@@ -72,7 +90,15 @@ func (s *Service) Create(ctx context.Context, tenantID int64, actor Actor, rawUR
 	}
 	var out Created
 	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
-		ep, err := newStore(tx).insertEndpoint(ctx, tenantID, s.clk.Now(), u, events, secret)
+		st := newStore(tx)
+		n, err := st.lockedEndpointCount(ctx, tenantID)
+		if err != nil {
+			return err
+		}
+		if n >= int64(s.maxEndpoints) {
+			return apperr.Invalidf("url", "This workspace already has %d webhook endpoints, the most it may have.", n)
+		}
+		ep, err := st.insertEndpoint(ctx, tenantID, s.clk.Now(), u, events, secret)
 		if err != nil {
 			return fmt.Errorf("create webhook endpoint: %w", err)
 		}
@@ -82,18 +108,20 @@ func (s *Service) Create(ctx context.Context, tenantID int64, actor Actor, rawUR
 	return out, err
 }
 
-// Endpoints lists the tenant's endpoints, newest first.
-func (s *Service) Endpoints(ctx context.Context, tenantID int64, actor Actor) ([]Endpoint, error) {
+// Endpoints lists a page of the tenant's endpoints, newest first, from
+// the cursor before (0: the first page).
+func (s *Service) Endpoints(ctx context.Context, tenantID int64, actor Actor, before int64) (keyset.Page[Endpoint], error) {
 	if !actor.canManage() {
-		return nil, ErrReadOnly
+		return keyset.Page[Endpoint]{}, ErrReadOnly
 	}
-	var out []Endpoint
+	limit := keyset.Limit(0)
+	var rows []Endpoint
 	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
 		var err error
-		out, err = newStore(tx).endpoints(ctx, tenantID)
+		rows, err = newStore(tx).endpoints(ctx, tenantID, before, limit+1)
 		return err
 	})
-	return out, err
+	return keyset.Cut(rows, limit, func(e *Endpoint) int64 { return e.ID }), err
 }
 
 // SetEnabled enables or disables an endpoint.

@@ -43,13 +43,26 @@ func (s store) insertEndpoint(ctx context.Context, tenantID int64, now *time.Tim
 	return toEndpoint(r), err
 }
 
-func (s store) endpoints(ctx context.Context, tenantID int64) ([]Endpoint, error) {
-	rows, err := s.q.WebhookEndpointList(ctx, tenantID)
+func (s store) endpoints(ctx context.Context, tenantID, before int64, limit int) ([]Endpoint, error) {
+	rows, err := s.q.WebhookEndpointList(ctx, queries.WebhookEndpointListParams{TenantID: tenantID, Before: before, Lim: int32(limit)})
 	out := make([]Endpoint, len(rows))
 	for i, r := range rows {
 		out[i] = toEndpoint(r)
 	}
 	return out, err
+}
+
+// lockedEndpointCount is the tenant's number of endpoints, counted with the
+// tenant's creations serialised (the lock lasts until tx ends).
+func (s store) lockedEndpointCount(ctx context.Context, tenantID int64) (int64, error) {
+	if err := s.q.WebhookEndpointLockTenant(ctx, tenantID); err != nil {
+		return 0, fmt.Errorf("lock the tenant's endpoints: %w", err)
+	}
+	n, err := s.q.WebhookEndpointCount(ctx, tenantID)
+	if err != nil {
+		return 0, fmt.Errorf("count endpoints: %w", err)
+	}
+	return n, nil
 }
 
 func (s store) endpoint(ctx context.Context, tenantID, id int64) (Endpoint, error) {

@@ -300,8 +300,8 @@ func TestRetryScheduleRetryAfterAnd410(t *testing.T) {
 		t.Fatalf("first round ran %d jobs", n)
 	}
 	// 410: the endpoint is disabled and the delivery failed, audited.
-	eps, _ := v.svc.Endpoints(ctx, v.tenant, v.owner)
-	for _, ep := range eps {
+	eps, _ := v.svc.Endpoints(ctx, v.tenant, v.owner, 0)
+	for _, ep := range eps.Rows {
 		if ep.ID == g.Endpoint.ID && (ep.Enabled || ep.DisabledReason == "") {
 			t.Fatalf("410 endpoint still enabled: %+v", ep)
 		}
