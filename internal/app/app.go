@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,8 +142,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 			return err
 		}
 		defer hooks.Close()
-		// The receiver is on loopback, which the SSRF guard refuses.
-		cfg.WebhookAllow = append(cfg.WebhookAllow, netip.MustParsePrefix("127.0.0.1/32"))
+		// The receiver is on loopback, which the SSRF guard refuses: open
+		// its address and port only, not the host's other services.
+		cfg.WebhookAllowAddrs = append(cfg.WebhookAllowAddrs, hooks.AddrPort())
 	}
 	stopTracing, err := tracing.Setup(ctx, cfg.OTelEndpoint, "jejak", Version)
 	if err != nil {
@@ -303,7 +303,7 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 		return nil, nil, err
 	}
 	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer,
-		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow}, Payments: ext.payments,
+		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow, AllowAddrs: cfg.WebhookAllowAddrs}, Payments: ext.payments,
 		WebhookOutcome: reg.WebhookDelivered})
 	if cfg.ChaosKind {
 		chaos.Register(engine, env.App)

@@ -45,6 +45,9 @@ type Config struct {
 	// WebhookAllow opens address ranges to webhooks despite the SSRF guard
 	// (JEJAK_WEBHOOK_ALLOW_CIDRS, comma-separated), for development.
 	WebhookAllow []netip.Prefix
+	// WebhookAllowAddrs opens single address and port pairs to webhooks
+	// (the demo's receiver).
+	WebhookAllowAddrs []netip.AddrPort
 	// WebhookMaxEndpoints is how many webhook endpoints a tenant may have
 	// (JEJAK_WEBHOOK_MAX_ENDPOINTS; default webhook.DefaultMaxEndpoints).
 	WebhookMaxEndpoints int

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,13 @@ func StartHookReceiver(system *pgxpool.Pool, log *slog.Logger) (*HookReceiver, e
 
 // URL is the receiver's base URL.
 func (h *HookReceiver) URL() string { return "http://" + h.ln.Addr().String() }
+
+// AddrPort is the receiver's listening address and port, for the
+// webhook guard to open exactly.
+func (h *HookReceiver) AddrPort() netip.AddrPort {
+	ap := h.ln.Addr().(*net.TCPAddr).AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
 
 // Close stops the receiver.
 func (h *HookReceiver) Close() { _ = h.srv.Close() }

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -52,6 +53,9 @@ type Guard struct {
 	// Allow opens ranges despite the rules (JEJAK_WEBHOOK_ALLOW_CIDRS), for
 	// development and tests.
 	Allow []netip.Prefix
+	// AllowAddrs opens single address and port pairs (the demo's own
+	// receiver): a range would open every other service on that host too.
+	AllowAddrs []netip.AddrPort
 }
 
 // ParseAllowCIDRs reads a comma-separated list of CIDRs (or single
@@ -102,13 +106,16 @@ func (g Guard) Allowed(ip netip.Addr) bool {
 
 // Control is a net.Dialer.Control refusing forbidden addresses.
 func (g Guard) Control(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
+	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrForbiddenAddress, address)
 	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil || !g.Allowed(ip) {
-		return fmt.Errorf("%w: %s", ErrForbiddenAddress, host)
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	if slices.Contains(g.AllowAddrs, ap) {
+		return nil
+	}
+	if !g.Allowed(ap.Addr()) {
+		return fmt.Errorf("%w: %s", ErrForbiddenAddress, ap.Addr())
 	}
 	return nil
 }

@@ -182,6 +182,28 @@ func TestGuardRefusesInternalAddresses(t *testing.T) {
 	}
 }
 
+// TestGuardOpensOneAddressAndPort: an address-and-port opening (the
+// demo's receiver) reaches that receiver and no other service on the
+// same host.
+func TestGuardOpensOneAddressAndPort(t *testing.T) {
+	t.Parallel()
+	open := newReceiver(t, nil, 200)
+	other := newReceiver(t, nil, 200)
+	ap := netip.MustParseAddrPort(strings.TrimPrefix(open.URL, "http://"))
+	g := webhook.Guard{AllowAddrs: []netip.AddrPort{ap}}
+	resp, err := g.Client().Post(open.URL, "application/json", nil)
+	if err != nil {
+		t.Fatalf("POST to the opened receiver: %v", err)
+	}
+	resp.Body.Close()
+	if _, err := g.Client().Post(other.URL, "application/json", nil); !errors.Is(err, webhook.ErrForbiddenAddress) {
+		t.Fatalf("POST to another port of the same host: %v, want ErrForbiddenAddress", err)
+	}
+	if len(open.all()) != 1 || len(other.all()) != 0 {
+		t.Fatalf("requests: opened %d, other %d; want 1 and 0", len(open.all()), len(other.all()))
+	}
+}
+
 // TestClientCapsResponseHeaders: a receiver that answers with endless
 // headers gets an error, not the delivery's memory.
 func TestClientCapsResponseHeaders(t *testing.T) {
