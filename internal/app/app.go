@@ -212,7 +212,7 @@ func stopEngine(engine *job.Engine, log *slog.Logger) {
 // workers), the mailer and the metrics.
 func serveDeps(ctx context.Context, cfg Config, env *Env, engine *job.Engine, ext *extras, clk clock.Clock, log *slog.Logger, reg *metrics.Registry) (web.Deps, error) {
 	deps := NewDeps(env.App, env.System, engine, clk, log)
-	deps.Webhooks.LimitEndpoints(cfg.WebhookMaxEndpoints)
+	deps.Webhooks = webhook.NewService(env.App, clk, webhookJobs(engine)).LimitEndpoints(cfg.WebhookMaxEndpoints)
 	WithPayments(&deps, ext.payments)
 	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies
@@ -302,9 +302,14 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 	if err != nil {
 		return nil, nil, err
 	}
+	wh, err := newWebhookEngine(cfg, env, clk, log, tally, engine.WorkerID())
+	if err != nil {
+		ext.stop()
+		return nil, nil, err
+	}
 	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer,
-		Jobs: engine, WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow, AllowAddrs: cfg.WebhookAllowAddrs}, Payments: ext.payments,
-		WebhookOutcome: reg.WebhookDelivered})
+		Jobs: webhookJobs(engine), WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow, AllowAddrs: cfg.WebhookAllowAddrs}, Payments: ext.payments,
+		WebhookOutcome: reg.WebhookDelivered, Webhooks: wh, WebhookTenantLimit: cfg.WebhookTenantConcurrency})
 	if cfg.ChaosKind {
 		chaos.Register(engine, env.App)
 	}
@@ -312,6 +317,10 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 		if err := engine.Start(ctx); err != nil {
 			ext.stop()
 			return nil, nil, fmt.Errorf("start workers: %w", err)
+		}
+		if err := startWebhookEngine(ctx, wh, ext, log); err != nil {
+			ext.stop()
+			return nil, nil, err
 		}
 		log.Info("workers started", "workers", cfg.Workers, "worker_id", engine.WorkerID())
 		go tally.Run(ctx, env.System, clk, engine.WorkerID(), 30*time.Second)

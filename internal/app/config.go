@@ -51,6 +51,10 @@ type Config struct {
 	// WebhookMaxEndpoints is how many webhook endpoints a tenant may have
 	// (JEJAK_WEBHOOK_MAX_ENDPOINTS; default webhook.DefaultMaxEndpoints).
 	WebhookMaxEndpoints int
+	// WebhookWorkers are the delivery workers beside Workers
+	// (JEJAK_WEBHOOK_WORKERS); WebhookTenantConcurrency caps one tenant's
+	// deliveries in flight per replica (JEJAK_WEBHOOK_TENANT_CONCURRENCY).
+	WebhookWorkers, WebhookTenantConcurrency int
 	// AlertWebhookURL (JEJAK_ALERT_WEBHOOK_URL) receives alert transitions
 	// as signed webhooks; "" = none (the staff endpoint is disabled).
 	AlertWebhookURL string
@@ -88,10 +92,17 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("JEJAK_WORKERS must be a whole number ≥ 0, got %q", v)
 		}
 	}
-	c.WebhookMaxEndpoints = webhook.DefaultMaxEndpoints
-	if v := getenv("JEJAK_WEBHOOK_MAX_ENDPOINTS"); v != "" {
-		if c.WebhookMaxEndpoints, err = strconv.Atoi(v); err != nil || c.WebhookMaxEndpoints < 1 || c.WebhookMaxEndpoints > 10000 {
-			return c, fmt.Errorf("JEJAK_WEBHOOK_MAX_ENDPOINTS must be a whole number from 1 to 10000, got %q", v)
+	c.WebhookMaxEndpoints, c.WebhookWorkers, c.WebhookTenantConcurrency = webhook.DefaultMaxEndpoints, 4, 2
+	for _, n := range []struct {
+		name string
+		dst  *int
+		max  int
+	}{{"JEJAK_WEBHOOK_MAX_ENDPOINTS", &c.WebhookMaxEndpoints, 10000}, {"JEJAK_WEBHOOK_WORKERS", &c.WebhookWorkers, 1000},
+		{"JEJAK_WEBHOOK_TENANT_CONCURRENCY", &c.WebhookTenantConcurrency, 1000}} {
+		if v := getenv(n.name); v != "" {
+			if *n.dst, err = strconv.Atoi(v); err != nil || *n.dst < 1 || *n.dst > n.max {
+				return c, fmt.Errorf("%s must be a whole number from 1 to %d, got %q", n.name, n.max, v)
+			}
 		}
 	}
 	if v := getenv("JEJAK_DB_CONNS"); v != "" {

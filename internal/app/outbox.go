@@ -52,7 +52,7 @@ func startOutbox(ctx context.Context, cfg Config, env *Env, engine *job.Engine, 
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o := &outboxRuntime{bus: bus, cancel: cancel}
-	fan := &webhook.Fanout{System: env.System, Jobs: engine, Clock: clk, Logger: log}
+	fan := &webhook.Fanout{System: env.System, Jobs: webhookJobs(engine), Clock: clk, Logger: log}
 	o.wg.Add(2)
 	go func() { defer o.wg.Done(); relay.Run(rctx) }()
 	go func() {

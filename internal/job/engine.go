@@ -83,6 +83,11 @@ type Config struct {
 	// Observer receives enqueue, attempt and rescue events for metrics;
 	// nil = none.
 	Observer Observer
+	// NoMaintenance leaves leader election, rescue, pruning and the
+	// maintenance hooks to another engine of the process (rescue and
+	// pruning cover every queue): for an engine that only works one
+	// queue with workers of its own, such as webhook deliveries.
+	NoMaintenance bool
 }
 
 // Engine enqueues, claims, runs and maintains jobs.

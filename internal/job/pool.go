@@ -121,9 +121,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	} else {
 		close(r.prodDone)
 	}
-	r.bgDone.Add(2)
+	r.bgDone.Add(1)
 	go e.heartbeat(r)
-	go e.maintain(r)
+	if !e.cfg.NoMaintenance {
+		r.bgDone.Add(1)
+		go e.maintain(r)
+	}
 	return nil
 }
 

@@ -60,6 +60,14 @@ type Deps struct {
 	WebhookGuard webhook.Guard
 	// WebhookOutcome, when set, is told each webhook attempt's outcome.
 	WebhookOutcome func(outcome string)
+	// Webhooks, when set, is the engine working webhook.Queue with
+	// delivery workers of its own; webhook.deliver is registered on it as
+	// well (jobs of the default queue, enqueued before isolation, still run
+	// on the main engine).
+	Webhooks Registrar
+	// WebhookTenantLimit caps one tenant's deliveries in flight per
+	// process (webhook.Deliverer.TenantLimit; 0 = none).
+	WebhookTenantLimit int
 }
 
 // Options holds each shipped kind's settings: mail may wait out an SMTP
@@ -112,7 +120,11 @@ func Register(e Registrar, d Deps) {
 		e.Register(PaymentReconcile, d.Payments.HandleReconcile, Options[PaymentReconcile])
 	}
 	if d.Jobs != nil {
-		wh := &webhook.Deliverer{App: d.App, Jobs: d.Jobs, Clock: c, Client: d.WebhookGuard.Client(), OnOutcome: d.WebhookOutcome}
+		wh := &webhook.Deliverer{App: d.App, Jobs: d.Jobs, Clock: c, Client: d.WebhookGuard.Client(), OnOutcome: d.WebhookOutcome,
+			TenantLimit: d.WebhookTenantLimit}
 		e.Register(WebhookDeliver, wh.Handle, Options[WebhookDeliver])
+		if d.Webhooks != nil {
+			d.Webhooks.Register(WebhookDeliver, wh.Handle, Options[WebhookDeliver])
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +24,61 @@ import (
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/tracing"
 )
+
+// Queue is the job queue deliveries go to when they are isolated from
+// the rest of the work (OnQueue): a receiver that hangs holds a delivery
+// worker for up to Timeout, and must not hold the workers every other
+// tenant's jobs need.
+const Queue = "webhooks"
+
+// onQueue enqueues every job on one queue.
+type onQueue struct {
+	Enqueuer
+	queue string
+}
+
+func (q onQueue) Enqueue(ctx context.Context, tx job.Querier, p job.EnqueueParams) (job.Enqueued, error) {
+	p.Queue = q.queue
+	return q.Enqueuer.Enqueue(ctx, tx, p)
+}
+
+// OnQueue returns e enqueuing every delivery on queue: give it to the
+// Fanout, the Deliverer (retries) and the Service (resends), and run an
+// engine working that queue.
+func OnQueue(e Enqueuer, queue string) Enqueuer { return onQueue{e, queue} }
+
+// tenantSlots counts one process's deliveries in flight per tenant.
+type tenantSlots struct {
+	mu     sync.Mutex
+	flying map[int64]int
+}
+
+// take reports whether tenantID had fewer than limit deliveries in
+// flight, and counts one more if so.
+func (t *tenantSlots) take(tenantID int64, limit int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.flying == nil {
+		t.flying = map[int64]int{}
+	}
+	if t.flying[tenantID] >= limit {
+		return false
+	}
+	t.flying[tenantID]++
+	return true
+}
+
+func (t *tenantSlots) give(tenantID int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.flying[tenantID]--; t.flying[tenantID] <= 0 {
+		delete(t.flying, tenantID)
+	}
+}
+
+// TenantBusyDelay is how long a delivery over its tenant's limit waits
+// before it is claimed again (its attempt is not counted).
+const TenantBusyDelay = time.Second
 
 // Deliverer performs webhook.deliver jobs: one signed POST per job, its
 // outcome recorded, and the next attempt scheduled as a new job.
@@ -37,6 +93,13 @@ type Deliverer struct {
 	// OnOutcome, when set, is told each attempt's outcome (succeeded,
 	// retry, failed, gone) for metrics.
 	OnOutcome func(outcome string)
+	// TenantLimit caps one tenant's deliveries in flight in this process
+	// (0 = no cap): a tenant whose receivers hang holds at most this many
+	// delivery workers, and the others stay free for other tenants. A
+	// delivery over the cap is put back for TenantBusyDelay, its attempt
+	// not counted.
+	TenantLimit int
+	slots       tenantSlots
 }
 
 func jobPayloadJSON(tenantID, deliveryID int64) json.RawMessage {
@@ -53,6 +116,16 @@ func jobParams(tenantID int64, p json.RawMessage, at *time.Time, traceID, key st
 
 // Handle is the job.Handler of webhook.deliver.
 func (d *Deliverer) Handle(ctx context.Context, j *job.Job) error {
+	if d.TenantLimit > 0 {
+		if !d.slots.take(j.TenantID, d.TenantLimit) {
+			return job.Delay(TenantBusyDelay, "tenant_busy")
+		}
+		defer d.slots.give(j.TenantID)
+	}
+	return d.handle(ctx, j)
+}
+
+func (d *Deliverer) handle(ctx context.Context, j *job.Job) error {
 	var p jobPayload
 	if err := json.Unmarshal(j.Payload, &p); err != nil || p.DeliveryID <= 0 || p.TenantID != j.TenantID {
 		return job.Permanent(fmt.Errorf("webhook.deliver payload: want {tenant_id, delivery_id}"))

@@ -1,0 +1,49 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/webhook"
+)
+
+// Webhook deliveries run on an engine of their own: a receiver that hangs
+// holds its worker for up to webhook.Timeout, so deliveries get
+// JEJAK_WEBHOOK_WORKERS workers beside the JEJAK_WORKERS that every
+// tenant's other jobs need, and one tenant at most
+// JEJAK_WEBHOOK_TENANT_CONCURRENCY of them.
+
+// newWebhookEngine builds the engine working webhook.Queue. The main
+// engine keeps maintenance (its rescue and pruning cover every queue).
+func newWebhookEngine(cfg Config, env *Env, clk clock.Clock, log *slog.Logger, obs job.Observer, mainID string) (*job.Engine, error) {
+	return job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.WebhookWorkers, WorkerID: mainID + "/webhooks",
+		Queues: []string{webhook.Queue}, NoMaintenance: true, Logger: log.With("engine", "webhooks"), Observer: obs,
+		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat})
+}
+
+// webhookJobs is the enqueuer every webhook enqueue goes through: onto
+// webhook.Queue.
+func webhookJobs(engine *job.Engine) webhook.Enqueuer { return webhook.OnQueue(engine, webhook.Queue) }
+
+// startWebhookEngine starts wh and makes ext.stop stop it (in-flight
+// deliveries get the same deadline as the main engine's jobs).
+func startWebhookEngine(ctx context.Context, wh *job.Engine, ext *extras, log *slog.Logger) error {
+	if err := wh.Start(ctx); err != nil {
+		return fmt.Errorf("start webhook workers: %w", err)
+	}
+	log.Info("webhook workers started", "worker_id", wh.WorkerID())
+	stop := ext.stop
+	ext.stop = func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := wh.Stop(stopCtx); err != nil {
+			log.Error("stop webhook workers", "error", err.Error())
+		}
+		stop()
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/webhook"
+)
+
+// hangingReceiver accepts requests and answers none until released,
+// counting how many it holds at once.
+type hangingReceiver struct {
+	*httptest.Server
+	mu            sync.Mutex
+	inFlight, max int
+	release       chan struct{}
+	releaseOnce   sync.Once
+}
+
+// answer lets every held request and every later one finish.
+func (h *hangingReceiver) answer() { h.releaseOnce.Do(func() { close(h.release) }) }
+
+func newHangingReceiver(t *testing.T) *hangingReceiver {
+	h := &hangingReceiver{release: make(chan struct{})}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.inFlight++
+		h.max = max(h.max, h.inFlight)
+		h.mu.Unlock()
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
+		}
+		h.mu.Lock()
+		h.inFlight--
+		h.mu.Unlock()
+	}))
+	t.Cleanup(func() {
+		h.answer()
+		h.Close()
+	})
+	return h
+}
+
+func (h *hangingReceiver) counts() (inFlight, max int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.inFlight, h.max
+}
+
+// TestDeliveriesIsolatedFromOtherWork: a tenant whose endpoints all hang
+// holds at most its share of the delivery workers, never the engine's
+// workers: another tenant's delivery goes out, and both tenants' other
+// jobs run, while every request of the first tenant is still hanging.
+func TestDeliveriesIsolatedFromOtherWork(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	flood, calm := seedTenant(t, db, "flood"), seedTenant(t, db, "calm")
+	hang := newHangingReceiver(t)
+	ok := newReceiver(t, nil, 200)
+
+	main, err := job.New(job.Config{Pool: db.System, Workers: 2, WorkerID: "main", PollInterval: 50 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := make(chan int64, 4)
+	main.Register("probe", func(_ context.Context, j *job.Job) error { probes <- j.TenantID; return nil }, job.KindOptions{})
+	wh, err := job.New(job.Config{Pool: db.System, Workers: 3, WorkerID: "main/webhooks", Queues: []string{webhook.Queue},
+		NoMaintenance: true, PollInterval: 50 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := webhook.OnQueue(main, webhook.Queue)
+	d := &webhook.Deliverer{App: db.App, Jobs: jobs, Client: webhook.Guard{Allow: loopback}.Client(), Logger: quiet, TenantLimit: 2}
+	wh.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
+	svc := webhook.NewService(db.App, nil, jobs)
+	for i := 0; i < 6; i++ {
+		if _, err := svc.Create(ctx, flood.tenant, flood.owner, fmt.Sprintf("%s/hook-%d", hang.URL, i), "*"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.Create(ctx, calm.tenant, calm.owner, ok.URL+"/hook", "*"); err != nil {
+		t.Fatal(err)
+	}
+	fan := &webhook.Fanout{System: db.System, Jobs: jobs, Logger: quiet}
+	if _, err := fan.HandleEvent(ctx, flood.tenant, 1, "project.created", []byte(`{"id":"evt_1"}`), "t1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*job.Engine{main, wh} {
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = e.Stop(stopCtx)
+		})
+	}
+	t.Cleanup(hang.answer) // before the engines stop: they wait for deliveries in flight
+	waitFor(t, "the flooding tenant's deliveries hanging", func() bool { n, _ := hang.counts(); return n == 2 })
+
+	if _, err := fan.HandleEvent(ctx, calm.tenant, 2, "project.created", []byte(`{"id":"evt_2"}`), "t2"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the other tenant's delivery", func() bool { return len(ok.all()) == 1 })
+	for _, tn := range []int64{flood.tenant, calm.tenant} {
+		if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
+			_, err := main.Enqueue(ctx, tx, job.EnqueueParams{TenantID: tn, Kind: "probe", Payload: []byte(`{}`)})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := map[int64]bool{}
+	deadline := time.After(10 * time.Second)
+	for len(ran) < 2 {
+		select {
+		case tn := <-probes:
+			ran[tn] = true
+		case <-deadline:
+			t.Fatalf("jobs of the default queue did not run while deliveries hung (ran %v)", ran)
+		}
+	}
+	if n, most := hang.counts(); n != 2 || most != 2 {
+		t.Fatalf("the hanging receiver holds %d requests (at most %d), want 2 (the tenant's limit)", n, most)
+	}
+}
+
+type seeded struct {
+	tenant int64
+	owner  webhook.Actor
+}
+
+// seedTenant adds a tenant and its owner.
+func seedTenant(t *testing.T, db *testdb.DB, slug string) seeded {
+	t.Helper()
+	ctx := context.Background()
+	var tid, uid int64
+	if err := db.Admin.QueryRow(ctx, "INSERT INTO tenants (slug, name) VALUES ($1, $1) RETURNING id", slug).Scan(&tid); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Admin.QueryRow(ctx, "INSERT INTO users (email, name, password_hash) VALUES ($1, 'Owner', 'x') RETURNING id", slug+"@test.test").Scan(&uid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Admin.Exec(ctx, "INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, 'owner')", tid, uid); err != nil {
+		t.Fatal(err)
+	}
+	return seeded{tenant: tid, owner: webhook.Actor{UserID: uid, Role: "owner", TraceID: "trace-" + slug}}
+}
+
+// waitFor polls cond until it holds, failing after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
