@@ -92,18 +92,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("JEJAK_WORKERS must be a whole number ≥ 0, got %q", v)
 		}
 	}
-	c.WebhookMaxEndpoints, c.WebhookWorkers, c.WebhookTenantConcurrency = webhook.DefaultMaxEndpoints, 4, 2
-	for _, n := range []struct {
-		name string
-		dst  *int
-		max  int
-	}{{"JEJAK_WEBHOOK_MAX_ENDPOINTS", &c.WebhookMaxEndpoints, 10000}, {"JEJAK_WEBHOOK_WORKERS", &c.WebhookWorkers, 1000},
-		{"JEJAK_WEBHOOK_TENANT_CONCURRENCY", &c.WebhookTenantConcurrency, 1000}} {
-		if v := getenv(n.name); v != "" {
-			if *n.dst, err = strconv.Atoi(v); err != nil || *n.dst < 1 || *n.dst > n.max {
-				return c, fmt.Errorf("%s must be a whole number from 1 to %d, got %q", n.name, n.max, v)
-			}
-		}
+	if err := c.webhookLimits(getenv); err != nil {
+		return c, err
 	}
 	if v := getenv("JEJAK_DB_CONNS"); v != "" {
 		// Below 4 the system pool cannot hold the claim loop, the
@@ -133,18 +123,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.AppDatabaseURL = getenv("JEJAK_APP_DATABASE_URL")
 	c.SystemDatabaseURL = getenv("JEJAK_SYSTEM_DATABASE_URL")
-	if c.WebhookAllow, err = webhook.ParseAllowCIDRs(getenv("JEJAK_WEBHOOK_ALLOW_CIDRS")); err != nil {
-		return c, fmt.Errorf("JEJAK_WEBHOOK_ALLOW_CIDRS: %w", err)
-	}
-	if c.AlertWebhookURL = strings.TrimSpace(getenv("JEJAK_ALERT_WEBHOOK_URL")); c.AlertWebhookURL != "" {
-		if _, err := webhook.ParseURL(c.AlertWebhookURL); err != nil {
-			return c, fmt.Errorf("JEJAK_ALERT_WEBHOOK_URL must be an absolute http:// or https:// URL without credentials, got %q", c.AlertWebhookURL)
-		}
-	}
-	if v := getenv("JEJAK_ALERT_WEBHOOK_SECRET"); v != "" {
-		if c.AlertWebhookSecret, err = webhook.ParseSecret(v); err != nil {
-			return c, fmt.Errorf("JEJAK_ALERT_WEBHOOK_SECRET: %w", err)
-		}
+	if err := c.webhookAddrs(getenv); err != nil {
+		return c, err
 	}
 	if c.TrustedProxies, err = parseCIDRs(getenv("JEJAK_TRUSTED_PROXIES")); err != nil {
 		return c, fmt.Errorf("JEJAK_TRUSTED_PROXIES: %w", err)
@@ -205,4 +185,43 @@ func (c Config) AnchorDirectory() string {
 		return c.AnchorDir
 	}
 	return filepath.Join(c.DataDir, "anchors")
+}
+
+// webhookLimits reads the webhook endpoint and delivery limits.
+func (c *Config) webhookLimits(getenv func(string) string) error {
+	c.WebhookMaxEndpoints, c.WebhookWorkers, c.WebhookTenantConcurrency = webhook.DefaultMaxEndpoints, 4, 2
+	for _, n := range []struct {
+		name string
+		dst  *int
+		max  int
+	}{{"JEJAK_WEBHOOK_MAX_ENDPOINTS", &c.WebhookMaxEndpoints, 10000}, {"JEJAK_WEBHOOK_WORKERS", &c.WebhookWorkers, 1000},
+		{"JEJAK_WEBHOOK_TENANT_CONCURRENCY", &c.WebhookTenantConcurrency, 1000}} {
+		if v := getenv(n.name); v != "" {
+			var err error
+			if *n.dst, err = strconv.Atoi(v); err != nil || *n.dst < 1 || *n.dst > n.max {
+				return fmt.Errorf("%s must be a whole number from 1 to %d, got %q", n.name, n.max, v)
+			}
+		}
+	}
+	return nil
+}
+
+// webhookAddrs reads where webhooks may go: the ranges opened despite the
+// SSRF guard and the staff alert endpoint with its secret.
+func (c *Config) webhookAddrs(getenv func(string) string) error {
+	var err error
+	if c.WebhookAllow, err = webhook.ParseAllowCIDRs(getenv("JEJAK_WEBHOOK_ALLOW_CIDRS")); err != nil {
+		return fmt.Errorf("JEJAK_WEBHOOK_ALLOW_CIDRS: %w", err)
+	}
+	if c.AlertWebhookURL = strings.TrimSpace(getenv("JEJAK_ALERT_WEBHOOK_URL")); c.AlertWebhookURL != "" {
+		if _, err := webhook.ParseURL(c.AlertWebhookURL); err != nil {
+			return fmt.Errorf("JEJAK_ALERT_WEBHOOK_URL must be an absolute http:// or https:// URL without credentials, got %q", c.AlertWebhookURL)
+		}
+	}
+	if v := getenv("JEJAK_ALERT_WEBHOOK_SECRET"); v != "" {
+		if c.AlertWebhookSecret, err = webhook.ParseSecret(v); err != nil {
+			return fmt.Errorf("JEJAK_ALERT_WEBHOOK_SECRET: %w", err)
+		}
+	}
+	return nil
 }

@@ -37,3 +37,25 @@ func TestDBConnsFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookLimitsFromEnv: the webhook limits default to 50 endpoints, 4
+// delivery workers and 2 deliveries per tenant, and refuse anything but a
+// whole number in range.
+func TestWebhookLimitsFromEnv(t *testing.T) {
+	t.Parallel()
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	c, err := FromEnv(env(nil))
+	if err != nil || c.WebhookMaxEndpoints != 50 || c.WebhookWorkers != 4 || c.WebhookTenantConcurrency != 2 {
+		t.Fatalf("defaults: %d %d %d (%v)", c.WebhookMaxEndpoints, c.WebhookWorkers, c.WebhookTenantConcurrency, err)
+	}
+	c, err = FromEnv(env(map[string]string{"JEJAK_WEBHOOK_MAX_ENDPOINTS": "7", "JEJAK_WEBHOOK_WORKERS": "9", "JEJAK_WEBHOOK_TENANT_CONCURRENCY": "3"}))
+	if err != nil || c.WebhookMaxEndpoints != 7 || c.WebhookWorkers != 9 || c.WebhookTenantConcurrency != 3 {
+		t.Fatalf("set: %d %d %d (%v)", c.WebhookMaxEndpoints, c.WebhookWorkers, c.WebhookTenantConcurrency, err)
+	}
+	for _, kv := range []map[string]string{{"JEJAK_WEBHOOK_MAX_ENDPOINTS": "0"}, {"JEJAK_WEBHOOK_WORKERS": "-1"},
+		{"JEJAK_WEBHOOK_TENANT_CONCURRENCY": "two"}, {"JEJAK_WEBHOOK_MAX_ENDPOINTS": "10001"}} {
+		if _, err := FromEnv(env(kv)); err == nil {
+			t.Errorf("%v accepted", kv)
+		}
+	}
+}
