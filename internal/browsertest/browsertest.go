@@ -1,5 +1,7 @@
 // Package browsertest starts a real headless Chromium for dashboard tests.
-// A missing Chromium fails the test: it is never a reason to skip.
+// A missing Chromium fails the test: it is never a reason to skip. The one
+// skip is asked for by name, JEJAK_SKIP_BROWSER=1 (make check, the inner
+// loop), and refused under CI=true, where every browser test runs.
 package browsertest
 
 import (
@@ -19,6 +21,12 @@ import (
 // path logged.
 func New(t *testing.T) context.Context {
 	t.Helper()
+	switch skip, reason := skipWanted(os.Getenv); {
+	case skip:
+		t.Skip(reason)
+	case reason != "":
+		t.Fatal(reason)
+	}
 	execPath := findChromium()
 	if execPath == "" {
 		t.Fatal("browser tests need Chromium (apt-get install chromium); none found on PATH")
@@ -78,6 +86,22 @@ func Screenshot(t *testing.T, ctx context.Context, name string) {
 		return
 	}
 	t.Logf("screenshot saved: %s", path)
+}
+
+// SkipEnv is the variable make check sets to leave browser tests out.
+const SkipEnv = "JEJAK_SKIP_BROWSER"
+
+// skipWanted says whether the environment asks to skip browser tests (why,
+// for the log); a reason without skip is a refusal that fails the test:
+// CI runs every browser test, whatever else is set.
+func skipWanted(getenv func(string) string) (skip bool, reason string) {
+	if getenv(SkipEnv) != "1" {
+		return false, ""
+	}
+	if ci := getenv("CI"); ci != "" && ci != "false" && ci != "0" {
+		return false, SkipEnv + "=1 under CI=" + ci + ": CI runs every browser test; unset " + SkipEnv
+	}
+	return true, SkipEnv + "=1 (make check): browser test left to make test"
 }
 
 func findChromium() string {
