@@ -48,8 +48,11 @@ func New(t *testing.T) context.Context {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	// Generous overall bound: a hung browser must not hang the suite.
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	// A hung browser must not hang the suite, but a walk over many pages
+	// on a loaded machine may take minutes: the tab lives until shortly
+	// before the test binary's own deadline (go test -timeout), so the
+	// test fails with a screenshot instead of the binary panicking.
+	ctx, cancelTimeout := context.WithDeadline(ctx, tabDeadline(t))
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
@@ -86,6 +89,16 @@ func Screenshot(t *testing.T, ctx context.Context, name string) {
 		return
 	}
 	t.Logf("screenshot saved: %s", path)
+}
+
+// tabDeadline is when a tab of t gives up: a minute before the test
+// binary's deadline (time for the failure screenshot and cleanup), or in
+// an hour when the binary has none.
+func tabDeadline(t *testing.T) time.Time {
+	if d, ok := t.Deadline(); ok {
+		return d.Add(-time.Minute)
+	}
+	return time.Now().Add(time.Hour) //nolint:forbidigo // a hang guard, not domain time
 }
 
 // SkipEnv is the variable make check sets to leave browser tests out.
