@@ -19,10 +19,12 @@ test: deps-postgres deps-chromium check-generated vet
 
 ## check: the inner loop: generated code, vet, and every test that needs no
 ## browser, without -race (browser tests: named TestBrowser*, and any test
-## reaching browsertest.New skips under JEJAK_SKIP_BROWSER=1)
+## reaching browsertest.New skips under JEJAK_SKIP_BROWSER=1); the bench
+## module is vetted and unit-tested, its smoke run of every benchmark
+## (-short skips it: minutes of load) is left to make test
 check: deps-postgres check-generated vet
 	JEJAK_SKIP_BROWSER=1 $(GO) test -count=1 -timeout 10m -skip '^TestBrowser' ./...
-	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 -short ./...
 
 ## generate: regenerate sqlc queries and templ components (committed)
 generate:
