@@ -1,19 +1,30 @@
 # Jejak — the two commands are `make run` and `make test`; everything they need
-# is installed by the targets below when it is missing.
+# is installed by the targets below when it is missing. `make check` is the
+# quick inner loop (no browser, no -race); `make test` is the whole suite.
 GO      ?= go
 SQLC    := $(GO) tool -modfile=tools/go.mod sqlc
 TEMPL   := $(GO) tool templ
 
-.PHONY: run test generate check-generated vet deps-postgres deps-chromium bench build chaos
+.PHONY: run test check generate check-generated vet deps-postgres deps-chromium bench bench-quiet build chaos
 
 ## run: dashboard + workers + demo data on the embedded PostgreSQL (or DATABASE_URL)
 run: deps-postgres build
 	./bin/web serve --demo
 
 ## test: every test, on a real PostgreSQL and a real headless Chromium
+## (JEJAK_SKIP_BROWSER is cleared: make test never leaves a browser test out)
 test: deps-postgres deps-chromium check-generated vet
-	$(GO) test -race -count=1 -timeout 20m ./...
+	JEJAK_SKIP_BROWSER= $(GO) test -race -count=1 -timeout 20m ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+
+## check: the inner loop: generated code, vet, and every test that needs no
+## browser, without -race (browser tests: named TestBrowser*, and any test
+## reaching browsertest.New skips under JEJAK_SKIP_BROWSER=1); the bench
+## module is vetted and unit-tested, its smoke run of every benchmark
+## (-short skips it: minutes of load) is left to make test
+check: deps-postgres check-generated vet
+	JEJAK_SKIP_BROWSER=1 $(GO) test -count=1 -timeout 10m -skip '^TestBrowser' ./...
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 -short ./...
 
 ## generate: regenerate sqlc queries and templ components (committed)
 generate:
@@ -41,6 +52,14 @@ deps-chromium:
 ## bench: the benchmark program (see docs/benchmarks.md)
 bench: deps-postgres
 	cd bench && $(GO) run . $(BENCH_ARGS)
+
+## bench-quiet: make bench, but every run first waits (at most
+## BENCH_QUIET_WAIT) for the 1-minute load average to fall below
+## BENCH_QUIET_LOAD; each figure carries the load it started at (load1=)
+BENCH_QUIET_LOAD ?= 1.0
+BENCH_QUIET_WAIT ?= 15m
+bench-quiet: deps-postgres
+	cd bench && $(GO) run . -quiet-load $(BENCH_QUIET_LOAD) -quiet-max-wait $(BENCH_QUIET_WAIT) $(BENCH_ARGS)
 
 ## chaos: replicas of the real binary under kill -9, a PostgreSQL crash and a
 ## network cut, 20,000 jobs (make test runs the same suite with 1,200); see

@@ -22,6 +22,7 @@ import (
 // same transactions without the event, in the same round, are the ceiling.
 // Also printed: how long events waited to be sealed (p50/p99).
 
+// appendWriters is the default of Config.AppendWriters.
 const appendWriters = 64
 
 func init() {
@@ -36,7 +37,11 @@ func auditAppend(ctx context.Context, env *Env, _ string) (Result, error) {
 	}
 	defer env.DropDatabase(context.WithoutCancel(ctx), name) //nolint:errcheck
 	defer db.Close()
-	pool, err := database.OpenSystem(ctx, db.URL, appendWriters+4)
+	writers := env.Cfg.AppendWriters
+	if writers <= 0 {
+		writers = appendWriters
+	}
+	pool, err := database.OpenSystem(ctx, db.URL, int32(writers+4))
 	if err != nil {
 		return Result{}, err
 	}
@@ -47,7 +52,7 @@ func auditAppend(ctx context.Context, env *Env, _ string) (Result, error) {
 		window = 5 * time.Second
 	}
 
-	ceiling, err := appendFor(ctx, pool, tenant, window, nil)
+	ceiling, err := appendFor(ctx, pool, writers, tenant, window, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -71,7 +76,7 @@ func auditAppend(ctx context.Context, env *Env, _ string) (Result, error) {
 	// taken by now (this machine's server runs with it off): measured is
 	// the steady state, not the first seconds of a fresh database, whose
 	// plans rest on the template's "a few events per tenant".
-	if _, err := appendFor(ctx, pool, tenant, env.Cfg.Warmup, rec); err != nil {
+	if _, err := appendFor(ctx, pool, writers, tenant, env.Cfg.Warmup, rec); err != nil {
 		stopSealer()
 		return Result{}, err
 	}
@@ -82,7 +87,7 @@ func auditAppend(ctx context.Context, env *Env, _ string) (Result, error) {
 	mu.Lock()
 	delays = delays[:0]
 	mu.Unlock()
-	audited, err := appendFor(ctx, pool, tenant, window, rec)
+	audited, err := appendFor(ctx, pool, writers, tenant, window, rec)
 	stopSealer()
 	<-sealed
 	if err != nil {
@@ -100,14 +105,14 @@ func auditAppend(ctx context.Context, env *Env, _ string) (Result, error) {
 	}}, nil
 }
 
-// appendFor runs appendWriters writers for window and returns committed
-// transactions per second; rec nil leaves the audit event out.
-func appendFor(ctx context.Context, pool *pgxpool.Pool, tenant int64, window time.Duration, rec *audit.Recorder) (float64, error) {
+// appendFor runs writers concurrent writers for window and returns
+// committed transactions per second; rec nil leaves the audit event out.
+func appendFor(ctx context.Context, pool *pgxpool.Pool, writers int, tenant int64, window time.Duration, rec *audit.Recorder) (float64, error) {
 	var done atomic.Int64
 	var firstErr atomic.Value
 	deadline := time.Now().Add(window)
 	var wg sync.WaitGroup
-	for w := 0; w < appendWriters; w++ {
+	for w := 0; w < writers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -54,6 +54,10 @@ type Config struct {
 	OutboxMsgs     int           // burn-down: committed messages relayed
 	OutboxRate     int           // steady load: messages per second
 	OutboxDuration time.Duration // steady load: how long
+	// AppendWriters is audit_append's concurrent writers (0 = 64, the
+	// figure docs/benchmarks.md reports); the smoke test takes a few, so
+	// it fits beside other users of a shared server's connections.
+	AppendWriters int
 }
 
 // Env is what a benchmark run gets: the server, the shared knobs and helpers

@@ -36,19 +36,30 @@ func main() {
 	os.Exit(run())
 }
 
-func run() int {
-	var (
-		cfg       Config
-		dbURL     = flag.String("database-url", os.Getenv("BENCH_DATABASE_URL"), "superuser URL of a loopback PostgreSQL (default $BENCH_DATABASE_URL, else "+localServer+" when reachable, else an embedded cluster)")
-		embedded  = flag.Bool("embedded", false, "use the embedded cluster in -pgdata even when a server is reachable")
-		pgdata    = flag.String("pgdata", filepath.Join(os.TempDir(), "jejak-bench-pg"), "data directory of the embedded cluster used when no server is reachable")
-		only      = flag.String("only", "", "comma-separated benchmarks to run (default all): "+strings.Join(benchNames(), ", "))
-		rounds    = flag.Int("rounds", 3, "rounds; each round runs every selected benchmark on every system in turn")
-		pgTest    = flag.Bool("pg-test-fsync", false, "also run pg_test_fsync -s 1 before and after (about 15 s each)")
-		verbose   = flag.Bool("v", false, "log the systems' own info messages")
-		listBench = flag.Bool("list", false, "list benchmarks and exit")
-		systems   = flag.String("systems", "", "comma-separated systems to run (default: each benchmark's own list)")
-	)
+// options are the command line's settings that are not the benchmarks'
+// own Config.
+type options struct {
+	dbURL, pgdata, only, systems, cpuProfile string
+	embedded, pgTest, verbose, list          bool
+	rounds, conns                            int
+	quiet                                    quietGate
+}
+
+// parseFlags reads the command line.
+func parseFlags() (Config, options) {
+	var cfg Config
+	var o options
+	flag.StringVar(&o.dbURL, "database-url", os.Getenv("BENCH_DATABASE_URL"), "superuser URL of a loopback PostgreSQL (default $BENCH_DATABASE_URL, else "+localServer+" when reachable, else an embedded cluster)")
+	flag.BoolVar(&o.embedded, "embedded", false, "use the embedded cluster in -pgdata even when a server is reachable")
+	flag.StringVar(&o.pgdata, "pgdata", filepath.Join(os.TempDir(), "jejak-bench-pg"), "data directory of the embedded cluster used when no server is reachable")
+	flag.StringVar(&o.only, "only", "", "comma-separated benchmarks to run (default all): "+strings.Join(benchNames(), ", "))
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each round runs every selected benchmark on every system in turn")
+	flag.BoolVar(&o.pgTest, "pg-test-fsync", false, "also run pg_test_fsync -s 1 before and after (about 15 s each)")
+	flag.BoolVar(&o.verbose, "v", false, "log the systems' own info messages")
+	flag.BoolVar(&o.list, "list", false, "list benchmarks and exit")
+	flag.StringVar(&o.systems, "systems", "", "comma-separated systems to run (default: each benchmark's own list)")
+	flag.Float64Var(&o.quiet.threshold, "quiet-load", 0, "before each benchmark run, wait until the 1-minute load average is below this (0 = do not wait; make bench-quiet sets it)")
+	flag.DurationVar(&o.quiet.maxWait, "quiet-max-wait", 15*time.Minute, "-quiet-load: longest wait before one run; then it runs anyway, its load1 printed beside it")
 	flag.IntVar(&cfg.Jobs, "jobs", 200_000, "burndown: pre-inserted no-op jobs")
 	flag.IntVar(&cfg.Workers, "workers", 100, "worker goroutines per system")
 	flag.IntVar(&cfg.InsertBatch, "insert-batch", 5_000, "jobs per batch insert")
@@ -58,8 +69,7 @@ func run() int {
 	flag.DurationVar(&cfg.PollInterval, "poll", 20*time.Millisecond, "fallback poll interval (River FetchPollInterval, Jejak PollInterval)")
 	flag.DurationVar(&cfg.FetchCooldown, "fetch-cooldown", 2*time.Millisecond, "River FetchCooldown (as in `river bench`)")
 	flag.IntVar(&cfg.ClaimBatch, "claim-batch", 0, "Jejak claim batch size (0 = -workers, like River's fetch limit)")
-	var conns int
-	flag.IntVar(&conns, "conns", 10, "connection pool size per system")
+	flag.IntVar(&o.conns, "conns", 10, "connection pool size per system")
 	flag.IntVar(&cfg.Tenants, "tenants", 10, "Jejak tenants the jobs are spread over (fairness on)")
 	flag.IntVar(&cfg.LatencyJobs, "latency-jobs", 200, "latency: jobs enqueued one per transaction")
 	flag.IntVar(&cfg.LatencyRate, "latency-rate", 50, "latency: enqueues per second")
@@ -76,10 +86,19 @@ func run() int {
 	flag.IntVar(&cfg.OutboxMsgs, "outbox-msgs", 100_000, "outbox_relay: committed messages relayed in the burn-down")
 	flag.IntVar(&cfg.OutboxRate, "outbox-rate", 1000, "outbox_relay: steady-load messages per second")
 	flag.DurationVar(&cfg.OutboxDuration, "outbox-duration", 10*time.Second, "outbox_relay: steady-load duration")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	flag.Parse()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	cfg.Conns = int32(o.conns)
+	if cfg.ClaimBatch <= 0 {
+		cfg.ClaimBatch = cfg.Workers
+	}
+	return cfg, o
+}
+
+func run() int {
+	cfg, o := parseFlags()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 2
@@ -91,28 +110,24 @@ func run() int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	cfg.Conns = int32(conns)
-	if cfg.ClaimBatch <= 0 {
-		cfg.ClaimBatch = cfg.Workers
-	}
-	if *listBench {
+	if o.list {
 		for _, b := range registry {
 			fmt.Printf("%s\t%s\n", b.ID(), strings.Join(b.systems(), ","))
 		}
 		return 0
 	}
-	if *rounds < 1 || cfg.Jobs < 1 || cfg.Workers < 1 || cfg.InsertBatch < 1 || cfg.LatencyJobs < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -rounds, -jobs, -workers, -insert-batch and -latency-jobs must be positive")
+	if o.rounds < 1 || cfg.Jobs < 1 || cfg.Workers < 1 || cfg.InsertBatch < 1 || cfg.LatencyJobs < 1 || o.quiet.threshold < 0 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds, -jobs, -workers, -insert-batch and -latency-jobs must be positive, -quiet-load not negative")
 		return 2
 	}
-	benches, err := selectBenches(*only)
+	benches, err := selectBenches(o.only)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
 	}
 
 	level := slog.LevelWarn
-	if *verbose {
+	if o.verbose {
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
@@ -121,7 +136,7 @@ func run() int {
 	defer stop()
 	defer runAtExit()
 
-	serverURL, cleanup, err := resolveServer(ctx, *dbURL, *pgdata, *embedded)
+	serverURL, cleanup, err := resolveServer(ctx, o.dbURL, o.pgdata, o.embedded)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
@@ -133,98 +148,20 @@ func run() int {
 	}
 	env := &Env{Cfg: cfg, ServerURL: serverURL, Log: log}
 
-	dataDir, err := printHeader(ctx, os.Stdout, env, *rounds, benches)
+	dataDir, err := printHeader(ctx, os.Stdout, env, o.rounds, benches)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
+	if o.quiet.threshold > 0 {
+		fmt.Printf("# quiet: each run waits up to %s for load1 < %.2f\n", o.quiet.maxWait, o.quiet.threshold)
+	}
 	pdir := probeDir(dataDir)
-	probe := func(when string) {
-		if line, err := fsyncProbe(pdir); err != nil {
-			fmt.Printf("# fsync probe %s: %v\n", when, err)
-		} else {
-			fmt.Printf("# fsync probe %s: %s\n", when, line)
-		}
-		if *pgTest {
-			out, err := pgTestFsync(ctx, pdir)
-			if err != nil {
-				fmt.Printf("# pg_test_fsync %s: %v\n", when, err)
-				return
-			}
-			for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-				fmt.Printf("# pg_test_fsync %s: %s\n", when, l)
-			}
-		}
-	}
+	probe := func(when string) { printProbes(ctx, pdir, when, o.pgTest) }
 	probe("before")
-
-	type key struct{ bench, system string }
-	results := map[key][]Result{}
-	failed := 0
-	for r := 1; r <= *rounds && ctx.Err() == nil; r++ {
-		for _, b := range benches {
-			for _, sys := range b.systems() {
-				if !wanted(*systems, sys) {
-					continue
-				}
-				if ctx.Err() != nil {
-					break
-				}
-				start := time.Now()
-				res, err := b.Run(ctx, env, sys)
-				if err != nil {
-					failed++
-					fmt.Printf("# round %d/%d %s system=%s FAILED after %s: %v\n", r, *rounds, b.ID(), sys, time.Since(start).Round(time.Millisecond), err)
-					continue
-				}
-				k := key{b.ID(), sys}
-				results[k] = append(results[k], res)
-				var parts []string
-				for _, m := range res.Metrics {
-					parts = append(parts, m.Key+"="+formatValue(m.Key, m.Value))
-				}
-				fmt.Printf("# round %d/%d %s system=%s %s (%s)\n", r, *rounds, b.ID(), sys, strings.Join(parts, " "), time.Since(start).Round(time.Millisecond))
-			}
-		}
-	}
+	results, failed := runRounds(ctx, env, benches, o)
 	probe("after")
-
-	for _, b := range benches {
-		for _, sys := range b.systems() {
-			if rs := results[key{b.ID(), sys}]; len(rs) > 0 {
-				fmt.Println(summaryLine(b.Name, b.Labels, sys, rs))
-			}
-		}
-	}
-	// Variants side by side: fairness cost across tenant counts, replica
-	// scaling, pages under load against quiet.
-	type group struct {
-		labels []string
-		rounds [][]Result
-	}
-	var order []key
-	groups := map[key]*group{}
-	for _, b := range benches {
-		if b.Labels == "" {
-			continue
-		}
-		for _, sys := range b.systems() {
-			k := key{b.Name, sys}
-			g, ok := groups[k]
-			if !ok {
-				g = &group{}
-				groups[k] = g
-				order = append(order, k)
-			}
-			g.labels = append(g.labels, b.Labels)
-			g.rounds = append(g.rounds, results[key{b.ID(), sys}])
-		}
-	}
-	for _, k := range order {
-		if line := variantLine(k.bench, k.system, groups[k].labels, groups[k].rounds); line != "" {
-			fmt.Println(line)
-		}
-	}
+	printSummaries(benches, results)
 	if ctx.Err() != nil {
 		fmt.Println("# interrupted")
 		return 130
@@ -234,6 +171,109 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// printProbes prints the fsync probe of dir and, with pgTest, pg_test_fsync.
+func printProbes(ctx context.Context, dir, when string, pgTest bool) {
+	if line, err := fsyncProbe(dir); err != nil {
+		fmt.Printf("# fsync probe %s: %v\n", when, err)
+	} else {
+		fmt.Printf("# fsync probe %s: %s\n", when, line)
+	}
+	if !pgTest {
+		return
+	}
+	out, err := pgTestFsync(ctx, dir)
+	if err != nil {
+		fmt.Printf("# pg_test_fsync %s: %v\n", when, err)
+		return
+	}
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		fmt.Printf("# pg_test_fsync %s: %s\n", when, l)
+	}
+}
+
+// resultKey names one benchmark's results on one system.
+type resultKey struct{ bench, system string }
+
+// runRounds runs every selected benchmark on every system, round after
+// round, each run after the quiet gate (when set) and with the load average
+// it started at; it returns the results and how many runs failed.
+func runRounds(ctx context.Context, env *Env, benches []Bench, o options) (map[resultKey][]Result, int) {
+	results := map[resultKey][]Result{}
+	failed := 0
+	for r := 1; r <= o.rounds && ctx.Err() == nil; r++ {
+		for _, b := range benches {
+			for _, sys := range b.systems() {
+				if !wanted(o.systems, sys) {
+					continue
+				}
+				if ctx.Err() != nil {
+					break
+				}
+				load, loadOK := o.quiet.wait(ctx, os.Stdout, readLoad1, fmt.Sprintf("round %d/%d %s system=%s", r, o.rounds, b.ID(), sys))
+				start := time.Now()
+				res, err := b.Run(ctx, env, sys)
+				if err != nil {
+					failed++
+					fmt.Printf("# round %d/%d %s system=%s FAILED after %s: %v\n", r, o.rounds, b.ID(), sys, time.Since(start).Round(time.Millisecond), err)
+					continue
+				}
+				res.Load1, res.LoadKnown = load, loadOK
+				k := resultKey{b.ID(), sys}
+				results[k] = append(results[k], res)
+				var parts []string
+				for _, m := range res.Metrics {
+					parts = append(parts, m.Key+"="+formatValue(m.Key, m.Value))
+				}
+				if loadOK {
+					parts = append(parts, "load1="+formatLoad(load))
+				}
+				fmt.Printf("# round %d/%d %s system=%s %s (%s)\n", r, o.rounds, b.ID(), sys, strings.Join(parts, " "), time.Since(start).Round(time.Millisecond))
+			}
+		}
+	}
+	return results, failed
+}
+
+// printSummaries prints the BENCH line of every benchmark and system, then
+// the variants side by side: fairness cost across tenant counts, replica
+// scaling, pages under load against quiet.
+func printSummaries(benches []Bench, results map[resultKey][]Result) {
+	for _, b := range benches {
+		for _, sys := range b.systems() {
+			if rs := results[resultKey{b.ID(), sys}]; len(rs) > 0 {
+				fmt.Println(summaryLine(b.Name, b.Labels, sys, rs))
+			}
+		}
+	}
+	type group struct {
+		labels []string
+		rounds [][]Result
+	}
+	var order []resultKey
+	groups := map[resultKey]*group{}
+	for _, b := range benches {
+		if b.Labels == "" {
+			continue
+		}
+		for _, sys := range b.systems() {
+			k := resultKey{b.Name, sys}
+			g, ok := groups[k]
+			if !ok {
+				g = &group{}
+				groups[k] = g
+				order = append(order, k)
+			}
+			g.labels = append(g.labels, b.Labels)
+			g.rounds = append(g.rounds, results[resultKey{b.ID(), sys}])
+		}
+	}
+	for _, k := range order {
+		if line := variantLine(k.bench, k.system, groups[k].labels, groups[k].rounds); line != "" {
+			fmt.Println(line)
+		}
+	}
 }
 
 func wanted(list, sys string) bool {

@@ -40,6 +40,10 @@ type Metric struct {
 // the primary one: the summary line adds its min, max and per-round values.
 type Result struct {
 	Metrics []Metric
+	// Load1 is the machine's 1-minute load average when the round started
+	// (LoadKnown: it could be read), printed beside the figures.
+	Load1     float64
+	LoadKnown bool
 }
 
 // Get returns the value of key and whether it is present.
@@ -160,7 +164,23 @@ func summaryLine(name, labels, system string, rounds []Result) string {
 		strs[i] = formatValue(primary, v)
 	}
 	fmt.Fprintf(&sb, " min=%s max=%s rounds=%d values=%s", formatValue(primary, lo), formatValue(primary, hi), len(rounds), strings.Join(strs, ","))
+	if loads := loadValues(rounds); loads != "" {
+		sb.WriteString(" load1=" + loads)
+	}
 	return sb.String()
+}
+
+// loadValues is the load average each round started at, in the order of
+// values= ("" when any is unknown).
+func loadValues(rounds []Result) string {
+	strs := make([]string, len(rounds))
+	for i, r := range rounds {
+		if !r.LoadKnown {
+			return ""
+		}
+		strs[i] = formatLoad(r.Load1)
+	}
+	return strings.Join(strs, ",")
 }
 
 func values(rounds []Result, key string) []float64 {

@@ -24,6 +24,15 @@ func TestSummaryLine(t *testing.T) {
 	if got != want {
 		t.Fatalf("summaryLine:\n got %s\nwant %s", got, want)
 	}
+	loaded := append([]Result(nil), rounds...)
+	for i := range loaded {
+		loaded[i].Load1, loaded[i].LoadKnown = []float64{0.4, 0.61, 2}[i], true
+	}
+	got = summaryLine("burndown", "", "river", loaded)
+	want = "BENCH burndown system=river jobs_per_sec=15000 p50_ms=2.00 min=13000 max=17000 rounds=3 values=15000,17000,13000 load1=0.40,0.61,2.00"
+	if got != want {
+		t.Fatalf("summaryLine with loads:\n got %s\nwant %s", got, want)
+	}
 	got = summaryLine("page /admin", "load=engine", "jejak", rounds[:1])
 	want = "BENCH page /admin system=jejak load=engine jobs_per_sec=15000 p50_ms=1.23 min=15000 max=15000 rounds=1 values=15000"
 	if got != want {
@@ -149,7 +158,7 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 		Backlog: 2000, PollInterval: 20 * time.Millisecond, FetchCooldown: 2 * time.Millisecond,
 		ClaimBatch: 20, Conns: 4, Tenants: 3, LatencyJobs: 20, LatencyRate: 200, Timeout: time.Minute,
 		ScaleAuditEvents: 3000, ScaleJobs: 2000, Requests: 5, Reseed: true,
-		TenantsBacklog: 500, ReplicaJobs: 300, ReplicaWorkers: 5,
+		TenantsBacklog: 500, ReplicaJobs: 300, ReplicaWorkers: 5, AppendWriters: 8,
 	}}
 	t.Cleanup(runAtExit)
 	t.Cleanup(func() {

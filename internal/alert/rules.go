@@ -59,7 +59,10 @@ const (
 	RuleKindAutoPaused  = "kind_auto_paused"
 )
 
-// DefaultRules are Jejak's alert rules with their thresholds.
+// DefaultRules are Jejak's alert rules with their thresholds. It is one
+// table of rules (name, text, threshold, a short Eval each) and stays one
+// function however long the table grows: splitting it would scatter the
+// rules a reader compares side by side.
 func DefaultRules(src Sources) []Rule {
 	return []Rule{
 		{

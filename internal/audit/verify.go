@@ -89,14 +89,6 @@ type commitment struct {
 func verifyTx(ctx context.Context, db DB, tenantID int64, opts VerifyOptions) (VerifyResult, error) {
 	s := newStore(db)
 	res := VerifyResult{TenantID: tenantID}
-	// good is the largest size confirmed so far by a commitment: a broken
-	// commitment means the log went wrong after it.
-	var good int64
-	bad := func(seq int64, format string, args ...any) (VerifyResult, error) {
-		res.OK, res.FirstBadSeq, res.Reason = false, seq, fmt.Sprintf(format, args...)
-		return res, nil
-	}
-
 	tree, err := s.tree(ctx, tenantID)
 	if err != nil {
 		return res, wrapf(err, "read audit tree of tenant %d", tenantID)
@@ -110,111 +102,171 @@ func verifyTx(ctx context.Context, db DB, tenantID int64, opts VerifyOptions) (V
 	if err != nil {
 		return res, wrapf(err, "read last leaf of tenant %d", tenantID)
 	}
-
-	var commits []commitment
-	for _, c := range cps {
-		commits = append(commits, commitment{size: c.Size, root: c.Root, what: "checkpoint", bad: checkNote(c.Note, opts.VerifierKey, c.Size, c.Root)})
+	v := newVerifier(cps, opts)
+	if n := len(v.commits); n > 0 && v.commits[n-1].size > tree.Size {
+		c := v.commits[n-1]
+		return res.failed(faultf(tree.Size+1, "the tree was rewound: it holds %d leaves, a signed %s covers %d", tree.Size, c.what, c.size)), nil
 	}
-	v1Anchors := map[int64][]byte{}
-	for _, a := range opts.Anchors {
-		if a.V1Seq > 0 {
-			v1Anchors[a.V1Seq] = a.V1Hash
-			commits = append(commits, commitment{size: a.V1Seq, what: "v1 anchor"})
-			continue
-		}
-		commits = append(commits, commitment{size: a.Size, root: a.Root, what: "anchor"})
+	if f := v.reach(); f != nil { // commitments of size 0
+		return res.failed(f), nil
 	}
-	slices.SortStableFunc(commits, func(a, b commitment) int { return int(a.size - b.size) })
-	if n := len(commits); n > 0 && commits[n-1].size > tree.Size {
-		c := commits[n-1]
-		return bad(tree.Size+1, "the tree was rewound: it holds %d leaves, a signed %s covers %d", tree.Size, c.what, c.size)
+	f, err := v.walk(ctx, s, tenantID, max(tree.Size, last), &res.CheckedThrough)
+	if err != nil {
+		return res, err
 	}
-
-	var ct compactTree
-	var prevV1 = genesisHash
-	want := int64(1)
-	through := max(tree.Size, last)
-	next := 0 // commits[next] is the next one to reach
-	check := func() (bool, VerifyResult, error) {
-		// Several commitments may share a size (a checkpoint and its
-		// anchor, or two anchors when a tail was rewritten): a mismatch in
-		// any of them puts the fault after the last size confirmed before.
-		base := good
-		for next < len(commits) && commits[next].size == ct.size {
-			c := commits[next]
-			next++
-			switch {
-			case c.bad != "":
-				r, err := bad(base+1, "%s of size %d: %s", c.what, c.size, c.bad)
-				return false, r, err
-			case c.root != nil && !sameRoot(c.root, ct.root()):
-				r, err := bad(base+1, "the leaves after seq %d do not match the %s of size %d (the log was rewritten)", base, c.what, c.size)
-				return false, r, err
-			}
-			good = c.size
-		}
-		return true, res, nil
+	if f == nil {
+		f = v.matches(tree, res.CheckedThrough)
 	}
-	if ok, r, err := check(); !ok { // commitments of size 0
-		return r, err
-	}
-	for want <= through {
-		rows, err := s.leaves(ctx, tenantID, want-1, through, verifyBatch)
-		if err != nil {
-			return res, wrapf(err, "read audit leaves of tenant %d after seq %d", tenantID, want-1)
-		}
-		if len(rows) == 0 {
-			break
-		}
-		for i := range rows {
-			r := &rows[i]
-			if r.Seq != want {
-				return bad(want, "leaf %d is missing (next stored leaf is %d)", want, r.Seq)
-			}
-			if !r.Present {
-				return bad(want, "the event sealed at seq %d (event %d) was deleted", want, r.EventID)
-			}
-			if r.V1 {
-				h := eventHash(&r.chainFields)
-				if !bytes.Equal(r.PrevHash, prevV1) || !bytes.Equal(h, r.V1Hash) {
-					return bad(want, "v1 event %d was altered, deleted or reordered (its chain does not hold)", want)
-				}
-				if a, ok := v1Anchors[want]; ok && !bytes.Equal(a, h) {
-					return bad(want, "v1 event %d does not match its anchor", want)
-				}
-				prevV1 = h
-			}
-			stored := joinHashes(ct.append(tlog.RecordHash(r.entry())))
-			switch {
-			case !bytes.Equal(stored[:tlog.HashSize], r.Hashes[:min(len(r.Hashes), tlog.HashSize)]):
-				return bad(want, "event %d (seq %d) was altered, moved or swapped after it was sealed (its leaf hash differs)", r.EventID, want)
-			case !bytes.Equal(stored, r.Hashes):
-				return bad(want, "the stored tree hashes of leaf %d were altered", want)
-			}
-			if ok, r, err := check(); !ok {
-				return r, err
-			}
-			res.CheckedThrough = want
-			want++
-		}
-	}
-	switch {
-	case res.CheckedThrough < tree.Size:
-		return bad(res.CheckedThrough+1, "leaves %d to %d are missing (the tree holds %d)", res.CheckedThrough+1, tree.Size, tree.Size)
-	case res.CheckedThrough > tree.Size:
-		return bad(tree.Size+1, "leaves %d to %d lie beyond the tree (size %d)", tree.Size+1, res.CheckedThrough, tree.Size)
-	case tree.Size > 0 && !sameRoot(tree.Root, ct.root()):
-		return bad(good+1, "the tree's stored root does not match its leaves")
+	if f != nil {
+		return res.failed(f), nil
 	}
 	hidden, err := s.orphans(ctx, tenantID)
 	if err != nil {
 		return res, wrapf(err, "count hidden events of tenant %d", tenantID)
 	}
 	if hidden > 0 {
-		return bad(tree.Size+1, "%d event(s) are neither sealed nor waiting to be (removed from the sealer's queue)", hidden)
+		return res.failed(faultf(tree.Size+1, "%d event(s) are neither sealed nor waiting to be (removed from the sealer's queue)", hidden)), nil
 	}
 	res.OK = true
 	return res, nil
+}
+
+// fault is the first thing found wrong with a log: where and what.
+type fault struct {
+	seq    int64
+	reason string
+}
+
+func faultf(seq int64, format string, args ...any) *fault {
+	return &fault{seq: seq, reason: fmt.Sprintf(format, args...)}
+}
+
+// failed is r reporting f.
+func (r VerifyResult) failed(f *fault) VerifyResult {
+	r.OK, r.FirstBadSeq, r.Reason = false, f.seq, f.reason
+	return r
+}
+
+// verifier recomputes a tenant's tree leaf by leaf and checks each
+// commitment when the tree reaches its size.
+type verifier struct {
+	commits   []commitment // by size
+	next      int          // commits[next] is the next one to reach
+	v1Anchors map[int64][]byte
+	prevV1    []byte // the v1 chain's hash so far
+	ct        compactTree
+	// good is the largest size confirmed so far by a commitment: a broken
+	// commitment means the log went wrong after it.
+	good int64
+}
+
+// newVerifier holds the stored checkpoints and opts' anchors as
+// commitments ordered by size.
+func newVerifier(cps []SignedTree, opts VerifyOptions) *verifier {
+	v := &verifier{v1Anchors: map[int64][]byte{}, prevV1: genesisHash}
+	for _, c := range cps {
+		v.commits = append(v.commits, commitment{size: c.Size, root: c.Root, what: "checkpoint", bad: checkNote(c.Note, opts.VerifierKey, c.Size, c.Root)})
+	}
+	for _, a := range opts.Anchors {
+		if a.V1Seq > 0 {
+			v.v1Anchors[a.V1Seq] = a.V1Hash
+			v.commits = append(v.commits, commitment{size: a.V1Seq, what: "v1 anchor"})
+			continue
+		}
+		v.commits = append(v.commits, commitment{size: a.Size, root: a.Root, what: "anchor"})
+	}
+	slices.SortStableFunc(v.commits, func(a, b commitment) int { return int(a.size - b.size) })
+	return v
+}
+
+// reach checks the commitments of the tree's current size. Several may
+// share a size (a checkpoint and its anchor, or two anchors when a tail was
+// rewritten): a mismatch in any of them puts the fault after the last size
+// confirmed before.
+func (v *verifier) reach() *fault {
+	base := v.good
+	for v.next < len(v.commits) && v.commits[v.next].size == v.ct.size {
+		c := v.commits[v.next]
+		v.next++
+		switch {
+		case c.bad != "":
+			return faultf(base+1, "%s of size %d: %s", c.what, c.size, c.bad)
+		case c.root != nil && !sameRoot(c.root, v.ct.root()):
+			return faultf(base+1, "the leaves after seq %d do not match the %s of size %d (the log was rewritten)", base, c.what, c.size)
+		}
+		v.good = c.size
+	}
+	return nil
+}
+
+// walk reads leaves 1 to through in batches, adding each to the tree and
+// checking it and the commitments it reaches; checked is the last seq found
+// intact.
+func (v *verifier) walk(ctx context.Context, s store, tenantID, through int64, checked *int64) (*fault, error) {
+	want := int64(1)
+	for want <= through {
+		rows, err := s.leaves(ctx, tenantID, want-1, through, verifyBatch)
+		if err != nil {
+			return nil, wrapf(err, "read audit leaves of tenant %d after seq %d", tenantID, want-1)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for i := range rows {
+			if f := v.leaf(&rows[i], want); f != nil {
+				return f, nil
+			}
+			if f := v.reach(); f != nil {
+				return f, nil
+			}
+			*checked = want
+			want++
+		}
+	}
+	return nil, nil
+}
+
+// leaf checks stored leaf r, expected at seq want, against its event and
+// the tree so far, and adds it to the tree.
+func (v *verifier) leaf(r *leaf, want int64) *fault {
+	if r.Seq != want {
+		return faultf(want, "leaf %d is missing (next stored leaf is %d)", want, r.Seq)
+	}
+	if !r.Present {
+		return faultf(want, "the event sealed at seq %d (event %d) was deleted", want, r.EventID)
+	}
+	if r.V1 {
+		h := eventHash(&r.chainFields)
+		if !bytes.Equal(r.PrevHash, v.prevV1) || !bytes.Equal(h, r.V1Hash) {
+			return faultf(want, "v1 event %d was altered, deleted or reordered (its chain does not hold)", want)
+		}
+		if a, ok := v.v1Anchors[want]; ok && !bytes.Equal(a, h) {
+			return faultf(want, "v1 event %d does not match its anchor", want)
+		}
+		v.prevV1 = h
+	}
+	stored := joinHashes(v.ct.append(tlog.RecordHash(r.entry())))
+	switch {
+	case !bytes.Equal(stored[:tlog.HashSize], r.Hashes[:min(len(r.Hashes), tlog.HashSize)]):
+		return faultf(want, "event %d (seq %d) was altered, moved or swapped after it was sealed (its leaf hash differs)", r.EventID, want)
+	case !bytes.Equal(stored, r.Hashes):
+		return faultf(want, "the stored tree hashes of leaf %d were altered", want)
+	}
+	return nil
+}
+
+// matches says what is wrong when the leaves checked through seq checked do
+// not make up the stored tree (nil when they do).
+func (v *verifier) matches(tree logTree, checked int64) *fault {
+	switch {
+	case checked < tree.Size:
+		return faultf(checked+1, "leaves %d to %d are missing (the tree holds %d)", checked+1, tree.Size, tree.Size)
+	case checked > tree.Size:
+		return faultf(tree.Size+1, "leaves %d to %d lie beyond the tree (size %d)", tree.Size+1, checked, tree.Size)
+	case tree.Size > 0 && !sameRoot(tree.Root, v.ct.root()):
+		return faultf(v.good+1, "the tree's stored root does not match its leaves")
+	}
+	return nil
 }
 
 // checkNote says what is wrong with a stored checkpoint ("" when it

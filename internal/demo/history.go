@@ -60,225 +60,328 @@ type historyEvent struct {
 }
 
 func seedTenantHistory(ctx context.Context, tx pgx.Tx, slug string, projects []string, now time.Time) error {
-	var tenantID int64
+	tenantID, empty, err := lockEmptyTrail(ctx, tx, slug)
+	if err != nil || !empty {
+		return err
+	}
+	s, err := newStory(ctx, tx, slug, tenantID, now)
+	if err != nil {
+		return err
+	}
+	// The chapters run in this order because the job ids they draw from the
+	// jobs sequence, and the projects they insert, follow it.
+	chapters := []func(context.Context) error{
+		func(ctx context.Context) error { return s.founding(ctx, projects) },
+		s.team,
+		s.reports,
+		s.sweeps,
+		func(ctx context.Context) error { return s.reshuffle(ctx, projects) },
+		s.downgrade,
+		s.deadLetter,
+		s.upgrade,
+		s.membershipDates,
+	}
+	for _, ch := range chapters {
+		if err := ch(ctx); err != nil {
+			return err
+		}
+	}
+	return s.record(ctx)
+}
+
+// lockEmptyTrail finds tenant slug and says whether its trail is empty,
+// holding the tenant's demo-history lock when it is.
+func lockEmptyTrail(ctx context.Context, tx pgx.Tx, slug string) (tenantID int64, empty bool, err error) {
 	var hasEvents bool
 	if err := tx.QueryRow(ctx, `SELECT t.id, EXISTS (SELECT FROM audit_events e WHERE e.tenant_id = t.id)
 		FROM tenants t WHERE t.slug = $1`, slug).Scan(&tenantID, &hasEvents); err != nil {
-		return err
+		return 0, false, err
 	}
 	if hasEvents {
-		return nil
+		return tenantID, false, nil
 	}
 	// Two seeders at once (two replicas starting with --demo): a per-tenant
 	// advisory lock makes the second wait here, and the re-check below (a
 	// new statement at READ COMMITTED) then sees the first one's events.
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('demo-history'), $1::int)`, tenantID); err != nil {
-		return err
+		return 0, false, err
 	}
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM audit_events WHERE tenant_id = $1)`, tenantID).Scan(&hasEvents); err != nil || hasEvents {
-		return err
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM audit_events WHERE tenant_id = $1)`, tenantID).Scan(&hasEvents); err != nil {
+		return 0, false, err
 	}
-	ids := func(email string) (int64, error) {
-		var id int64
-		err := tx.QueryRow(ctx, `SELECT id FROM users WHERE email = $1`, email).Scan(&id)
-		return id, err
-	}
-	var ownerEmail, memberEmail string
+	return tenantID, !hasEvents, nil
+}
+
+// story is one tenant's back-dated history while it is written: its cast,
+// the events so far, and the dates they fall on (in Jakarta time).
+type story struct {
+	tx                      pgx.Tx
+	slug                    string
+	tenantID                int64
+	owner, member, support  int64
+	ownerEmail, memberEmail string
+	plan, other             string // the plan now, and the one it was downgraded to
+	today                   time.Time
+	deletedID               int64 // the first project's first incarnation
+	evs                     []historyEvent
+}
+
+// newStory reads the tenant's cast (its demo owner and member, and support)
+// and its plan.
+func newStory(ctx context.Context, tx pgx.Tx, slug string, tenantID int64, now time.Time) (*story, error) {
+	s := &story{tx: tx, slug: slug, tenantID: tenantID}
 	for _, a := range Accounts {
 		if a.Tenant == slug && a.Role == "owner" {
-			ownerEmail = a.Email
+			s.ownerEmail = a.Email
 		}
 		if a.Tenant == slug && a.Role == "member" {
-			memberEmail = a.Email
+			s.memberEmail = a.Email
 		}
 	}
-	owner, err := ids(ownerEmail)
-	if err != nil {
-		return fmt.Errorf("owner %s: %w", ownerEmail, err)
+	var err error
+	if s.owner, err = s.userID(ctx, s.ownerEmail); err != nil {
+		return nil, fmt.Errorf("owner %s: %w", s.ownerEmail, err)
 	}
-	member, err := ids(memberEmail)
-	if err != nil {
-		return fmt.Errorf("member %s: %w", memberEmail, err)
+	if s.member, err = s.userID(ctx, s.memberEmail); err != nil {
+		return nil, fmt.Errorf("member %s: %w", s.memberEmail, err)
 	}
-	support, err := ids(SupportEmail)
-	if err != nil {
-		return fmt.Errorf("support %s: %w", SupportEmail, err)
+	if s.support, err = s.userID(ctx, SupportEmail); err != nil {
+		return nil, fmt.Errorf("support %s: %w", SupportEmail, err)
 	}
-	var plan string
-	if err := tx.QueryRow(ctx, `SELECT plan_code FROM subscriptions WHERE tenant_id = $1`, tenantID).Scan(&plan); err != nil {
-		return fmt.Errorf("subscription: %w", err)
+	if err := tx.QueryRow(ctx, `SELECT plan_code FROM subscriptions WHERE tenant_id = $1`, tenantID).Scan(&s.plan); err != nil {
+		return nil, fmt.Errorf("subscription: %w", err)
 	}
-	other := "free"
-	if plan == "free" {
-		other = "pro"
+	s.other = "free"
+	if s.plan == "free" {
+		s.other = "pro"
 	}
-
 	jkt, err := time.LoadLocation("Asia/Jakarta")
 	if err != nil {
 		jkt = time.FixedZone("WIB", 7*3600)
 	}
-	today := now.In(jkt)
-	at := func(daysAgo, hour, minute int) time.Time {
-		d := today.AddDate(0, 0, -daysAgo)
-		return time.Date(d.Year(), d.Month(), d.Day(), hour, minute, 0, 0, jkt)
-	}
-	var evs []historyEvent
-	add := func(t time.Time, e audit.Event) {
-		e.TenantID = tenantID
-		if e.TraceID == "" {
-			e.TraceID = fmt.Sprintf("demo%012d%016x", tenantID, t.Unix())
-		}
-		evs = append(evs, historyEvent{t, e})
-	}
-	user := func(id int64) (audit.ActorKind, *int64) { v := id; return audit.ActorUser, &v }
-	detail := func(m map[string]any) json.RawMessage { b, _ := json.Marshal(m); return b }
-	act := func(t time.Time, actorID int64, action, entity, entityID string, d map[string]any) {
-		kind, id := user(actorID)
-		add(t, audit.Event{ActorKind: kind, ActorID: id, Action: action, Entity: entity, EntityID: entityID, Detail: detail(d)})
-	}
-	system := func(t time.Time, action, entity, entityID string, d map[string]any, jobID *int64) {
-		add(t, audit.Event{ActorKind: audit.ActorSystem, Action: action, Entity: entity, EntityID: entityID, Detail: detail(d), JobID: jobID})
-	}
-	signin := func(t time.Time, uid int64) {
-		act(t, uid, "auth.signin", "user", strconv.FormatInt(uid, 10), map[string]any{"ip": "203.0.113." + strconv.FormatInt(10+uid%200, 10)})
-	}
-	// A job id from the jobs sequence: no real job will ever take it, so
-	// the story's dead letter has an entity history of its own.
-	jobID := func() (int64, error) {
-		var id int64
-		err := tx.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('jobs', 'id'))`).Scan(&id)
-		return id, err
-	}
-	projectID := func(name string) (int64, error) {
-		var id int64
-		err := tx.QueryRow(ctx, `SELECT id FROM projects WHERE tenant_id = $1 AND name = $2`, tenantID, name).Scan(&id)
-		return id, err
-	}
-	// The first project is deleted by the member and re-created by the owner:
-	// its first incarnation gets a real id that no longer exists.
-	var deletedID int64
-	if err := tx.QueryRow(ctx, `INSERT INTO projects (tenant_id, name, created_by, created_at)
-		VALUES ($1, $2, $3, $4) RETURNING id`, tenantID, projects[0], owner, at(42, 9, 5)).Scan(&deletedID); err != nil {
-		return fmt.Errorf("deleted project: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM projects WHERE id = $1`, deletedID); err != nil {
-		return fmt.Errorf("deleted project: %w", err)
-	}
+	s.today = now.In(jkt)
+	return s, nil
+}
 
-	signin(at(42, 8, 55), owner)
-	act(at(42, 9, 5), owner, "project.create", "project", strconv.FormatInt(deletedID, 10), map[string]any{"name": projects[0]})
+// at is a time of day daysAgo days before today.
+func (s *story) at(daysAgo, hour, minute int) time.Time {
+	d := s.today.AddDate(0, 0, -daysAgo)
+	return time.Date(d.Year(), d.Month(), d.Day(), hour, minute, 0, 0, s.today.Location())
+}
+
+func (s *story) add(t time.Time, e audit.Event) {
+	e.TenantID = s.tenantID
+	if e.TraceID == "" {
+		e.TraceID = fmt.Sprintf("demo%012d%016x", s.tenantID, t.Unix())
+	}
+	s.evs = append(s.evs, historyEvent{t, e})
+}
+
+func detail(m map[string]any) json.RawMessage { b, _ := json.Marshal(m); return b }
+
+// act is something user actorID did.
+func (s *story) act(t time.Time, actorID int64, action, entity, entityID string, d map[string]any) {
+	id := actorID
+	s.add(t, audit.Event{ActorKind: audit.ActorUser, ActorID: &id, Action: action, Entity: entity, EntityID: entityID, Detail: detail(d)})
+}
+
+func (s *story) system(t time.Time, action, entity, entityID string, d map[string]any, jobID *int64) {
+	s.add(t, audit.Event{ActorKind: audit.ActorSystem, Action: action, Entity: entity, EntityID: entityID, Detail: detail(d), JobID: jobID})
+}
+
+func (s *story) signin(t time.Time, uid int64) {
+	s.act(t, uid, "auth.signin", "user", strconv.FormatInt(uid, 10), map[string]any{"ip": "203.0.113." + strconv.FormatInt(10+uid%200, 10)})
+}
+
+func (s *story) userID(ctx context.Context, email string) (int64, error) {
+	var id int64
+	err := s.tx.QueryRow(ctx, `SELECT id FROM users WHERE email = $1`, email).Scan(&id)
+	return id, err
+}
+
+// jobID is a job id from the jobs sequence: no real job will ever take it,
+// so the story's dead letter has an entity history of its own.
+func (s *story) jobID(ctx context.Context) (int64, error) {
+	var id int64
+	err := s.tx.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('jobs', 'id'))`).Scan(&id)
+	return id, err
+}
+
+func (s *story) projectID(ctx context.Context, name string) (int64, error) {
+	var id int64
+	err := s.tx.QueryRow(ctx, `SELECT id FROM projects WHERE tenant_id = $1 AND name = $2`, s.tenantID, name).Scan(&id)
+	return id, err
+}
+
+// createdProject back-dates project id to t and records its creation by
+// the owner.
+func (s *story) createdProject(ctx context.Context, t time.Time, id int64, name string) error {
+	if _, err := s.tx.Exec(ctx, `UPDATE projects SET created_at = $1 WHERE id = $2`, t, id); err != nil {
+		return err
+	}
+	s.act(t, s.owner, "project.create", "project", strconv.FormatInt(id, 10), map[string]any{"name": name})
+	return nil
+}
+
+// founding: the owner creates the projects. The first project is deleted by
+// the member and re-created by the owner: its first incarnation gets a real
+// id that no longer exists.
+func (s *story) founding(ctx context.Context, projects []string) error {
+	if err := s.tx.QueryRow(ctx, `INSERT INTO projects (tenant_id, name, created_by, created_at)
+		VALUES ($1, $2, $3, $4) RETURNING id`, s.tenantID, projects[0], s.owner, s.at(42, 9, 5)).Scan(&s.deletedID); err != nil {
+		return fmt.Errorf("deleted project: %w", err)
+	}
+	if _, err := s.tx.Exec(ctx, `DELETE FROM projects WHERE id = $1`, s.deletedID); err != nil {
+		return fmt.Errorf("deleted project: %w", err)
+	}
+	s.signin(s.at(42, 8, 55), s.owner)
+	s.act(s.at(42, 9, 5), s.owner, "project.create", "project", strconv.FormatInt(s.deletedID, 10), map[string]any{"name": projects[0]})
 	for i, name := range projects[1:] {
-		id, err := projectID(name)
+		id, err := s.projectID(ctx, name)
 		if err != nil {
 			return fmt.Errorf("project %q: %w", name, err)
 		}
-		t := at(42, 9, 10+i)
-		if _, err := tx.Exec(ctx, `UPDATE projects SET created_at = $1 WHERE id = $2`, t, id); err != nil {
+		if err := s.createdProject(ctx, s.at(42, 9, 10+i), id, name); err != nil {
 			return err
 		}
-		act(t, owner, "project.create", "project", strconv.FormatInt(id, 10), map[string]any{"name": name})
 	}
-	act(at(41, 10, 0), owner, "member.invite", "user", strconv.FormatInt(member, 10), map[string]any{"email": memberEmail, "role": "admin"})
+	return nil
+}
+
+// team: the owner invites the member and the admins, who join.
+func (s *story) team(ctx context.Context) error {
+	s.act(s.at(41, 10, 0), s.owner, "member.invite", "user", strconv.FormatInt(s.member, 10), map[string]any{"email": s.memberEmail, "role": "admin"})
 	for _, a := range Accounts {
-		if a.Tenant != slug || a.Role != "admin" {
+		if a.Tenant != s.slug || a.Role != "admin" {
 			continue
 		}
-		admin, err := ids(a.Email)
+		admin, err := s.userID(ctx, a.Email)
 		if err != nil {
 			return fmt.Errorf("admin %s: %w", a.Email, err)
 		}
-		act(at(38, 11, 0), owner, "member.invite", "user", strconv.FormatInt(admin, 10), map[string]any{"email": a.Email, "role": "admin"})
-		signin(at(37, 9, 0), admin)
-		act(at(37, 9, 1), admin, "member.join", "user", strconv.FormatInt(admin, 10), map[string]any{"role": "admin"})
+		s.act(s.at(38, 11, 0), s.owner, "member.invite", "user", strconv.FormatInt(admin, 10), map[string]any{"email": a.Email, "role": "admin"})
+		s.signin(s.at(37, 9, 0), admin)
+		s.act(s.at(37, 9, 1), admin, "member.join", "user", strconv.FormatInt(admin, 10), map[string]any{"role": "admin"})
 	}
-	signin(at(40, 19, 30), member)
-	act(at(40, 19, 31), member, "member.join", "user", strconv.FormatInt(member, 10), map[string]any{"role": "admin"})
+	s.signin(s.at(40, 19, 30), s.member)
+	s.act(s.at(40, 19, 31), s.member, "member.join", "user", strconv.FormatInt(s.member, 10), map[string]any{"role": "admin"})
+	return nil
+}
+
+// reports: the weekly report goes to the owner.
+func (s *story) reports(context.Context) error {
 	for _, d := range []int{35, 28, 21, 14, 7} {
-		week := at(d, 7, 0)
+		week := s.at(d, 7, 0)
 		y, w := week.ISOWeek()
-		system(week, "report.sent", "report", fmt.Sprintf("%d-W%02d", y, w), map[string]any{"to": ownerEmail, "kind": "email.weekly-report"}, nil)
+		s.system(week, "report.sent", "report", fmt.Sprintf("%d-W%02d", y, w), map[string]any{"to": s.ownerEmail, "kind": "email.weekly-report"}, nil)
 	}
-	sweep := func(t time.Time, from, to string) error {
-		id, err := jobID()
+	return nil
+}
+
+// sweeps: the nightly sweep moves the subscription into grace and back.
+func (s *story) sweeps(ctx context.Context) error {
+	for _, sw := range []struct {
+		days     int
+		from, to string
+	}{{24, "active", "grace"}, {23, "grace", "active"}} {
+		id, err := s.jobID(ctx)
 		if err != nil {
 			return err
 		}
-		system(t, "subscription.status", "subscription", strconv.FormatInt(tenantID, 10), map[string]any{"from_status": from, "to_status": to}, &id)
-		return nil
+		s.system(s.at(sw.days, 0, 5), "subscription.status", "subscription", strconv.FormatInt(s.tenantID, 10),
+			map[string]any{"from_status": sw.from, "to_status": sw.to}, &id)
 	}
-	if err := sweep(at(24, 0, 5), "active", "grace"); err != nil {
-		return err
-	}
-	if err := sweep(at(23, 0, 5), "grace", "active"); err != nil {
-		return err
-	}
-	signin(at(21, 14, 12), member)
-	act(at(21, 14, 17), member, "project.delete", "project", strconv.FormatInt(deletedID, 10), map[string]any{"name": projects[0]})
-	signin(at(20, 8, 45), owner)
-	if id, err := projectID(projects[0]); err == nil {
-		t := at(20, 8, 52)
-		if _, err := tx.Exec(ctx, `UPDATE projects SET created_at = $1 WHERE id = $2`, t, id); err != nil {
-			return err
-		}
-		act(t, owner, "project.create", "project", strconv.FormatInt(id, 10), map[string]any{"name": projects[0]})
-	}
-	act(at(20, 8, 55), owner, "membership.set", "user", strconv.FormatInt(member, 10), map[string]any{"from_role": "admin", "to_role": "member"})
+	return nil
+}
 
-	change := func(t time.Time, from, to string) error {
-		var id int64
-		if err := tx.QueryRow(ctx, `INSERT INTO subscription_changes (tenant_id, from_plan, to_plan, changed_by, changed_at)
-			VALUES ($1, $2, $3, $4, $5) RETURNING id`, tenantID, from, to, owner, t).Scan(&id); err != nil {
+// reshuffle: the member deletes the first project, the owner re-creates it
+// and narrows the member's role.
+func (s *story) reshuffle(ctx context.Context, projects []string) error {
+	s.signin(s.at(21, 14, 12), s.member)
+	s.act(s.at(21, 14, 17), s.member, "project.delete", "project", strconv.FormatInt(s.deletedID, 10), map[string]any{"name": projects[0]})
+	s.signin(s.at(20, 8, 45), s.owner)
+	if id, err := s.projectID(ctx, projects[0]); err == nil {
+		if err := s.createdProject(ctx, s.at(20, 8, 52), id, projects[0]); err != nil {
 			return err
 		}
-		act(t, owner, "subscription.change", "subscription", strconv.FormatInt(id, 10), map[string]any{"from_plan": from, "to_plan": to})
-		return nil
 	}
-	signin(at(14, 10, 25), owner)
-	if err := change(at(14, 10, 31), plan, other); err != nil {
+	s.act(s.at(20, 8, 55), s.owner, "membership.set", "user", strconv.FormatInt(s.member, 10), map[string]any{"from_role": "admin", "to_role": "member"})
+	return nil
+}
+
+// change is the owner changing the plan.
+func (s *story) change(ctx context.Context, t time.Time, from, to string) error {
+	var id int64
+	if err := s.tx.QueryRow(ctx, `INSERT INTO subscription_changes (tenant_id, from_plan, to_plan, changed_by, changed_at)
+		VALUES ($1, $2, $3, $4, $5) RETURNING id`, s.tenantID, from, to, s.owner, t).Scan(&id); err != nil {
 		return err
 	}
-	dead, err := jobID()
+	s.act(t, s.owner, "subscription.change", "subscription", strconv.FormatInt(id, 10), map[string]any{"from_plan": from, "to_plan": to})
+	return nil
+}
+
+// downgrade: the owner moves to the other plan two weeks ago.
+func (s *story) downgrade(ctx context.Context) error {
+	s.signin(s.at(14, 10, 25), s.owner)
+	return s.change(ctx, s.at(14, 10, 31), s.plan, s.other)
+}
+
+// deadLetter: the weekly report dead-letters, support replays it with a
+// reason, and it succeeds.
+func (s *story) deadLetter(ctx context.Context) error {
+	dead, err := s.jobID(ctx)
 	if err != nil {
 		return err
 	}
 	for i, stage := range []string{"failed", "failed", "dead_lettered"} {
 		d := map[string]any{"kind": "email.weekly-report", "stage": stage, "attempt": i + 1,
 			"reason": "SMTP " + BounceDomain + " tidak merespons dalam 5 detik"}
-		system(at(10, 7, []int{0, 2, 6}[i]), "job."+stage, "job", strconv.FormatInt(dead, 10), d, &dead)
+		s.system(s.at(10, 7, []int{0, 2, 6}[i]), "job."+stage, "job", strconv.FormatInt(dead, 10), d, &dead)
 	}
-	sid := support
-	add(at(9, 10, 45), audit.Event{ActorKind: audit.ActorStaff, ActorID: &sid, Action: "job.replayed", Entity: "job",
+	sid := s.support
+	s.add(s.at(9, 10, 45), audit.Event{ActorKind: audit.ActorStaff, ActorID: &sid, Action: "job.replayed", Entity: "job",
 		EntityID: strconv.FormatInt(dead, 10), JobID: &dead, Detail: detail(map[string]any{"kind": "email.weekly-report",
 			"stage": "replayed", "attempt": 3, "reason": "Alamat e-mail pemilik sudah diperbaiki; kirim ulang laporan minggu ini"})})
-	system(at(9, 10, 46), "job.succeeded", "job", strconv.FormatInt(dead, 10), map[string]any{"kind": "email.weekly-report", "stage": "succeeded", "attempt": 4}, &dead)
-	signin(at(5, 9, 20), owner)
-	if err := change(at(5, 9, 24), other, plan); err != nil {
+	s.system(s.at(9, 10, 46), "job.succeeded", "job", strconv.FormatInt(dead, 10), map[string]any{"kind": "email.weekly-report", "stage": "succeeded", "attempt": 4}, &dead)
+	return nil
+}
+
+// upgrade: the owner moves back to the plan, and keeps signing in.
+func (s *story) upgrade(ctx context.Context) error {
+	s.signin(s.at(5, 9, 20), s.owner)
+	if err := s.change(ctx, s.at(5, 9, 24), s.other, s.plan); err != nil {
 		return err
 	}
-	signin(at(3, 8, 40), owner)
-	signin(at(2, 16, 5), member)
-	signin(at(1, 8, 30), owner)
+	s.signin(s.at(3, 8, 40), s.owner)
+	s.signin(s.at(2, 16, 5), s.member)
+	s.signin(s.at(1, 8, 30), s.owner)
+	return nil
+}
 
-	// Memberships date from the story's invitations.
+// membershipDates: memberships date from the story's invitations.
+func (s *story) membershipDates(ctx context.Context) error {
 	for _, m := range []struct {
 		id   int64
 		days int
-	}{{owner, 42}, {member, 40}} {
-		if _, err := tx.Exec(ctx, `UPDATE memberships SET created_at = $1 WHERE tenant_id = $2 AND user_id = $3`,
-			at(m.days, 9, 0), tenantID, m.id); err != nil {
+	}{{s.owner, 42}, {s.member, 40}} {
+		if _, err := s.tx.Exec(ctx, `UPDATE memberships SET created_at = $1 WHERE tenant_id = $2 AND user_id = $3`,
+			s.at(m.days, 9, 0), s.tenantID, m.id); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE memberships m SET created_at = $1 FROM users u
-		WHERE m.tenant_id = $2 AND m.user_id = u.id AND m.role = 'admin' AND u.email LIKE '%@%'`, at(37, 9, 0), tenantID); err != nil {
-		return err
-	}
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
-	clk := clock.NewFrozen(evs[0].at)
+	_, err := s.tx.Exec(ctx, `UPDATE memberships m SET created_at = $1 FROM users u
+		WHERE m.tenant_id = $2 AND m.user_id = u.id AND m.role = 'admin' AND u.email LIKE '%@%'`, s.at(37, 9, 0), s.tenantID)
+	return err
+}
+
+// record writes the events in time order, each at its own time.
+func (s *story) record(ctx context.Context) error {
+	sort.SliceStable(s.evs, func(i, j int) bool { return s.evs[i].at.Before(s.evs[j].at) })
+	clk := clock.NewFrozen(s.evs[0].at)
 	rec := audit.NewRecorder(clk)
-	for _, e := range evs {
+	for _, e := range s.evs {
 		clk.Set(e.at)
-		if _, err := rec.Record(ctx, tx, e.event); err != nil {
+		if _, err := rec.Record(ctx, s.tx, e.event); err != nil {
 			return err
 		}
 	}

@@ -440,7 +440,6 @@ const (
 )
 
 func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID string, n int) (jobs []*Job, small bool, err error) {
-	maxTenants := n
 	perTenant := e.cfg.PerTenantBatch
 	if e.cfg.DisableTenantFairness {
 		perTenant = n
@@ -457,7 +456,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	defer conn.Release()
 	args := claimArgs{
 		now: now, queue: queue, workerID: workerID, batch: n, lease: e.cfg.LeaseDuration,
-		maxTenants: maxTenants, perTenant: perTenant, maxShare: n,
+		maxTenants: n, perTenant: perTenant, maxShare: n,
 		tenantConcurrency: e.cfg.TenantConcurrency, fair: !e.cfg.DisableTenantFairness,
 		pausedKinds: e.pausedKinds(ctx),
 	}
@@ -468,38 +467,62 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	// worker's latency is made of. Everyone gets everything, so that is
 	// fair; the per-tenant cap needs the walk's running counts.
 	if idle && e.cfg.TenantConcurrency == 0 {
-		began := time.Now() //nolint:forbidigo // duration measurement, not domain time
-		jobs, fits, err := storeClaimSmall(ctx, conn, args)
+		jobs, fits, err := e.claimSmall(ctx, conn, args)
 		if err != nil {
-			return nil, false, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
+			return nil, false, err
 		}
 		if fits {
-			// The round robin goes on from here as if the walk had served
-			// these tenants: after the last of them when they filled the
-			// walk's tenant budget (a batch of one that took tenant A's
-			// job leaves B first in line), else from the start.
-			next, seen := int64(0), map[int64]bool{}
-			for _, j := range jobs {
-				seen[j.TenantID] = true
-				next = max(next, j.TenantID)
-			}
-			if len(seen) < maxTenants || !args.fair {
-				next = 0
-			}
-			e.cursorMu.Lock()
-			e.cursors[queue] = next
-			e.cursorMu.Unlock()
-			e.stats.claims.Add(1)
-			e.stats.claimed.Add(int64(len(jobs)))
-			e.stats.claimNanos.Add(int64(time.Since(began)))
-			e.stats.smallClaims.Add(1)
 			return jobs, true, nil // at most n were due: the queue stays idle
 		}
 	}
+	out, err := e.claimWalk(ctx, conn, args, cursor, deep)
+	if err != nil {
+		return out, false, err
+	}
+	e.cursorMu.Lock()
+	e.busy[queue] = len(out) == n
+	e.cursorMu.Unlock()
+	return out, false, nil
+}
+
+// claimSmall takes every due job of the queue when they all fit in the
+// batch (fits), without the per-tenant walk.
+func (e *Engine) claimSmall(ctx context.Context, conn *pgxpool.Conn, args claimArgs) (jobs []*Job, fits bool, err error) {
+	began := time.Now() //nolint:forbidigo // duration measurement, not domain time
+	jobs, fits, err = storeClaimSmall(ctx, conn, args)
+	if err != nil {
+		return nil, false, fmt.Errorf("claim jobs from queue %s: %w", args.queue, err)
+	}
+	if !fits {
+		return nil, false, nil
+	}
+	// The round robin goes on from here as if the walk had served these
+	// tenants: after the last of them when they filled the walk's tenant
+	// budget (a batch of one that took tenant A's job leaves B first in
+	// line), else from the start.
+	next, seen := int64(0), map[int64]bool{}
+	for _, j := range jobs {
+		seen[j.TenantID] = true
+		next = max(next, j.TenantID)
+	}
+	if len(seen) < args.maxTenants || !args.fair {
+		next = 0
+	}
+	e.cursorMu.Lock()
+	e.cursors[args.queue] = next
+	e.cursorMu.Unlock()
+	e.countClaim(len(jobs), began)
+	e.stats.smallClaims.Add(1)
+	return jobs, true, nil
+}
+
+// claimWalk claims up to args.batch jobs with the per-tenant walk, starting
+// after tenant cursor. A pass falls short when a tenant has fewer due jobs
+// than its share (or when the round-robin cursor started mid-way); another
+// pass hands the rest of the batch to the tenants that still have work.
+func (e *Engine) claimWalk(ctx context.Context, conn *pgxpool.Conn, args claimArgs, cursor int64, deep bool) ([]*Job, error) {
+	n, perTenant := args.batch, args.perTenant
 	var out []*Job
-	// A pass falls short when a tenant has fewer due jobs than its share
-	// (or when the round-robin cursor started mid-way); another pass hands
-	// the rest of the batch to the tenants that still have work.
 	for pass := 0; pass < 3 && len(out) < n; pass++ {
 		began := time.Now() //nolint:forbidigo // duration measurement, not domain time
 		args.batch, args.afterTenant = n-len(out), cursor
@@ -519,27 +542,11 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		}
 		res, err := storeClaim(ctx, conn, args)
 		if err != nil {
-			return out, false, fmt.Errorf("claim jobs from queue %s: %w", queue, err)
+			return out, fmt.Errorf("claim jobs from queue %s: %w", args.queue, err)
 		}
-		e.stats.claims.Add(1)
-		e.stats.claimed.Add(int64(len(res.jobs)))
-		e.stats.claimNanos.Add(int64(time.Since(began)))
+		e.countClaim(len(res.jobs), began)
 		out = append(out, res.jobs...)
-		// Round robin: when the walk was cut short by maxTenants, the next
-		// claim starts after the last tenant it visited (whether or not it
-		// gave anything: tenants whose due jobs are all of paused kinds
-		// must not hold the cursor back); otherwise from the start. Without
-		// fairness the claim always starts from the first tenants.
-		next := int64(0)
-		if res.tenants >= args.maxTenants && args.fair {
-			next = res.last
-		}
-		e.cursorMu.Lock()
-		e.cursors[queue] = next
-		if pass == 0 {
-			e.deep[queue] = args.fair && res.deepShare >= deepEntryShare
-		}
-		e.cursorMu.Unlock()
+		next := e.moveCursor(args, res, pass == 0)
 		// A walk from the start that visited every tenant with due work
 		// and filled nobody's share saw everything that is due: another
 		// pass would find nothing.
@@ -548,10 +555,35 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		}
 		cursor = next
 	}
+	return out, nil
+}
+
+// moveCursor records where the queue's round robin goes on after a walk and
+// returns it. When the walk was cut short by maxTenants, the next claim
+// starts after the last tenant it visited (whether or not it gave anything:
+// tenants whose due jobs are all of paused kinds must not hold the cursor
+// back); otherwise from the start. Without fairness the claim always starts
+// from the first tenants. The first pass of a claim also decides whether
+// the queue's backlog is deep.
+func (e *Engine) moveCursor(args claimArgs, res fairClaim, first bool) int64 {
+	next := int64(0)
+	if res.tenants >= args.maxTenants && args.fair {
+		next = res.last
+	}
 	e.cursorMu.Lock()
-	e.busy[queue] = len(out) == n
-	e.cursorMu.Unlock()
-	return out, false, nil
+	defer e.cursorMu.Unlock()
+	e.cursors[args.queue] = next
+	if first {
+		e.deep[args.queue] = args.fair && res.deepShare >= deepEntryShare
+	}
+	return next
+}
+
+// countClaim adds one claim statement to the engine's statistics.
+func (e *Engine) countClaim(jobs int, began time.Time) {
+	e.stats.claims.Add(1)
+	e.stats.claimed.Add(int64(jobs))
+	e.stats.claimNanos.Add(int64(time.Since(began)))
 }
 
 // Complete marks a job the worker holds as succeeded; ErrNotHeld when the

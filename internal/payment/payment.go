@@ -159,30 +159,7 @@ func (s *Service) HandleCharge(ctx context.Context, j *job.Job) error {
 	}
 	release := func() { _ = lock.Release(context.WithoutCancel(ctx), s.system) }
 	key := "charge:" + resource
-	var inv Invoice
-	done := false
-	err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-		k, err := sensitive.ClaimKey(ctx, tx, now, j.TenantID, key, ChargeKind, resource, &j.ID)
-		if err != nil {
-			return err
-		}
-		if !k.First && k.Status == sensitive.KeyCompleted {
-			done = true
-			return sensitive.RecordSkipped(ctx, tx, s.clock, j, k)
-		}
-		inv, err = getInvoice(ctx, tx, j.TenantID, p.InvoiceID)
-		if errors.Is(err, ErrNoInvoice) {
-			return job.Permanent(fmt.Errorf("invoice %d: %w", p.InvoiceID, err))
-		}
-		if err != nil {
-			return err
-		}
-		if inv.Status == "paid" {
-			done = true
-			return sensitive.CompleteKey(ctx, tx, now, j.TenantID, key, inv.ChargeRef)
-		}
-		return nil
-	})
+	inv, done, err := s.chargeClaim(ctx, j, now, resource, key, p.InvoiceID)
 	if err != nil || done {
 		release()
 		return err
@@ -193,29 +170,8 @@ func (s *Service) HandleCharge(ctx context.Context, j *job.Job) error {
 		release() // transient: the engine retries with backoff
 		return cerr
 	}
-	jobID := j.ID
 	err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-		if cerr != nil {
-			if err := markFailed(ctx, tx, j.TenantID, inv.ID); err != nil {
-				return err
-			}
-			if err := s.event(ctx, tx, j.TenantID, "payment.declined", "invoice", inv.ID, j.TraceID, &jobID,
-				map[string]any{"error": cerr.Error()}); err != nil {
-				return err
-			}
-			if err := sensitive.CompleteKey(ctx, tx, now, j.TenantID, key, "declined"); err != nil {
-				return err
-			}
-			return lock.Release(ctx, tx)
-		}
-		if _, err := markPaid(ctx, tx, j.TenantID, inv.ID, ch.ID, now); err != nil {
-			return err
-		}
-		if err := s.event(ctx, tx, j.TenantID, "payment.charged", "invoice", inv.ID, j.TraceID, &jobID,
-			map[string]any{"charge": ch.ID, "amount_idr": ch.Amount}); err != nil {
-			return err
-		}
-		if err := sensitive.CompleteKey(ctx, tx, now, j.TenantID, key, ch.ID); err != nil {
+		if err := s.chargeOutcome(ctx, tx, j, now, key, inv, ch, cerr); err != nil {
 			return err
 		}
 		return lock.Release(ctx, tx)
@@ -228,6 +184,59 @@ func (s *Service) HandleCharge(ctx context.Context, j *job.Job) error {
 		return job.Permanent(cerr)
 	}
 	return nil
+}
+
+// chargeClaim claims the charge's idempotency key and reads the invoice to
+// charge; done when there is nothing to charge (the key was completed
+// before, or the invoice is paid).
+func (s *Service) chargeClaim(ctx context.Context, j *job.Job, now time.Time, resource, key string, invoiceID int64) (inv Invoice, done bool, err error) {
+	err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
+		k, err := sensitive.ClaimKey(ctx, tx, now, j.TenantID, key, ChargeKind, resource, &j.ID)
+		if err != nil {
+			return err
+		}
+		if !k.First && k.Status == sensitive.KeyCompleted {
+			done = true
+			return sensitive.RecordSkipped(ctx, tx, s.clock, j, k)
+		}
+		inv, err = getInvoice(ctx, tx, j.TenantID, invoiceID)
+		if errors.Is(err, ErrNoInvoice) {
+			return job.Permanent(fmt.Errorf("invoice %d: %w", invoiceID, err))
+		}
+		if err != nil {
+			return err
+		}
+		if inv.Status == "paid" {
+			done = true
+			return sensitive.CompleteKey(ctx, tx, now, j.TenantID, key, inv.ChargeRef)
+		}
+		return nil
+	})
+	return inv, done, err
+}
+
+// chargeOutcome records the provider's answer in tx: the invoice failed
+// (cerr, a decline) or paid with ch, its trail event, and the key completed.
+func (s *Service) chargeOutcome(ctx context.Context, tx pgx.Tx, j *job.Job, now time.Time, key string, inv Invoice, ch Charge, cerr error) error {
+	jobID := j.ID
+	if cerr != nil {
+		if err := markFailed(ctx, tx, j.TenantID, inv.ID); err != nil {
+			return err
+		}
+		if err := s.event(ctx, tx, j.TenantID, "payment.declined", "invoice", inv.ID, j.TraceID, &jobID,
+			map[string]any{"error": cerr.Error()}); err != nil {
+			return err
+		}
+		return sensitive.CompleteKey(ctx, tx, now, j.TenantID, key, "declined")
+	}
+	if _, err := markPaid(ctx, tx, j.TenantID, inv.ID, ch.ID, now); err != nil {
+		return err
+	}
+	if err := s.event(ctx, tx, j.TenantID, "payment.charged", "invoice", inv.ID, j.TraceID, &jobID,
+		map[string]any{"charge": ch.ID, "amount_idr": ch.Amount}); err != nil {
+		return err
+	}
+	return sensitive.CompleteKey(ctx, tx, now, j.TenantID, key, ch.ID)
 }
 
 func (s *Service) event(ctx context.Context, tx pgx.Tx, tenantID int64, action, entity string, id int64, trace string, jobID *int64, detail map[string]any) error {
@@ -297,82 +306,104 @@ func (s *Service) Reconcile(ctx context.Context, j *job.Job) (ReconcileResult, e
 	if err != nil {
 		return res, err
 	}
-	byInvoice := map[string][]Charge{}
-	for _, c := range charges {
-		if c.Refunded < c.Amount {
-			byInvoice[c.Invoice] = append(byInvoice[c.Invoice], c)
-		}
-	}
-	refs := make([]string, 0, len(byInvoice))
-	for ref := range byInvoice {
-		refs = append(refs, ref)
-	}
-	sort.Strings(refs)
-	jobID := j.ID
+	refs, byInvoice := liveByInvoice(charges)
 	for _, ref := range refs {
-		live := byInvoice[ref]
 		num, ok := strings.CutPrefix(ref, "inv_")
 		invID, err := strconv.ParseInt(num, 10, 64)
 		if !ok || err != nil {
 			continue // not one of Jejak's invoices
 		}
-		inv, err := getInvoice(ctx, s.system, j.TenantID, invID)
-		if errors.Is(err, ErrNoInvoice) {
-			continue
-		}
-		if err != nil {
+		if err := s.reconcileInvoice(ctx, j, now, invID, byInvoice[ref], &res); err != nil {
 			return res, err
-		}
-		keep := live[0]
-		for _, c := range live {
-			if c.ID == inv.ChargeRef {
-				keep = c
-			}
-		}
-		if inv.Status != "paid" {
-			err := database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-				if ok, err := markPaid(ctx, tx, j.TenantID, inv.ID, keep.ID, now); err != nil || !ok {
-					return err
-				}
-				res.MarkedPaid++
-				return s.event(ctx, tx, j.TenantID, "payment.reconciled_paid", "invoice", inv.ID, j.TraceID, &jobID,
-					map[string]any{"charge": keep.ID, "reason": "provider charged; the answer was lost"})
-			})
-			if err != nil {
-				return res, err
-			}
-		}
-		for _, c := range live {
-			if c.ID == keep.ID {
-				continue
-			}
-			res.Duplicates++
-			amount := c.Amount - c.Refunded
-			reason := fmt.Sprintf("duplicate charge of invoice %d (kept %s)", inv.ID, keep.ID)
-			r, err := s.provider.Refund(ctx, "refund:"+c.ID, c.ID, amount, reason)
-			if err != nil {
-				return res, fmt.Errorf("refund %s: %w", c.ID, err)
-			}
-			err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-				first, err := insertRefund(ctx, tx, j.TenantID, RefundRecord{InvoiceID: inv.ID, ChargeRef: c.ID, RefundRef: r.ID,
-					Amount: amount, Reason: reason}, now, &jobID)
-				if err != nil || !first {
-					return err // !first: refunded by an earlier or concurrent run
-				}
-				res.Refunded++
-				if err := s.event(ctx, tx, j.TenantID, "payment.duplicate_detected", "invoice", inv.ID, j.TraceID, &jobID,
-					map[string]any{"charges": []string{keep.ID, c.ID}, "kept": keep.ID, "duplicate": c.ID, "amount_idr": c.Amount}); err != nil {
-					return err
-				}
-				return s.event(ctx, tx, j.TenantID, "payment.refunded", "invoice", inv.ID, j.TraceID, &jobID,
-					map[string]any{"charge": c.ID, "refund": r.ID, "amount_idr": amount, "reason": reason})
-			})
-			if err != nil {
-				return res, err
-			}
 		}
 	}
 	return res, nil
+}
+
+// liveByInvoice groups the charges not wholly refunded by the invoice they
+// name, and lists those invoices in order.
+func liveByInvoice(charges []Charge) (refs []string, byInvoice map[string][]Charge) {
+	byInvoice = map[string][]Charge{}
+	for _, c := range charges {
+		if c.Refunded < c.Amount {
+			byInvoice[c.Invoice] = append(byInvoice[c.Invoice], c)
+		}
+	}
+	refs = make([]string, 0, len(byInvoice))
+	for ref := range byInvoice {
+		refs = append(refs, ref)
+	}
+	sort.Strings(refs)
+	return refs, byInvoice
+}
+
+// reconcileInvoice settles one invoice against its live charges: it keeps
+// the charge the invoice was paid with (or the first), marks an open
+// invoice paid with it, and refunds every other.
+func (s *Service) reconcileInvoice(ctx context.Context, j *job.Job, now time.Time, invID int64, live []Charge, res *ReconcileResult) error {
+	inv, err := getInvoice(ctx, s.system, j.TenantID, invID)
+	if errors.Is(err, ErrNoInvoice) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	keep := live[0]
+	for _, c := range live {
+		if c.ID == inv.ChargeRef {
+			keep = c
+		}
+	}
+	jobID := j.ID
+	if inv.Status != "paid" {
+		err := database.InTx(ctx, s.system, func(tx pgx.Tx) error {
+			if ok, err := markPaid(ctx, tx, j.TenantID, inv.ID, keep.ID, now); err != nil || !ok {
+				return err
+			}
+			res.MarkedPaid++
+			return s.event(ctx, tx, j.TenantID, "payment.reconciled_paid", "invoice", inv.ID, j.TraceID, &jobID,
+				map[string]any{"charge": keep.ID, "reason": "provider charged; the answer was lost"})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, c := range live {
+		if c.ID == keep.ID {
+			continue
+		}
+		res.Duplicates++
+		if err := s.refundDuplicate(ctx, j, now, inv, keep, c, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refundDuplicate refunds charge c of inv through the provider (keyed by
+// the charge) and records the refund with its trail events, once.
+func (s *Service) refundDuplicate(ctx context.Context, j *job.Job, now time.Time, inv Invoice, keep, c Charge, res *ReconcileResult) error {
+	jobID := j.ID
+	amount := c.Amount - c.Refunded
+	reason := fmt.Sprintf("duplicate charge of invoice %d (kept %s)", inv.ID, keep.ID)
+	r, err := s.provider.Refund(ctx, "refund:"+c.ID, c.ID, amount, reason)
+	if err != nil {
+		return fmt.Errorf("refund %s: %w", c.ID, err)
+	}
+	return database.InTx(ctx, s.system, func(tx pgx.Tx) error {
+		first, err := insertRefund(ctx, tx, j.TenantID, RefundRecord{InvoiceID: inv.ID, ChargeRef: c.ID, RefundRef: r.ID,
+			Amount: amount, Reason: reason}, now, &jobID)
+		if err != nil || !first {
+			return err // !first: refunded by an earlier or concurrent run
+		}
+		res.Refunded++
+		if err := s.event(ctx, tx, j.TenantID, "payment.duplicate_detected", "invoice", inv.ID, j.TraceID, &jobID,
+			map[string]any{"charges": []string{keep.ID, c.ID}, "kept": keep.ID, "duplicate": c.ID, "amount_idr": c.Amount}); err != nil {
+			return err
+		}
+		return s.event(ctx, tx, j.TenantID, "payment.refunded", "invoice", inv.ID, j.TraceID, &jobID,
+			map[string]any{"charge": c.ID, "refund": r.ID, "amount_idr": amount, "reason": reason})
+	})
 }
 
 // EnqueueReconcile queues a reconciliation of one tenant now (staff's

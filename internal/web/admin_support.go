@@ -16,6 +16,7 @@ import (
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/reqctx"
+	supportsvc "github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/views/admin"
 	"github.com/jejakhq/jejak/views/support"
 )
@@ -71,27 +72,7 @@ func (s *Server) adminTenant(c echo.Context) error {
 		return err
 	}
 	v := viewer(c)
-	page, err := s.Support.Read(ctx, v.UserID, reqctx.Trace(ctx), slug, af.f, before, auditPageSize)
-	if err != nil {
-		return err
-	}
-	approvals, err := s.Approvals.ForTenant(ctx, page.ID, 20)
-	if err != nil {
-		return err
-	}
-	ids := []int64{}
-	for _, ch := range page.PlanChanges {
-		if ch.ChangedBy != nil {
-			ids = append(ids, *ch.ChangedBy)
-		}
-	}
-	for _, a := range approvals {
-		ids = append(ids, a.RequestedBy)
-		if a.DecidedBy != nil {
-			ids = append(ids, *a.DecidedBy)
-		}
-	}
-	names, err := s.Users.Names(ctx, ids)
+	page, approvals, names, err := s.staffTenantRead(ctx, v.UserID, slug, af.f, before)
 	if err != nil {
 		return err
 	}
@@ -99,41 +80,9 @@ func (s *Server) adminTenant(c echo.Context) error {
 		vm.Plan, vm.Status = page.Subscription.PlanCode, string(page.Subscription.Status)
 		vm.Period = i18n.T(ctx, "support.period_ends", shownTime(ctx, page.Subscription.PeriodEnd.In(loc)))
 	}
-	for _, m := range page.Members {
-		row := support.MemberRow{UserID: strconv.FormatInt(m.UserID, 10), Name: m.Name, Email: m.Email, Role: m.Role,
-			Since: i18n.Date(i18n.Lang(ctx), m.Since.In(loc)), Status: i18n.T(ctx, "support.member_active"),
-			DisableURL: fmt.Sprintf("/admin/tenants/%s/members/%d/disable", url.PathEscape(t.Slug), m.UserID)}
-		if m.DisabledAt != nil {
-			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", shownTime(ctx, m.DisabledAt.In(loc))), m.DisabledReason
-		} else if !m.UserActive {
-			row.Status = i18n.T(ctx, "support.account_deactivated")
-		}
-		vm.Members = append(vm.Members, row)
-	}
-	for _, ch := range page.PlanChanges {
-		from := "—"
-		if ch.FromPlan != nil {
-			from = *ch.FromPlan
-		}
-		by := i18n.T(ctx, "support.system")
-		if ch.ChangedBy != nil {
-			by = nameOr(ctx, names, *ch.ChangedBy)
-		}
-		vm.PlanHistory = append(vm.PlanHistory, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)), What: from + " → " + ch.ToPlan, By: by})
-	}
-	for _, ch := range page.StatusChanges {
-		by := i18n.T(ctx, "support.system")
-		if ch.JobID != nil {
-			by = i18n.T(ctx, "support.system_job", strconv.FormatInt(*ch.JobID, 10))
-		}
-		vm.StatusHistory = append(vm.StatusHistory, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)),
-			What: i18n.Enum(ctx, "status", string(ch.FromStatus)) + " → " + i18n.Enum(ctx, "status", string(ch.ToStatus)), By: by})
-	}
-	for _, j := range page.Jobs {
-		vm.Jobs = append(vm.Jobs, support.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
-			Attempts: i18n.Number(ctx, int64(j.Attempt)) + "/" + i18n.Number(ctx, int64(j.MaxAttempts)), Created: fmtUTC(j.CreatedAt),
-			LastError: truncRunes(j.LastError, 120), TraceID: j.TraceID, URL: "/admin/jobs/" + strconv.FormatInt(j.ID, 10)})
-	}
+	vm.Members = staffMemberRows(ctx, page, loc)
+	vm.PlanHistory, vm.StatusHistory = staffHistoryRows(ctx, page, names, loc)
+	vm.Jobs = staffJobRows(ctx, page)
 	slugs := map[int64]string{page.ID: page.Slug}
 	for _, a := range approvals {
 		vm.Approvals = append(vm.Approvals, approvalRow(ctx, a, slugs, names, v.UserID))
@@ -152,6 +101,91 @@ func (s *Server) adminTenant(c echo.Context) error {
 		vm.OlderURL = linkWith("/admin/tenants/"+t.Slug, af.query, "before", strconv.FormatInt(page.Audit.Next, 10))
 	}
 	return render(c, http.StatusOK, support.TenantPage(vm))
+}
+
+// staffTenantRead reads the staff view of tenant slug (recording that staff
+// read its trail), its latest approvals, and the names of the users its
+// plan changes and approvals mention.
+func (s *Server) staffTenantRead(ctx context.Context, staffID int64, slug string, f audit.Filter, before int64) (*supportsvc.Tenant, []approval.Approval, map[int64]string, error) {
+	page, err := s.Support.Read(ctx, staffID, reqctx.Trace(ctx), slug, f, before, auditPageSize)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	approvals, err := s.Approvals.ForTenant(ctx, page.ID, 20)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ids := []int64{}
+	for _, ch := range page.PlanChanges {
+		if ch.ChangedBy != nil {
+			ids = append(ids, *ch.ChangedBy)
+		}
+	}
+	for _, a := range approvals {
+		ids = append(ids, a.RequestedBy)
+		if a.DecidedBy != nil {
+			ids = append(ids, *a.DecidedBy)
+		}
+	}
+	names, err := s.Users.Names(ctx, ids)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return page, approvals, names, nil
+}
+
+// staffMemberRows lists the tenant's members with their state and the link
+// that disables one.
+func staffMemberRows(ctx context.Context, page *supportsvc.Tenant, loc *time.Location) []support.MemberRow {
+	var out []support.MemberRow
+	for _, m := range page.Members {
+		row := support.MemberRow{UserID: strconv.FormatInt(m.UserID, 10), Name: m.Name, Email: m.Email, Role: m.Role,
+			Since: i18n.Date(i18n.Lang(ctx), m.Since.In(loc)), Status: i18n.T(ctx, "support.member_active"),
+			DisableURL: fmt.Sprintf("/admin/tenants/%s/members/%d/disable", url.PathEscape(page.Slug), m.UserID)}
+		if m.DisabledAt != nil {
+			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", shownTime(ctx, m.DisabledAt.In(loc))), m.DisabledReason
+		} else if !m.UserActive {
+			row.Status = i18n.T(ctx, "support.account_deactivated")
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// staffHistoryRows lists the tenant's plan changes and subscription status
+// changes, each with who made it.
+func staffHistoryRows(ctx context.Context, page *supportsvc.Tenant, names map[int64]string, loc *time.Location) (plans, statuses []support.HistoryRow) {
+	for _, ch := range page.PlanChanges {
+		from := "—"
+		if ch.FromPlan != nil {
+			from = *ch.FromPlan
+		}
+		by := i18n.T(ctx, "support.system")
+		if ch.ChangedBy != nil {
+			by = nameOr(ctx, names, *ch.ChangedBy)
+		}
+		plans = append(plans, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)), What: from + " → " + ch.ToPlan, By: by})
+	}
+	for _, ch := range page.StatusChanges {
+		by := i18n.T(ctx, "support.system")
+		if ch.JobID != nil {
+			by = i18n.T(ctx, "support.system_job", strconv.FormatInt(*ch.JobID, 10))
+		}
+		statuses = append(statuses, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)),
+			What: i18n.Enum(ctx, "status", string(ch.FromStatus)) + " → " + i18n.Enum(ctx, "status", string(ch.ToStatus)), By: by})
+	}
+	return plans, statuses
+}
+
+// staffJobRows lists the tenant's recent jobs.
+func staffJobRows(ctx context.Context, page *supportsvc.Tenant) []support.JobRow {
+	var out []support.JobRow
+	for _, j := range page.Jobs {
+		out = append(out, support.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
+			Attempts: i18n.Number(ctx, int64(j.Attempt)) + "/" + i18n.Number(ctx, int64(j.MaxAttempts)), Created: fmtUTC(j.CreatedAt),
+			LastError: truncRunes(j.LastError, 120), TraceID: j.TraceID, URL: "/admin/jobs/" + strconv.FormatInt(j.ID, 10)})
+	}
+	return out
 }
 
 func nameOr(ctx context.Context, names map[int64]string, id int64) string {

@@ -39,102 +39,9 @@ func describe(ctx context.Context, r *components.AuditRow, e audit.Recorded, nam
 // sentence tells e in the reader's language, or nil when its action has no
 // sentence in the catalogs.
 func sentence(ctx context.Context, e audit.Recorded, actorName string, names map[int64]string) []components.Segment {
-	key := "event." + e.Action
-	var d map[string]any
-	_ = json.Unmarshal(e.Detail, &d)
-	str := func(k string) string {
-		switch v := d[k].(type) {
-		case string:
-			return v
-		case float64:
-			return strconv.FormatFloat(v, 'f', -1, 64)
-		case []any:
-			parts := make([]string, 0, len(v))
-			for _, p := range v {
-				parts = append(parts, fmt.Sprint(p))
-			}
-			return strings.Join(parts, ", ")
-		case nil:
-			return ""
-		default:
-			return fmt.Sprint(v)
-		}
-	}
-	role := func(v string) string {
-		if v == "" {
-			return "—"
-		}
-		return i18n.T(ctx, "role."+v)
-	}
-	status := func(v string) string { return i18n.T(ctx, "status."+v) }
-	plan := func(v string) string {
-		if v == "" {
-			return "—"
-		}
-		return strings.ToUpper(v[:1]) + v[1:]
-	}
-	quoted := func(v string) string {
-		if v == "" {
-			return "#" + e.EntityID
-		}
-		return "“" + v + "”"
-	}
-	entityUser := func() string {
-		if id, err := strconv.ParseInt(e.EntityID, 10, 64); err == nil && names[id] != "" {
-			return names[id]
-		}
-		if v := str("email"); v != "" {
-			return v
-		}
-		return i18n.T(ctx, "audit.user_n", e.EntityID)
-	}
-	var obj string
-	extra := make([]string, 3) // %[3]s, %[4]s, %[5]s
-	switch e.Action {
-	case "project.create", "project.delete":
-		obj = quoted(str("name"))
-	case "subscription.change":
-		obj = i18n.T(ctx, "obj.plan")
-		extra[0], extra[1] = plan(str("from_plan")), plan(str("to_plan"))
-		if str("from_plan") == "" {
-			key, obj = "event.subscription.start", plan(str("to_plan"))
-		}
-	case "subscription.status":
-		obj = i18n.T(ctx, "obj.subscription")
-		extra[0], extra[1] = status(str("from_status")), status(str("to_status"))
-	case "membership.set":
-		obj = entityUser()
-		extra[0], extra[1] = role(str("from_role")), role(str("to_role"))
-		if str("from_role") == "" {
-			key = "event.membership.add"
-		}
-	case "member.invite":
-		obj, extra[0] = str("email"), role(str("role"))
-		if obj == "" {
-			obj = entityUser()
-		}
-	case "member.join":
-		extra[0] = role(str("role"))
-	case "member.remove":
-		obj = entityUser()
-	case "invitation.revoke":
-		obj = str("email")
-	case "auth.signin", "auth.signin_failed":
-		extra[0] = str("ip")
-	case "report.sent":
-		obj, extra[0] = e.EntityID, str("to")
-	case "system.daily-export":
-		extra[0] = str("tables")
-	case "audit_token.create", "audit_token.revoke":
-		obj = quoted(str("name"))
-	case "audit_token.use":
-		obj, extra[0] = quoted(str("name")), str("ip")
-	default:
-		if strings.HasPrefix(e.Action, "job.") {
-			obj = "#" + e.EntityID
-			extra[0], extra[1], extra[2] = str("kind"), str("attempt"), str("reason")
-		}
-	}
+	ev := eventWords{ctx: ctx, e: e, names: names}
+	_ = json.Unmarshal(e.Detail, &ev.detail)
+	key, obj, extra := ev.parts()
 	if !i18n.Has(key) {
 		return nil
 	}
@@ -143,7 +50,130 @@ func sentence(ctx context.Context, e audit.Recorded, actorName string, names map
 		args = append(args, clean(x))
 	}
 	text := i18n.T(ctx, key, args...)
-	actor := clean(actorLabel(ctx, e, actorName))
+	return segments(text, clean(actorLabel(ctx, e, actorName)), clean(obj))
+}
+
+// eventWords reads an event's detail as the words its sentence is made of.
+type eventWords struct {
+	ctx    context.Context
+	e      audit.Recorded
+	names  map[int64]string
+	detail map[string]any
+}
+
+// parts picks the catalog key for the event, the words standing for its
+// object, and the extra arguments (%[3]s, %[4]s, %[5]s) its sentence takes.
+func (w eventWords) parts() (key, obj string, extra []string) {
+	key = "event." + w.e.Action
+	extra = make([]string, 3)
+	switch w.e.Action {
+	case "project.create", "project.delete", "audit_token.create", "audit_token.revoke":
+		obj = w.quoted(w.str("name"))
+	case "subscription.change":
+		obj = i18n.T(w.ctx, "obj.plan")
+		extra[0], extra[1] = plan(w.str("from_plan")), plan(w.str("to_plan"))
+		if w.str("from_plan") == "" {
+			key, obj = "event.subscription.start", plan(w.str("to_plan"))
+		}
+	case "subscription.status":
+		obj = i18n.T(w.ctx, "obj.subscription")
+		extra[0], extra[1] = w.status(w.str("from_status")), w.status(w.str("to_status"))
+	case "membership.set":
+		obj = w.entityUser()
+		extra[0], extra[1] = w.role(w.str("from_role")), w.role(w.str("to_role"))
+		if w.str("from_role") == "" {
+			key = "event.membership.add"
+		}
+	case "member.invite":
+		obj, extra[0] = w.str("email"), w.role(w.str("role"))
+		if obj == "" {
+			obj = w.entityUser()
+		}
+	case "member.join":
+		extra[0] = w.role(w.str("role"))
+	case "member.remove":
+		obj = w.entityUser()
+	case "invitation.revoke":
+		obj = w.str("email")
+	case "auth.signin", "auth.signin_failed":
+		extra[0] = w.str("ip")
+	case "report.sent":
+		obj, extra[0] = w.e.EntityID, w.str("to")
+	case "system.daily-export":
+		extra[0] = w.str("tables")
+	case "audit_token.use":
+		obj, extra[0] = w.quoted(w.str("name")), w.str("ip")
+	default:
+		if strings.HasPrefix(w.e.Action, "job.") {
+			obj = "#" + w.e.EntityID
+			extra[0], extra[1], extra[2] = w.str("kind"), w.str("attempt"), w.str("reason")
+		}
+	}
+	return key, obj, extra
+}
+
+// str is detail field k as text: numbers as written, lists joined by commas.
+func (w eventWords) str(k string) string {
+	switch v := w.detail[k].(type) {
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case []any:
+		parts := make([]string, 0, len(v))
+		for _, p := range v {
+			parts = append(parts, fmt.Sprint(p))
+		}
+		return strings.Join(parts, ", ")
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// role names a membership role in the reader's language ("—" for none).
+func (w eventWords) role(v string) string {
+	if v == "" {
+		return "—"
+	}
+	return i18n.T(w.ctx, "role."+v)
+}
+
+// status names a subscription status in the reader's language.
+func (w eventWords) status(v string) string { return i18n.T(w.ctx, "status."+v) }
+
+// quoted is a name in quotation marks, or the entity's id when it has none.
+func (w eventWords) quoted(v string) string {
+	if v == "" {
+		return "#" + w.e.EntityID
+	}
+	return "“" + v + "”"
+}
+
+// entityUser names the user the event is about: the known name, else the
+// email in the detail, else "user N".
+func (w eventWords) entityUser() string {
+	if id, err := strconv.ParseInt(w.e.EntityID, 10, 64); err == nil && w.names[id] != "" {
+		return w.names[id]
+	}
+	if v := w.str("email"); v != "" {
+		return v
+	}
+	return i18n.T(w.ctx, "audit.user_n", w.e.EntityID)
+}
+
+// plan is a plan name capitalised ("—" for none).
+func plan(v string) string {
+	if v == "" {
+		return "—"
+	}
+	return strings.ToUpper(v[:1]) + v[1:]
+}
+
+// segments splits a formatted sentence at its markers into text, actor and
+// object pieces.
+func segments(text, actor, obj string) []components.Segment {
 	var out []components.Segment
 	for text != "" {
 		i := strings.IndexAny(text, markActor+markObject)
@@ -157,7 +187,7 @@ func sentence(ctx context.Context, e audit.Recorded, actorName string, names map
 		if text[i:i+1] == markActor {
 			out = append(out, components.Segment{Kind: "actor", Text: actor})
 		} else {
-			out = append(out, components.Segment{Kind: "object", Text: clean(obj)})
+			out = append(out, components.Segment{Kind: "object", Text: obj})
 		}
 		text = text[i+1:]
 	}

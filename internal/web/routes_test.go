@@ -165,6 +165,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		rules[k] = r
 	}
 
+	clientAs := roleSessions(f)
 	e := newHandler(f.db, f.jobs, quietLog(), 0).(*echo.Echo)
 	seen := map[string]bool{}
 	for _, r := range e.Routes() {
@@ -180,10 +181,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		}
 		for _, role := range roles {
 			t.Run(key+" as "+role, func(t *testing.T) {
-				c := f.client()
-				if role != "anonymous" {
-					c.login(role)
-				}
+				c := clientAs(role, key)
 				path := strings.ReplaceAll(rule.path, "{dead}", fmt.Sprint(deadByRole[role]))
 				var a answer
 				if r.Method == http.MethodGet {
@@ -205,6 +203,40 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		if st := f.jobState(deadByRole[role]); st != string(job.StateDead) {
 			t.Errorf("%s's request changed dead job %d to %s", role, deadByRole[role], st)
 		}
+	}
+}
+
+// roleSessions returns a client signed in as role for the route key.
+// Signing in hashes a password (argon2id, slow on purpose) and was most
+// of this test's time when every request signed in afresh: one session
+// per role now serves every route that leaves the session as it is, each
+// request from its own client holding that session's cookie. The routes
+// that change the session itself (sign in, sign out, language) get a
+// session of their own.
+func roleSessions(f *fixture) func(role, key string) *client {
+	ownSession := map[string]bool{"POST /login": true, "POST /logout": true, "POST /locale": true}
+	shared := map[string]*client{}
+	return func(role, key string) *client {
+		c := f.client()
+		if role == "anonymous" {
+			return c
+		}
+		if ownSession[key] {
+			c.login(role)
+			return c
+		}
+		s, ok := shared[role]
+		if !ok {
+			s = f.client()
+			s.login(role)
+			shared[role] = s
+		}
+		u, err := url.Parse(f.srv.URL)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		c.http.Jar.SetCookies(u, s.http.Jar.Cookies(u))
+		return c
 	}
 }
 

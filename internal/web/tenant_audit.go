@@ -212,14 +212,7 @@ func (s *Server) auditTimeline(c echo.Context) error {
 		Chain: s.chainVM(c, t),
 	}
 	if ferr != nil {
-		if hasAfter {
-			// A poll cannot show a form; stop polling quietly.
-			return c.NoContent(http.StatusNoContent)
-		}
-		if partial {
-			return render(c, http.StatusUnprocessableEntity, viewtenant.AuditMain(vm))
-		}
-		return render(c, http.StatusUnprocessableEntity, viewtenant.AuditPage(vm))
+		return auditFilterRefused(c, vm, hasAfter, partial)
 	}
 
 	if hasAfter {
@@ -255,21 +248,41 @@ func (s *Server) auditTimeline(c echo.Context) error {
 	if hasBefore {
 		vm.Older = true
 	} else {
-		now := s.now()
-		vm.TodayKey, vm.Today = now.In(loc).Format(time.DateOnly), i18n.DayLabel(i18n.Lang(ctx), now, now, loc)
-		// The first page polls for what arrives after its newest event or
-		// the head, whichever is later.
-		newest := page.Head
-		if len(page.Rows) > 0 && page.Rows[0].ID > newest {
-			newest = page.Rows[0].ID
-		}
-		vm.PollURL = linkWith("/t/"+t.Slug+"/audit", af.query, "after", strconv.FormatInt(newest, 10))
+		s.auditFirstPage(ctx, &vm, t, af, page)
 	}
 	if partial {
 		return render(c, http.StatusOK, viewtenant.AuditMain(vm))
 	}
 	vm.CanManageTokens = membership(c).CanWrite()
 	return render(c, http.StatusOK, viewtenant.AuditPage(vm))
+}
+
+// auditFilterRefused answers a timeline request whose filter does not
+// parse: the form with its errors, or nothing for a poll.
+func auditFilterRefused(c echo.Context, vm viewtenant.AuditVM, poll, partial bool) error {
+	if poll {
+		// A poll cannot show a form; stop polling quietly.
+		return c.NoContent(http.StatusNoContent)
+	}
+	if partial {
+		return render(c, http.StatusUnprocessableEntity, viewtenant.AuditMain(vm))
+	}
+	return render(c, http.StatusUnprocessableEntity, viewtenant.AuditPage(vm))
+}
+
+// auditFirstPage adds what only the newest page has: today's heading and
+// the live poll.
+func (s *Server) auditFirstPage(ctx context.Context, vm *viewtenant.AuditVM, t *tenant.Tenant, af auditFilter, page audit.TimelinePage) {
+	loc := t.Location()
+	now := s.now()
+	vm.TodayKey, vm.Today = now.In(loc).Format(time.DateOnly), i18n.DayLabel(i18n.Lang(ctx), now, now, loc)
+	// The first page polls for what arrives after its newest event or the
+	// head, whichever is later.
+	newest := page.Head
+	if len(page.Rows) > 0 && page.Rows[0].ID > newest {
+		newest = page.Rows[0].ID
+	}
+	vm.PollURL = linkWith("/t/"+t.Slug+"/audit", af.query, "after", strconv.FormatInt(newest, 10))
 }
 
 // auditPoll answers the live poll: 204 when nothing arrived (htmx leaves
