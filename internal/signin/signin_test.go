@@ -65,9 +65,10 @@ func TestThrottleWindowsAndRefusalsCountNothing(t *testing.T) {
 }
 
 // TestConcurrentSignInsOfOneAccountDoNotDeadlock: several tabs signing in
-// to one account from one address at once all get in; none is refused by
-// a deadlock between one's reservation and another's refund (which would
-// also leave its attempts counted).
+// to one account from one address at once get in (or, past the hashing
+// gate, a busy answer); none fails on a deadlock between one's
+// reservation and another's refund (which would also leave its attempts
+// counted).
 func TestConcurrentSignInsOfOneAccountDoNotDeadlock(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -92,7 +93,10 @@ func TestConcurrentSignInsOfOneAccountDoNotDeadlock(t *testing.T) {
 		}
 		close(start)
 		for i := 0; i < tabs; i++ {
-			if err := <-errs; err != nil {
+			// A busy hashing gate (its bound, under the race detector) is
+			// an answer; it gives the reservation back through the same
+			// refund.
+			if err := <-errs; err != nil && !errors.Is(err, user.ErrBusy) {
 				t.Fatalf("round %d: a concurrent sign-in failed: %v", r, err)
 			}
 		}
