@@ -23,5 +23,12 @@ FROM memberships m JOIN tenants t ON t.id = m.tenant_id
 WHERE m.user_id = $1 AND m.disabled_at IS NULL
 ORDER BY t.slug;
 
--- name: MembershipCountOwners :one
-SELECT count(*) FROM memberships WHERE tenant_id = $1 AND role = 'owner';
+-- name: MembershipLockOwners :many
+-- Locks every owner membership of a tenant for the rest of the transaction,
+-- in user order so two lockers never deadlock. A concurrent demotion or
+-- removal of an owner waits here, and once it commits this transaction
+-- reads the rows again: the owner count it checks is the committed one.
+SELECT user_id, (disabled_at IS NOT NULL)::boolean AS disabled
+FROM memberships WHERE tenant_id = $1 AND role = 'owner'
+ORDER BY user_id
+FOR UPDATE;

@@ -170,8 +170,8 @@ func (s *Service) ChangeRole(ctx context.Context, tenantID int64, actor tenant.A
 	return s.tenants.SetMembership(ctx, tenantID, actor, userID, role)
 }
 
-// Remove takes a member off the team (owners only; not themselves) and
-// records member.remove with who it was.
+// Remove takes a member off the team (owners only; not themselves; never
+// the last active owner) and records member.remove with who it was.
 func (s *Service) Remove(ctx context.Context, tenantID int64, actor tenant.Actor, userID int64) error {
 	if actor.Role != tenant.RoleOwner {
 		return ErrOwnersOnly
@@ -180,6 +180,11 @@ func (s *Service) Remove(ctx context.Context, tenantID int64, actor tenant.Actor
 		return ErrRemoveSelf
 	}
 	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		// Removing an owner takes one away: the rule and the actor's own
+		// ownership are checked under the owner lock.
+		if err := tenant.KeepOwner(ctx, tx, tenantID, actor.UserID, userID); err != nil {
+			return err
+		}
 		st := newStore(tx)
 		m, err := st.member(ctx, tenantID, userID)
 		if err != nil {

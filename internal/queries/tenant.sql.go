@@ -9,17 +9,6 @@ import (
 	"context"
 )
 
-const membershipCountOwners = `-- name: MembershipCountOwners :one
-SELECT count(*) FROM memberships WHERE tenant_id = $1 AND role = 'owner'
-`
-
-func (q *Queries) MembershipCountOwners(ctx context.Context, tenantID int64) (int64, error) {
-	row := q.db.QueryRow(ctx, membershipCountOwners, tenantID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const membershipGet = `-- name: MembershipGet :one
 SELECT tenant_id, user_id, role, created_at, disabled_at, disabled_reason FROM memberships WHERE tenant_id = $1 AND user_id = $2
 `
@@ -72,6 +61,42 @@ func (q *Queries) MembershipListByUser(ctx context.Context, userID int64) ([]Mem
 			&i.Name,
 			&i.Role,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const membershipLockOwners = `-- name: MembershipLockOwners :many
+SELECT user_id, (disabled_at IS NOT NULL)::boolean AS disabled
+FROM memberships WHERE tenant_id = $1 AND role = 'owner'
+ORDER BY user_id
+FOR UPDATE
+`
+
+type MembershipLockOwnersRow struct {
+	UserID   int64
+	Disabled bool
+}
+
+// Locks every owner membership of a tenant for the rest of the transaction,
+// in user order so two lockers never deadlock. A concurrent demotion or
+// removal of an owner waits here, and once it commits this transaction
+// reads the rows again: the owner count it checks is the committed one.
+func (q *Queries) MembershipLockOwners(ctx context.Context, tenantID int64) ([]MembershipLockOwnersRow, error) {
+	rows, err := q.db.Query(ctx, membershipLockOwners, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []MembershipLockOwnersRow{}
+	for rows.Next() {
+		var i MembershipLockOwnersRow
+		if err := rows.Scan(&i.UserID, &i.Disabled); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -79,14 +79,6 @@ func (s store) deleteProject(ctx context.Context, tenantID, id int64) (*Project,
 	return &p, nil
 }
 
-func (s store) countOwners(ctx context.Context, tenantID int64) (int64, error) {
-	n, err := s.q.MembershipCountOwners(ctx, tenantID)
-	if err != nil {
-		return 0, fmt.Errorf("count owners: %w", err)
-	}
-	return n, nil
-}
-
 func (s store) upsertMembership(ctx context.Context, tenantID, userID int64, role string) error {
 	if _, err := s.q.MembershipUpsert(ctx, queries.MembershipUpsertParams{TenantID: tenantID, UserID: userID, Role: role}); err != nil {
 		return fmt.Errorf("set membership: %w", err)
@@ -119,4 +111,19 @@ func (s store) names(ctx context.Context) ([]Name, error) {
 		out[i] = Name{ID: r.ID, Slug: r.Slug, Name: r.Name, System: r.IsSystem}
 	}
 	return out, nil
+}
+
+// lockOwners locks the tenant's owner rows and returns the active owners.
+func (s store) lockOwners(ctx context.Context, tenantID int64) ([]int64, error) {
+	rows, err := s.q.MembershipLockOwners(ctx, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("lock owners: %w", err)
+	}
+	var active []int64
+	for _, r := range rows {
+		if !r.Disabled {
+			active = append(active, r.UserID)
+		}
+	}
+	return active, nil
 }

@@ -286,7 +286,8 @@ func (s *Service) ChangePlan(ctx context.Context, tenantID int64, actor Actor, p
 
 // SetMembership gives userID role in the tenant (adding them when absent)
 // and records membership.set with the old and new role. Only owners may
-// change memberships, and the last owner cannot step down.
+// change memberships, and the last active owner cannot step down
+// (KeepOwner, under the owner lock).
 func (s *Service) SetMembership(ctx context.Context, tenantID int64, actor Actor, userID int64, role string) error {
 	if actor.Role != RoleOwner {
 		return apperr.Forbidden("only owners change memberships")
@@ -295,6 +296,13 @@ func (s *Service) SetMembership(ctx context.Context, tenantID int64, actor Actor
 		return apperr.Invalid("role", "Role must be owner, admin or member.")
 	}
 	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		leaving := int64(0)
+		if role != RoleOwner {
+			leaving = userID
+		}
+		if err := KeepOwner(ctx, tx, tenantID, actor.UserID, leaving); err != nil {
+			return err
+		}
 		st := newStore(tx)
 		old, err := st.membership(ctx, tenantID, userID)
 		oldRole := ""
@@ -303,15 +311,6 @@ func (s *Service) SetMembership(ctx context.Context, tenantID int64, actor Actor
 			oldRole = old.Role
 		case !errors.Is(err, ErrNotFound):
 			return err
-		}
-		if oldRole == RoleOwner && role != RoleOwner {
-			owners, err := st.countOwners(ctx, tenantID)
-			if err != nil {
-				return err
-			}
-			if owners <= 1 {
-				return apperr.Invalid("role", "A tenant needs at least one owner.")
-			}
 		}
 		if err := st.upsertMembership(ctx, tenantID, userID, role); err != nil {
 			return err
