@@ -36,7 +36,11 @@ var (
 	ErrInviteRole    = apperr.Invalid("role", "Invite as admin or member.")
 	ErrRemoveSelf    = apperr.Invalid("user", "Owners cannot remove themselves.")
 	ErrSameRole      = apperr.Invalid("role", "That is already their role.")
-	ErrNotFound      = tenant.ErrNotFound
+	// ErrInviteDisabled: staff disabled this person's access; inviting
+	// them again would undo a staff decision.
+	ErrInviteDisabled = apperr.Invalid("email",
+		"Jejak staff disabled this person's access to this tenant, so they cannot be invited again until Jejak staff lift it; contact support.")
+	ErrNotFound = tenant.ErrNotFound
 )
 
 // InviteRoles are the roles an invitation may give (owners are made from
@@ -52,6 +56,9 @@ type Member struct {
 	Name, Email string
 	Role        string
 	Since       time.Time
+	// DisabledByStaff: staff disabled their access; it stays until staff
+	// lift it (tenant.ErrStaffDisabled).
+	DisabledByStaff bool
 }
 
 // Invitation is an invitation not yet accepted or cancelled.
@@ -117,9 +124,11 @@ func (s *Service) Invite(ctx context.Context, t *tenant.Tenant, actor tenant.Act
 	var inv *Invitation
 	err := database.InTenantTx(ctx, s.app, t.ID, func(tx pgx.Tx) error {
 		st := newStore(tx)
-		if isMember, err := st.isMember(ctx, t.ID, email); err != nil {
+		if m, found, err := st.memberByEmail(ctx, t.ID, email); err != nil {
 			return err
-		} else if isMember {
+		} else if found && m.DisabledByStaff {
+			return ErrInviteDisabled
+		} else if found {
 			return ErrAlreadyMember
 		}
 		var err error
@@ -189,6 +198,9 @@ func (s *Service) Remove(ctx context.Context, tenantID int64, actor tenant.Actor
 		m, err := st.member(ctx, tenantID, userID)
 		if err != nil {
 			return err
+		}
+		if m.DisabledByStaff {
+			return tenant.ErrStaffDisabled
 		}
 		if err := st.remove(ctx, tenantID, userID); err != nil {
 			return err

@@ -12,7 +12,27 @@ const (
 	viewerKey key = iota
 	csrfKey
 	traceKey
+	memberKey
 )
+
+// Member is the viewer's standing in the tenant whose page this is: what
+// the tenant's navigation offers them.
+type Member struct {
+	CanWrite    bool // owners and admins: webhooks, tokens
+	SeesBilling bool // owners and admins, members when allowed
+}
+
+// WithMember returns ctx carrying the viewer's standing in the tenant.
+func WithMember(ctx context.Context, m Member) context.Context {
+	return context.WithValue(ctx, memberKey, m)
+}
+
+// MemberFrom returns the viewer's standing in the page's tenant (the zero
+// Member, which offers nothing beyond reading, outside a tenant's pages).
+func MemberFrom(ctx context.Context) Member {
+	m, _ := ctx.Value(memberKey).(Member)
+	return m
+}
 
 // Viewer is the signed-in user as pages need them.
 type Viewer struct {

@@ -26,7 +26,7 @@ func (s store) tenantBySlug(ctx context.Context, slug string) (*Tenant, error) {
 }
 
 func (s store) membership(ctx context.Context, tenantID, userID int64) (*Membership, error) {
-	r, err := s.q.MembershipGet(ctx, queries.MembershipGetParams{TenantID: tenantID, UserID: userID})
+	r, err := s.q.MembershipGetWithSettings(ctx, queries.MembershipGetWithSettingsParams{TenantID: tenantID, UserID: userID})
 	if err != nil {
 		return nil, mapErr(err, "get membership")
 	}
@@ -34,7 +34,16 @@ func (s store) membership(ctx context.Context, tenantID, userID int64) (*Members
 		// A disabled membership admits nobody; it answers like no membership.
 		return nil, ErrNotFound
 	}
-	return &Membership{TenantID: r.TenantID, UserID: r.UserID, Role: r.Role}, nil
+	return &Membership{TenantID: r.TenantID, UserID: r.UserID, Role: r.Role, MembersSeeBilling: r.MembersSeeBilling}, nil
+}
+
+func (s store) setMembersSeeBilling(ctx context.Context, tenantID int64, on bool, by int64, now *time.Time) error {
+	err := s.q.TenantSettingsSetMembersSeeBilling(ctx, queries.TenantSettingsSetMembersSeeBillingParams{
+		TenantID: tenantID, MembersSeeBilling: on, UpdatedBy: &by, Now: now})
+	if err != nil {
+		return fmt.Errorf("set members_see_billing: %w", err)
+	}
+	return nil
 }
 
 func (s store) tenantsOfUser(ctx context.Context, userID int64) ([]UserTenant, error) {
@@ -126,4 +135,16 @@ func (s store) lockOwners(ctx context.Context, tenantID int64) ([]int64, error) 
 		}
 	}
 	return active, nil
+}
+
+// disabled reports whether userID's membership exists and staff disabled it.
+func (s store) disabled(ctx context.Context, tenantID, userID int64) (bool, error) {
+	r, err := s.q.MembershipGet(ctx, queries.MembershipGetParams{TenantID: tenantID, UserID: userID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get membership: %w", err)
+	}
+	return r.DisabledAt != nil, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/staff"
 	"github.com/jejakhq/jejak/views/admin"
 	"github.com/jejakhq/jejak/views/support"
 )
@@ -103,6 +104,9 @@ func (s *Server) adminTenant(c echo.Context) error {
 		row := support.MemberRow{UserID: strconv.FormatInt(m.UserID, 10), Name: m.Name, Email: m.Email, Role: m.Role,
 			Since: i18n.Date(i18n.Lang(ctx), m.Since.In(loc)), Status: i18n.T(ctx, "support.member_active"),
 			DisableURL: fmt.Sprintf("/admin/tenants/%s/members/%d/disable", url.PathEscape(t.Slug), m.UserID)}
+		if m.DisabledAt != nil && can(c, staff.LiftDisable) {
+			row.LiftURL = fmt.Sprintf("/admin/tenants/%s/members/%d/lift", url.PathEscape(t.Slug), m.UserID)
+		}
 		if m.DisabledAt != nil {
 			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", shownTime(ctx, m.DisabledAt.In(loc))), m.DisabledReason
 		} else if !m.UserActive {
@@ -217,6 +221,26 @@ func (s *Server) adminMemberDisable(c echo.Context) error {
 	}
 	s.setFlash(c, i18n.T(ctx, "support.flash_disable_requested", a.ID, userID))
 	return c.Redirect(http.StatusSeeOther, "/admin/approvals")
+}
+
+// adminMemberLift gives a staff-disabled member their access back (admin
+// staff, with a reason; recorded in the tenant's trail).
+func (s *Server) adminMemberLift(c echo.Context) error {
+	ctx := c.Request().Context()
+	t, err := s.Tenants.BySlug(ctx, pathParam(c, "slug"))
+	if err != nil {
+		return err
+	}
+	userID, err := strconv.ParseInt(c.Param("user_id"), 10, 64)
+	if err != nil || userID <= 0 {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	err = s.Approvals.LiftDisable(ctx, approval.Staff{UserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx)}, t.ID, userID, c.FormValue("reason"))
+	if err != nil {
+		return err
+	}
+	s.setFlash(c, i18n.T(ctx, "support.flash_lifted", userID))
+	return c.Redirect(http.StatusSeeOther, "/admin/tenants/"+url.PathEscape(t.Slug))
 }
 
 // adminApprovals lists pending and recently decided requests.
