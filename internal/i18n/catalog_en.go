@@ -877,4 +877,5 @@ var en = map[string]string{
 	"Jejak staff disabled this person's access to this tenant, so they cannot be invited again until Jejak staff lift it; contact support.": "Jejak staff disabled this person's access to this tenant, so they cannot be invited again until Jejak staff lift it; contact support.",
 	"This member's access is not disabled.": "This member's access is not disabled.",
 	"members.disabled_by_staff":             "access disabled by Jejak staff",
+	"support.admins_decide":                 "Only admin staff approve or reject.",
 }

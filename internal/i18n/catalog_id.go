@@ -862,4 +862,5 @@ var id = map[string]string{
 	"Jejak staff disabled this person's access to this tenant, so they cannot be invited again until Jejak staff lift it; contact support.": "Staf Jejak menonaktifkan akses orang ini ke tenant ini, jadi ia tidak dapat diundang lagi sampai staf Jejak mencabutnya; hubungi dukungan.",
 	"This member's access is not disabled.": "Akses anggota ini tidak nonaktif.",
 	"members.disabled_by_staff":             "akses dinonaktifkan oleh staf Jejak",
+	"support.admins_decide":                 "Hanya staf admin yang menyetujui atau menolak.",
 }

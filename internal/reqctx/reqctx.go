@@ -40,6 +40,23 @@ type Viewer struct {
 	Name      string
 	Email     string
 	StaffRole string // "", "support", "admin"
+	// Grants are the staff permissions the role holds (staff.Can), so a
+	// page offers only the actions its reader may take.
+	Grants []string
+}
+
+// May reports whether the viewer holds the staff permission p (a
+// staff.Permission's value).
+func (v *Viewer) May(p string) bool {
+	if v == nil {
+		return false
+	}
+	for _, g := range v.Grants {
+		if g == p {
+			return true
+		}
+	}
+	return false
 }
 
 // IsStaff reports whether the viewer is support or admin staff.

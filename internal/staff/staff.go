@@ -76,3 +76,13 @@ func Holders(p Permission) []string {
 	}
 	return out
 }
+
+// Grants lists the permissions role holds, as strings (for
+// reqctx.Viewer.Grants, which views read).
+func Grants(role string) []string {
+	out := make([]string, len(table[role]))
+	for i, p := range table[role] {
+		out[i] = string(p)
+	}
+	return out
+}

@@ -140,7 +140,7 @@ func (s *Server) adminTenant(c echo.Context) error {
 	}
 	slugs := map[int64]string{page.ID: page.Slug}
 	for _, a := range approvals {
-		vm.Approvals = append(vm.Approvals, approvalRow(ctx, a, slugs, names, v.UserID))
+		vm.Approvals = append(vm.Approvals, approvalRow(c, a, slugs, names, v.UserID))
 	}
 	if vm.Audit, err = s.auditRows(ctx, t, page.Audit.Rows); err != nil {
 		return err
@@ -173,14 +173,15 @@ func truncRunes(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
-func approvalRow(ctx context.Context, a approval.Approval, slugs map[int64]string, names map[int64]string, me int64) support.ApprovalRow {
+func approvalRow(c echo.Context, a approval.Approval, slugs map[int64]string, names map[int64]string, me int64) support.ApprovalRow {
+	ctx := c.Request().Context()
 	slug := slugs[a.TenantID]
 	r := support.ApprovalRow{
 		ID: strconv.FormatInt(a.ID, 10), Tenant: slug, TenantURL: "/admin/tenants/" + slug, Action: a.Action,
 		Reason: a.Reason, RequestedBy: nameOr(ctx, names, a.RequestedBy), RequestedAt: fmtUTC(a.RequestedAt),
 		ExpiresAt: fmtUTC(a.ExpiresAt), State: a.State, DecisionReason: a.DecisionReason,
 		Consumed: fmtUTCPtr(a.ConsumedAt), TraceID: a.TraceID, Pending: a.State == approval.StatePending,
-		OwnRequest: a.RequestedBy == me,
+		OwnRequest: a.RequestedBy == me, CanDecide: can(c, staff.Decide),
 	}
 	switch a.Action {
 	case approval.ActionDisableAccess:
@@ -272,10 +273,10 @@ func (s *Server) adminApprovals(c echo.Context) error {
 	me := viewer(c).UserID
 	vm := support.ApprovalsVM{Flash: s.popFlash(c), Error: s.sessions.PopString(ctx, sessionFlashError)}
 	for _, a := range pending {
-		vm.Pending = append(vm.Pending, approvalRow(ctx, a, slugs, names, me))
+		vm.Pending = append(vm.Pending, approvalRow(c, a, slugs, names, me))
 	}
 	for _, a := range recent {
-		vm.Recent = append(vm.Recent, approvalRow(ctx, a, slugs, names, me))
+		vm.Recent = append(vm.Recent, approvalRow(c, a, slugs, names, me))
 	}
 	return render(c, http.StatusOK, support.ApprovalsPage(vm))
 }
@@ -342,7 +343,7 @@ func (s *Server) renderApprovalsWith(c echo.Context, status int, vm support.Appr
 		return err
 	}
 	for _, a := range pending {
-		vm.Pending = append(vm.Pending, approvalRow(ctx, a, slugs, names, viewer(c).UserID))
+		vm.Pending = append(vm.Pending, approvalRow(c, a, slugs, names, viewer(c).UserID))
 	}
 	return render(c, status, support.ApprovalsPage(vm))
 }

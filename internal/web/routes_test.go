@@ -12,6 +12,8 @@ import (
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/staff"
+	"github.com/jejakhq/jejak/internal/web"
 )
 
 // access is what a role may do on a route.
@@ -55,9 +57,26 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	guestInvitation := f.count(`SELECT id FROM invitations WHERE email = 'tamu@example.com'`)
 	hook, delivery := f.webhookWithDelivery("toko-bunga-melati")
 	f.seal() // the log routes answer for sealed events
-	deadByRole := map[string]int64{}
+	// Each role retries one dead job and discards another: support may
+	// retry, only admins discard.
+	deadByRole, discardByRole := map[string]int64{}, map[string]int64{}
 	for _, r := range roles {
-		deadByRole[r] = f.makeDead("toko-bunga-melati", "email.weekly-report", 1, "smtp 550")[0]
+		ids := f.makeDead("toko-bunga-melati", "email.weekly-report", 2, "smtp 550")
+		deadByRole[r], discardByRole[r] = ids[0], ids[1]
+	}
+
+	// One failed outbox message per role: retrying one message is
+	// support's; a tenant's or all of them at once is bulk (admins).
+	outboxByRole := map[string]int64{}
+	for _, r := range roles {
+		var id int64
+		if err := f.db.Admin.QueryRow(context.Background(), `INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type,
+			aggregate_id, payload, created_at, available_at, state, attempts, last_error)
+			VALUES ($1, 'project.deleted', 'project', '77', '{}'::jsonb, now(), now(), 'failed', 5, 'nats: <timeout>') RETURNING id`,
+			f.tenantID("toko-bunga-melati")).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		outboxByRole[r] = id
 	}
 
 	// Two approval requests by a third staff member, so both staff roles
@@ -70,7 +89,8 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	}
 
 	// tenantRead: any member; tenantWrite: owner/admin only (a member is
-	// forbidden); staff: support and admin.
+	// forbidden); staff: support and admin, and for each staff route the
+	// roles staff.Can names for its permission (staffRule below).
 	tenantRead := map[string]access{"anonymous": toLogin, "budi@melati.test": allowed, "rina@melati.test": allowed,
 		"sari@senja.test": notFound, "support@jejak.test": notFound, "admin@jejak.test": notFound}
 	tenantWrite := map[string]access{"anonymous": toLogin, "budi@melati.test": allowed, "rina@melati.test": forbidden,
@@ -132,7 +152,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /admin/jobs":                                    {"/admin/jobs", nil, staff},
 		"GET /admin/jobs/:id":                                {"/admin/jobs/{dead}", nil, staff},
 		"POST /admin/jobs/:id/retry":                         {"/admin/jobs/{dead}/retry", reason, staff},
-		"POST /admin/jobs/:id/discard":                       {"/admin/jobs/{dead}/discard", reason, staff},
+		"POST /admin/jobs/:id/discard":                       {"/admin/jobs/{discard}/discard", reason, staff},
 		"GET /admin/dead":                                    {"/admin/dead", nil, staff},
 		"GET /admin/dead/bulk":                               {"/admin/dead/bulk?action=retry", nil, staff},
 		"POST /admin/dead/bulk":                              {"/admin/dead/bulk", url.Values{"action": {"retry"}}, staff},
@@ -142,7 +162,9 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"GET /admin/tenants/:slug":                           {"/admin/tenants/toko-bunga-melati", nil, staff},
 		"POST /admin/tenants/:slug/members/:user_id/disable": {fmt.Sprintf("/admin/tenants/toko-bunga-melati/members/%d/disable", rina), reason, staff},
 		"POST /admin/tenants/:slug/reconcile":                {"/admin/tenants/toko-bunga-melati/reconcile", nil, staff},
-		"GET /t/:slug/billing":                               {"/t/toko-bunga-melati/billing", nil, tenantRead},
+		"GET /t/:slug/billing":                               {"/t/toko-bunga-melati/billing", nil, tenantWrite},
+		"POST /t/:slug/settings/billing-visibility":          {"/t/toko-bunga-melati/settings/billing-visibility", url.Values{"members_see_billing": {"off"}}, tenantWrite},
+		"POST /admin/tenants/:slug/members/:user_id/lift":    {fmt.Sprintf("/admin/tenants/toko-bunga-melati/members/%d/lift", rina), reason, staff},
 		"POST /admin/pauses":                                 {"/admin/pauses", url.Values{"scope": {"kind"}, "name": {"matrix.kind"}, "reason": {"matrix"}}, staff},
 		"POST /admin/pauses/resume":                          {"/admin/pauses/resume", url.Values{"scope": {"kind"}, "name": {"matrix.kind"}, "reason": {"matrix"}}, staff},
 		"GET /admin/approvals":                               {"/admin/approvals", nil, staff},
@@ -160,7 +182,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		"POST /t/:slug/webhooks/:id/rotate":                      {hookPath + "/rotate", nil, tenantWrite},
 		"POST /t/:slug/webhooks/:id/deliveries/:delivery/resend": {fmt.Sprintf("%s/deliveries/%d/resend", hookPath, delivery), nil, tenantWrite},
 		"GET /admin/outbox":                                      {"/admin/outbox", nil, staff},
-		"POST /admin/outbox/retry":                               {"/admin/outbox/retry", reason, staff},
+		"POST /admin/outbox/retry":                               {"/admin/outbox/retry", url.Values{"reason": {"matrix"}, "id": {"{outbox}"}}, staff},
 	} {
 		rules[k] = r
 	}
@@ -178,6 +200,14 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 			t.Errorf("route %s has no access rule in this test: add one", key)
 			continue
 		}
+		if strings.HasPrefix(r.Path, "/admin") {
+			perm, ok := web.StaffPermission(r.Method, r.Path)
+			if !ok {
+				t.Errorf("staff route %s needs no permission in staffPermissions: add one", key)
+				continue
+			}
+			rule.who = staffRule(perm)
+		}
 		for _, role := range roles {
 			t.Run(key+" as "+role, func(t *testing.T) {
 				c := f.client()
@@ -185,11 +215,16 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 					c.login(role)
 				}
 				path := strings.ReplaceAll(rule.path, "{dead}", fmt.Sprint(deadByRole[role]))
+				path = strings.ReplaceAll(path, "{discard}", fmt.Sprint(discardByRole[role]))
 				var a answer
 				if r.Method == http.MethodGet {
 					a = c.get(path)
 				} else {
-					a = c.post(path, c.withCSRF(cloneValues(rule.form)), false)
+					form := cloneValues(rule.form)
+					if form.Get("id") == "{outbox}" {
+						form.Set("id", fmt.Sprint(outboxByRole[role]))
+					}
+					a = c.post(path, c.withCSRF(form), false)
 				}
 				checkAccess(t, rule.who[role], a, path)
 			})
@@ -200,12 +235,44 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 			t.Errorf("rule for %s matches no registered route", key)
 		}
 	}
-	// Staff actions never reached a job they were not allowed to touch.
-	for _, role := range []string{"anonymous", "budi@melati.test", "rina@melati.test", "sari@senja.test"} {
-		if st := f.jobState(deadByRole[role]); st != string(job.StateDead) {
-			t.Errorf("%s's request changed dead job %d to %s", role, deadByRole[role], st)
+	// Staff actions never reached a job they were not allowed to touch:
+	// support retried its job but could not discard the other one.
+	for _, role := range roles {
+		if role != "support@jejak.test" && role != "admin@jejak.test" {
+			if st := f.jobState(deadByRole[role]); st != string(job.StateDead) {
+				t.Errorf("%s's retry changed dead job %d to %s", role, deadByRole[role], st)
+			}
+		}
+		if role != "admin@jejak.test" {
+			if st := f.jobState(discardByRole[role]); st != string(job.StateDead) {
+				t.Errorf("%s's discard changed dead job %d to %s", role, discardByRole[role], st)
+			}
 		}
 	}
+	if st := f.jobState(deadByRole["support@jejak.test"]); st == string(job.StateDead) {
+		t.Errorf("support's retry left job %d dead", deadByRole["support@jejak.test"])
+	}
+	// Support's refused decisions left both approvals for the admin.
+	for _, id := range approvalIDs {
+		if n := f.count(`SELECT count(*) FROM approvals WHERE id = $1 AND decided_by = $2`, id, f.userID("support@jejak.test")); n != 0 {
+			t.Errorf("support decided approval %d", id)
+		}
+	}
+}
+
+// staffRule is who may call a staff route that needs perm: staff whose
+// role holds it (staff.Can); other staff are refused (403), as is everyone
+// else signed in; anonymous visitors go to sign-in.
+func staffRule(perm staff.Permission) map[string]access {
+	who := map[string]access{"anonymous": toLogin, "budi@melati.test": forbidden, "rina@melati.test": forbidden,
+		"sari@senja.test": forbidden}
+	for _, r := range []struct{ email, role string }{{"support@jejak.test", staff.RoleSupport}, {"admin@jejak.test", staff.RoleAdmin}} {
+		who[r.email] = forbidden
+		if staff.Can(r.role, perm) {
+			who[r.email] = allowed
+		}
+	}
+	return who
 }
 
 func checkAccess(t *testing.T, want access, a answer, path string) {
