@@ -10,9 +10,9 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/i18n"
-	"github.com/jejakhq/jejak/internal/staff"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/staff"
 	"github.com/jejakhq/jejak/views/admin"
 	"github.com/jejakhq/jejak/views/components"
 )
