@@ -169,6 +169,20 @@ func (s *Service) ChangeRole(ctx context.Context, tenantID int64, actor tenant.A
 		return ErrOwnersOnly
 	}
 	m, err := s.tenants.Membership(ctx, tenantID, userID)
+	if errors.Is(err, tenant.ErrNotFound) {
+		// A staff-disabled membership admits nobody, but it is there:
+		// say why it cannot change.
+		var disabled bool
+		if derr := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+			disabled, err = newStore(tx).disabled(ctx, tenantID, userID)
+			return err
+		}); derr != nil {
+			return derr
+		}
+		if disabled {
+			return tenant.ErrStaffDisabled
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,9 @@ func TestStaffDisableStaysUntilStaffLiftIt(t *testing.T) {
 		t.Fatalf("remove: %v, want ErrStaffDisabled", err)
 	}
 	stillDisabled("remove")
+	if err := e.members.ChangeRole(ctx, melati, owner, rina, tenant.RoleAdmin); !errors.Is(err, tenant.ErrStaffDisabled) {
+		t.Fatalf("role change: %v, want ErrStaffDisabled", err)
+	}
 	if err := e.tenants.SetMembership(ctx, melati, owner, rina, tenant.RoleAdmin); !errors.Is(err, tenant.ErrStaffDisabled) {
 		t.Fatalf("re-add: %v, want ErrStaffDisabled", err)
 	}

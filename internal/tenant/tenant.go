@@ -195,7 +195,7 @@ func ValidateProjectName(name string) (string, error) {
 		return "", apperr.Invalid("name", "Project name must be at most 120 characters.")
 	}
 	if r, bad := plaintext.NameProblem(name); bad {
-		return "", apperr.Invalidf("name", "Project name must not contain control or text-direction characters (found U+%04X).", r)
+		return "", apperr.Invalidf("name", "Project name must not contain control, invisible or text-direction characters (found U+%04X).", r)
 	}
 	return name, nil
 }
