@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/apperr"
-	"github.com/jejakhq/jejak/internal/plaintext"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/plaintext"
 )
 
 // Read-only audit tokens let a witness outside the operator (web audit
