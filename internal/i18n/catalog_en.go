@@ -879,4 +879,5 @@ var en = map[string]string{
 	"members.disabled_by_staff":             "access disabled by Jejak staff",
 	"support.admins_decide":                 "Only admin staff approve or reject.",
 	"A token name must not contain invisible or text-direction characters (found U+%04X).": "A token name must not contain invisible or text-direction characters (found U+%04X).",
+	"A reconcile of this tenant is already queued or running: wait for it to finish.":      "A reconcile of this tenant is already queued or running: wait for it to finish.",
 }

@@ -864,4 +864,5 @@ var id = map[string]string{
 	"members.disabled_by_staff":             "akses dinonaktifkan oleh staf Jejak",
 	"support.admins_decide":                 "Hanya staf admin yang menyetujui atau menolak.",
 	"A token name must not contain invisible or text-direction characters (found U+%04X).": "Nama token tidak boleh berisi karakter tak terlihat atau pengatur arah teks (ditemukan U+%04X).",
+	"A reconcile of this tenant is already queued or running: wait for it to finish.":      "Rekonsiliasi tenant ini sudah antre atau sedang berjalan: tunggu sampai selesai.",
 }
