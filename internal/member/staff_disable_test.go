@@ -25,10 +25,7 @@ func TestStaffDisableStaysUntilStaffLiftIt(t *testing.T) {
 	support := e.id(t, `SELECT id FROM users WHERE email = 'support@jejak.test'`)
 	admin := e.id(t, `SELECT id FROM users WHERE email = 'admin@jejak.test'`)
 	owner := tenant.Actor{UserID: budi, Role: tenant.RoleOwner, TraceID: "disable"}
-	tn, err := e.tenants.BySlug(ctx, "toko-bunga-melati")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tn := &tenant.Tenant{ID: melati, Slug: "toko-bunga-melati", Name: "Toko Bunga Melati"}
 	// An invitation sent before the disable, then the disable as the
 	// approved user.disable-access job leaves it.
 	e.exec(t, `INSERT INTO invitations (tenant_id, email, role, invited_by, created_at) VALUES ($1, 'rina@melati.test', 'admin', $2, now())`, melati, budi)
@@ -56,7 +53,7 @@ func TestStaffDisableStaysUntilStaffLiftIt(t *testing.T) {
 	}
 	stillDisabled("re-add")
 	e.exec(t, `UPDATE invitations SET revoked_at = now() WHERE id = $1`, older)
-	_, err = e.members.Invite(ctx, tn, owner, "Budi", "rina@melati.test", tenant.RoleMember)
+	_, err := e.members.Invite(ctx, tn, owner, "Budi", "rina@melati.test", tenant.RoleMember)
 	if !errors.Is(err, member.ErrInviteDisabled) || apperr.FieldsOf(err)["email"] == "" {
 		t.Fatalf("invite: %v, want ErrInviteDisabled on the email field", err)
 	}
@@ -92,8 +89,7 @@ func TestStaffDisableStaysUntilStaffLiftIt(t *testing.T) {
 	if err := approvals.LiftDisable(ctx, approval.Staff{UserID: admin}, melati, rina, "again"); !errors.Is(err, approval.ErrNotDisabled) {
 		t.Fatalf("lifting twice: %v", err)
 	}
-	// Lifted, the owner manages the membership again.
-	if err := e.members.Remove(ctx, melati, owner, rina); err != nil {
+	if err := e.members.Remove(ctx, melati, owner, rina); err != nil { // lifted: the owner manages it again
 		t.Fatalf("remove after the lift: %v", err)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/staff"
+	staffsupport "github.com/jejakhq/jejak/internal/support"
+	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/views/admin"
 	"github.com/jejakhq/jejak/views/support"
 )
@@ -100,39 +102,8 @@ func (s *Server) adminTenant(c echo.Context) error {
 		vm.Plan, vm.Status = page.Subscription.PlanCode, string(page.Subscription.Status)
 		vm.Period = i18n.T(ctx, "support.period_ends", shownTime(ctx, page.Subscription.PeriodEnd.In(loc)))
 	}
-	for _, m := range page.Members {
-		row := support.MemberRow{UserID: strconv.FormatInt(m.UserID, 10), Name: m.Name, Email: m.Email, Role: m.Role,
-			Since: i18n.Date(i18n.Lang(ctx), m.Since.In(loc)), Status: i18n.T(ctx, "support.member_active"),
-			DisableURL: fmt.Sprintf("/admin/tenants/%s/members/%d/disable", url.PathEscape(t.Slug), m.UserID)}
-		if m.DisabledAt != nil && can(c, staff.LiftDisable) {
-			row.LiftURL = fmt.Sprintf("/admin/tenants/%s/members/%d/lift", url.PathEscape(t.Slug), m.UserID)
-		}
-		if m.DisabledAt != nil {
-			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", shownTime(ctx, m.DisabledAt.In(loc))), m.DisabledReason
-		} else if !m.UserActive {
-			row.Status = i18n.T(ctx, "support.account_deactivated")
-		}
-		vm.Members = append(vm.Members, row)
-	}
-	for _, ch := range page.PlanChanges {
-		from := "—"
-		if ch.FromPlan != nil {
-			from = *ch.FromPlan
-		}
-		by := i18n.T(ctx, "support.system")
-		if ch.ChangedBy != nil {
-			by = nameOr(ctx, names, *ch.ChangedBy)
-		}
-		vm.PlanHistory = append(vm.PlanHistory, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)), What: from + " → " + ch.ToPlan, By: by})
-	}
-	for _, ch := range page.StatusChanges {
-		by := i18n.T(ctx, "support.system")
-		if ch.JobID != nil {
-			by = i18n.T(ctx, "support.system_job", strconv.FormatInt(*ch.JobID, 10))
-		}
-		vm.StatusHistory = append(vm.StatusHistory, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)),
-			What: i18n.Enum(ctx, "status", string(ch.FromStatus)) + " → " + i18n.Enum(ctx, "status", string(ch.ToStatus)), By: by})
-	}
+	vm.Members = staffMemberRows(c, t, page.Members)
+	vm.PlanHistory, vm.StatusHistory = staffHistoryRows(ctx, page, names, loc)
 	for _, j := range page.Jobs {
 		vm.Jobs = append(vm.Jobs, support.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
 			Attempts: i18n.Number(ctx, int64(j.Attempt)) + "/" + i18n.Number(ctx, int64(j.MaxAttempts)), Created: fmtUTC(j.CreatedAt),
@@ -156,6 +127,53 @@ func (s *Server) adminTenant(c echo.Context) error {
 		vm.OlderURL = linkWith("/admin/tenants/"+t.Slug, af.query, "before", strconv.FormatInt(page.Audit.Next, 10))
 	}
 	return render(c, http.StatusOK, support.TenantPage(vm))
+}
+
+// staffHistoryRows lists a tenant's plan and status changes for staff.
+func staffHistoryRows(ctx context.Context, page *staffsupport.Tenant, names map[int64]string, loc *time.Location) (plan, status []support.HistoryRow) {
+	for _, ch := range page.PlanChanges {
+		from := "—"
+		if ch.FromPlan != nil {
+			from = *ch.FromPlan
+		}
+		by := i18n.T(ctx, "support.system")
+		if ch.ChangedBy != nil {
+			by = nameOr(ctx, names, *ch.ChangedBy)
+		}
+		plan = append(plan, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)), What: from + " → " + ch.ToPlan, By: by})
+	}
+	for _, ch := range page.StatusChanges {
+		by := i18n.T(ctx, "support.system")
+		if ch.JobID != nil {
+			by = i18n.T(ctx, "support.system_job", strconv.FormatInt(*ch.JobID, 10))
+		}
+		status = append(status, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)),
+			What: i18n.Enum(ctx, "status", string(ch.FromStatus)) + " → " + i18n.Enum(ctx, "status", string(ch.ToStatus)), By: by})
+	}
+	return plan, status
+}
+
+// staffMemberRows lists a tenant's members for staff, with the disable
+// request form and, for admins, the lift form of a disabled membership.
+func staffMemberRows(c echo.Context, t *tenant.Tenant, members []staffsupport.Member) []support.MemberRow {
+	ctx := c.Request().Context()
+	loc := t.Location()
+	var rows []support.MemberRow
+	for _, m := range members {
+		row := support.MemberRow{UserID: strconv.FormatInt(m.UserID, 10), Name: m.Name, Email: m.Email, Role: m.Role,
+			Since: i18n.Date(i18n.Lang(ctx), m.Since.In(loc)), Status: i18n.T(ctx, "support.member_active"),
+			DisableURL: fmt.Sprintf("/admin/tenants/%s/members/%d/disable", url.PathEscape(t.Slug), m.UserID)}
+		if m.DisabledAt != nil && can(c, staff.LiftDisable) {
+			row.LiftURL = fmt.Sprintf("/admin/tenants/%s/members/%d/lift", url.PathEscape(t.Slug), m.UserID)
+		}
+		if m.DisabledAt != nil {
+			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", shownTime(ctx, m.DisabledAt.In(loc))), m.DisabledReason
+		} else if !m.UserActive {
+			row.Status = i18n.T(ctx, "support.account_deactivated")
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 func nameOr(ctx context.Context, names map[int64]string, id int64) string {
