@@ -1,12 +1,14 @@
 -- name: MemberList :many
 -- A tenant's members with their names, owners first.
-SELECT m.user_id, u.name, u.email, m.role, m.created_at
+SELECT m.user_id, u.name, u.email, m.role, m.created_at, m.disabled_at
 FROM memberships m JOIN users u ON u.id = m.user_id
 WHERE m.tenant_id = $1
 ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 ELSE 2 END, u.name, m.user_id;
 
 -- name: MemberDelete :one
-DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2 RETURNING role;
+-- A membership staff disabled is never deleted by its tenant: the row is
+-- what keeps the person out until staff lift it.
+DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2 AND disabled_at IS NULL RETURNING role;
 
 -- name: MemberUserByEmail :one
 SELECT id, name FROM users WHERE email = $1;

@@ -29,3 +29,12 @@ SELECT * FROM payment_refunds WHERE tenant_id = $1 ORDER BY id DESC LIMIT $2;
 
 -- name: PlanPrice :one
 SELECT price_idr FROM plans WHERE code = $1;
+
+-- name: PaymentReconcileLock :exec
+-- Serialises staff requests to reconcile one tenant (transaction-scoped).
+SELECT pg_advisory_xact_lock(hashtextextended('payment.reconcile', @tenant_id::bigint));
+
+-- name: PaymentReconcileActive :one
+-- The tenant's payment.reconcile job that is queued or running, 0 when none.
+SELECT coalesce(max(id), 0)::bigint AS id FROM jobs
+ WHERE tenant_id = $1 AND kind = 'payment.reconcile' AND state IN ('pending', 'running');

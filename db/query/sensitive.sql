@@ -63,3 +63,12 @@ UPDATE jobs
  WHERE tenant_id = sqlc.arg(tenant_id) AND id = sqlc.arg(id) AND lease_expires_at IS NOT NULL
    AND worker_id = sqlc.arg(worker_id)::text AND attempt = sqlc.arg(attempt)::int
 RETURNING id;
+
+-- name: MembershipLiftDisable :one
+-- Gives a staff-disabled membership its access back; returns the reason it
+-- was disabled for.
+UPDATE memberships m SET disabled_at = NULL, disabled_reason = NULL
+  FROM memberships old
+ WHERE m.tenant_id = $1 AND m.user_id = $2 AND m.disabled_at IS NOT NULL
+   AND old.tenant_id = m.tenant_id AND old.user_id = m.user_id
+RETURNING coalesce(old.disabled_reason, '')::text AS was_reason;

@@ -23,5 +23,26 @@ FROM memberships m JOIN tenants t ON t.id = m.tenant_id
 WHERE m.user_id = $1 AND m.disabled_at IS NULL
 ORDER BY t.slug;
 
--- name: MembershipCountOwners :one
-SELECT count(*) FROM memberships WHERE tenant_id = $1 AND role = 'owner';
+-- name: MembershipLockOwners :many
+-- Locks every owner membership of a tenant for the rest of the transaction,
+-- in user order so two lockers never deadlock. A concurrent demotion or
+-- removal of an owner waits here, and once it commits this transaction
+-- reads the rows again: the owner count it checks is the committed one.
+SELECT user_id, (disabled_at IS NOT NULL)::boolean AS disabled
+FROM memberships WHERE tenant_id = $1 AND role = 'owner'
+ORDER BY user_id
+FOR UPDATE;
+
+-- name: MembershipGetWithSettings :one
+-- A member's row with the tenant settings that decide what they may see.
+SELECT m.tenant_id, m.user_id, m.role, m.disabled_at,
+       coalesce(s.members_see_billing, false)::boolean AS members_see_billing
+FROM memberships m LEFT JOIN tenant_settings s ON s.tenant_id = m.tenant_id
+WHERE m.tenant_id = $1 AND m.user_id = $2;
+
+-- name: TenantSettingsSetMembersSeeBilling :exec
+INSERT INTO tenant_settings (tenant_id, members_see_billing, updated_by, updated_at)
+VALUES (sqlc.arg('tenant_id'), sqlc.arg('members_see_billing'), sqlc.arg('updated_by'),
+        coalesce(sqlc.narg('now')::timestamptz, now()))
+ON CONFLICT (tenant_id) DO UPDATE SET members_see_billing = EXCLUDED.members_see_billing,
+    updated_by = EXCLUDED.updated_by, updated_at = EXCLUDED.updated_at;

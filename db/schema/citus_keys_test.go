@@ -25,7 +25,7 @@ var distributed = []string{
 	"mail_messages", "subscription_status_changes", "processed_messages", "points_ledger", "points_balances",
 	"outbox_messages", "outbox_traces", "webhook_endpoints", "webhook_deliveries", "webhook_attempts",
 	"approvals", "idempotency_keys", "staff_audit_views", "invoices", "payment_refunds",
-	"alert_principal_minute",
+	"alert_principal_minute", "tenant_settings",
 }
 
 // Reference tables (copied to every node): distributed tables may point

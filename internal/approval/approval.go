@@ -24,6 +24,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/sensitive"
+	staffperm "github.com/jejakhq/jejak/internal/staff"
 	"github.com/jejakhq/jejak/internal/tenant"
 )
 
@@ -36,8 +37,10 @@ const (
 // DisableAccessKind is the job kind an approved access revocation runs as.
 const DisableAccessKind = "user.disable-access"
 
-// StaffRoles may request and approve; both must still hold one at dequeue.
-var StaffRoles = []string{"support", "admin"}
+// StaffRoles are the roles a requester and an approver must still hold at
+// dequeue. Who may request and who may decide is staff.RequestApproval and
+// staff.Decide (only admins decide).
+var StaffRoles = staffperm.Roles
 
 // Lifetimes: a request waits a day for a second person; the job it leads
 // to must start within JobTTL of the approval or it is rejected as stale.
@@ -158,7 +161,7 @@ func (s *Service) RequestDisable(ctx context.Context, staff Staff, tenantID, use
 	var out *Approval
 	err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
 		st := newStore(tx)
-		if err := requireStaff(ctx, st, staff.UserID); err != nil {
+		if err := requirePermission(ctx, st, staff.UserID, staffperm.RequestApproval); err != nil {
 			return err
 		}
 		m, err := st.membership(ctx, tenantID, userID)
@@ -192,7 +195,7 @@ func (s *Service) RequestReplay(ctx context.Context, staff Staff, tenantID, jobI
 	}
 	var out *Approval
 	err = database.InTx(ctx, s.system, func(tx pgx.Tx) error {
-		if err := requireStaff(ctx, newStore(tx), staff.UserID); err != nil {
+		if err := requirePermission(ctx, newStore(tx), staff.UserID, staffperm.RequestApproval); err != nil {
 			return err
 		}
 		out, err = s.request(ctx, tx, staff, tenantID, ActionReplay, jobID, reason, map[string]any{"job_id": jobID, "kind": kind})
@@ -272,6 +275,9 @@ func (s *Service) decide(ctx context.Context, staff Staff, id int64, state, reas
 		}
 		if r.RequestedBy == staff.UserID {
 			return ErrSelfApproval
+		}
+		if err := requirePermission(ctx, st, staff.UserID, staffperm.Decide); err != nil {
+			return err
 		}
 		if now, err = sensitive.Now(ctx, tx, s.clock); err != nil {
 			return err

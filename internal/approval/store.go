@@ -175,3 +175,15 @@ func (s store) refreshExpiry(ctx context.Context, tenantID, jobID int64, at time
 func (s store) otherActiveOwners(ctx context.Context, tenantID, userID int64) (int64, error) {
 	return s.q.ApprovalOtherActiveOwners(ctx, queries.ApprovalOtherActiveOwnersParams{TenantID: tenantID, UserID: userID})
 }
+
+// liftDisable clears a membership's disable; it returns the reason it had.
+func (s store) liftDisable(ctx context.Context, tenantID, userID int64) (string, error) {
+	was, err := s.q.MembershipLiftDisable(ctx, queries.MembershipLiftDisableParams{TenantID: tenantID, UserID: userID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotDisabled
+	}
+	if err != nil {
+		return "", fmt.Errorf("lift disable: %w", err)
+	}
+	return was, nil
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/plaintext"
 )
 
 // Read-only audit tokens let a witness outside the operator (web audit
@@ -101,6 +102,9 @@ func CheckTokenName(name string) (string, error) {
 		return "", apperr.Invalidf("name", "A token name has at most %d characters.", MaxTokenName)
 	case strings.IndexFunc(name, unicode.IsControl) >= 0:
 		return "", apperr.Invalid("name", "A token name is one line of text.")
+	}
+	if r, bad := plaintext.NameProblem(name); bad {
+		return "", apperr.Invalidf("name", "A token name must not contain invisible or text-direction characters (found U+%04X).", r)
 	}
 	return name, nil
 }

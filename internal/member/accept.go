@@ -1,6 +1,7 @@
 package member
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 )
 
@@ -58,8 +60,16 @@ func (s *Service) Accept(ctx context.Context, userID int64, email string, invita
 		}
 		slug = inv.TenantSlug
 		added, err := st.add(ctx, tenantID, userID, role)
-		if err != nil || !added {
+		if err != nil {
 			return err
+		}
+		if !added {
+			// Already on the team, unless staff disabled that membership:
+			// accepting must not look like a way back in.
+			if disabled, err := st.disabled(ctx, tenantID, userID); err != nil || disabled {
+				return cmp.Or(err, error(tenant.ErrStaffDisabled))
+			}
+			return nil
 		}
 		uid := userID
 		if _, err := s.audit.Record(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorUser, ActorID: &uid,

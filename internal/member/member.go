@@ -36,7 +36,11 @@ var (
 	ErrInviteRole    = apperr.Invalid("role", "Invite as admin or member.")
 	ErrRemoveSelf    = apperr.Invalid("user", "Owners cannot remove themselves.")
 	ErrSameRole      = apperr.Invalid("role", "That is already their role.")
-	ErrNotFound      = tenant.ErrNotFound
+	// ErrInviteDisabled: staff disabled this person's access; inviting
+	// them again would undo a staff decision.
+	ErrInviteDisabled = apperr.Invalid("email",
+		"Jejak staff disabled this person's access to this tenant, so they cannot be invited again until Jejak staff lift it; contact support.")
+	ErrNotFound = tenant.ErrNotFound
 )
 
 // InviteRoles are the roles an invitation may give (owners are made from
@@ -52,6 +56,9 @@ type Member struct {
 	Name, Email string
 	Role        string
 	Since       time.Time
+	// DisabledByStaff: staff disabled their access; it stays until staff
+	// lift it (tenant.ErrStaffDisabled).
+	DisabledByStaff bool
 }
 
 // Invitation is an invitation not yet accepted or cancelled.
@@ -117,9 +124,11 @@ func (s *Service) Invite(ctx context.Context, t *tenant.Tenant, actor tenant.Act
 	var inv *Invitation
 	err := database.InTenantTx(ctx, s.app, t.ID, func(tx pgx.Tx) error {
 		st := newStore(tx)
-		if isMember, err := st.isMember(ctx, t.ID, email); err != nil {
+		if m, found, err := st.memberByEmail(ctx, t.ID, email); err != nil {
 			return err
-		} else if isMember {
+		} else if found && m.DisabledByStaff {
+			return ErrInviteDisabled
+		} else if found {
 			return ErrAlreadyMember
 		}
 		var err error
@@ -160,6 +169,20 @@ func (s *Service) ChangeRole(ctx context.Context, tenantID int64, actor tenant.A
 		return ErrOwnersOnly
 	}
 	m, err := s.tenants.Membership(ctx, tenantID, userID)
+	if errors.Is(err, tenant.ErrNotFound) {
+		// A staff-disabled membership admits nobody, but it is there:
+		// say why it cannot change.
+		var disabled bool
+		if derr := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+			disabled, err = newStore(tx).disabled(ctx, tenantID, userID)
+			return err
+		}); derr != nil {
+			return derr
+		}
+		if disabled {
+			return tenant.ErrStaffDisabled
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -170,8 +193,8 @@ func (s *Service) ChangeRole(ctx context.Context, tenantID int64, actor tenant.A
 	return s.tenants.SetMembership(ctx, tenantID, actor, userID, role)
 }
 
-// Remove takes a member off the team (owners only; not themselves) and
-// records member.remove with who it was.
+// Remove takes a member off the team (owners only; not themselves; never
+// the last active owner) and records member.remove with who it was.
 func (s *Service) Remove(ctx context.Context, tenantID int64, actor tenant.Actor, userID int64) error {
 	if actor.Role != tenant.RoleOwner {
 		return ErrOwnersOnly
@@ -180,10 +203,18 @@ func (s *Service) Remove(ctx context.Context, tenantID int64, actor tenant.Actor
 		return ErrRemoveSelf
 	}
 	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		// Removing an owner takes one away: the rule and the actor's own
+		// ownership are checked under the owner lock.
+		if err := tenant.KeepOwner(ctx, tx, tenantID, actor.UserID, userID); err != nil {
+			return err
+		}
 		st := newStore(tx)
 		m, err := st.member(ctx, tenantID, userID)
 		if err != nil {
 			return err
+		}
+		if m.DisabledByStaff {
+			return tenant.ErrStaffDisabled
 		}
 		if err := st.remove(ctx, tenantID, userID); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/queries"
+	"github.com/jejakhq/jejak/internal/tenant"
 )
 
 // This file is the only one that touches the generated queries.
@@ -23,7 +24,7 @@ func (s store) members(ctx context.Context, tenantID int64) ([]Member, error) {
 	}
 	out := make([]Member, len(rows))
 	for i, r := range rows {
-		out[i] = Member{UserID: r.UserID, Name: r.Name, Email: r.Email, Role: r.Role, Since: r.CreatedAt}
+		out[i] = Member{UserID: r.UserID, Name: r.Name, Email: r.Email, Role: r.Role, Since: r.CreatedAt, DisabledByStaff: r.DisabledAt != nil}
 	}
 	return out, nil
 }
@@ -41,19 +42,20 @@ func (s store) member(ctx context.Context, tenantID, userID int64) (Member, erro
 	return Member{}, ErrNotFound
 }
 
-func (s store) isMember(ctx context.Context, tenantID int64, email string) (bool, error) {
+// memberByEmail returns the membership of the user with that e-mail, if any.
+func (s store) memberByEmail(ctx context.Context, tenantID int64, email string) (Member, bool, error) {
 	u, err := s.q.MemberUserByEmail(ctx, email)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
+		return Member{}, false, nil
 	}
 	if err != nil {
-		return false, err
+		return Member{}, false, err
 	}
-	_, err = s.member(ctx, tenantID, u.ID)
+	m, err := s.member(ctx, tenantID, u.ID)
 	if errors.Is(err, ErrNotFound) {
-		return false, nil
+		return Member{}, false, nil
 	}
-	return err == nil, err
+	return m, err == nil, err
 }
 
 func (s store) pending(ctx context.Context, tenantID int64) ([]Invitation, error) {
@@ -82,9 +84,25 @@ func (s store) invite(ctx context.Context, tenantID int64, email, role string, b
 func (s store) remove(ctx context.Context, tenantID, userID int64) error {
 	_, err := s.q.MemberDelete(ctx, queries.MemberDeleteParams{TenantID: tenantID, UserID: userID})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrNotFound
+		// Gone, or disabled by staff since it was read (the delete
+		// skips a disabled row).
+		return tenant.ErrStaffDisabled
 	}
 	return err
+}
+
+// disabled reports whether userID's membership exists and staff disabled it.
+func (s store) disabled(ctx context.Context, tenantID, userID int64) (bool, error) {
+	ms, err := s.members(ctx, tenantID)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range ms {
+		if m.UserID == userID {
+			return m.DisabledByStaff, nil
+		}
+	}
+	return false, nil
 }
 
 func (s store) revoke(ctx context.Context, tenantID, id int64, now *time.Time) (string, error) {

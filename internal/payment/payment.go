@@ -406,14 +406,30 @@ func (s *Service) refundDuplicate(ctx context.Context, j *job.Job, now time.Time
 	})
 }
 
+// ErrReconcileActive: the tenant already has a payment.reconcile job
+// queued or running.
+var ErrReconcileActive = &apperr.Error{Code: apperr.CodeConflict,
+	Message: "A reconcile of this tenant is already queued or running: wait for it to finish."}
+
 // EnqueueReconcile queues a reconciliation of one tenant now (staff's
-// on-demand button), recorded in the tenant's trail.
+// on-demand button), recorded in the tenant's trail; at most one per
+// tenant is queued or running (ErrReconcileActive).
 func (s *Service) EnqueueReconcile(ctx context.Context, tenantID, staffID int64, traceID string) (int64, error) {
 	if s.jobs == nil {
 		return 0, apperr.Forbidden("the job engine is not configured")
 	}
 	var id int64
 	err := database.InTx(ctx, s.system, func(tx pgx.Tx) error {
+		// One reconcile per tenant at a time: a second request while one
+		// is queued or running would only repeat it. The lock makes two
+		// concurrent requests check one after the other.
+		active, err := activeReconcile(ctx, tx, tenantID)
+		if err != nil {
+			return err
+		}
+		if active != 0 {
+			return ErrReconcileActive
+		}
 		payload, _ := json.Marshal(reconcilePayload{TenantID: tenantID})
 		enq, err := s.jobs.Enqueue(ctx, tx, job.EnqueueParams{TenantID: tenantID, Kind: ReconcileKind, Payload: payload,
 			RequestedBy: &staffID, TraceID: traceID})

@@ -95,3 +95,17 @@ func invoice(r queries.Invoice) Invoice {
 	return Invoice{ID: r.ID, TenantID: r.TenantID, Plan: r.PlanCode, Amount: r.AmountIdr, Status: r.Status,
 		ChargeRef: deref(r.ChargeRef), CreatedAt: r.CreatedAt, PaidAt: r.PaidAt}
 }
+
+// activeReconcile locks the tenant's reconcile requests for the rest of tx
+// and returns its queued or running payment.reconcile job (0 when none).
+func activeReconcile(ctx context.Context, db database.Querier, tenantID int64) (int64, error) {
+	q := queries.New(db)
+	if err := q.PaymentReconcileLock(ctx, tenantID); err != nil {
+		return 0, fmt.Errorf("lock reconcile requests: %w", err)
+	}
+	id, err := q.PaymentReconcileActive(ctx, tenantID)
+	if err != nil {
+		return 0, fmt.Errorf("find active reconcile: %w", err)
+	}
+	return id, nil
+}

@@ -13,10 +13,18 @@ import (
 // rather than being a character of its own: the bidirectional embeddings,
 // overrides and isolates (U+202A–U+202E, U+2066–U+2069, which can make
 // "exe.txt" read "txt.exe" or reverse a reason in a confirm dialog), the
-// bidi marks, and control characters.
+// bidi marks, control characters, and the characters that show nothing at
+// all (zero-width space, non-joiner and joiner U+200B–U+200D, word joiner
+// and invisible operators U+2060–U+2064, the byte-order mark U+FEFF, the
+// soft hyphen, the combining grapheme joiner, the Mongolian vowel
+// separator and the Hangul fillers), which make two names that look the
+// same different, or one name look like another.
 func Deceptive(r rune) bool {
 	switch {
 	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
+		return true
+	case r >= 0x200B && r <= 0x200D, r >= 0x2060 && r <= 0x2064, r == 0xFEFF, r == 0x00AD, r == 0x034F,
+		r == 0x180E, r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0:
 		return true
 	case unicode.IsControl(r):
 		return true
@@ -26,8 +34,8 @@ func Deceptive(r rune) bool {
 
 // NameProblem returns the first character a name must not contain, and
 // whether there is one: names are shown in lists, titles and confirm
-// dialogs, so no control or bidirectional formatting character is allowed
-// in them.
+// dialogs, so no control, invisible or bidirectional formatting character
+// is allowed in them.
 func NameProblem(name string) (rune, bool) {
 	for _, r := range name {
 		if Deceptive(r) {

@@ -7,7 +7,8 @@ import (
 )
 
 func TestNameProblemAndVisible(t *testing.T) {
-	for _, bad := range []string{"gpj.\u202Eexe", "a\u2066b", "tab\there", "bell\a", "nul\x00", "c1\u0085"} {
+	for _, bad := range []string{"gpj.\u202Eexe", "a\u2066b", "tab\there", "bell\a", "nul\x00", "c1\u0085",
+		"Melati\u200B", "Me\u200Clati", "Me\u200Dlati", "Mel\u2060ati", "\uFEFFMelati", "Mela\u00ADti", "\u3164"} {
 		if _, found := plaintext.NameProblem(bad); !found {
 			t.Errorf("%q accepted as a name", bad)
 		}
@@ -23,6 +24,8 @@ func TestNameProblemAndVisible(t *testing.T) {
 		"refund \u202Eoot\u202C ok": "refund ⟨U+202E⟩oot⟨U+202C⟩ ok",
 		"esc\x1b[31m":               "esc⟨U+001B⟩[31m",
 		"iso\u2067x\u2069":          "iso⟨U+2067⟩x⟨U+2069⟩",
+		"Tok\u200Bo":                "Tok⟨U+200B⟩o",
+		"\uFEFFadmin\u2060":         "⟨U+FEFF⟩admin⟨U+2060⟩",
 	}
 	for in, want := range cases {
 		if got := plaintext.Visible(in); got != want {

@@ -199,7 +199,7 @@ func (q *Queries) MemberAdd(ctx context.Context, arg MemberAddParams) (int64, er
 }
 
 const memberDelete = `-- name: MemberDelete :one
-DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2 RETURNING role
+DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2 AND disabled_at IS NULL RETURNING role
 `
 
 type MemberDeleteParams struct {
@@ -207,6 +207,8 @@ type MemberDeleteParams struct {
 	UserID   int64
 }
 
+// A membership staff disabled is never deleted by its tenant: the row is
+// what keeps the person out until staff lift it.
 func (q *Queries) MemberDelete(ctx context.Context, arg MemberDeleteParams) (string, error) {
 	row := q.db.QueryRow(ctx, memberDelete, arg.TenantID, arg.UserID)
 	var role string
@@ -215,18 +217,19 @@ func (q *Queries) MemberDelete(ctx context.Context, arg MemberDeleteParams) (str
 }
 
 const memberList = `-- name: MemberList :many
-SELECT m.user_id, u.name, u.email, m.role, m.created_at
+SELECT m.user_id, u.name, u.email, m.role, m.created_at, m.disabled_at
 FROM memberships m JOIN users u ON u.id = m.user_id
 WHERE m.tenant_id = $1
 ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 ELSE 2 END, u.name, m.user_id
 `
 
 type MemberListRow struct {
-	UserID    int64
-	Name      string
-	Email     string
-	Role      string
-	CreatedAt time.Time
+	UserID     int64
+	Name       string
+	Email      string
+	Role       string
+	CreatedAt  time.Time
+	DisabledAt *time.Time
 }
 
 // A tenant's members with their names, owners first.
@@ -245,6 +248,7 @@ func (q *Queries) MemberList(ctx context.Context, tenantID int64) ([]MemberListR
 			&i.Email,
 			&i.Role,
 			&i.CreatedAt,
+			&i.DisabledAt,
 		); err != nil {
 			return nil, err
 		}

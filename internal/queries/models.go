@@ -501,6 +501,13 @@ type Tenant struct {
 	IsSystem  bool
 }
 
+type TenantSetting struct {
+	TenantID          int64
+	MembersSeeBilling bool
+	UpdatedBy         *int64
+	UpdatedAt         time.Time
+}
+
 type User struct {
 	ID           int64
 	Email        string

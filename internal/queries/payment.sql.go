@@ -161,6 +161,29 @@ func (q *Queries) InvoiceMarkPaid(ctx context.Context, arg InvoiceMarkPaidParams
 	return i, err
 }
 
+const paymentReconcileActive = `-- name: PaymentReconcileActive :one
+SELECT coalesce(max(id), 0)::bigint AS id FROM jobs
+ WHERE tenant_id = $1 AND kind = 'payment.reconcile' AND state IN ('pending', 'running')
+`
+
+// The tenant's payment.reconcile job that is queued or running, 0 when none.
+func (q *Queries) PaymentReconcileActive(ctx context.Context, tenantID int64) (int64, error) {
+	row := q.db.QueryRow(ctx, paymentReconcileActive, tenantID)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const paymentReconcileLock = `-- name: PaymentReconcileLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended('payment.reconcile', $1::bigint))
+`
+
+// Serialises staff requests to reconcile one tenant (transaction-scoped).
+func (q *Queries) PaymentReconcileLock(ctx context.Context, tenantID int64) error {
+	_, err := q.db.Exec(ctx, paymentReconcileLock, tenantID)
+	return err
+}
+
 const planPrice = `-- name: PlanPrice :one
 SELECT price_idr FROM plans WHERE code = $1
 `

@@ -234,6 +234,28 @@ func (q *Queries) MembershipDisable(ctx context.Context, arg MembershipDisablePa
 	return i, err
 }
 
+const membershipLiftDisable = `-- name: MembershipLiftDisable :one
+UPDATE memberships m SET disabled_at = NULL, disabled_reason = NULL
+  FROM memberships old
+ WHERE m.tenant_id = $1 AND m.user_id = $2 AND m.disabled_at IS NOT NULL
+   AND old.tenant_id = m.tenant_id AND old.user_id = m.user_id
+RETURNING coalesce(old.disabled_reason, '')::text AS was_reason
+`
+
+type MembershipLiftDisableParams struct {
+	TenantID int64
+	UserID   int64
+}
+
+// Gives a staff-disabled membership its access back; returns the reason it
+// was disabled for.
+func (q *Queries) MembershipLiftDisable(ctx context.Context, arg MembershipLiftDisableParams) (string, error) {
+	row := q.db.QueryRow(ctx, membershipLiftDisable, arg.TenantID, arg.UserID)
+	var was_reason string
+	err := row.Scan(&was_reason)
+	return was_reason, err
+}
+
 const staffAuditViewClaim = `-- name: StaffAuditViewClaim :one
 INSERT INTO staff_audit_views (tenant_id, staff_id, hour) VALUES ($1, $2, $3)
 ON CONFLICT DO NOTHING

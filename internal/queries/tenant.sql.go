@@ -7,18 +7,8 @@ package queries
 
 import (
 	"context"
+	"time"
 )
-
-const membershipCountOwners = `-- name: MembershipCountOwners :one
-SELECT count(*) FROM memberships WHERE tenant_id = $1 AND role = 'owner'
-`
-
-func (q *Queries) MembershipCountOwners(ctx context.Context, tenantID int64) (int64, error) {
-	row := q.db.QueryRow(ctx, membershipCountOwners, tenantID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
 
 const membershipGet = `-- name: MembershipGet :one
 SELECT tenant_id, user_id, role, created_at, disabled_at, disabled_reason FROM memberships WHERE tenant_id = $1 AND user_id = $2
@@ -39,6 +29,40 @@ func (q *Queries) MembershipGet(ctx context.Context, arg MembershipGetParams) (M
 		&i.CreatedAt,
 		&i.DisabledAt,
 		&i.DisabledReason,
+	)
+	return i, err
+}
+
+const membershipGetWithSettings = `-- name: MembershipGetWithSettings :one
+SELECT m.tenant_id, m.user_id, m.role, m.disabled_at,
+       coalesce(s.members_see_billing, false)::boolean AS members_see_billing
+FROM memberships m LEFT JOIN tenant_settings s ON s.tenant_id = m.tenant_id
+WHERE m.tenant_id = $1 AND m.user_id = $2
+`
+
+type MembershipGetWithSettingsParams struct {
+	TenantID int64
+	UserID   int64
+}
+
+type MembershipGetWithSettingsRow struct {
+	TenantID          int64
+	UserID            int64
+	Role              string
+	DisabledAt        *time.Time
+	MembersSeeBilling bool
+}
+
+// A member's row with the tenant settings that decide what they may see.
+func (q *Queries) MembershipGetWithSettings(ctx context.Context, arg MembershipGetWithSettingsParams) (MembershipGetWithSettingsRow, error) {
+	row := q.db.QueryRow(ctx, membershipGetWithSettings, arg.TenantID, arg.UserID)
+	var i MembershipGetWithSettingsRow
+	err := row.Scan(
+		&i.TenantID,
+		&i.UserID,
+		&i.Role,
+		&i.DisabledAt,
+		&i.MembersSeeBilling,
 	)
 	return i, err
 }
@@ -72,6 +96,42 @@ func (q *Queries) MembershipListByUser(ctx context.Context, userID int64) ([]Mem
 			&i.Name,
 			&i.Role,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const membershipLockOwners = `-- name: MembershipLockOwners :many
+SELECT user_id, (disabled_at IS NOT NULL)::boolean AS disabled
+FROM memberships WHERE tenant_id = $1 AND role = 'owner'
+ORDER BY user_id
+FOR UPDATE
+`
+
+type MembershipLockOwnersRow struct {
+	UserID   int64
+	Disabled bool
+}
+
+// Locks every owner membership of a tenant for the rest of the transaction,
+// in user order so two lockers never deadlock. A concurrent demotion or
+// removal of an owner waits here, and once it commits this transaction
+// reads the rows again: the owner count it checks is the committed one.
+func (q *Queries) MembershipLockOwners(ctx context.Context, tenantID int64) ([]MembershipLockOwnersRow, error) {
+	rows, err := q.db.Query(ctx, membershipLockOwners, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []MembershipLockOwnersRow{}
+	for rows.Next() {
+		var i MembershipLockOwnersRow
+		if err := rows.Scan(&i.UserID, &i.Disabled); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -165,4 +225,29 @@ func (q *Queries) TenantListNames(ctx context.Context) ([]TenantListNamesRow, er
 		return nil, err
 	}
 	return items, nil
+}
+
+const tenantSettingsSetMembersSeeBilling = `-- name: TenantSettingsSetMembersSeeBilling :exec
+INSERT INTO tenant_settings (tenant_id, members_see_billing, updated_by, updated_at)
+VALUES ($1, $2, $3,
+        coalesce($4::timestamptz, now()))
+ON CONFLICT (tenant_id) DO UPDATE SET members_see_billing = EXCLUDED.members_see_billing,
+    updated_by = EXCLUDED.updated_by, updated_at = EXCLUDED.updated_at
+`
+
+type TenantSettingsSetMembersSeeBillingParams struct {
+	TenantID          int64
+	MembersSeeBilling bool
+	UpdatedBy         *int64
+	Now               *time.Time
+}
+
+func (q *Queries) TenantSettingsSetMembersSeeBilling(ctx context.Context, arg TenantSettingsSetMembersSeeBillingParams) error {
+	_, err := q.db.Exec(ctx, tenantSettingsSetMembersSeeBilling,
+		arg.TenantID,
+		arg.MembersSeeBilling,
+		arg.UpdatedBy,
+		arg.Now,
+	)
+	return err
 }

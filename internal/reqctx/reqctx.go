@@ -12,7 +12,27 @@ const (
 	viewerKey key = iota
 	csrfKey
 	traceKey
+	memberKey
 )
+
+// Member is the viewer's standing in the tenant whose page this is: what
+// the tenant's navigation offers them.
+type Member struct {
+	CanWrite    bool // owners and admins: webhooks, tokens
+	SeesBilling bool // owners and admins, members when allowed
+}
+
+// WithMember returns ctx carrying the viewer's standing in the tenant.
+func WithMember(ctx context.Context, m Member) context.Context {
+	return context.WithValue(ctx, memberKey, m)
+}
+
+// MemberFrom returns the viewer's standing in the page's tenant (the zero
+// Member, which offers nothing beyond reading, outside a tenant's pages).
+func MemberFrom(ctx context.Context) Member {
+	m, _ := ctx.Value(memberKey).(Member)
+	return m
+}
 
 // Viewer is the signed-in user as pages need them.
 type Viewer struct {
@@ -20,6 +40,23 @@ type Viewer struct {
 	Name      string
 	Email     string
 	StaffRole string // "", "support", "admin"
+	// Grants are the staff permissions the role holds (staff.Can), so a
+	// page offers only the actions its reader may take.
+	Grants []string
+}
+
+// May reports whether the viewer holds the staff permission p (a
+// staff.Permission's value).
+func (v *Viewer) May(p string) bool {
+	if v == nil {
+		return false
+	}
+	for _, g := range v.Grants {
+		if g == p {
+			return true
+		}
+	}
+	return false
 }
 
 // IsStaff reports whether the viewer is support or admin staff.

@@ -26,7 +26,7 @@ func (s store) tenantBySlug(ctx context.Context, slug string) (*Tenant, error) {
 }
 
 func (s store) membership(ctx context.Context, tenantID, userID int64) (*Membership, error) {
-	r, err := s.q.MembershipGet(ctx, queries.MembershipGetParams{TenantID: tenantID, UserID: userID})
+	r, err := s.q.MembershipGetWithSettings(ctx, queries.MembershipGetWithSettingsParams{TenantID: tenantID, UserID: userID})
 	if err != nil {
 		return nil, mapErr(err, "get membership")
 	}
@@ -34,7 +34,16 @@ func (s store) membership(ctx context.Context, tenantID, userID int64) (*Members
 		// A disabled membership admits nobody; it answers like no membership.
 		return nil, ErrNotFound
 	}
-	return &Membership{TenantID: r.TenantID, UserID: r.UserID, Role: r.Role}, nil
+	return &Membership{TenantID: r.TenantID, UserID: r.UserID, Role: r.Role, MembersSeeBilling: r.MembersSeeBilling}, nil
+}
+
+func (s store) setMembersSeeBilling(ctx context.Context, tenantID int64, on bool, by int64, now *time.Time) error {
+	err := s.q.TenantSettingsSetMembersSeeBilling(ctx, queries.TenantSettingsSetMembersSeeBillingParams{
+		TenantID: tenantID, MembersSeeBilling: on, UpdatedBy: &by, Now: now})
+	if err != nil {
+		return fmt.Errorf("set members_see_billing: %w", err)
+	}
+	return nil
 }
 
 func (s store) tenantsOfUser(ctx context.Context, userID int64) ([]UserTenant, error) {
@@ -79,14 +88,6 @@ func (s store) deleteProject(ctx context.Context, tenantID, id int64) (*Project,
 	return &p, nil
 }
 
-func (s store) countOwners(ctx context.Context, tenantID int64) (int64, error) {
-	n, err := s.q.MembershipCountOwners(ctx, tenantID)
-	if err != nil {
-		return 0, fmt.Errorf("count owners: %w", err)
-	}
-	return n, nil
-}
-
 func (s store) upsertMembership(ctx context.Context, tenantID, userID int64, role string) error {
 	if _, err := s.q.MembershipUpsert(ctx, queries.MembershipUpsertParams{TenantID: tenantID, UserID: userID, Role: role}); err != nil {
 		return fmt.Errorf("set membership: %w", err)
@@ -119,4 +120,31 @@ func (s store) names(ctx context.Context) ([]Name, error) {
 		out[i] = Name{ID: r.ID, Slug: r.Slug, Name: r.Name, System: r.IsSystem}
 	}
 	return out, nil
+}
+
+// lockOwners locks the tenant's owner rows and returns the active owners.
+func (s store) lockOwners(ctx context.Context, tenantID int64) ([]int64, error) {
+	rows, err := s.q.MembershipLockOwners(ctx, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("lock owners: %w", err)
+	}
+	var active []int64
+	for _, r := range rows {
+		if !r.Disabled {
+			active = append(active, r.UserID)
+		}
+	}
+	return active, nil
+}
+
+// disabled reports whether userID's membership exists and staff disabled it.
+func (s store) disabled(ctx context.Context, tenantID, userID int64) (bool, error) {
+	r, err := s.q.MembershipGet(ctx, queries.MembershipGetParams{TenantID: tenantID, UserID: userID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get membership: %w", err)
+	}
+	return r.DisabledAt != nil, nil
 }

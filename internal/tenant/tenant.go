@@ -59,15 +59,53 @@ func (t *Tenant) Location() *time.Location {
 	return loc
 }
 
-// Membership is a user's role in a tenant.
+// Membership is a user's role in a tenant, with the tenant settings that
+// widen what a role may see.
 type Membership struct {
 	TenantID int64
 	UserID   int64
 	Role     string
+	// MembersSeeBilling: the owners let members open the billing page.
+	MembersSeeBilling bool
 }
 
+// What each tenant role may do; docs/security.md ("Roles") shows the same.
+// Owners and admins change tenant data; only owners change the team and
+// the tenant's settings; members read. Billing (invoices, charges) is for
+// owners and admins, and for members when an owner allows it.
+
 // CanWrite reports whether the role may change tenant data.
-func (m *Membership) CanWrite() bool { return m.Role == RoleOwner || m.Role == RoleAdmin }
+func (m *Membership) CanWrite() bool { return canWrite(m.Role) }
+
+// CanSeeBilling reports whether the member may open the billing page.
+func (m *Membership) CanSeeBilling() bool { return canWrite(m.Role) || m.MembersSeeBilling }
+
+// ErrStaffDisabled: Jejak staff disabled this person's access to the
+// tenant (a two-person approved action); the tenant cannot undo it by
+// removing, adding or inviting them: staff lift it.
+var ErrStaffDisabled = apperr.Invalid("user",
+	"Jejak staff disabled this person's access to this tenant. It stays disabled until Jejak staff lift it; contact support.")
+
+// ErrSettingsOwnersOnly: only owners change the tenant's settings.
+var ErrSettingsOwnersOnly = apperr.Forbidden("Only owners can change the tenant's settings.")
+
+// ErrBillingHidden: members see billing only when an owner allows it.
+var ErrBillingHidden = apperr.Forbidden("Billing is for owners and admins; an owner can let members see it.")
+
+// SetMembersSeeBilling lets members see the billing page, or stops them
+// (owners only), and records settings.members_see_billing with the value.
+func (s *Service) SetMembersSeeBilling(ctx context.Context, tenantID int64, actor Actor, on bool) error {
+	if actor.Role != RoleOwner {
+		return ErrSettingsOwnersOnly
+	}
+	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		if err := newStore(tx).setMembersSeeBilling(ctx, tenantID, on, actor.UserID, s.clock.Now()); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, tenantID, actor, "settings.members_see_billing", "tenant", tenantID,
+			map[string]any{"members_see_billing": on})
+	})
+}
 
 // UserTenant is a tenant as listed for one user.
 type UserTenant struct {
@@ -157,7 +195,7 @@ func ValidateProjectName(name string) (string, error) {
 		return "", apperr.Invalid("name", "Project name must be at most 120 characters.")
 	}
 	if r, bad := plaintext.NameProblem(name); bad {
-		return "", apperr.Invalidf("name", "Project name must not contain control or text-direction characters (found U+%04X).", r)
+		return "", apperr.Invalidf("name", "Project name must not contain control, invisible or text-direction characters (found U+%04X).", r)
 	}
 	return name, nil
 }
@@ -286,7 +324,8 @@ func (s *Service) ChangePlan(ctx context.Context, tenantID int64, actor Actor, p
 
 // SetMembership gives userID role in the tenant (adding them when absent)
 // and records membership.set with the old and new role. Only owners may
-// change memberships, and the last owner cannot step down.
+// change memberships, and the last active owner cannot step down
+// (KeepOwner, under the owner lock).
 func (s *Service) SetMembership(ctx context.Context, tenantID int64, actor Actor, userID int64, role string) error {
 	if actor.Role != RoleOwner {
 		return apperr.Forbidden("only owners change memberships")
@@ -295,7 +334,19 @@ func (s *Service) SetMembership(ctx context.Context, tenantID int64, actor Actor
 		return apperr.Invalid("role", "Role must be owner, admin or member.")
 	}
 	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		leaving := int64(0)
+		if role != RoleOwner {
+			leaving = userID
+		}
+		if err := KeepOwner(ctx, tx, tenantID, actor.UserID, leaving); err != nil {
+			return err
+		}
 		st := newStore(tx)
+		if disabled, err := st.disabled(ctx, tenantID, userID); err != nil {
+			return err
+		} else if disabled {
+			return ErrStaffDisabled
+		}
 		old, err := st.membership(ctx, tenantID, userID)
 		oldRole := ""
 		switch {
@@ -303,15 +354,6 @@ func (s *Service) SetMembership(ctx context.Context, tenantID int64, actor Actor
 			oldRole = old.Role
 		case !errors.Is(err, ErrNotFound):
 			return err
-		}
-		if oldRole == RoleOwner && role != RoleOwner {
-			owners, err := st.countOwners(ctx, tenantID)
-			if err != nil {
-				return err
-			}
-			if owners <= 1 {
-				return apperr.Invalid("role", "A tenant needs at least one owner.")
-			}
 		}
 		if err := st.upsertMembership(ctx, tenantID, userID, role); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/i18n"
+	"github.com/jejakhq/jejak/internal/staff"
 	"github.com/jejakhq/jejak/views/observe"
 )
 
@@ -48,8 +49,11 @@ func (s *Server) adminAlerts(c echo.Context) error {
 	}
 	if w := o.Webhook; w != nil {
 		ctx := c.Request().Context()
-		vm.Webhook = &observe.AlertWebhookVM{URL: w.URL, Status: i18n.T(ctx, "alerts.webhook_enabled"), Secret: w.Secret,
+		vm.Webhook = &observe.AlertWebhookVM{URL: w.URL, Status: i18n.T(ctx, "alerts.webhook_enabled"),
 			Last: i18n.T(ctx, "alerts.webhook_none_yet")}
+		if can(c, staff.Secrets) {
+			vm.Webhook.Secret = w.Secret
+		}
 		if !w.Enabled {
 			vm.Webhook.Status = i18n.T(ctx, "alerts.webhook_disabled", w.DisabledReason)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/outboxconsole"
 	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/staff"
 	"github.com/jejakhq/jejak/views/admin"
 	"github.com/jejakhq/jejak/views/components"
 )
@@ -86,6 +87,10 @@ func (s *Server) adminOutboxRetry(c echo.Context) error {
 		if id, err = strconv.ParseInt(v, 10, 64); err != nil || id <= 0 {
 			return apperr.NotFound("no such outbox message")
 		}
+	}
+	if id == 0 && !can(c, staff.Bulk) {
+		// A tenant's or every failed message at once is a bulk action.
+		return echo.NewHTTPError(http.StatusForbidden, "This action is for admin staff.")
 	}
 	reason := c.FormValue("reason")
 	n, err := s.Outbox.Retry(ctx, outboxconsole.Operator{StaffUserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx), Via: "dashboard"}, reason, slug, id)

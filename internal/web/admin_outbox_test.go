@@ -22,7 +22,7 @@ func TestAdminOutboxShowsFailedAndRetriesWithReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := f.client()
-	c.login("support@jejak.test")
+	c.login("admin@jejak.test")
 	a := c.get("/admin/outbox")
 	if a.status != http.StatusOK || !strings.Contains(a.body, `data-testid="outbox-failed-row"`) ||
 		!strings.Contains(a.body, "nats: &lt;timeout&gt;") || !strings.Contains(a.body, `data-late="true"`) ||
@@ -47,7 +47,7 @@ func TestAdminOutboxShowsFailedAndRetriesWithReason(t *testing.T) {
 		t.Fatal("failed message not retried")
 	}
 	if n := f.count(`SELECT count(*) FROM audit_events a JOIN tenants t ON t.id = a.tenant_id JOIN users u ON u.id = a.actor_id
-		WHERE t.slug = 'kopi-senja' AND a.action = 'outbox.retry' AND a.actor_kind = 'staff' AND u.email = 'support@jejak.test'
+		WHERE t.slug = 'kopi-senja' AND a.action = 'outbox.retry' AND a.actor_kind = 'staff' AND u.email = 'admin@jejak.test'
 		AND a.detail->>'reason' = 'NATS restarted'`); n != 1 {
 		t.Fatalf("%d audit events for the retry", n)
 	}

@@ -16,7 +16,9 @@ import (
 	"github.com/jejakhq/jejak/internal/console"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/reqctx"
-	supportsvc "github.com/jejakhq/jejak/internal/support"
+	"github.com/jejakhq/jejak/internal/staff"
+	staffsupport "github.com/jejakhq/jejak/internal/support"
+	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/views/admin"
 	"github.com/jejakhq/jejak/views/support"
 )
@@ -72,7 +74,27 @@ func (s *Server) adminTenant(c echo.Context) error {
 		return err
 	}
 	v := viewer(c)
-	page, approvals, names, err := s.staffTenantRead(ctx, v.UserID, slug, af.f, before)
+	page, err := s.Support.Read(ctx, v.UserID, reqctx.Trace(ctx), slug, af.f, before, auditPageSize)
+	if err != nil {
+		return err
+	}
+	approvals, err := s.Approvals.ForTenant(ctx, page.ID, 20)
+	if err != nil {
+		return err
+	}
+	ids := []int64{}
+	for _, ch := range page.PlanChanges {
+		if ch.ChangedBy != nil {
+			ids = append(ids, *ch.ChangedBy)
+		}
+	}
+	for _, a := range approvals {
+		ids = append(ids, a.RequestedBy)
+		if a.DecidedBy != nil {
+			ids = append(ids, *a.DecidedBy)
+		}
+	}
+	names, err := s.Users.Names(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -80,12 +102,16 @@ func (s *Server) adminTenant(c echo.Context) error {
 		vm.Plan, vm.Status = page.Subscription.PlanCode, string(page.Subscription.Status)
 		vm.Period = i18n.T(ctx, "support.period_ends", shownTime(ctx, page.Subscription.PeriodEnd.In(loc)))
 	}
-	vm.Members = staffMemberRows(ctx, page, loc)
+	vm.Members = staffMemberRows(c, t, page.Members)
 	vm.PlanHistory, vm.StatusHistory = staffHistoryRows(ctx, page, names, loc)
-	vm.Jobs = staffJobRows(ctx, page)
+	for _, j := range page.Jobs {
+		vm.Jobs = append(vm.Jobs, support.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
+			Attempts: i18n.Number(ctx, int64(j.Attempt)) + "/" + i18n.Number(ctx, int64(j.MaxAttempts)), Created: fmtUTC(j.CreatedAt),
+			LastError: truncRunes(j.LastError, 120), TraceID: j.TraceID, URL: "/admin/jobs/" + strconv.FormatInt(j.ID, 10)})
+	}
 	slugs := map[int64]string{page.ID: page.Slug}
 	for _, a := range approvals {
-		vm.Approvals = append(vm.Approvals, approvalRow(ctx, a, slugs, names, v.UserID))
+		vm.Approvals = append(vm.Approvals, approvalRow(c, a, slugs, names, v.UserID))
 	}
 	if vm.Audit, err = s.auditRows(ctx, t, page.Audit.Rows); err != nil {
 		return err
@@ -103,58 +129,8 @@ func (s *Server) adminTenant(c echo.Context) error {
 	return render(c, http.StatusOK, support.TenantPage(vm))
 }
 
-// staffTenantRead reads the staff view of tenant slug (recording that staff
-// read its trail), its latest approvals, and the names of the users its
-// plan changes and approvals mention.
-func (s *Server) staffTenantRead(ctx context.Context, staffID int64, slug string, f audit.Filter, before int64) (*supportsvc.Tenant, []approval.Approval, map[int64]string, error) {
-	page, err := s.Support.Read(ctx, staffID, reqctx.Trace(ctx), slug, f, before, auditPageSize)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	approvals, err := s.Approvals.ForTenant(ctx, page.ID, 20)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ids := []int64{}
-	for _, ch := range page.PlanChanges {
-		if ch.ChangedBy != nil {
-			ids = append(ids, *ch.ChangedBy)
-		}
-	}
-	for _, a := range approvals {
-		ids = append(ids, a.RequestedBy)
-		if a.DecidedBy != nil {
-			ids = append(ids, *a.DecidedBy)
-		}
-	}
-	names, err := s.Users.Names(ctx, ids)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return page, approvals, names, nil
-}
-
-// staffMemberRows lists the tenant's members with their state and the link
-// that disables one.
-func staffMemberRows(ctx context.Context, page *supportsvc.Tenant, loc *time.Location) []support.MemberRow {
-	var out []support.MemberRow
-	for _, m := range page.Members {
-		row := support.MemberRow{UserID: strconv.FormatInt(m.UserID, 10), Name: m.Name, Email: m.Email, Role: m.Role,
-			Since: i18n.Date(i18n.Lang(ctx), m.Since.In(loc)), Status: i18n.T(ctx, "support.member_active"),
-			DisableURL: fmt.Sprintf("/admin/tenants/%s/members/%d/disable", url.PathEscape(page.Slug), m.UserID)}
-		if m.DisabledAt != nil {
-			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", shownTime(ctx, m.DisabledAt.In(loc))), m.DisabledReason
-		} else if !m.UserActive {
-			row.Status = i18n.T(ctx, "support.account_deactivated")
-		}
-		out = append(out, row)
-	}
-	return out
-}
-
-// staffHistoryRows lists the tenant's plan changes and subscription status
-// changes, each with who made it.
-func staffHistoryRows(ctx context.Context, page *supportsvc.Tenant, names map[int64]string, loc *time.Location) (plans, statuses []support.HistoryRow) {
+// staffHistoryRows lists a tenant's plan and status changes for staff.
+func staffHistoryRows(ctx context.Context, page *staffsupport.Tenant, names map[int64]string, loc *time.Location) (plan, status []support.HistoryRow) {
 	for _, ch := range page.PlanChanges {
 		from := "—"
 		if ch.FromPlan != nil {
@@ -164,28 +140,40 @@ func staffHistoryRows(ctx context.Context, page *supportsvc.Tenant, names map[in
 		if ch.ChangedBy != nil {
 			by = nameOr(ctx, names, *ch.ChangedBy)
 		}
-		plans = append(plans, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)), What: from + " → " + ch.ToPlan, By: by})
+		plan = append(plan, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)), What: from + " → " + ch.ToPlan, By: by})
 	}
 	for _, ch := range page.StatusChanges {
 		by := i18n.T(ctx, "support.system")
 		if ch.JobID != nil {
 			by = i18n.T(ctx, "support.system_job", strconv.FormatInt(*ch.JobID, 10))
 		}
-		statuses = append(statuses, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)),
+		status = append(status, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)),
 			What: i18n.Enum(ctx, "status", string(ch.FromStatus)) + " → " + i18n.Enum(ctx, "status", string(ch.ToStatus)), By: by})
 	}
-	return plans, statuses
+	return plan, status
 }
 
-// staffJobRows lists the tenant's recent jobs.
-func staffJobRows(ctx context.Context, page *supportsvc.Tenant) []support.JobRow {
-	var out []support.JobRow
-	for _, j := range page.Jobs {
-		out = append(out, support.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
-			Attempts: i18n.Number(ctx, int64(j.Attempt)) + "/" + i18n.Number(ctx, int64(j.MaxAttempts)), Created: fmtUTC(j.CreatedAt),
-			LastError: truncRunes(j.LastError, 120), TraceID: j.TraceID, URL: "/admin/jobs/" + strconv.FormatInt(j.ID, 10)})
+// staffMemberRows lists a tenant's members for staff, with the disable
+// request form and, for admins, the lift form of a disabled membership.
+func staffMemberRows(c echo.Context, t *tenant.Tenant, members []staffsupport.Member) []support.MemberRow {
+	ctx := c.Request().Context()
+	loc := t.Location()
+	var rows []support.MemberRow
+	for _, m := range members {
+		row := support.MemberRow{UserID: strconv.FormatInt(m.UserID, 10), Name: m.Name, Email: m.Email, Role: m.Role,
+			Since: i18n.Date(i18n.Lang(ctx), m.Since.In(loc)), Status: i18n.T(ctx, "support.member_active"),
+			DisableURL: fmt.Sprintf("/admin/tenants/%s/members/%d/disable", url.PathEscape(t.Slug), m.UserID)}
+		if m.DisabledAt != nil && can(c, staff.LiftDisable) {
+			row.LiftURL = fmt.Sprintf("/admin/tenants/%s/members/%d/lift", url.PathEscape(t.Slug), m.UserID)
+		}
+		if m.DisabledAt != nil {
+			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", shownTime(ctx, m.DisabledAt.In(loc))), m.DisabledReason
+		} else if !m.UserActive {
+			row.Status = i18n.T(ctx, "support.account_deactivated")
+		}
+		rows = append(rows, row)
 	}
-	return out
+	return rows
 }
 
 func nameOr(ctx context.Context, names map[int64]string, id int64) string {
@@ -203,14 +191,15 @@ func truncRunes(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
-func approvalRow(ctx context.Context, a approval.Approval, slugs map[int64]string, names map[int64]string, me int64) support.ApprovalRow {
+func approvalRow(c echo.Context, a approval.Approval, slugs map[int64]string, names map[int64]string, me int64) support.ApprovalRow {
+	ctx := c.Request().Context()
 	slug := slugs[a.TenantID]
 	r := support.ApprovalRow{
 		ID: strconv.FormatInt(a.ID, 10), Tenant: slug, TenantURL: "/admin/tenants/" + slug, Action: a.Action,
 		Reason: a.Reason, RequestedBy: nameOr(ctx, names, a.RequestedBy), RequestedAt: fmtUTC(a.RequestedAt),
 		ExpiresAt: fmtUTC(a.ExpiresAt), State: a.State, DecisionReason: a.DecisionReason,
 		Consumed: fmtUTCPtr(a.ConsumedAt), TraceID: a.TraceID, Pending: a.State == approval.StatePending,
-		OwnRequest: a.RequestedBy == me,
+		OwnRequest: a.RequestedBy == me, CanDecide: can(c, staff.Decide),
 	}
 	switch a.Action {
 	case approval.ActionDisableAccess:
@@ -253,6 +242,26 @@ func (s *Server) adminMemberDisable(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/admin/approvals")
 }
 
+// adminMemberLift gives a staff-disabled member their access back (admin
+// staff, with a reason; recorded in the tenant's trail).
+func (s *Server) adminMemberLift(c echo.Context) error {
+	ctx := c.Request().Context()
+	t, err := s.Tenants.BySlug(ctx, pathParam(c, "slug"))
+	if err != nil {
+		return err
+	}
+	userID, err := strconv.ParseInt(c.Param("user_id"), 10, 64)
+	if err != nil || userID <= 0 {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	err = s.Approvals.LiftDisable(ctx, approval.Staff{UserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx)}, t.ID, userID, c.FormValue("reason"))
+	if err != nil {
+		return err
+	}
+	s.setFlash(c, i18n.T(ctx, "support.flash_lifted", userID))
+	return c.Redirect(http.StatusSeeOther, "/admin/tenants/"+url.PathEscape(t.Slug))
+}
+
 // adminApprovals lists pending and recently decided requests.
 func (s *Server) adminApprovals(c echo.Context) error {
 	ctx := c.Request().Context()
@@ -282,10 +291,10 @@ func (s *Server) adminApprovals(c echo.Context) error {
 	me := viewer(c).UserID
 	vm := support.ApprovalsVM{Flash: s.popFlash(c), Error: s.sessions.PopString(ctx, sessionFlashError)}
 	for _, a := range pending {
-		vm.Pending = append(vm.Pending, approvalRow(ctx, a, slugs, names, me))
+		vm.Pending = append(vm.Pending, approvalRow(c, a, slugs, names, me))
 	}
 	for _, a := range recent {
-		vm.Recent = append(vm.Recent, approvalRow(ctx, a, slugs, names, me))
+		vm.Recent = append(vm.Recent, approvalRow(c, a, slugs, names, me))
 	}
 	return render(c, http.StatusOK, support.ApprovalsPage(vm))
 }
@@ -352,7 +361,7 @@ func (s *Server) renderApprovalsWith(c echo.Context, status int, vm support.Appr
 		return err
 	}
 	for _, a := range pending {
-		vm.Pending = append(vm.Pending, approvalRow(ctx, a, slugs, names, viewer(c).UserID))
+		vm.Pending = append(vm.Pending, approvalRow(c, a, slugs, names, viewer(c).UserID))
 	}
 	return render(c, status, support.ApprovalsPage(vm))
 }

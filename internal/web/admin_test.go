@@ -18,9 +18,10 @@ import (
 	"github.com/jejakhq/jejak/internal/job"
 )
 
-// TestAdminRoutesByRole: every staff route admits support and admin,
-// refuses tenant owners and members (403) and sends anonymous visitors to
-// the sign-in page.
+// TestAdminRoutesByRole: every staff route admits admins, and support
+// staff unless it is admin-only (discard, bulk: 403); refuses tenant
+// owners and members (403) and sends anonymous visitors to the sign-in
+// page.
 func TestAdminRoutesByRole(t *testing.T) {
 	t.Parallel()
 	f := newAdminFixture(t, -1)
@@ -30,18 +31,19 @@ func TestAdminRoutesByRole(t *testing.T) {
 		method, path string
 		form         url.Values
 		staffStatus  int
+		adminOnly    bool
 	}{
-		{"GET", "/admin", nil, 200},
-		{"GET", "/admin?partial=overview", nil, 200},
-		{"GET", "/admin/jobs", nil, 200},
-		{"GET", "/admin/jobs/" + id, nil, 200},
-		{"GET", "/admin/dead", nil, 200},
-		{"GET", "/admin/dead/bulk?action=retry", nil, 200},
-		{"GET", "/admin/search?trace=abc", nil, 200},
+		{"GET", "/admin", nil, 200, false},
+		{"GET", "/admin?partial=overview", nil, 200, false},
+		{"GET", "/admin/jobs", nil, 200, false},
+		{"GET", "/admin/jobs/" + id, nil, 200, false},
+		{"GET", "/admin/dead", nil, 200, false},
+		{"GET", "/admin/dead/bulk?action=retry", nil, 200, true},
+		{"GET", "/admin/search?trace=abc", nil, 200, false},
 		// Staff pass the guard and are refused for the missing reason.
-		{"POST", "/admin/jobs/" + id + "/retry", url.Values{"reason": {""}}, 422},
-		{"POST", "/admin/jobs/" + id + "/discard", url.Values{"reason": {" "}}, 422},
-		{"POST", "/admin/dead/bulk", url.Values{"action": {"retry"}, "max_id": {id}, "reason": {""}}, 422},
+		{"POST", "/admin/jobs/" + id + "/retry", url.Values{"reason": {""}}, 422, false},
+		{"POST", "/admin/jobs/" + id + "/discard", url.Values{"reason": {" "}}, 422, true},
+		{"POST", "/admin/dead/bulk", url.Values{"action": {"retry"}, "max_id": {id}, "reason": {""}}, 422, true},
 	}
 	roles := []struct {
 		name, email string
@@ -74,6 +76,9 @@ func TestAdminRoutesByRole(t *testing.T) {
 				want := role.status
 				if want == 0 {
 					want = r.staffStatus
+				}
+				if role.name == "support" && r.adminOnly {
+					want = http.StatusForbidden
 				}
 				if a.status != want || (role.location != "" && a.location != role.location) {
 					t.Fatalf("got %d %q, want %d %q; body %.300s", a.status, a.location, want, role.location, a.body)
@@ -378,9 +383,9 @@ func TestAdminDeadRetryAndDiscard(t *testing.T) {
 	f := newAdminFixture(t, -1)
 	ids := f.makeDead("toko-bunga-melati", "email.weekly-report", 2, "smtp 550 mailbox unavailable")
 	other := f.makeDead("kopi-senja", "email.weekly-report", 1, "smtp 550")[0]
-	support := f.userID("support@jejak.test")
+	staffID := f.userID("admin@jejak.test")
 	c := f.client()
-	c.login("support@jejak.test")
+	c.login("admin@jejak.test")
 
 	page := c.get("/admin/dead")
 	if !contains(page.body, `data-testid="dead-group"`, `data-kind="email.weekly-report"`, `data-class="permanent"`) ||
@@ -422,7 +427,7 @@ func TestAdminDeadRetryAndDiscard(t *testing.T) {
 		t.Fatalf("after retry: state=%s attempt=%d max=%d flagged=%v history=%d err=%v", f.jobState(ids[0]), attempt, maxAttempts, flagged, errs, err)
 	}
 	ev := f.trail("toko-bunga-melati", "job.replayed")
-	if len(ev) != 1 || ev[0].ActorKind != audit.ActorStaff || ev[0].ActorID == nil || *ev[0].ActorID != support ||
+	if len(ev) != 1 || ev[0].ActorKind != audit.ActorStaff || ev[0].ActorID == nil || *ev[0].ActorID != staffID ||
 		detailReason(t, ev[0]) != "SMTP relay fixed, OPS-12" || ev[0].JobID == nil || *ev[0].JobID != ids[0] || ev[0].TraceID == "" {
 		t.Fatalf("melati's trail: %+v", ev)
 	}
@@ -474,7 +479,7 @@ func TestAdminDeadBulk(t *testing.T) {
 	senja := f.makeDead("kopi-senja", "email.weekly-report", 2, "smtp 550")
 	otherKind := f.makeDead("kopi-senja", "points.award", 1, "bad payload")[0]
 	c := f.client()
-	c.login("support@jejak.test")
+	c.login("admin@jejak.test")
 
 	prev := c.get("/admin/dead/bulk?action=retry&kind=email.weekly-report")
 	m := regexpBulk.FindStringSubmatch(prev.body)

@@ -31,7 +31,7 @@ func TestAdminAlertsPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := f.client()
-	c.login("support@jejak.test")
+	c.login("admin@jejak.test")
 	page := c.get("/admin/alerts")
 	if page.status != 200 {
 		t.Fatalf("alerts page: %d", page.status)

@@ -389,7 +389,7 @@ func TestAdminPausesAndSchedules(t *testing.T) {
 	t.Parallel()
 	f := newSensitiveFixture(t, clock.Database{})
 	sup := f.client()
-	sup.login("support@jejak.test")
+	sup.login("admin@jejak.test")
 	home := sup.get("/admin")
 	if strings.Count(home.body, `data-testid="schedule-row"`) != 5 || !strings.Contains(home.body, "payment.reconcile") ||
 		!strings.Contains(home.body, `data-name="job.retention"`) || !strings.Contains(home.body, `data-name="outbox.retention"`) {

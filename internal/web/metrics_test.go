@@ -352,7 +352,7 @@ func TestMetricsCountCancelledJobs(t *testing.T) {
 
 	// Staff discard through this server, whose console reports to reg.
 	staff := (&fixture{t: t, db: f.db, srv: srv}).client()
-	staff.login("support@jejak.test")
+	staff.login("admin@jejak.test")
 	path := fmt.Sprintf("/admin/jobs/%d/discard", first)
 	if a := staff.post(path, staff.withCSRF(url.Values{"reason": {"input cannot be fixed"}}), false); a.status != http.StatusSeeOther {
 		t.Fatalf("discard: %d %.300s", a.status, a.body)

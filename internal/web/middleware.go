@@ -15,6 +15,7 @@ import (
 	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/signin"
+	"github.com/jejakhq/jejak/internal/staff"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/tracing"
 	"github.com/jejakhq/jejak/internal/user"
@@ -170,7 +171,7 @@ func (s *Server) loadViewer(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(ctxUser, u)
-		v := &reqctx.Viewer{UserID: u.ID, Name: u.Name, Email: u.Email, StaffRole: u.StaffRole}
+		v := &reqctx.Viewer{UserID: u.ID, Name: u.Name, Email: u.Email, StaffRole: u.StaffRole, Grants: staff.Grants(u.StaffRole)}
 		c.SetRequest(c.Request().WithContext(reqctx.WithViewer(ctx, v)))
 		return next(c)
 	}
@@ -191,14 +192,28 @@ func (s *Server) requireViewer(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// requireStaff admits support and admin staff only.
+// requireStaff admits staff whose role holds the permission the route
+// needs (staffPermissions, staff.Can); a route missing from that table is
+// refused to everyone.
 func (s *Server) requireStaff(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if !viewer(c).IsStaff() {
+		v := viewer(c)
+		if !v.IsStaff() {
 			return echo.NewHTTPError(http.StatusForbidden, "This area is for support staff.")
+		}
+		p, ok := staffPermissions[c.Request().Method+" "+c.Path()]
+		if !ok || !staff.Can(v.StaffRole, p) {
+			return echo.NewHTTPError(http.StatusForbidden, "This action is for admin staff.")
 		}
 		return next(c)
 	}
+}
+
+// can reports whether the signed-in staff member holds p (for what a
+// staff page shows).
+func can(c echo.Context, p staff.Permission) bool {
+	v := viewer(c)
+	return v != nil && staff.Can(v.StaffRole, p)
 }
 
 // requireMember resolves /t/:slug and admits members of that tenant only.
@@ -217,6 +232,8 @@ func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Set(ctxTenant, t)
 		c.Set(ctxMember, m)
+		c.SetRequest(c.Request().WithContext(reqctx.WithMember(c.Request().Context(),
+			reqctx.Member{CanWrite: m.CanWrite(), SeesBilling: m.CanSeeBilling()})))
 		return next(c)
 	}
 }

@@ -89,7 +89,7 @@ func TestBrowserEveryPageAtTwoWidthsPassesAxe(t *testing.T) {
 	}
 	// Staff.
 	staff := browsertest.New(t)
-	if err := signIn(staff, f.srv.URL, "support@jejak.test"); err != nil {
+	if err := signIn(staff, f.srv.URL, "admin@jejak.test"); err != nil {
 		t.Fatalf("sign in staff: %v", err)
 	}
 	for _, p := range []string{"/admin", "/admin/jobs", fmt.Sprintf("/admin/jobs/%d", dead[0]), "/admin/dead",

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/staff"
 	"github.com/jejakhq/jejak/static"
 )
 
@@ -36,8 +37,25 @@ func (s *Server) routes(e *echo.Echo) {
 	signedIn.GET("/invitations", s.myInvitations)
 	signedIn.POST("/invitations/:id/accept", s.invitationAccept)
 
-	// Tenant owner/admin/member pages: membership required, else 404.
-	t := signedIn.Group("/t/:slug", s.requireMember)
+	s.tenantRoutes(signedIn.Group("/t/:slug", s.requireMember))
+
+	// The audit log's checkpoint and proofs: any member with a session, or
+	// a read-only audit token (Authorization: Bearer jat_…), which reads
+	// these routes and nothing else.
+	memberSession := append(append([]echo.MiddlewareFunc{}, session...), s.requireViewer, s.requireMember)
+	logs := e.Group("/t/:slug/audit/log", s.memberOrAuditToken(memberSession...))
+	logs.GET("/checkpoint", s.auditLogCheckpoint)
+	logs.GET("/proof", s.auditLogProof)
+	logs.GET("/bundle", s.auditLogBundle)
+	logs.GET("/consistency", s.auditLogConsistency)
+	logs.GET("/entry", s.auditLogEntry)
+
+	// Staff pages: each route needs the permission staffPermissions names.
+	s.staffRoutes(signedIn.Group("/admin", s.requireStaff))
+}
+
+// tenantRoutes registers a tenant's pages: membership required, else 404.
+func (s *Server) tenantRoutes(t *echo.Group) {
 	t.GET("/", s.tenantHome)
 	t.GET("", addSlash)
 	t.POST("/projects", s.projectCreate)
@@ -61,7 +79,9 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/members/:user_id/role", s.memberRole)
 	t.POST("/members/:user_id/remove", s.memberRemove)
 	t.POST("/invitations/:id/revoke", s.invitationRevoke)
+	// -- billing: owners and admins; members when the owner allows it --
 	t.GET("/billing", s.tenantBilling)
+	t.POST("/settings/billing-visibility", s.billingVisibility)
 	// -- tenant webhooks (owners/admins; members 403) --
 	t.GET("/webhooks", s.tenantWebhooks)
 	t.POST("/webhooks", s.tenantWebhookCreate)
@@ -70,24 +90,43 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/webhooks/:id/disable", s.tenantWebhookSetEnabled(false))
 	t.POST("/webhooks/:id/rotate", s.tenantWebhookRotate)
 	t.POST("/webhooks/:id/deliveries/:delivery/resend", s.tenantWebhookResend)
+}
 
-	// The audit log's checkpoint and proofs: any member with a session, or
-	// a read-only audit token (Authorization: Bearer jat_…), which reads
-	// these routes and nothing else.
-	memberSession := append(append([]echo.MiddlewareFunc{}, session...), s.requireViewer, s.requireMember)
-	logs := e.Group("/t/:slug/audit/log", s.memberOrAuditToken(memberSession...))
-	logs.GET("/checkpoint", s.auditLogCheckpoint)
-	logs.GET("/proof", s.auditLogProof)
-	logs.GET("/bundle", s.auditLogBundle)
-	logs.GET("/consistency", s.auditLogConsistency)
-	logs.GET("/entry", s.auditLogEntry)
+// staffPermissions is the permission each staff route needs; staff.Can says
+// which staff roles hold it. requireStaff refuses a staff route missing
+// here to everyone, so a new route cannot be open by omission.
+var staffPermissions = map[string]staff.Permission{
+	"GET /admin":                                         staff.Read,
+	"GET /admin/jobs":                                    staff.Read,
+	"GET /admin/jobs/:id":                                staff.Read,
+	"POST /admin/jobs/:id/retry":                         staff.RetryOne,
+	"POST /admin/jobs/:id/discard":                       staff.DiscardOne,
+	"GET /admin/dead":                                    staff.Read,
+	"GET /admin/dead/bulk":                               staff.Bulk,
+	"POST /admin/dead/bulk":                              staff.Bulk,
+	"GET /admin/tenants":                                 staff.Read,
+	"GET /admin/tenants/:slug":                           staff.Read,
+	"POST /admin/tenants/:slug/members/:user_id/disable": staff.RequestApproval,
+	"POST /admin/tenants/:slug/members/:user_id/lift":    staff.LiftDisable,
+	"POST /admin/tenants/:slug/reconcile":                staff.Reconcile,
+	"GET /admin/approvals":                               staff.Read,
+	"POST /admin/approvals/:id/approve":                  staff.Decide,
+	"POST /admin/approvals/:id/reject":                   staff.Decide,
+	"POST /admin/pauses":                                 staff.Pause,
+	"POST /admin/pauses/resume":                          staff.Pause,
+	"GET /admin/outbox":                                  staff.Read,
+	// One message needs RetryOne; a tenant's or all need staff.Bulk too
+	// (adminOutboxRetry).
+	"POST /admin/outbox/retry": staff.RetryOne,
+	"GET /admin/alerts":        staff.Read,
+	"GET /admin/search":        staff.Read,
+}
 
-	// Support staff pages.
-	adm := signedIn.Group("/admin", s.requireStaff)
+// staffRoutes registers the staff console.
+func (s *Server) staffRoutes(adm *echo.Group) {
 	adm.GET("", s.adminHome)
-	// Staff console: jobs across tenants, dead letters and their repair
-	// (every action needs a reason and lands in the tenant's audit trail),
-	// trace search.
+	// Jobs across tenants, dead letters and their repair (every action
+	// needs a reason and lands in the tenant's audit trail).
 	adm.GET("/jobs", s.adminJobs)
 	adm.GET("/jobs/:id", s.adminJob)
 	adm.POST("/jobs/:id/retry", s.adminJobRetry)
@@ -99,16 +138,16 @@ func (s *Server) routes(e *echo.Echo) {
 	adm.GET("/tenants", s.adminTenants)
 	adm.GET("/tenants/:slug", s.adminTenant)
 	adm.POST("/tenants/:slug/members/:user_id/disable", s.adminMemberDisable)
+	adm.POST("/tenants/:slug/members/:user_id/lift", s.adminMemberLift)
 	adm.POST("/tenants/:slug/reconcile", s.adminTenantReconcile)
 	adm.GET("/approvals", s.adminApprovals)
 	adm.POST("/approvals/:id/approve", s.adminApprove)
 	adm.POST("/approvals/:id/reject", s.adminReject)
 	adm.POST("/pauses", s.adminPause)
 	adm.POST("/pauses/resume", s.adminResume)
-	// -- outbox (staff) --
+	// -- outbox, alerts, the incident page (one trace across tenants) --
 	adm.GET("/outbox", s.adminOutbox)
 	adm.POST("/outbox/retry", s.adminOutboxRetry)
 	adm.GET("/alerts", s.adminAlerts)
-	adm.GET("/search", s.adminIncident) // the incident page: one trace across tenants
-
+	adm.GET("/search", s.adminIncident)
 }

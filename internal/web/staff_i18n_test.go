@@ -18,7 +18,7 @@ func TestStaffPagesFollowTheLanguage(t *testing.T) {
 	f := newAdminFixture(t, -1)
 	dead := f.makeDead("toko-bunga-melati", "email.weekly-report", 1, "smtp relay down")[0]
 	staff := f.client()
-	staff.login("support@jejak.test")
+	staff.login("admin@jejak.test")
 
 	type page struct {
 		path   string

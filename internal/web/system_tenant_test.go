@@ -81,7 +81,7 @@ func TestAdminAlertsStaffWebhookPanel(t *testing.T) {
 	f := newAdminFixture(t, -1)
 	ctx := context.Background()
 	c := f.client()
-	c.login("support@jejak.test")
+	c.login("admin@jejak.test")
 	if a := c.get("/admin/alerts"); !strings.Contains(a.body, "JEJAK_ALERT_WEBHOOK_URL") {
 		t.Fatal("no hint how to configure the staff webhook")
 	}

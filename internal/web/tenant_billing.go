@@ -6,8 +6,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/views/billing"
 )
 
@@ -27,8 +29,12 @@ func rupiah(n int64) string {
 // tenantBilling is the owner's billing page: invoices, the provider's
 // charges and the refunds of duplicates.
 func (s *Server) tenantBilling(c echo.Context) error {
-	t := currentTenant(c)
-	vm := billing.VM{Slug: t.Slug, TenantName: t.Name}
+	t, m := currentTenant(c), membership(c)
+	if !m.CanSeeBilling() {
+		return tenant.ErrBillingHidden
+	}
+	vm := billing.VM{Slug: t.Slug, TenantName: t.Name, Owner: m.Role == tenant.RoleOwner, MembersSee: m.MembersSeeBilling,
+		Flash: s.popFlash(c)}
 	if s.Payments == nil {
 		return render(c, http.StatusOK, billing.Page(vm))
 	}
@@ -58,6 +64,30 @@ func (s *Server) tenantBilling(c echo.Context) error {
 	}
 	vm.ChargesErr = b.ChargesErr
 	return render(c, http.StatusOK, billing.Page(vm))
+}
+
+// billingVisibility lets members see the billing page or hides it from
+// them (owners only; field members_see_billing = on or off).
+func (s *Server) billingVisibility(c echo.Context) error {
+	ctx := c.Request().Context()
+	var on bool
+	switch c.FormValue("members_see_billing") {
+	case "on":
+		on = true
+	case "off":
+	default:
+		return apperr.Invalid("members_see_billing", "Choose on or off.")
+	}
+	t := currentTenant(c)
+	if err := s.Tenants.SetMembersSeeBilling(ctx, t.ID, actorOf(c), on); err != nil {
+		return err
+	}
+	key := "billing.flash_members_hidden"
+	if on {
+		key = "billing.flash_members_see"
+	}
+	s.setFlash(c, i18n.T(ctx, key))
+	return c.Redirect(http.StatusSeeOther, "/t/"+t.Slug+"/billing")
 }
 
 // adminTenantReconcile queues payment.reconcile for one tenant now.

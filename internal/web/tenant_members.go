@@ -36,7 +36,7 @@ func (s *Server) membersVM(c echo.Context) (viewtenant.MembersVM, error) {
 		Roles: member.Roles, Invitable: member.InviteRoles, FormRole: tenant.RoleMember}
 	for _, x := range ms {
 		vm.Members = append(vm.Members, viewtenant.MemberRow{UserID: strconv.FormatInt(x.UserID, 10), Name: x.Name, Email: x.Email,
-			Role: x.Role, Since: i18n.Date(lang, x.Since.In(loc)), You: x.UserID == viewer(c).UserID})
+			Role: x.Role, Since: i18n.Date(lang, x.Since.In(loc)), You: x.UserID == viewer(c).UserID, DisabledByStaff: x.DisabledByStaff})
 	}
 	for _, x := range invs {
 		vm.Invites = append(vm.Invites, viewtenant.InviteRow{ID: strconv.FormatInt(x.ID, 10), Email: x.Email, Role: x.Role,
