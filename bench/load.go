@@ -112,6 +112,22 @@ func startLoad(ctx context.Context, env *Env, name string, tenants []int64) (*en
 	return l, nil
 }
 
+// awaitWork waits (at most a minute) until the load has handled a job
+// since its warm-up ended, so a page timed in a short window (the smoke
+// run's few requests, on a busy machine) was timed under load, and the
+// rate stop reports is not a zero from a window no claim fell into.
+func (l *engineLoad) awaitWork(ctx context.Context) error {
+	for deadline := time.Now().Add(time.Minute); l.handled.Load() == l.h0; {
+		if time.Now().After(deadline) {
+			return errors.New("load engine handled no job while the page was timed")
+		}
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // stop ends the load, removes its jobs (and their rollup rows) and
 // vacuums, so the database is as before, and returns the jobs/s it handled
 // after warm-up.

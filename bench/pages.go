@@ -381,6 +381,9 @@ func pageBench(p page, withLoad bool) func(context.Context, *Env, string) (Resul
 		if load == nil {
 			return res, nil
 		}
+		if err := load.awaitWork(ctx); err != nil {
+			return Result{}, err
+		}
 		rate, err := load.stop(ctx, env)
 		load = nil
 		if err != nil {
