@@ -33,6 +33,19 @@ FROM memberships WHERE tenant_id = $1 AND role = 'owner'
 ORDER BY user_id
 FOR UPDATE;
 
+-- name: TenantMemberBySlug :one
+-- A tenant page's gate in one round trip: the tenant named by the slug and
+-- the user's membership in it, with the settings that decide what the
+-- member may see (no row: no page). It reads across tenants (the slug is
+-- not yet a tenant id to scope by), so it runs on the system pool; it
+-- names the user and the slug, and is itself the membership check.
+SELECT sqlc.embed(t), m.role, m.disabled_at,
+       coalesce(s.members_see_billing, false)::boolean AS members_see_billing
+FROM tenants t
+JOIN memberships m ON m.tenant_id = t.id AND m.user_id = @user_id
+LEFT JOIN tenant_settings s ON s.tenant_id = t.id
+WHERE t.slug = @slug AND NOT t.is_system;
+
 -- name: MembershipGetWithSettings :one
 -- A member's row with the tenant settings that decide what they may see.
 SELECT m.tenant_id, m.user_id, m.role, m.disabled_at,

@@ -227,6 +227,49 @@ func (q *Queries) TenantListNames(ctx context.Context) ([]TenantListNamesRow, er
 	return items, nil
 }
 
+const tenantMemberBySlug = `-- name: TenantMemberBySlug :one
+SELECT t.id, t.slug, t.name, t.time_zone, t.created_at, t.is_system, m.role, m.disabled_at,
+       coalesce(s.members_see_billing, false)::boolean AS members_see_billing
+FROM tenants t
+JOIN memberships m ON m.tenant_id = t.id AND m.user_id = $1
+LEFT JOIN tenant_settings s ON s.tenant_id = t.id
+WHERE t.slug = $2 AND NOT t.is_system
+`
+
+type TenantMemberBySlugParams struct {
+	UserID int64
+	Slug   string
+}
+
+type TenantMemberBySlugRow struct {
+	Tenant            Tenant
+	Role              string
+	DisabledAt        *time.Time
+	MembersSeeBilling bool
+}
+
+// A tenant page's gate in one round trip: the tenant named by the slug and
+// the user's membership in it, with the settings that decide what the
+// member may see (no row: no page). It reads across tenants (the slug is
+// not yet a tenant id to scope by), so it runs on the system pool; it
+// names the user and the slug, and is itself the membership check.
+func (q *Queries) TenantMemberBySlug(ctx context.Context, arg TenantMemberBySlugParams) (TenantMemberBySlugRow, error) {
+	row := q.db.QueryRow(ctx, tenantMemberBySlug, arg.UserID, arg.Slug)
+	var i TenantMemberBySlugRow
+	err := row.Scan(
+		&i.Tenant.ID,
+		&i.Tenant.Slug,
+		&i.Tenant.Name,
+		&i.Tenant.TimeZone,
+		&i.Tenant.CreatedAt,
+		&i.Tenant.IsSystem,
+		&i.Role,
+		&i.DisabledAt,
+		&i.MembersSeeBilling,
+	)
+	return i, err
+}
+
 const tenantSettingsSetMembersSeeBilling = `-- name: TenantSettingsSetMembersSeeBilling :exec
 INSERT INTO tenant_settings (tenant_id, members_see_billing, updated_by, updated_at)
 VALUES ($1, $2, $3,

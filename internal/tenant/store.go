@@ -25,6 +25,19 @@ func (s store) tenantBySlug(ctx context.Context, slug string) (*Tenant, error) {
 	return tenantFromRow(r), nil
 }
 
+func (s store) memberBySlug(ctx context.Context, slug string, userID int64) (*Tenant, *Membership, error) {
+	r, err := s.q.TenantMemberBySlug(ctx, queries.TenantMemberBySlugParams{Slug: slug, UserID: userID})
+	if err != nil {
+		return nil, nil, mapErr(err, "get tenant membership by slug")
+	}
+	if r.DisabledAt != nil {
+		// A disabled membership admits nobody; it answers like no membership.
+		return nil, nil, ErrNotFound
+	}
+	t := tenantFromRow(r.Tenant)
+	return t, &Membership{TenantID: t.ID, UserID: userID, Role: r.Role, MembersSeeBilling: r.MembersSeeBilling}, nil
+}
+
 func (s store) membership(ctx context.Context, tenantID, userID int64) (*Membership, error) {
 	r, err := s.q.MembershipGetWithSettings(ctx, queries.MembershipGetWithSettingsParams{TenantID: tenantID, UserID: userID})
 	if err != nil {

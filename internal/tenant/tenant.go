@@ -158,6 +158,15 @@ func (s *Service) BySlug(ctx context.Context, slug string) (*Tenant, error) {
 	return newStore(s.app).tenantBySlug(ctx, slug)
 }
 
+// Enter returns the tenant named by slug and userID's live membership in
+// it, in one query, or ErrNotFound for an unknown slug, the system tenant,
+// no membership or a disabled one (all alike: nothing leaks). Every tenant
+// page passes through it; the reads that follow still run under row-level
+// security, which checks the same membership again.
+func (s *Service) Enter(ctx context.Context, slug string, userID int64) (*Tenant, *Membership, error) {
+	return newStore(s.system).memberBySlug(ctx, slug, userID)
+}
+
 // Membership returns userID's membership in tenantID, or ErrNotFound.
 func (s *Service) Membership(ctx context.Context, tenantID, userID int64) (*Membership, error) {
 	var m *Membership

@@ -144,3 +144,39 @@ func TestChangePlanRefusesANoOp(t *testing.T) {
 		t.Fatalf("free → free: %v", err)
 	}
 }
+
+// TestEnterAdmitsLiveMembersOnly: a tenant page's gate finds the tenant and
+// the member's role by slug; an unknown slug, a user of another tenant, a
+// disabled membership and the system tenant are all the same not-found.
+func TestEnterAdmitsLiveMembersOnly(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	budi := e.id(t, `SELECT id FROM users WHERE email = 'budi@melati.test'`)
+	sari := e.id(t, `SELECT id FROM users WHERE email = 'sari@senja.test'`)
+	rina := e.id(t, `SELECT id FROM users WHERE email = 'rina@melati.test'`)
+	tn, m, err := e.svc.Enter(ctx, "toko-bunga-melati", budi)
+	if err != nil || tn.Slug != "toko-bunga-melati" || tn.Name == "" || m.Role != tenant.RoleOwner || m.TenantID != tn.ID || m.UserID != budi {
+		t.Fatalf("owner: %+v %+v %v", tn, m, err)
+	}
+	if _, err := e.db.Admin.Exec(ctx, `UPDATE memberships SET disabled_at = now(), disabled_reason = 'test'
+		WHERE user_id = $1 AND tenant_id = $2`, rina, tn.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		slug string
+		user int64
+	}{{"no-such-tenant", budi}, {"toko-bunga-melati", sari}, {"toko-bunga-melati", rina}, {"", budi}} {
+		if _, _, err := e.svc.Enter(ctx, c.slug, c.user); !errors.Is(err, tenant.ErrNotFound) {
+			t.Errorf("Enter(%q, %d): %v, want ErrNotFound", c.slug, c.user, err)
+		}
+	}
+	// The system tenant (a migration creates it) has no pages either.
+	var slug string
+	if err := e.db.Admin.QueryRow(ctx, `SELECT slug FROM tenants WHERE is_system`).Scan(&slug); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.svc.Enter(ctx, slug, budi); !errors.Is(err, tenant.ErrNotFound) {
+		t.Errorf("the system tenant: %v, want ErrNotFound", err)
+	}
+}

@@ -222,11 +222,7 @@ func can(c echo.Context, p staff.Permission) bool {
 func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
-		t, err := s.Tenants.BySlug(ctx, c.Param("slug"))
-		if err != nil {
-			return err
-		}
-		m, err := s.Tenants.Membership(ctx, t.ID, viewer(c).UserID)
+		t, m, err := s.Tenants.Enter(ctx, c.Param("slug"), viewer(c).UserID)
 		if err != nil {
 			return err
 		}
