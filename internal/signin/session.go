@@ -3,9 +3,14 @@ package signin
 import (
 	"bytes"
 	"context"
+	"encoding/gob"
+	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/alexedwards/scs/pgxstore"
+	"github.com/alexedwards/scs/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -70,4 +75,44 @@ func (s *SessionStore) CommitCtx(ctx context.Context, token string, b []byte, ex
 // DeleteCtx removes a session.
 func (s *SessionStore) DeleteCtx(ctx context.Context, token string) error {
 	return s.st.sessionDelete(ctx, token)
+}
+
+// SessionCodec is scs's gob encoding with the values in key order: a map
+// encodes in Go's random iteration order, so an unchanged session came out
+// as different bytes on some requests and CommitCtx wrote it back. It
+// reads sessions written by scs's GobCodec as well.
+type SessionCodec struct{}
+
+// sortedSession is a session as SessionCodec writes it.
+type sortedSession struct {
+	Deadline time.Time
+	Keys     []string
+	Values   []any
+}
+
+// Encode writes deadline and values, keys in order.
+func (SessionCodec) Encode(deadline time.Time, values map[string]any) ([]byte, error) {
+	s := sortedSession{Deadline: deadline, Keys: slices.Sorted(maps.Keys(values))}
+	s.Values = make([]any, len(s.Keys))
+	for i, k := range s.Keys {
+		s.Values[i] = values[k]
+	}
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(&s); err != nil {
+		return nil, fmt.Errorf("encode session: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// Decode reads a session written by Encode or by scs's GobCodec.
+func (SessionCodec) Decode(b []byte) (time.Time, map[string]any, error) {
+	var s sortedSession
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&s); err != nil || len(s.Keys) != len(s.Values) {
+		return scs.GobCodec{}.Decode(b)
+	}
+	values := make(map[string]any, len(s.Keys))
+	for i, k := range s.Keys {
+		values[k] = s.Values[i]
+	}
+	return s.Deadline, values, nil
 }

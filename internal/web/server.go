@@ -136,6 +136,9 @@ func New(d Deps) *echo.Echo {
 	if d.Sessions != nil {
 		sm.Store = d.Sessions
 	}
+	// Values in key order: an unchanged session encodes to the bytes it
+	// was read as, so it is not written back.
+	sm.Codec = signin.SessionCodec{}
 	sm.Lifetime = 12 * time.Hour
 	sm.IdleTimeout = 2 * time.Hour
 	sm.Cookie.Name = "jejak_session"
