@@ -139,6 +139,9 @@ type Result struct {
 type throttleKey struct {
 	key string
 	lim Limit
+	// narrow keys (one account from one address or device) are cleared by
+	// a success; the wide ones only get its attempt back.
+	narrow bool
 }
 
 // keys are the counters an attempt spends: with a valid device cookie
@@ -146,12 +149,12 @@ type throttleKey struct {
 // (account, address) pair's and the address's.
 func (s *Service) keys(email, ip, device string) []throttleKey {
 	if device != "" {
-		return []throttleKey{{"dev:" + email + "|" + device, s.cfg.Limits.Device}}
+		return []throttleKey{{"dev:" + email + "|" + device, s.cfg.Limits.Device, true}}
 	}
 	keys := []throttleKey{
-		{"acct:" + email, s.cfg.Limits.Account},
-		{"acctip:" + email + "|" + ip, s.cfg.Limits.AccountIP},
-		{"ip:" + ip, s.cfg.Limits.IP},
+		{"acct:" + email, s.cfg.Limits.Account, false},
+		{"acctip:" + email + "|" + ip, s.cfg.Limits.AccountIP, true},
+		{"ip:" + ip, s.cfg.Limits.IP, false},
 	}
 	// One order for every caller, so two attempts never wait on each
 	// other's rows in opposite orders.
@@ -188,11 +191,7 @@ func (s *Service) SignIn(ctx context.Context, a Attempt) (Result, error) {
 	}
 	u, err := s.cfg.Users.Authenticate(ctx, email, a.Password)
 	if errors.Is(err, user.ErrBusy) {
-		all := make([]string, len(keys))
-		for i, k := range keys {
-			all[i] = k.key
-		}
-		if rerr := newStore(s.cfg.DB).refund(context.WithoutCancel(ctx), all); rerr != nil {
+		if rerr := newStore(s.cfg.DB).refund(context.WithoutCancel(ctx), keyNames(keys, func(throttleKey) bool { return true })); rerr != nil {
 			return Result{}, errors.Join(err, rerr)
 		}
 		return Result{}, err
@@ -204,7 +203,7 @@ func (s *Service) SignIn(ctx context.Context, a Attempt) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := s.forgive(ctx, email, a.IP, dev); err != nil {
+	if err := s.forgive(ctx, keys); err != nil {
 		return Result{}, err
 	}
 	return Result{User: u, Device: newDeviceToken(key, email)}, nil
@@ -240,15 +239,32 @@ func (s *Service) reserve(ctx context.Context, keys []throttleKey) error {
 
 // forgive undoes a successful attempt's reservation: only failures count.
 // It gives back the wide counters and clears the narrow one.
-func (s *Service) forgive(ctx context.Context, email, ip, dev string) error {
+func (s *Service) forgive(ctx context.Context, keys []throttleKey) error {
 	st := newStore(s.cfg.DB)
-	if dev != "" {
-		return st.reset(ctx, "dev:"+email+"|"+dev)
+	if wide := keyNames(keys, func(k throttleKey) bool { return !k.narrow }); len(wide) > 0 {
+		if err := st.refund(ctx, wide); err != nil {
+			return err
+		}
 	}
-	if err := st.refund(ctx, []string{"acct:" + email, "ip:" + ip}); err != nil {
-		return err
+	for _, k := range keys {
+		if k.narrow {
+			if err := st.reset(ctx, k.key); err != nil {
+				return err
+			}
+		}
 	}
-	return st.reset(ctx, "acctip:"+email+"|"+ip)
+	return nil
+}
+
+// keyNames lists the names of the keys that pick chooses.
+func keyNames(keys []throttleKey, pick func(throttleKey) bool) []string {
+	var out []string
+	for _, k := range keys {
+		if pick(k) {
+			out = append(out, k.key)
+		}
+	}
+	return out
 }
 
 // recordFailure hands a failed attempt to a goroutine that records it
