@@ -9,6 +9,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/inflight"
 )
 
 // Service is the audit trail's entry point for readers: every method opens
@@ -23,7 +24,10 @@ type Service struct {
 	// result by head.
 	verifier *Verifier
 	vkey     string
-	exports  exportSlots
+	// exports counts each user's exports running in this process: per
+	// process, not shared by replicas, so a user whose requests are spread
+	// over N replicas may run up to N × ExportsPerUser.
+	exports inflight.Counter
 }
 
 // NewService returns a Service over the tenant-facing and the
@@ -100,7 +104,7 @@ const (
 // batch: no transaction is open while w is written. userID (who asked)
 // may run ExportsPerUser exports at once; past that ErrTooManyExports.
 func (s *Service) Export(ctx context.Context, tenantID, userID int64, format string, f Filter, w io.Writer) error {
-	release, ok := s.exports.take(userID)
+	release, ok := s.exports.Take(userID, ExportsPerUser)
 	if !ok {
 		return ErrTooManyExports
 	}

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +20,7 @@ import (
 	"github.com/jejakhq/jejak/internal/clip"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/inflight"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/tracing"
 )
@@ -47,35 +47,6 @@ func (q onQueue) Enqueue(ctx context.Context, tx job.Querier, p job.EnqueueParam
 // engine working that queue.
 func OnQueue(e Enqueuer, queue string) Enqueuer { return onQueue{e, queue} }
 
-// tenantSlots counts one process's deliveries in flight per tenant.
-type tenantSlots struct {
-	mu     sync.Mutex
-	flying map[int64]int
-}
-
-// take reports whether tenantID had fewer than limit deliveries in
-// flight, and counts one more if so.
-func (t *tenantSlots) take(tenantID int64, limit int) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.flying == nil {
-		t.flying = map[int64]int{}
-	}
-	if t.flying[tenantID] >= limit {
-		return false
-	}
-	t.flying[tenantID]++
-	return true
-}
-
-func (t *tenantSlots) give(tenantID int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.flying[tenantID]--; t.flying[tenantID] <= 0 {
-		delete(t.flying, tenantID)
-	}
-}
-
 // TenantBusyDelay is how long a delivery over its tenant's limit waits
 // before it is claimed again (its attempt is not counted).
 const TenantBusyDelay = time.Second
@@ -99,7 +70,7 @@ type Deliverer struct {
 	// delivery over the cap is put back for TenantBusyDelay, its attempt
 	// not counted.
 	TenantLimit int
-	slots       tenantSlots
+	inFlight    inflight.Counter
 }
 
 func jobPayloadJSON(tenantID, deliveryID int64) json.RawMessage {
@@ -117,10 +88,11 @@ func jobParams(tenantID int64, p json.RawMessage, at *time.Time, traceID, key st
 // Handle is the job.Handler of webhook.deliver.
 func (d *Deliverer) Handle(ctx context.Context, j *job.Job) error {
 	if d.TenantLimit > 0 {
-		if !d.slots.take(j.TenantID, d.TenantLimit) {
+		release, ok := d.inFlight.Take(j.TenantID, d.TenantLimit)
+		if !ok {
 			return job.Delay(TenantBusyDelay, "tenant_busy")
 		}
-		defer d.slots.give(j.TenantID)
+		defer release()
 	}
 	return d.handle(ctx, j)
 }
