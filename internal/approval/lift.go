@@ -16,7 +16,7 @@ import (
 
 // Errors of lifting a staff disable.
 var (
-	ErrAdminsOnly  = apperr.Forbidden("This action is for admin staff.")
+	ErrAdminsOnly  = staff.ErrNotPermitted
 	ErrNotDisabled = &apperr.Error{Code: apperr.CodeConflict, Message: "This member's access is not disabled."}
 )
 

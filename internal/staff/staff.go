@@ -5,7 +5,15 @@
 // shows the same table.
 package staff
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/jejakhq/jejak/internal/apperr"
+)
+
+// ErrNotPermitted refuses a staff member whose role lacks the permission
+// an action needs (every permission support lacks is an admin's).
+var ErrNotPermitted = apperr.Forbidden("This action is for admin staff.")
 
 // Staff roles (users.staff_role).
 const (

@@ -90,7 +90,7 @@ func (s *Server) adminOutboxRetry(c echo.Context) error {
 	}
 	if id == 0 && !can(c, staff.Bulk) {
 		// A tenant's or every failed message at once is a bulk action.
-		return echo.NewHTTPError(http.StatusForbidden, "This action is for admin staff.")
+		return staff.ErrNotPermitted
 	}
 	reason := c.FormValue("reason")
 	n, err := s.Outbox.Retry(ctx, outboxconsole.Operator{StaffUserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx), Via: "dashboard"}, reason, slug, id)

@@ -203,7 +203,7 @@ func (s *Server) requireStaff(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		p, ok := staffPermissions[c.Request().Method+" "+c.Path()]
 		if !ok || !staff.Can(v.StaffRole, p) {
-			return echo.NewHTTPError(http.StatusForbidden, "This action is for admin staff.")
+			return staff.ErrNotPermitted
 		}
 		return next(c)
 	}
