@@ -171,9 +171,14 @@ func TestEnterAdmitsLiveMembersOnly(t *testing.T) {
 			t.Errorf("Enter(%q, %d): %v, want ErrNotFound", c.slug, c.user, err)
 		}
 	}
-	// The system tenant (a migration creates it) has no pages either.
+	// The system tenant (a migration creates it) has no pages either, even
+	// for a member of it.
 	var slug string
 	if err := e.db.Admin.QueryRow(ctx, `SELECT slug FROM tenants WHERE is_system`).Scan(&slug); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.Admin.Exec(ctx, `INSERT INTO memberships (tenant_id, user_id, role)
+		SELECT id, $1, 'owner' FROM tenants WHERE is_system`, budi); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.svc.Enter(ctx, slug, budi); !errors.Is(err, tenant.ErrNotFound) {
