@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/database"
@@ -557,14 +556,6 @@ func (e *Engine) heartbeat(r *runState) {
 	}
 }
 
-// beatDB is what the heartbeat's statements run on: its own connection,
-// or the pool while that cannot be opened.
-type beatDB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // beatConn is the heartbeat's dedicated connection, opened with the
 // pool's settings (login, role, session limits) and reopened after an
 // error. It costs one connection per replica, like the maintenance
@@ -578,7 +569,7 @@ type beatConn struct {
 // db returns the dedicated connection, opening it if needed; if it cannot
 // be opened (max_connections reached, say) the beat goes through the pool
 // as a fallback.
-func (b *beatConn) db(ctx context.Context) beatDB {
+func (b *beatConn) db(ctx context.Context) database.Querier {
 	if b.conn != nil && !b.conn.IsClosed() {
 		return b.conn
 	}
