@@ -4,7 +4,10 @@
 // repeating them.
 package reqctx
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 type key int
 
@@ -48,15 +51,7 @@ type Viewer struct {
 // May reports whether the viewer holds the staff permission p (a
 // staff.Permission's value).
 func (v *Viewer) May(p string) bool {
-	if v == nil {
-		return false
-	}
-	for _, g := range v.Grants {
-		if g == p {
-			return true
-		}
-	}
-	return false
+	return v != nil && slices.Contains(v.Grants, p)
 }
 
 // IsStaff reports whether the viewer is support or admin staff.
