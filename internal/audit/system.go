@@ -31,7 +31,7 @@ func (r *Recorder) RecordWork(ctx context.Context, tx pgx.Tx, w WorkDone) error 
 	if w.JobID > 0 {
 		job = &w.JobID
 	}
-	if _, err := r.Record(ctx, tx, Event{TenantID: w.TenantID, ActorKind: ActorSystem, Action: w.Action, Entity: w.Entity,
+	if err := r.Append(ctx, tx, Event{TenantID: w.TenantID, ActorKind: ActorSystem, Action: w.Action, Entity: w.Entity,
 		EntityID: w.EntityID, Detail: raw, TraceID: w.TraceID, JobID: job}); err != nil {
 		return fmt.Errorf("audit %s: %w", w.Action, err)
 	}

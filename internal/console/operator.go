@@ -326,7 +326,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, b batch, r locked, maxA
 		return fmt.Errorf("encode operator event detail: %w", err)
 	}
 	actor := b.op.UserID
-	if _, err := s.rec.RecordJobEvent(ctx, tx, audit.JobEvent{
+	if err := s.rec.RecordJobEvent(ctx, tx, audit.JobEvent{
 		TenantID: r.TenantID, JobID: r.ID, Kind: r.Kind, Stage: stage, Attempt: int(r.Attempt),
 		TraceID: r.TraceID, ActorKind: audit.ActorStaff, ActorID: &actor, Reason: b.reason, Detail: raw,
 	}); err != nil {

@@ -135,6 +135,11 @@ type Beginner interface {
 
 // InTx runs fn in a transaction that commits when fn returns nil.
 func InTx(ctx context.Context, db Beginner, fn func(pgx.Tx) error) error {
+	if p, ok := db.(connAcquirer); ok {
+		return inTx(ctx, func(ctx context.Context) (pgx.Tx, error) {
+			return beginOnPool(ctx, p, pgx.TxOptions{})
+		}, fn)
+	}
 	return inTx(ctx, db.Begin, fn)
 }
 
@@ -192,6 +197,11 @@ func InTenantUserTx(ctx context.Context, db Beginner, tenantID, userID int64, fn
 		return errors.New("tenant transaction: user id must not be negative")
 	}
 	scope := scopeStatement(tenantID, userID)
+	if p, ok := db.(connAcquirer); ok {
+		return inTx(ctx, func(ctx context.Context) (pgx.Tx, error) {
+			return beginOnPool(ctx, p, pgx.TxOptions{BeginQuery: "BEGIN; " + scope})
+		}, fn)
+	}
 	if b, ok := db.(txBeginner); ok {
 		// BEGIN and the scoping in one round trip (one simple-protocol
 		// string), instead of two: every tenant page runs several tenant

@@ -381,7 +381,7 @@ func (s *story) record(ctx context.Context) error {
 	rec := audit.NewRecorder(clk)
 	for _, e := range s.evs {
 		clk.Set(e.at)
-		if _, err := rec.Record(ctx, s.tx, e.event); err != nil {
+		if err := rec.Append(ctx, s.tx, e.event); err != nil {
 			return err
 		}
 	}

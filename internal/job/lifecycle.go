@@ -75,7 +75,7 @@ func (e *Engine) recordQueued(ctx context.Context, q Querier, ps []EnqueueParams
 		if p.RequestedBy != nil {
 			ev.ActorKind = audit.ActorUser
 		}
-		if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+		if err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
 			return fmt.Errorf("audit job %d queued: %w", ids[i], err)
 		}
 	}
@@ -88,7 +88,7 @@ func (e *Engine) recordStarted(ctx context.Context, j *Job) error {
 	rec := audit.NewRecorder(e.clock)
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		for _, st := range []audit.JobStage{audit.JobClaimed, audit.JobStarted} {
-			if _, err := rec.RecordJobEvent(ctx, tx, e.jobEvent(j, st, nil)); err != nil {
+			if err := rec.RecordJobEvent(ctx, tx, e.jobEvent(j, st, nil)); err != nil {
 				return err
 			}
 		}
@@ -108,7 +108,7 @@ func (e *Engine) completeAudited(ctx context.Context, j *Job) error {
 		if !ok {
 			return ErrNotHeld
 		}
-		_, err = rec.RecordJobEvent(ctx, tx, e.jobEvent(j, audit.JobSucceeded, nil))
+		err = rec.RecordJobEvent(ctx, tx, e.jobEvent(j, audit.JobSucceeded, nil))
 		return err
 	})
 }
@@ -136,7 +136,7 @@ func (e *Engine) failJob(ctx context.Context, j *Job, cause error) (State, error
 		for _, stage := range []audit.JobStage{first, second} {
 			ev := e.jobEvent(j, stage, detail)
 			ev.Reason = ReasonOf(cause)
-			if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+			if err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
 				return err
 			}
 		}
@@ -183,7 +183,7 @@ func (e *Engine) rescueAudited(ctx context.Context, kinds []string) (int, error)
 			for _, st := range stages {
 				ev := e.jobEvent(j, st, map[string]any{"lost_worker": j.WorkerID})
 				ev.Reason = "lease_expired"
-				if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+				if err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
 					return err
 				}
 			}

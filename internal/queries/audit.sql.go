@@ -23,6 +23,49 @@ func (q *Queries) AuditAnalyze(ctx context.Context) error {
 	return err
 }
 
+const auditEventAppend = `-- name: AuditEventAppend :exec
+INSERT INTO audit_events (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
+) VALUES (
+    $1, $2, $3,
+    $4, $5, $6,
+    $7::jsonb, coalesce($8::timestamptz, now()), $9, $10
+)
+`
+
+type AuditEventAppendParams struct {
+	TenantID  int64
+	ActorKind string
+	ActorID   *int64
+	Action    string
+	Entity    string
+	EntityID  string
+	Detail    json.RawMessage
+	Now       *time.Time
+	TraceID   string
+	JobID     *int64
+}
+
+// AuditEventInsert for a writer that does not read the event back: with
+// no result it can be queued to ride in COMMIT's round trip
+// (database.AtCommit).
+func (q *Queries) AuditEventAppend(ctx context.Context, arg AuditEventAppendParams) error {
+	_, err := q.db.Exec(ctx, auditEventAppend,
+		arg.TenantID,
+		arg.ActorKind,
+		arg.ActorID,
+		arg.Action,
+		arg.Entity,
+		arg.EntityID,
+		arg.Detail,
+		arg.Now,
+		arg.TraceID,
+		arg.JobID,
+	)
+	return err
+}
+
 const auditEventEntityHistory = `-- name: AuditEventEntityHistory :many
 SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id, e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash, coalesce(l.seq, 0)::bigint AS leaf_seq
 FROM audit_events e

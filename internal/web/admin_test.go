@@ -330,7 +330,7 @@ func TestAdminJobDetail(t *testing.T) {
 	// An audit event of the job and one of its trace (the request).
 	err := database.InTx(ctx, f.db.System, func(tx pgx.Tx) error {
 		rec := audit.NewRecorder(nil)
-		if _, err := rec.RecordJobEvent(ctx, tx, audit.JobEvent{TenantID: melati, JobID: id, Kind: "email.weekly-report",
+		if err := rec.RecordJobEvent(ctx, tx, audit.JobEvent{TenantID: melati, JobID: id, Kind: "email.weekly-report",
 			Stage: audit.JobDeadLettered, Attempt: 2, TraceID: "trace-detail-1", Reason: "permanent"}); err != nil {
 			return err
 		}

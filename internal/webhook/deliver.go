@@ -270,7 +270,7 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 			}
 			detail, _ := json.Marshal(map[string]any{"url": t.Url, "reason": "410 Gone", "delivery_id": t.ID})
 			jid := j.ID
-			if _, err := audit.NewRecorder(clk).Record(ctx, tx, audit.Event{TenantID: j.TenantID, ActorKind: audit.ActorSystem,
+			if err := audit.NewRecorder(clk).Append(ctx, tx, audit.Event{TenantID: j.TenantID, ActorKind: audit.ActorSystem,
 				Action: "webhook.endpoint.disable", Entity: "webhook_endpoint", EntityID: itoa(t.EndpointID),
 				Detail: detail, TraceID: j.TraceID, JobID: &jid}); err != nil {
 				return fmt.Errorf("audit endpoint disable: %w", err)
