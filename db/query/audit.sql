@@ -26,6 +26,20 @@ INSERT INTO audit_events (
     sqlc.arg('detail')::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()), sqlc.arg('trace_id'), sqlc.narg('job_id')
 );
 
+-- name: AuditEventAppendMany :exec
+-- AuditEventAppend for many events in one statement (0 in actor_ids and
+-- job_ids stands for NULL).
+INSERT INTO audit_events (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
+)
+SELECT (sqlc.arg('tenant_ids')::bigint[])[i], (sqlc.arg('actor_kinds')::text[])[i], NULLIF((sqlc.arg('actor_ids')::bigint[])[i], 0),
+       (sqlc.arg('actions')::text[])[i], (sqlc.arg('entities')::text[])[i], (sqlc.arg('entity_ids')::text[])[i],
+       (sqlc.arg('details')::text[])[i]::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()),
+       (sqlc.arg('trace_ids')::text[])[i], NULLIF((sqlc.arg('job_ids')::bigint[])[i], 0)
+  FROM generate_subscripts(sqlc.arg('tenant_ids')::bigint[], 1) AS i
+ ORDER BY i;
+
 -- name: AuditEventInsertBatch :execrows
 -- Bulk load for large-data mode: COPY is refused under forced row-level
 -- security, so rows arrive as parallel arrays. 0 in actor_ids/job_ids

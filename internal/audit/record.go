@@ -51,6 +51,27 @@ func (r *Recorder) Append(ctx context.Context, tx pgx.Tx, e Event) error {
 	return nil
 }
 
+// AppendMany is Append for many events, inserted by one statement queued
+// for tx's COMMIT. Every event is validated before anything is queued.
+func (r *Recorder) AppendMany(ctx context.Context, tx pgx.Tx, events []Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	details := make([][]byte, len(events))
+	var now *time.Time
+	for i := range events {
+		d, t, err := r.prepare(ctx, &events[i])
+		if err != nil {
+			return err
+		}
+		details[i], now = d, t
+	}
+	if err := newStore(database.AtCommit(tx)).appendMany(ctx, events, details, now); err != nil {
+		return fmt.Errorf("insert %d audit events: %w", len(events), err)
+	}
+	return nil
+}
+
 // prepare fills e's trace from ctx, validates e and returns its detail and
 // the time to store (nil: the database's now()).
 func (r *Recorder) prepare(ctx context.Context, e *Event) ([]byte, *time.Time, error) {

@@ -66,6 +66,50 @@ func (q *Queries) AuditEventAppend(ctx context.Context, arg AuditEventAppendPara
 	return err
 }
 
+const auditEventAppendMany = `-- name: AuditEventAppendMany :exec
+INSERT INTO audit_events (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
+)
+SELECT ($1::bigint[])[i], ($2::text[])[i], NULLIF(($3::bigint[])[i], 0),
+       ($4::text[])[i], ($5::text[])[i], ($6::text[])[i],
+       ($7::text[])[i]::jsonb, coalesce($8::timestamptz, now()),
+       ($9::text[])[i], NULLIF(($10::bigint[])[i], 0)
+  FROM generate_subscripts($1::bigint[], 1) AS i
+ ORDER BY i
+`
+
+type AuditEventAppendManyParams struct {
+	TenantIds  []int64
+	ActorKinds []string
+	ActorIds   []int64
+	Actions    []string
+	Entities   []string
+	EntityIds  []string
+	Details    []string
+	Now        *time.Time
+	TraceIds   []string
+	JobIds     []int64
+}
+
+// AuditEventAppend for many events in one statement (0 in actor_ids and
+// job_ids stands for NULL).
+func (q *Queries) AuditEventAppendMany(ctx context.Context, arg AuditEventAppendManyParams) error {
+	_, err := q.db.Exec(ctx, auditEventAppendMany,
+		arg.TenantIds,
+		arg.ActorKinds,
+		arg.ActorIds,
+		arg.Actions,
+		arg.Entities,
+		arg.EntityIds,
+		arg.Details,
+		arg.Now,
+		arg.TraceIds,
+		arg.JobIds,
+	)
+	return err
+}
+
 const auditEventEntityHistory = `-- name: AuditEventEntityHistory :many
 SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id, e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash, coalesce(l.seq, 0)::bigint AS leaf_seq
 FROM audit_events e
