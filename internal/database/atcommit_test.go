@@ -200,3 +200,42 @@ func TestAtCommitKeepsStatementOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAsyncCommitIsTheTransactionsAlone: InTenantTxAsyncCommit scopes the
+// tenant like InTenantTx and turns synchronous_commit off inside the
+// transaction only; the pooled connection's next transaction commits
+// synchronously again.
+func TestAsyncCommitIsTheTransactionsAlone(t *testing.T) {
+	t.Parallel()
+	pool, _ := atCommitPool(t)
+	ctx := context.Background()
+	show := func(tx pgx.Tx) (sync, tenant string) {
+		t.Helper()
+		if err := tx.QueryRow(ctx, "SELECT current_setting('synchronous_commit'), current_setting('app.tenant_id', true)").Scan(&sync, &tenant); err != nil {
+			t.Fatal(err)
+		}
+		return sync, tenant
+	}
+	for range 2 { // both of the pool's connections
+		err := database.InTenantTxAsyncCommit(ctx, pool, 5, func(tx pgx.Tx) error {
+			if s, tn := show(tx); s != "off" || tn != "5" {
+				t.Errorf("inside: synchronous_commit %q, tenant %q; want off, 5", s, tn)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		err := database.InTenantTx(ctx, pool, 5, func(tx pgx.Tx) error {
+			if s, _ := show(tx); s != "on" {
+				t.Errorf("a later transaction on the pool commits with synchronous_commit %q", s)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -184,7 +184,7 @@ func (h *Handler) Handle(ctx context.Context, j *job.Job) error {
 
 // awardOne applies one job's award in a transaction of its own.
 func (h *Handler) awardOne(ctx context.Context, j *job.Job, a Award) error {
-	return database.InTenantTx(ctx, h.App, j.TenantID, func(tx pgx.Tx) error {
+	return database.InTenantTxAsyncCommit(ctx, h.App, j.TenantID, func(tx pgx.Tx) error {
 		applied, err := h.Service.Award(ctx, tx, j.TenantID, a)
 		if err != nil || !applied {
 			return err // !applied: a redelivery; the first one was recorded
@@ -199,7 +199,7 @@ func (h *Handler) awardMany(ctx context.Context, tenantID int64, reqs []*request
 	for i, r := range reqs {
 		awards[i] = r.a
 	}
-	return database.InTenantTx(ctx, h.App, tenantID, func(tx pgx.Tx) error {
+	return database.InTenantTxAsyncCommit(ctx, h.App, tenantID, func(tx pgx.Tx) error {
 		applied, err := h.Service.AwardMany(ctx, tx, tenantID, awards)
 		if err != nil || len(applied) == 0 {
 			return err
