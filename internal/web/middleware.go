@@ -159,7 +159,10 @@ func (s *Server) loadViewer(next echo.HandlerFunc) echo.HandlerFunc {
 		if id == 0 {
 			return next(c)
 		}
-		u, err := s.Users.Get(ctx, id)
+		u, err := signin.SessionUser(ctx, id), error(nil)
+		if u == nil {
+			u, err = s.Users.Get(ctx, id)
+		}
 		if errors.Is(err, user.ErrNotFound) || (err == nil && !u.Active) {
 			// Account removed or disabled since sign-in: end the session.
 			if err := s.sessions.Destroy(ctx); err != nil {
