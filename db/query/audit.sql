@@ -13,22 +13,11 @@ INSERT INTO audit_events (
 )
 RETURNING id, occurred_at, detail::text AS detail_text;
 
--- name: AuditEventAppend :exec
--- AuditEventInsert for a writer that does not read the event back: with
--- no result it can be queued to ride in COMMIT's round trip
--- (database.AtCommit).
-INSERT INTO audit_events (
-    tenant_id, actor_kind, actor_id, action, entity, entity_id,
-    detail, occurred_at, trace_id, job_id
-) VALUES (
-    sqlc.arg('tenant_id'), sqlc.arg('actor_kind'), sqlc.narg('actor_id'),
-    sqlc.arg('action'), sqlc.arg('entity'), sqlc.arg('entity_id'),
-    sqlc.arg('detail')::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()), sqlc.arg('trace_id'), sqlc.narg('job_id')
-);
-
 -- name: AuditEventAppendMany :exec
--- AuditEventAppend for many events in one statement (0 in actor_ids and
--- job_ids stands for NULL).
+-- AuditEventInsert for writers that do not read the events back, for one
+-- event or many in one statement (0 in actor_ids and job_ids stands for
+-- NULL). Having no result, it can be queued to ride in COMMIT's round
+-- trip (database.AtCommit).
 INSERT INTO audit_events (
     tenant_id, actor_kind, actor_id, action, entity, entity_id,
     detail, occurred_at, trace_id, job_id

@@ -167,22 +167,6 @@ func (s store) backlogs(ctx context.Context) ([]Backlog, error) {
 	return out, err
 }
 
-// append writes one event and returns nothing (see Recorder.Append).
-func (s store) append(ctx context.Context, e *Event, detail []byte, now *time.Time) error {
-	return s.q.AuditEventAppend(ctx, queries.AuditEventAppendParams{
-		TenantID:  e.TenantID,
-		ActorKind: string(e.ActorKind),
-		ActorID:   e.ActorID,
-		Action:    e.Action,
-		Entity:    e.Entity,
-		EntityID:  e.EntityID,
-		Detail:    detail,
-		Now:       now,
-		TraceID:   e.TraceID,
-		JobID:     e.JobID,
-	})
-}
-
 // appendMany writes events with one statement, all at time now (nil: the
 // database's now()).
 func (s store) appendMany(ctx context.Context, events []Event, details [][]byte, now *time.Time) error {

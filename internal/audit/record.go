@@ -41,14 +41,7 @@ func (r *Recorder) Record(ctx context.Context, tx pgx.Tx, e Event) (Recorded, er
 // is Record's: should the insert fail, the commit fails and the change
 // rolls back with it. An invalid event returns ErrInvalid at once.
 func (r *Recorder) Append(ctx context.Context, tx pgx.Tx, e Event) error {
-	detail, now, err := r.prepare(ctx, &e)
-	if err != nil {
-		return err
-	}
-	if err := newStore(database.AtCommit(tx)).append(ctx, &e, detail, now); err != nil {
-		return fmt.Errorf("insert audit event %s of tenant %d: %w", e.Action, e.TenantID, err)
-	}
-	return nil
+	return r.AppendMany(ctx, tx, []Event{e})
 }
 
 // AppendMany is Append for many events, inserted by one statement queued
@@ -67,7 +60,7 @@ func (r *Recorder) AppendMany(ctx context.Context, tx pgx.Tx, events []Event) er
 		details[i], now = d, t
 	}
 	if err := newStore(database.AtCommit(tx)).appendMany(ctx, events, details, now); err != nil {
-		return fmt.Errorf("insert %d audit events: %w", len(events), err)
+		return fmt.Errorf("insert audit events of tenant %d (%s, %d in all): %w", events[0].TenantID, events[0].Action, len(events), err)
 	}
 	return nil
 }

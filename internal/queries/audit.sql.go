@@ -23,49 +23,6 @@ func (q *Queries) AuditAnalyze(ctx context.Context) error {
 	return err
 }
 
-const auditEventAppend = `-- name: AuditEventAppend :exec
-INSERT INTO audit_events (
-    tenant_id, actor_kind, actor_id, action, entity, entity_id,
-    detail, occurred_at, trace_id, job_id
-) VALUES (
-    $1, $2, $3,
-    $4, $5, $6,
-    $7::jsonb, coalesce($8::timestamptz, now()), $9, $10
-)
-`
-
-type AuditEventAppendParams struct {
-	TenantID  int64
-	ActorKind string
-	ActorID   *int64
-	Action    string
-	Entity    string
-	EntityID  string
-	Detail    json.RawMessage
-	Now       *time.Time
-	TraceID   string
-	JobID     *int64
-}
-
-// AuditEventInsert for a writer that does not read the event back: with
-// no result it can be queued to ride in COMMIT's round trip
-// (database.AtCommit).
-func (q *Queries) AuditEventAppend(ctx context.Context, arg AuditEventAppendParams) error {
-	_, err := q.db.Exec(ctx, auditEventAppend,
-		arg.TenantID,
-		arg.ActorKind,
-		arg.ActorID,
-		arg.Action,
-		arg.Entity,
-		arg.EntityID,
-		arg.Detail,
-		arg.Now,
-		arg.TraceID,
-		arg.JobID,
-	)
-	return err
-}
-
 const auditEventAppendMany = `-- name: AuditEventAppendMany :exec
 INSERT INTO audit_events (
     tenant_id, actor_kind, actor_id, action, entity, entity_id,
@@ -92,8 +49,10 @@ type AuditEventAppendManyParams struct {
 	JobIds     []int64
 }
 
-// AuditEventAppend for many events in one statement (0 in actor_ids and
-// job_ids stands for NULL).
+// AuditEventInsert for writers that do not read the events back, for one
+// event or many in one statement (0 in actor_ids and job_ids stands for
+// NULL). Having no result, it can be queued to ride in COMMIT's round
+// trip (database.AtCommit).
 func (q *Queries) AuditEventAppendMany(ctx context.Context, arg AuditEventAppendManyParams) error {
 	_, err := q.db.Exec(ctx, auditEventAppendMany,
 		arg.TenantIds,
