@@ -271,7 +271,7 @@ func (s *Service) actBatch(ctx context.Context, b batch) (changed int, last int6
 		now := s.clock.Now()
 		var done []int64
 		if b.action == ActionRetry {
-			done, err = st.retry(ctx, now, tenantIDs, ids, maxes)
+			done, err = st.retry(ctx, now, b.op.UserID, tenantIDs, ids, maxes)
 		} else {
 			done, err = st.discard(ctx, now, tenantIDs, ids)
 		}

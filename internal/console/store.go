@@ -198,8 +198,9 @@ func (s store) lockDead(ctx context.Context, f deadFilter, id, cursor int64, n i
 }
 
 // retry and discard address the locked jobs by primary key (tenant, id).
-func (s store) retry(ctx context.Context, now *time.Time, tenantIDs, ids []int64, maxAttempts []int32) ([]int64, error) {
-	return s.q.JobAdminRetryMany(ctx, queries.JobAdminRetryManyParams{Now: now, TenantIds: tenantIDs, Ids: ids, MaxAttempts: maxAttempts})
+func (s store) retry(ctx context.Context, now *time.Time, operatorID int64, tenantIDs, ids []int64, maxAttempts []int32) ([]int64, error) {
+	return s.q.JobAdminRetryMany(ctx, queries.JobAdminRetryManyParams{Now: now, OperatorID: operatorID,
+		TenantIds: tenantIDs, Ids: ids, MaxAttempts: maxAttempts})
 }
 
 func (s store) discard(ctx context.Context, now *time.Time, tenantIDs, ids []int64) ([]int64, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -96,8 +97,8 @@ func (e *Engine) recordStarted(ctx context.Context, j *Job) error {
 	})
 }
 
-// completeAudited marks a sensitive job succeeded and records it, in one
-// transaction (sensitive jobs skip the batched completer).
+// completeAudited marks a sensitive or replayed job succeeded and records
+// it, in one transaction (such jobs skip the batched completer).
 func (e *Engine) completeAudited(ctx context.Context, j *Job) error {
 	rec := audit.NewRecorder(e.clock)
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
@@ -108,15 +109,24 @@ func (e *Engine) completeAudited(ctx context.Context, j *Job) error {
 		if !ok {
 			return ErrNotHeld
 		}
-		_, err = rec.RecordJobEvent(ctx, tx, e.jobEvent(j, audit.JobSucceeded, nil))
-		return err
+		if e.sensitive(j.Kind) {
+			if _, err := rec.RecordJobEvent(ctx, tx, e.jobEvent(j, audit.JobSucceeded, nil)); err != nil {
+				return err
+			}
+		}
+		return e.recordReplayOutcome(ctx, tx, rec, j, StateSucceeded, nil)
 	})
 }
 
+// audited reports whether finishing j writes to the tenant's trail: every
+// stage of a sensitive kind, the outcome of an operator's replay.
+func (e *Engine) audited(j *Job) bool { return j.ReplayedBy != nil || e.sensitive(j.Kind) }
+
 // failJob records a failed attempt of a job this engine ran: the state
-// change, the rollup, and for sensitive kinds the audit stages, together.
+// change, the rollup, and for sensitive kinds and replays the audit
+// events, together.
 func (e *Engine) failJob(ctx context.Context, j *Job, cause error) (State, error) {
-	if !e.sensitive(j.Kind) {
+	if !e.audited(j) {
 		return e.fail(ctx, j.WorkerID, claimToken{j.TenantID, j.ID, j.Attempt}, cause)
 	}
 	rec := audit.NewRecorder(e.clock)
@@ -125,24 +135,58 @@ func (e *Engine) failJob(ctx context.Context, j *Job, cause error) (State, error
 		if st, err = e.failIn(ctx, tx, j.WorkerID, claimToken{j.TenantID, j.ID, j.Attempt}, cause); err != nil {
 			return err
 		}
-		first, detail := audit.JobFailed, map[string]any{"class": string(ClassOf(cause)), "error": TenantError(cause.Error())}
-		if ClassOf(cause) == ClassPolicy {
-			first = audit.JobRejected
-		}
-		second := audit.JobRetried
-		if st == StateDead {
-			second = audit.JobDeadLettered
-		}
-		for _, stage := range []audit.JobStage{first, second} {
-			ev := e.jobEvent(j, stage, detail)
-			ev.Reason = ReasonOf(cause)
-			if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+		if e.sensitive(j.Kind) {
+			if err := e.recordFailStages(ctx, tx, rec, j, cause, st); err != nil {
 				return err
 			}
 		}
-		return nil
+		return e.recordReplayOutcome(ctx, tx, rec, j, st, cause)
 	})
 	return st, err
+}
+
+// recordFailStages writes a sensitive job's failed (or rejected) stage and
+// then retried or dead_lettered.
+func (e *Engine) recordFailStages(ctx context.Context, tx pgx.Tx, rec *audit.Recorder, j *Job, cause error, st State) error {
+	first, detail := audit.JobFailed, map[string]any{"class": string(ClassOf(cause)), "error": TenantError(cause.Error())}
+	if ClassOf(cause) == ClassPolicy {
+		first = audit.JobRejected
+	}
+	second := audit.JobRetried
+	if st == StateDead {
+		second = audit.JobDeadLettered
+	}
+	for _, stage := range []audit.JobStage{first, second} {
+		ev := e.jobEvent(j, stage, detail)
+		ev.Reason = ReasonOf(cause)
+		if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordReplayOutcome tells the tenant how an operator's replay of j ended
+// once it has: succeeded, or dead again with the error the tenant may see.
+// A failure that will be retried is not an outcome yet. The event carries
+// the job's trace, the trace of the operator's job.replayed event.
+func (e *Engine) recordReplayOutcome(ctx context.Context, tx pgx.Tx, rec *audit.Recorder, j *Job, st State, cause error) error {
+	if j.ReplayedBy == nil || (st != StateSucceeded && st != StateDead) {
+		return nil
+	}
+	stage := audit.JobReplaySucceeded
+	detail := map[string]any{"replayed_by": strconv.FormatInt(*j.ReplayedBy, 10)}
+	var reason string
+	if st == StateDead {
+		stage, reason = audit.JobReplayFailed, TenantError(cause.Error())
+		detail["class"], detail["error"] = string(ClassOf(cause)), reason
+	}
+	ev := e.jobEvent(j, stage, detail)
+	ev.Reason = reason
+	if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+		return fmt.Errorf("audit replay outcome of job %d: %w", j.ID, err)
+	}
+	return nil
 }
 
 func (e *Engine) sensitiveKinds() []string {
