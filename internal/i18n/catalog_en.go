@@ -253,6 +253,11 @@ var en = map[string]string{
 	"event.job.replay_succeeded": "%[1]s: job %[2]s (%[3]s), retried by support, succeeded on attempt %[4]s",
 	"event.job.replay_failed":    "%[1]s: job %[2]s (%[3]s), retried by support, failed again on attempt %[4]s and gave up: %[5]s",
 
+	// Jobs page: the kind filter.
+	"jobs.filter":        "Filter",
+	"jobs.filter_clear":  "All kinds",
+	"jobs.searched_from": "Searched jobs #%s and newer for this kind: a kind has no index, so each page searches a window of job ids. Older jobs → searches the next one.",
+
 	// Jobs page.
 	"jobs.title":        "Jobs",
 	"jobs.newest":       "← Newest jobs",

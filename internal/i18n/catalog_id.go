@@ -244,6 +244,11 @@ var id = map[string]string{
 	"event.job.replay_succeeded": "%[1]s: tugas %[2]s (%[3]s) yang diulang oleh dukungan berhasil pada percobaan ke-%[4]s",
 	"event.job.replay_failed":    "%[1]s: tugas %[2]s (%[3]s) yang diulang oleh dukungan gagal lagi pada percobaan ke-%[4]s dan dihentikan: %[5]s",
 
+	// Halaman tugas: saringan jenis.
+	"jobs.filter":        "Saring",
+	"jobs.filter_clear":  "Semua jenis",
+	"jobs.searched_from": "Mencari tugas #%s dan yang lebih baru untuk jenis ini: jenis tidak memiliki indeks, jadi setiap halaman mencari satu rentang id tugas. Tugas lebih lama → mencari rentang berikutnya.",
+
 	"jobs.title":        "Tugas",
 	"jobs.newest":       "← Tugas terbaru",
 	"jobs.none":         "Tidak ada tugas di sini.",
