@@ -105,7 +105,7 @@ func (s *Server) adminJobLive(c echo.Context, id int64) error {
 	if len(res.Rows) == 0 {
 		return errJobNotFound
 	}
-	return render(c, http.StatusOK, admin.JobLive(adminRow(res.Rows[0])))
+	return render(c, http.StatusOK, admin.JobLiveUpdate(adminRow(res.Rows[0])))
 }
 
 func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {

@@ -25,7 +25,7 @@ const replayQueue = "replay-test"
 // clock an hour ahead of the database's (so jobs the console makes due
 // "now" are due for it). Its kind test.replay fails permanently on its
 // first run; a replayed run calls replayed, which decides the outcome.
-func (f *fixture) replayWorker(replayed func(j *job.Job) error) *job.Engine {
+func (f *fixture) replayWorker(replayed func(ctx context.Context, j *job.Job) error) *job.Engine {
 	f.t.Helper()
 	var dbNow time.Time
 	if err := f.db.Admin.QueryRow(context.Background(), `SELECT now()`).Scan(&dbNow); err != nil {
@@ -37,11 +37,11 @@ func (f *fixture) replayWorker(replayed func(j *job.Job) error) *job.Engine {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	e.Register("test.replay", func(_ context.Context, j *job.Job) error {
+	e.Register("test.replay", func(ctx context.Context, j *job.Job) error {
 		if j.ReplayedBy == nil {
 			return job.Permanent(errors.New("card declined: do not honor"))
 		}
-		return replayed(j)
+		return replayed(ctx, j)
 	}, job.KindOptions{})
 	if err := e.Start(context.Background()); err != nil {
 		f.t.Fatal(err)
@@ -152,7 +152,7 @@ func TestAdminReplayOutcomeInTenantTrail(t *testing.T) {
 	t.Parallel()
 	f := newAdminFixture(t, -1)
 	var healed atomic.Int64
-	f.replayWorker(func(j *job.Job) error {
+	f.replayWorker(func(_ context.Context, j *job.Job) error {
 		if j.ID == healed.Load() {
 			return nil
 		}
