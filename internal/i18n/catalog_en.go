@@ -402,6 +402,7 @@ var en = map[string]string{
 	// on its staff page.
 	"admin.permanent_confirm": "This job failed permanently: %s. Retrying will likely fail again. Retry anyway?",
 	"admin.retry_anyway":      "Retry anyway",
+	"admin.bulk_permanent":    "%s of them failed permanently: retrying them will likely fail again.",
 	"admin.live_pending":      "Waiting for a worker: attempt %s of %s is next. This refreshes until the job finishes.",
 	"admin.live_running":      "Running attempt %s of %s. This refreshes until the job finishes.",
 	"admin.live_succeeded":    "Succeeded on attempt %s, at %s.",

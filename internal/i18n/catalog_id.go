@@ -389,6 +389,7 @@ var id = map[string]string{
 	// langsung di halaman stafnya.
 	"admin.permanent_confirm": "Tugas ini gagal permanen: %s. Mengulangnya kemungkinan besar akan gagal lagi. Tetap ulangi?",
 	"admin.retry_anyway":      "Tetap ulangi",
+	"admin.bulk_permanent":    "%s di antaranya gagal permanen: mengulangnya kemungkinan besar akan gagal lagi.",
 	"admin.live_pending":      "Menunggu pekerja: percobaan ke-%s dari %s berikutnya. Bagian ini diperbarui sampai tugas selesai.",
 	"admin.live_running":      "Menjalankan percobaan ke-%s dari %s. Bagian ini diperbarui sampai tugas selesai.",
 	"admin.live_succeeded":    "Berhasil pada percobaan ke-%s, pukul %s.",

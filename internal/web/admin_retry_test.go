@@ -96,6 +96,18 @@ func TestAdminRetryOfPermanentFailureAsksFirst(t *testing.T) {
 		}
 	}
 
+	// A bulk retry's preview (admins only) says how many of its jobs
+	// failed permanently.
+	adm := f.client()
+	adm.login("admin@jejak.test")
+	if p := adm.get("/admin/dead/bulk?action=retry&kind=email.weekly-report"); !strings.Contains(p.body, `data-testid="bulk-permanent" data-count="1"`) ||
+		!strings.Contains(p.body, "1 of them failed permanently") {
+		t.Fatalf("bulk retry preview does not warn: %.2000s", p.body)
+	}
+	if p := adm.get("/admin/dead/bulk?action=retry&kind=email.weekly-report&class=transient"); strings.Contains(p.body, `data-testid="bulk-permanent"`) {
+		t.Fatal("a preview of transient failures warns of permanent ones")
+	}
+
 	a := staff.post(path, staff.withCSRF(url.Values{"reason": {"relay fixed"}, "back": {"/admin/dead"}}), true)
 	if a.status != http.StatusOK || !contains(a.body, `data-testid="dead-row-confirm"`, `name="confirm" value="permanent"`,
 		`value="relay fixed"`, "This job failed permanently: smtp 550 mailbox unavailable. Retrying will likely fail again. Retry anyway?") ||
