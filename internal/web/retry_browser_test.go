@@ -78,6 +78,29 @@ func TestBrowserJobPageFollowsRetriedJob(t *testing.T) {
 		t.Fatalf("the header or metadata still show the old state (ok=%v, err=%v)", agree, err)
 	}
 	browsertest.Screenshot(t, ctx, "admin-job-followed")
+
+	// The staff job list shows the trace id whole, inside its cell, on a
+	// laptop and on a phone.
+	var trace string
+	if err := f.db.Admin.QueryRow(context.Background(), `SELECT trace_id FROM jobs WHERE id = $1`, id).Scan(&trace); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range widths {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, 900), chromedp.Navigate(f.srv.URL+"/admin/jobs?queue="+replayQueue),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="job-trace"]`))); err != nil {
+			t.Fatalf("staff jobs @%d: %v", w, err)
+		}
+		whole, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+			const a = document.querySelector('[data-testid="job-trace"]');
+			const cell = a.closest('td').getBoundingClientRect(), r = a.getBoundingClientRect();
+			return a.textContent.trim() === %q && r.left >= cell.left - 1 && r.right <= cell.right + 1 &&
+				r.right <= window.innerWidth && %s;
+		})()`, trace, noSideways)))
+		if err != nil || !whole {
+			t.Errorf("@%d: trace id %s not shown whole in its cell (%v)", w, trace, err)
+		}
+		browsertest.Screenshot(t, ctx, fmt.Sprintf("admin-jobs-trace-%d", w))
+	}
 }
 
 // rowsOneLine is true when every tenant job row is one line of text tall
