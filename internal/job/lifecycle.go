@@ -189,6 +189,32 @@ func (e *Engine) recordReplayOutcome(ctx context.Context, tx pgx.Tx, rec *audit.
 	return nil
 }
 
+// recordRescued writes what a rescue did to j: rescued (and dead_lettered
+// on its last attempt) for a sensitive kind, and for an operator's replay
+// that died with its lost lease, the replay's outcome.
+func (e *Engine) recordRescued(ctx context.Context, tx pgx.Tx, rec *audit.Recorder, j *Job) error {
+	dead := j.Attempt >= j.MaxAttempts
+	if e.sensitive(j.Kind) {
+		stages := []audit.JobStage{audit.JobRescued}
+		if dead {
+			stages = append(stages, audit.JobDeadLettered)
+		}
+		for _, st := range stages {
+			ev := e.jobEvent(j, st, map[string]any{"lost_worker": j.WorkerID})
+			ev.Reason = "lease_expired"
+			if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+				return err
+			}
+		}
+	}
+	if !dead {
+		return nil
+	}
+	// The words of JobRescueExpired's last_error.
+	cause := fmt.Errorf("lease expired: worker %s stopped heartbeating", j.WorkerID)
+	return e.recordReplayOutcome(ctx, tx, rec, j, StateDead, cause)
+}
+
 func (e *Engine) sensitiveKinds() []string {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -202,9 +228,10 @@ func (e *Engine) sensitiveKinds() []string {
 }
 
 // rescueAudited is rescue when sensitive kinds are registered: their
-// expired jobs are locked first, rescued with everything else in the same
-// transaction, and each records rescued (and dead_lettered when that was
-// its last attempt) in its tenant's trail.
+// expired jobs (and replayed ones) are locked first, rescued with
+// everything else in the same transaction, and each records rescued (and
+// dead_lettered when that was its last attempt) in its tenant's trail, a
+// replay that died its outcome (recordRescued).
 func (e *Engine) rescueAudited(ctx context.Context, kinds []string) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
@@ -220,16 +247,8 @@ func (e *Engine) rescueAudited(ctx context.Context, kinds []string) (int, error)
 		n = retried + len(dead)
 		rec := audit.NewRecorder(e.clock)
 		for _, j := range lost {
-			stages := []audit.JobStage{audit.JobRescued}
-			if j.Attempt >= j.MaxAttempts {
-				stages = append(stages, audit.JobDeadLettered)
-			}
-			for _, st := range stages {
-				ev := e.jobEvent(j, st, map[string]any{"lost_worker": j.WorkerID})
-				ev.Reason = "lease_expired"
-				if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
-					return err
-				}
+			if err := e.recordRescued(ctx, tx, rec, j); err != nil {
+				return err
 			}
 		}
 		return nil
