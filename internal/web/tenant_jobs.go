@@ -80,7 +80,7 @@ func (s *Server) tenantJobs(c echo.Context) error {
 	kind := strings.TrimSpace(c.QueryParam("kind"))
 	base := "/t/" + t.Slug + "/jobs"
 	vm := viewtenant.JobsVM{Slug: t.Slug, TenantName: t.Name, Zone: zoneLabel(loc), State: string(state),
-		Kind: kind, FilterURL: base}
+		Kind: kind, FilterURL: base, KindMax: job.MaxKindLen}
 	before, err := keyset.Cursor("before", c.QueryParam("before"))
 	if err != nil {
 		return err
