@@ -33,10 +33,19 @@ const (
 // JobDiscarded is a dead letter cancelled by an operator, with a reason.
 const JobDiscarded JobStage = "discarded"
 
+// How an operator's replay ended, recorded by the engine under the job's
+// trace (the replayed event's): the job succeeded, or it died again (the
+// detail carries the error and its class).
+const (
+	JobReplaySucceeded JobStage = "replay_succeeded"
+	JobReplayFailed    JobStage = "replay_failed"
+)
+
 var jobStages = map[JobStage]bool{
 	JobQueued: true, JobClaimed: true, JobStarted: true, JobSucceeded: true, JobFailed: true,
 	JobRetried: true, JobDeadLettered: true, JobRejected: true, JobSkipped: true, JobDelayed: true,
 	JobReplayed: true, JobDiscarded: true, JobRescued: true,
+	JobReplaySucceeded: true, JobReplayFailed: true,
 }
 
 // JobEvent is one lifecycle step of a job, as the engine reports it.

@@ -342,7 +342,9 @@ func (s *story) deadLetter(ctx context.Context) error {
 	s.add(s.at(9, 10, 45), audit.Event{ActorKind: audit.ActorStaff, ActorID: &sid, Action: "job.replayed", Entity: "job",
 		EntityID: strconv.FormatInt(dead, 10), JobID: &dead, Detail: detail(map[string]any{"kind": "email.weekly-report",
 			"stage": "replayed", "attempt": 3, "reason": "Alamat e-mail pemilik sudah diperbaiki; kirim ulang laporan minggu ini"})})
-	s.system(s.at(9, 10, 46), "job.succeeded", "job", strconv.FormatInt(dead, 10), map[string]any{"kind": "email.weekly-report", "stage": "succeeded", "attempt": 4}, &dead)
+	// The engine records how the replay ended (job.replay_succeeded).
+	s.system(s.at(9, 10, 46), "job.replay_succeeded", "job", strconv.FormatInt(dead, 10), map[string]any{"kind": "email.weekly-report",
+		"stage": "replay_succeeded", "attempt": 4, "replayed_by": strconv.FormatInt(sid, 10)}, &dead)
 	return nil
 }
 

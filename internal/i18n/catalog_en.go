@@ -249,6 +249,15 @@ var en = map[string]string{
 	"event.system.daily-export": "%[1]s ran the daily export of %[3]s",
 	"event.audit.verify":        "%[1]s verified the audit chain",
 
+	// How an operator's retry of a dead job ended (the engine records it).
+	"event.job.replay_succeeded": "%[1]s: job %[2]s (%[3]s), retried by support, succeeded on attempt %[4]s",
+	"event.job.replay_failed":    "%[1]s: job %[2]s (%[3]s), retried by support, failed again on attempt %[4]s and gave up: %[5]s",
+
+	// Jobs page: the kind filter.
+	"jobs.filter":        "Filter",
+	"jobs.filter_clear":  "All kinds",
+	"jobs.searched_from": "Searched jobs #%s and newer for this kind: a kind has no index, so each page searches a window of job ids. Older jobs → searches the next one.",
+
 	// Jobs page.
 	"jobs.title":        "Jobs",
 	"jobs.newest":       "← Newest jobs",
@@ -388,6 +397,17 @@ var en = map[string]string{
 	"mail.weekly.plan":     "Plan: %s (%s",
 	"mail.weekly.ends":     ", period ends %s",
 	"mail.weekly.sign":     "\n— Jejak\n",
+
+	// Retrying a job that failed permanently, and following a job live
+	// on its staff page.
+	"admin.permanent_confirm": "This job failed permanently: %s. Retrying will likely fail again. Retry anyway?",
+	"admin.retry_anyway":      "Retry anyway",
+	"admin.bulk_permanent":    "%s of them failed permanently: retrying them will likely fail again.",
+	"admin.live_pending":      "Waiting for a worker: attempt %s of %s is next. This refreshes until the job finishes.",
+	"admin.live_running":      "Running attempt %s of %s. This refreshes until the job finishes.",
+	"admin.live_succeeded":    "Succeeded on attempt %s, at %s.",
+	"admin.live_dead":         "Dead after attempt %s: %s",
+	"admin.live_cancelled":    "Cancelled at attempt %s, at %s.",
 
 	// Staff pages (views/admin, views/support, views/observe), their flash
 	// messages, and the value labels shown in badges (state.*, class.*,

@@ -240,6 +240,15 @@ var id = map[string]string{
 	"event.system.daily-export": "%[1]s menjalankan ekspor harian %[3]s",
 	"event.audit.verify":        "%[1]s memverifikasi rantai audit",
 
+	// Akhir dari pengulangan tugas mati oleh staf (dicatat oleh mesin).
+	"event.job.replay_succeeded": "%[1]s: tugas %[2]s (%[3]s) yang diulang oleh dukungan berhasil pada percobaan ke-%[4]s",
+	"event.job.replay_failed":    "%[1]s: tugas %[2]s (%[3]s) yang diulang oleh dukungan gagal lagi pada percobaan ke-%[4]s dan dihentikan: %[5]s",
+
+	// Halaman tugas: saringan jenis.
+	"jobs.filter":        "Saring",
+	"jobs.filter_clear":  "Semua jenis",
+	"jobs.searched_from": "Mencari tugas #%s dan yang lebih baru untuk jenis ini: jenis tidak memiliki indeks, jadi setiap halaman mencari satu rentang id tugas. Tugas lebih lama → mencari rentang berikutnya.",
+
 	"jobs.title":        "Tugas",
 	"jobs.newest":       "← Tugas terbaru",
 	"jobs.none":         "Tidak ada tugas di sini.",
@@ -375,6 +384,17 @@ var id = map[string]string{
 	"mail.weekly.plan":     "Paket: %s (%s",
 	"mail.weekly.ends":     ", periode berakhir %s",
 	"mail.weekly.sign":     "\n— Jejak\n",
+
+	// Mengulang tugas yang gagal permanen, dan mengikuti tugas secara
+	// langsung di halaman stafnya.
+	"admin.permanent_confirm": "Tugas ini gagal permanen: %s. Mengulangnya kemungkinan besar akan gagal lagi. Tetap ulangi?",
+	"admin.retry_anyway":      "Tetap ulangi",
+	"admin.bulk_permanent":    "%s di antaranya gagal permanen: mengulangnya kemungkinan besar akan gagal lagi.",
+	"admin.live_pending":      "Menunggu pekerja: percobaan ke-%s dari %s berikutnya. Bagian ini diperbarui sampai tugas selesai.",
+	"admin.live_running":      "Menjalankan percobaan ke-%s dari %s. Bagian ini diperbarui sampai tugas selesai.",
+	"admin.live_succeeded":    "Berhasil pada percobaan ke-%s, pukul %s.",
+	"admin.live_dead":         "Mati setelah percobaan ke-%s: %s",
+	"admin.live_cancelled":    "Dibatalkan pada percobaan ke-%s, pukul %s.",
 
 	// Halaman staf, pesan kilat, dan label nilai pada lencana.
 	"admin.utc_note":                      "Semua waktu dalam UTC (+00:00)",

@@ -211,6 +211,7 @@ type Job struct {
 	PayloadVersion int32
 	DependsOn      *int64
 	HasDependents  bool
+	ReplayedBy     *int64
 }
 
 type JobCount struct {

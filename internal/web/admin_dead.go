@@ -85,7 +85,8 @@ func (s *Server) bulkVM(c echo.Context, v url.Values) (admin.BulkVM, error) {
 	if err != nil {
 		return admin.BulkVM{}, err
 	}
-	return admin.BulkVM{Action: string(action), Form: form, Count: p.Count, Capped: p.Capped, MaxID: p.MaxID, Cap: console.MaxBulk}, nil
+	return admin.BulkVM{Action: string(action), Form: form, Count: p.Count, Capped: p.Capped, MaxID: p.MaxID, Cap: console.MaxBulk,
+		Permanent: p.Permanent}, nil
 }
 
 // adminDeadBulkPreview shows how many dead letters a bulk action over the

@@ -414,7 +414,7 @@ func TestAdminDeadRetryAndDiscard(t *testing.T) {
 
 	// Retry with a reason (htmx): the row is replaced, the job is pending
 	// with its history, the event is in melati's trail only.
-	a = c.post(fmt.Sprintf("/admin/jobs/%d/retry", ids[0]), c.withCSRF(url.Values{"reason": {"SMTP relay fixed, OPS-12"}, "back": {"/admin/dead"}}), true)
+	a = c.post(fmt.Sprintf("/admin/jobs/%d/retry", ids[0]), c.withCSRF(url.Values{"reason": {"SMTP relay fixed, OPS-12"}, "back": {"/admin/dead"}, "confirm": {"permanent"}}), true)
 	if a.status != 200 || !contains(a.body, `data-testid="dead-row-done"`, "toko-bunga-melati") || strings.Contains(a.body, "<html") {
 		t.Fatalf("retry: %d %.500s", a.status, a.body)
 	}
@@ -456,7 +456,7 @@ func TestAdminDeadRetryAndDiscard(t *testing.T) {
 		t.Fatalf("dead list after discard: %.2000s", after.body)
 	}
 	// An open redirect through back is refused.
-	a = c.post(fmt.Sprintf("/admin/jobs/%d/retry", other), c.withCSRF(url.Values{"reason": {"ok"}, "back": {"//evil.example/"}}), false)
+	a = c.post(fmt.Sprintf("/admin/jobs/%d/retry", other), c.withCSRF(url.Values{"reason": {"ok"}, "back": {"//evil.example/"}, "confirm": {"permanent"}}), false)
 	if a.status != http.StatusSeeOther || a.location != fmt.Sprintf("/admin/jobs/%d", other) {
 		t.Fatalf("back not sanitised: %q", a.location)
 	}

@@ -169,7 +169,7 @@ func staffMatrixRules(ids matrixIDs) map[string]matrixRule {
 		"GET /admin":                   {"/admin", nil, staffOnly},
 		"GET /admin/jobs":              {"/admin/jobs", nil, staffOnly},
 		"GET /admin/jobs/:id":          {"/admin/jobs/{dead}", nil, staffOnly},
-		"POST /admin/jobs/:id/retry":   {"/admin/jobs/{dead}/retry", reason, staffOnly},
+		"POST /admin/jobs/:id/retry":   {"/admin/jobs/{dead}/retry", url.Values{"reason": {"matrix test"}, "confirm": {"permanent"}}, staffOnly},
 		"POST /admin/jobs/:id/discard": {"/admin/jobs/{discard}/discard", reason, staffOnly},
 		"GET /admin/dead":              {"/admin/dead", nil, staffOnly},
 		"GET /admin/dead/bulk":         {"/admin/dead/bulk?action=retry", nil, staffOnly},

@@ -125,7 +125,7 @@ func TestStaffPagesFollowTheLanguage(t *testing.T) {
 	}
 
 	// Flash messages after an action follow the language too.
-	a := staff.postLang(fmt.Sprintf("/admin/jobs/%d/retry", dead), staff.withCSRF(url.Values{"reason": {"relai diperbaiki"}}), "id")
+	a := staff.postLang(fmt.Sprintf("/admin/jobs/%d/retry", dead), staff.withCSRF(url.Values{"reason": {"relai diperbaiki"}, "confirm": {"permanent"}}), "id")
 	if a.status != http.StatusSeeOther {
 		t.Fatalf("retry: %d %.300s", a.status, a.body)
 	}
