@@ -15,13 +15,15 @@ import (
 // surface and which guard protects each part.
 func (s *Server) routes(e *echo.Echo) {
 	// guardInput bounds and checks the body before any session or CSRF work.
-	e.Use(s.traceAndLog, s.observeRequest, middleware.Recover(), s.securityHeaders, guardInput, s.requestDeadline)
+	e.Use(s.traceAndLog, s.observeRequest, middleware.Recover(), compress(), s.securityHeaders, guardInput, s.requestDeadline)
 
 	// Unauthenticated, no session.
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", s.metricsEndpoint) // bearer token, or loopback only
 	e.GET("/audit/key", s.auditKey)      // the audit log's public verifier key
+	e.GET("/robots.txt", s.robots)
+	e.GET("/favicon.ico", s.favicon)
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(filesOnly{static.FS})))))
 
 	// Everything below has a session and CSRF protection on every POST.
