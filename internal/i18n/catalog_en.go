@@ -766,6 +766,7 @@ var en = map[string]string{
 	"The service is busy. Try again in a moment.":    "The service is busy. Try again in a moment.",
 	"chart.bar":              "%s UTC: %d succeeded, %d failed",
 	"chart.throughput_label": "Jobs finished per minute over the last hour",
+	"chart.sqrt_scale":       "Bar heights use a square-root scale: a day with a quarter of the busiest day's figure is half as tall; every figure is in the bar's label and the table.",
 	"Project name must not contain control, invisible or text-direction characters (found U+%04X).": "Project name must not contain control, invisible or text-direction characters (found U+%04X).",
 	"Give a reason of at most %d characters.":                                                       "Give a reason of at most %d characters.",
 	"A reason is at most %d characters of text.":                                                    "A reason is at most %d characters of text.",

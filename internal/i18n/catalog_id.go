@@ -751,6 +751,7 @@ var id = map[string]string{
 	"The service is busy. Try again in a moment.":    "Layanan sedang sibuk. Coba lagi sebentar lagi.",
 	"chart.bar":              "%s UTC: %d berhasil, %d gagal",
 	"chart.throughput_label": "Tugas selesai per menit selama satu jam terakhir",
+	"chart.sqrt_scale":       "Tinggi batang memakai skala akar kuadrat: hari dengan seperempat angka hari tersibuk setinggi separuhnya; setiap angka ada di label batang dan di tabel.",
 	"Project name must not contain control, invisible or text-direction characters (found U+%04X).": "Nama proyek tidak boleh berisi karakter kontrol, tak terlihat, atau pengatur arah teks (ditemukan U+%04X).",
 	"Give a reason of at most %d characters.":                                                       "Berikan alasan paling banyak %d karakter.",
 	"A reason is at most %d characters of text.":                                                    "Alasan paling banyak %d karakter teks.",

@@ -39,7 +39,17 @@ func checkPage(t *testing.T, ctx context.Context, base, who, path string) {
 				t.Errorf("%s: navigation hidden on a wide screen (%v)", name, err)
 			}
 		}
+		if small := smallText(t, ctx, name); len(small) > 0 {
+			t.Errorf("%s: text under 12 px: %v", name, small)
+		}
 		if w < 700 {
+			if unlabelled := unlabelledCells(t, ctx, name); len(unlabelled) > 0 {
+				t.Errorf("%s: stacked table cells without a label: %v", name, unlabelled)
+			}
+			width, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`))
+			if err != nil || len(width) != 2 || width[0] > width[1] {
+				t.Errorf("%s: the document is %v px wide (document, viewport) (%v)", name, width, err)
+			}
 			over, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body *")]
 				.filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest("pre, .chart-table, svg, thead, .sr-only, details:not([open])"))
 				.slice(0, 5).map(e => e.tagName + "." + e.className)`))
@@ -53,6 +63,45 @@ func checkPage(t *testing.T, ctx context.Context, base, who, path string) {
 	}
 }
 
+// smallText lists visible text rendered under 12 px: an element's own
+// text at its computed size, and SVG text at the size it is drawn (a
+// viewBox scales it).
+func smallText(t *testing.T, ctx context.Context, name string) []string {
+	t.Helper()
+	small, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body *")].filter(e => {
+		if (![...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim() !== "")) return false;
+		if (e.closest(".sr-only, script, style, title, details:not([open]) > :not(summary)") || !e.checkVisibility()) return false;
+		let size = parseFloat(getComputedStyle(e).fontSize);
+		if (e instanceof SVGTextElement) {
+			const box = e.getBBox(), rect = e.getBoundingClientRect();
+			if (box.height > 0) size = size * rect.height / box.height;
+		}
+		return size < 11.95;
+	}).slice(0, 5).map(e => e.tagName + "." + e.getAttribute("class") + " " + e.textContent.trim().slice(0, 30) + " @" + getComputedStyle(e).fontSize)`))
+	if err != nil {
+		t.Fatalf("%s font-size scan: %v", name, err)
+	}
+	return small
+}
+
+// unlabelledCells lists stacked table cells (display: block on a phone)
+// that show text of their own without a data-label saying what it is; a
+// cell holding only a link, button or form names itself.
+func unlabelledCells(t *testing.T, ctx context.Context, name string) []string {
+	t.Helper()
+	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("main td")].filter(td => {
+		if (td.hasAttribute("data-label") || td.hasAttribute("colspan") || !td.checkVisibility()) return false;
+		if (getComputedStyle(td).display !== "block") return false;
+		const c = td.cloneNode(true);
+		c.querySelectorAll("a, button, form, select").forEach(e => e.remove());
+		return c.textContent.trim() !== "";
+	}).slice(0, 5).map(td => (td.closest("table").dataset.testid || "table") + ": " + td.textContent.trim().slice(0, 30))`))
+	if err != nil {
+		t.Fatalf("%s label scan: %v", name, err)
+	}
+	return cells
+}
+
 // TestBrowserEveryPageAtTwoWidthsPassesAxe walks every owner and staff
 // page at 1360 and 390 px with axe-core, in English and Indonesian.
 func TestBrowserEveryPageAtTwoWidthsPassesAxe(t *testing.T) {
@@ -62,6 +111,7 @@ func TestBrowserEveryPageAtTwoWidthsPassesAxe(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead := f.makeDead("toko-bunga-melati", "email.weekly-report", 2, "smtp 550 mailbox unavailable")
+	hook, _ := f.webhookWithDelivery("toko-bunga-melati")
 	project := f.projectID("toko-bunga-melati", "Katalog Musim Hujan")
 	ctx := browsertest.New(t)
 
@@ -71,7 +121,7 @@ func TestBrowserEveryPageAtTwoWidthsPassesAxe(t *testing.T) {
 	}
 	for _, p := range []string{"/t/toko-bunga-melati/", "/t/toko-bunga-melati/audit", "/t/toko-bunga-melati/audit?action=project.delete",
 		fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", project), "/t/toko-bunga-melati/jobs", "/t/toko-bunga-melati/jobs?state=dead",
-		"/t/toko-bunga-melati/members", "/t/toko-bunga-melati/audit?from=bad", "/invitations", "/t/toko-bunga-melati/webhooks", "/t/toko-bunga-melati/billing"} {
+		"/t/toko-bunga-melati/members", "/t/toko-bunga-melati/audit?from=bad", "/invitations", "/t/toko-bunga-melati/webhooks", fmt.Sprintf("/t/toko-bunga-melati/webhooks/%d", hook), "/t/toko-bunga-melati/billing"} {
 		checkPage(t, ctx, f.srv.URL, "owner", p)
 	}
 	// The same owner in Indonesian.
