@@ -171,7 +171,8 @@ func (s *Server) loadViewer(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(ctxUser, u)
-		v := &reqctx.Viewer{UserID: u.ID, Name: u.Name, Email: u.Email, StaffRole: u.StaffRole, Grants: staff.Grants(u.StaffRole)}
+		v := &reqctx.Viewer{UserID: u.ID, Name: u.Name, Email: u.Email, StaffRole: u.StaffRole, Grants: staff.Grants(u.StaffRole),
+			Zone: user.TimeZone(u.TimeZone)}
 		c.SetRequest(c.Request().WithContext(reqctx.WithViewer(ctx, v)))
 		return next(c)
 	}

@@ -122,6 +122,8 @@ var staffPermissions = map[string]staff.Permission{
 	"POST /admin/outbox/retry": staff.RetryOne,
 	"GET /admin/alerts":        staff.Read,
 	"GET /admin/search":        staff.Read,
+	// A staff member's own display preference, not an action on data.
+	"POST /admin/timezone": staff.Read,
 }
 
 // staffRoutes registers the staff console.
@@ -152,4 +154,6 @@ func (s *Server) staffRoutes(adm *echo.Group) {
 	adm.POST("/outbox/retry", s.adminOutboxRetry)
 	adm.GET("/alerts", s.adminAlerts)
 	adm.GET("/search", s.adminIncident)
+	// -- the staff member's own time zone for staff pages --
+	adm.POST("/timezone", s.staffTimeZone)
 }

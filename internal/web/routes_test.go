@@ -190,6 +190,7 @@ func staffMatrixRules(ids matrixIDs) map[string]matrixRule {
 		"POST /admin/approvals/:id/reject":                   {fmt.Sprintf("/admin/approvals/%d/reject", ids.approvals[1]), reason, staffOnly},
 		"GET /admin/outbox":                                  {"/admin/outbox", nil, staffOnly},
 		"POST /admin/outbox/retry":                           {"/admin/outbox/retry", url.Values{"reason": {"matrix"}, "id": {"{outbox}"}}, staffOnly},
+		"POST /admin/timezone":                               {"/admin/timezone", url.Values{"time_zone": {"UTC"}}, staffOnly},
 	}
 }
 

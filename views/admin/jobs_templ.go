@@ -919,9 +919,9 @@ func JobsResults(vm JobsVM) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var54 string
-				templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs(components.UTC(r.CreatedAt))
+				templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs(components.When(ctx, r.CreatedAt))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/jobs.templ`, Line: 132, Col: 103}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/jobs.templ`, Line: 132, Col: 109}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var54))
 				if templ_7745c5c3_Err != nil {
@@ -945,9 +945,9 @@ func JobsResults(vm JobsVM) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var56 string
-				templ_7745c5c3_Var56, templ_7745c5c3_Err = templ.JoinStringErrs(components.UTCPtr(r.FinishedAt))
+				templ_7745c5c3_Var56, templ_7745c5c3_Err = templ.JoinStringErrs(components.WhenPtr(ctx, r.FinishedAt))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/jobs.templ`, Line: 133, Col: 108}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/jobs.templ`, Line: 133, Col: 114}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var56))
 				if templ_7745c5c3_Err != nil {

@@ -146,9 +146,9 @@ func Overview(vm OverviewVM) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var5 string
-		templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "admin.snapshot", components.UTC(vm.O.AsOf), components.Ago(vm.Age)))
+		templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "admin.snapshot", components.When(ctx, vm.O.AsOf), components.Ago(vm.Age)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/overview.templ`, Line: 55, Col: 85}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/overview.templ`, Line: 55, Col: 91}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 		if templ_7745c5c3_Err != nil {
@@ -170,9 +170,9 @@ func Overview(vm OverviewVM) templ.Component {
 			}
 		} else {
 			var templ_7745c5c3_Var7 string
-			templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "admin.scheduled_counted", components.UTC(*vm.O.ScheduledAsOf), components.Ago(vm.O.AsOf.Sub(*vm.O.ScheduledAsOf))))
+			templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "admin.scheduled_counted", components.When(ctx, *vm.O.ScheduledAsOf), components.Ago(vm.O.AsOf.Sub(*vm.O.ScheduledAsOf))))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/overview.templ`, Line: 61, Col: 133}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/overview.templ`, Line: 61, Col: 139}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 			if templ_7745c5c3_Err != nil {
@@ -836,9 +836,9 @@ func Overview(vm OverviewVM) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var52 string
-				templ_7745c5c3_Var52, templ_7745c5c3_Err = templ.JoinStringErrs(components.UTC(w.StartedAt))
+				templ_7745c5c3_Var52, templ_7745c5c3_Err = templ.JoinStringErrs(components.When(ctx, w.StartedAt))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/overview.templ`, Line: 114, Col: 89}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/overview.templ`, Line: 114, Col: 95}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var52))
 				if templ_7745c5c3_Err != nil {
