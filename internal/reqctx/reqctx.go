@@ -47,8 +47,10 @@ type Viewer struct {
 	// Grants are the staff permissions the role holds (staff.Can), so a
 	// page offers only the actions its reader may take.
 	Grants []string
-	// Zone is the time zone staff pages are shown in (nil = UTC).
-	Zone *time.Location
+	// Zone is the time zone staff pages are shown in (nil = UTC), and
+	// ZoneChoices the zones a staff member is offered.
+	Zone        *time.Location
+	ZoneChoices []string
 }
 
 // Location is the zone the viewer reads staff pages in: their choice, else

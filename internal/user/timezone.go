@@ -11,6 +11,12 @@ import (
 // ErrInvalidTimeZone: the zone is not an IANA time zone name.
 var ErrInvalidTimeZone = apperr.Invalid("time_zone", "Choose a time zone from the list.")
 
+// StaffZones are the zones offered to staff for their pages (any IANA
+// zone is accepted; these are the ones Jejak's staff work in).
+var StaffZones = []string{"UTC", "Asia/Jakarta", "Asia/Makassar", "Asia/Jayapura", "Asia/Singapore",
+	"Asia/Kolkata", "Asia/Tokyo", "Australia/Sydney", "Europe/London", "Europe/Amsterdam",
+	"America/New_York", "America/Los_Angeles"}
+
 // TimeZone resolves a saved zone name to a location: UTC when none is
 // saved or the name no longer resolves (the tz database changed).
 func TimeZone(name string) *time.Location {

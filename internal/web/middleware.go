@@ -173,6 +173,9 @@ func (s *Server) loadViewer(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(ctxUser, u)
 		v := &reqctx.Viewer{UserID: u.ID, Name: u.Name, Email: u.Email, StaffRole: u.StaffRole, Grants: staff.Grants(u.StaffRole),
 			Zone: user.TimeZone(u.TimeZone)}
+		if u.IsStaff() {
+			v.ZoneChoices = user.StaffZones
+		}
 		c.SetRequest(c.Request().WithContext(reqctx.WithViewer(ctx, v)))
 		return next(c)
 	}

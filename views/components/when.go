@@ -38,9 +38,3 @@ func WhenPtr(ctx context.Context, t *time.Time) string {
 	}
 	return When(ctx, *t)
 }
-
-// StaffZones are the zones offered to staff for their pages (the tz
-// database accepts more; these are the ones Jejak's staff work in).
-var StaffZones = []string{"UTC", "Asia/Jakarta", "Asia/Makassar", "Asia/Jayapura", "Asia/Singapore",
-	"Asia/Kolkata", "Asia/Tokyo", "Australia/Sydney", "Europe/London", "Europe/Amsterdam",
-	"America/New_York", "America/Los_Angeles"}
