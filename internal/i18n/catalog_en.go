@@ -625,6 +625,8 @@ var en = map[string]string{
 	"support.f_actor":                     "Actor",
 	"support.f_from":                      "From",
 	"support.f_to":                        "To",
+	"date.placeholder":                    "YYYY-MM-DD",
+	"date.hint":                           "Year-month-day, e.g. 2026-11-22.",
 	"support.filter":                      "Filter",
 	"support.older_events":                "Older events",
 	"support.col_when":                    "When",

@@ -610,6 +610,8 @@ var id = map[string]string{
 	"support.f_actor":                     "Pelaku",
 	"support.f_from":                      "Dari",
 	"support.f_to":                        "Sampai",
+	"date.placeholder":                    "TTTT-BB-HH",
+	"date.hint":                           "Tahun-bulan-tanggal, mis. 2026-11-22.",
 	"support.filter":                      "Saring",
 	"support.older_events":                "Peristiwa lebih lama",
 	"support.col_when":                    "Kapan",
