@@ -39,6 +39,9 @@ func checkPage(t *testing.T, ctx context.Context, base, who, path string) {
 				t.Errorf("%s: navigation hidden on a wide screen (%v)", name, err)
 			}
 		}
+		if stuck := unreachableScrollers(t, ctx, name); len(stuck) > 0 {
+			t.Errorf("%s: scrollable regions a keyboard cannot reach: %v", name, stuck)
+		}
 		if small := smallText(t, ctx, name); len(small) > 0 {
 			t.Errorf("%s: text under 12 px: %v", name, small)
 		}
@@ -61,6 +64,25 @@ func checkPage(t *testing.T, ctx context.Context, base, who, path string) {
 			}
 		}
 	}
+}
+
+// unreachableScrollers lists regions that scroll (their content is larger
+// than their box and their overflow lets it scroll) but neither take focus
+// nor hold anything focusable: a keyboard user cannot scroll them.
+func unreachableScrollers(t *testing.T, ctx context.Context, name string) []string {
+	t.Helper()
+	stuck, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("main *")].filter(e => {
+		const st = getComputedStyle(e);
+		const scrollsX = /auto|scroll/.test(st.overflowX) && e.scrollWidth > e.clientWidth + 1;
+		const scrollsY = /auto|scroll/.test(st.overflowY) && e.scrollHeight > e.clientHeight + 1;
+		if (!(scrollsX || scrollsY) || !e.checkVisibility()) return false;
+		if (e.tabIndex >= 0 && (e.getAttribute("aria-label") || e.getAttribute("aria-labelledby"))) return false;
+		return !e.querySelector("a[href], button, input, select, textarea, [tabindex]:not([tabindex='-1'])");
+	}).slice(0, 5).map(e => e.tagName + "." + e.className + " " + e.textContent.trim().slice(0, 30))`))
+	if err != nil {
+		t.Fatalf("%s scroll scan: %v", name, err)
+	}
+	return stuck
 }
 
 // smallText lists visible text rendered under 12 px: an element's own
