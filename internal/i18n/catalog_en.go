@@ -398,7 +398,7 @@ var en = map[string]string{
 	// alert_state.*, delivery.*, invoice.*, approval.*, read with i18n.Enum).
 	"admin.utc_note":                      "All times UTC (+00:00)",
 	"zone.times_in":                       "Times in",
-	"zone.save":                           "Show",
+	"zone.save":                           "Apply",
 	"Choose a time zone from the list.":   "Choose a time zone from the list.",
 	"admin.all_tenants":                   "All tenants",
 	"class.transient":                     "transient",

@@ -383,7 +383,7 @@ var id = map[string]string{
 	// Halaman staf, pesan kilat, dan label nilai pada lencana.
 	"admin.utc_note":                      "Semua waktu dalam UTC (+00:00)",
 	"zone.times_in":                       "Waktu dalam",
-	"zone.save":                           "Tampilkan",
+	"zone.save":                           "Terapkan",
 	"Choose a time zone from the list.":   "Pilih zona waktu dari daftar.",
 	"admin.all_tenants":                   "Semua organisasi",
 	"class.transient":                     "sementara",

@@ -115,6 +115,13 @@ func TestRefusedAndMissingPagesKeepTheNavigation(t *testing.T) {
 	if a := member.get("/t/toko-bunga-melati/webhooks"); !strings.Contains(a.body, "role does not allow") || !strings.Contains(a.body, "Only owners and admins manage webhooks.") {
 		t.Errorf("403 page does not say what happened: %.3000s", a.body)
 	}
+	staff := f.client()
+	staff.login("support@jejak.test")
+	for _, path := range []string{"/admin/no-such-page", "/no-such-page"} {
+		if a := staff.get(path); a.status != http.StatusNotFound || !strings.Contains(a.body, `href="/admin/dead"`) || !strings.Contains(a.body, `data-testid="error-explanation"`) {
+			t.Errorf("staff %s: %d, staff navigation %v", path, a.status, strings.Contains(a.body, `href="/admin/dead"`))
+		}
+	}
 	other := member.get("/t/kopi-senja/")
 	if other.status != http.StatusNotFound || strings.Contains(other.body, "/t/kopi-senja/audit") || !strings.Contains(other.body, "nothing at this address") {
 		t.Errorf("another tenant's page: %d %.2000s", other.status, other.body)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -206,6 +207,11 @@ func (s *Server) requireStaff(next echo.HandlerFunc) echo.HandlerFunc {
 			return echo.NewHTTPError(http.StatusForbidden, "This area is for support staff.")
 		}
 		p, ok := staffPermissions[c.Request().Method+" "+c.Path()]
+		if !ok && strings.HasSuffix(c.Path(), "/*") {
+			// No staff route matched (echo's catch-all for the group):
+			// the page does not exist, whoever asks.
+			return echo.ErrNotFound
+		}
 		if !ok || !staff.Can(v.StaffRole, p) {
 			return staff.ErrNotPermitted
 		}
