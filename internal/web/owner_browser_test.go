@@ -113,7 +113,7 @@ func unlabelledCells(t *testing.T, ctx context.Context, name string) []string {
 	t.Helper()
 	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("main td")].filter(td => {
 		if (td.hasAttribute("data-label") || td.hasAttribute("colspan") || !td.checkVisibility()) return false;
-		if (getComputedStyle(td).display !== "block") return false;
+		if (getComputedStyle(td).display === "table-cell") return false;
 		const c = td.cloneNode(true);
 		c.querySelectorAll("a, button, form, select").forEach(e => e.remove());
 		return c.textContent.trim() !== "";

@@ -90,7 +90,7 @@ func geometry(ctx context.Context, ms []ChartMinute) chartGeom {
 			g.Dots = append(g.Dots, dot)
 			prev = &g.Dots[len(g.Dots)-1]
 		}
-		if i%10 == 0 && i+4 < len(ms) || i == len(ms)-1 {
+		if i%10 == 0 && i+7 < len(ms) || i == len(ms)-1 {
 			g.Labels = append(g.Labels, chartLabel{X: x + slot/2, Y: chartH - 6, Text: m.Minute.In(loc).Format("15:04")})
 		}
 	}
