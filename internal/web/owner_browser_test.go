@@ -42,6 +42,17 @@ func checkPage(t *testing.T, ctx context.Context, base, who, path string) {
 		if stuck := unreachableScrollers(t, ctx, name); len(stuck) > 0 {
 			t.Errorf("%s: scrollable regions a keyboard cannot reach: %v", name, stuck)
 		}
+		overlaps, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("svg.chart")].flatMap(svg => {
+			const ts = [...svg.querySelectorAll("text")].filter(e => e.checkVisibility()).map(e => [e.textContent, e.getBoundingClientRect()]);
+			const out = [];
+			ts.forEach(([a, r], i) => ts.slice(i + 1).forEach(([b, q]) => {
+				if (r.left < q.right && q.left < r.right && r.top < q.bottom && q.top < r.bottom) out.push(a + " / " + b);
+			}));
+			return out;
+		}).slice(0, 5)`))
+		if err != nil || len(overlaps) > 0 {
+			t.Errorf("%s: chart labels overlap: %v (%v)", name, overlaps, err)
+		}
 		if small := smallText(t, ctx, name); len(small) > 0 {
 			t.Errorf("%s: text under 12 px: %v", name, small)
 		}
