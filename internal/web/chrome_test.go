@@ -156,3 +156,27 @@ func TestNavigationOffersOnlyUsablePages(t *testing.T) {
 		}
 	}
 }
+
+// TestLanguageChooserSwitchesInOneClick: the chooser is one button per
+// language, each posting /locale with its own value (no select plus a
+// second "change" button), and pressing one switches the page.
+func TestLanguageChooserSwitchesInOneClick(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := f.client()
+	login := c.get("/login")
+	form := regexp.MustCompile(`(?s)<form class="lang" method="post" action="/locale".*?</form>`).FindString(login.body)
+	buttons := regexp.MustCompile(`<button type="submit" name="locale" value="(id|en)"`).FindAllStringSubmatch(form, -1)
+	if len(buttons) != 2 || strings.Contains(form, "<select") {
+		t.Fatalf("chooser: %d language buttons, has a select: %v\n%s", len(buttons), strings.Contains(form, "<select"), form)
+	}
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/locale", strings.NewReader("locale=id&_csrf="+c.csrf()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Referer", f.srv.URL+"/login")
+	if a := c.do(req); a.status != http.StatusSeeOther || a.location != "/login" {
+		t.Fatalf("pressing Bahasa Indonesia: %d → %q", a.status, a.location)
+	}
+	if a := c.get("/login"); !strings.Contains(a.body, `<html lang="id">`) || !strings.Contains(a.body, `value="id" lang="id" aria-pressed="true"`) {
+		t.Fatalf("after one click the page is not Indonesian")
+	}
+}
