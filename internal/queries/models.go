@@ -518,6 +518,7 @@ type User struct {
 	Active       bool
 	CreatedAt    time.Time
 	Locale       *string
+	TimeZone     *string
 }
 
 type UserSession struct {

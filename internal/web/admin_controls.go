@@ -12,6 +12,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/i18n"
+	"github.com/jejakhq/jejak/views/components"
 	"github.com/jejakhq/jejak/views/support"
 )
 
@@ -46,7 +47,7 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 		}
 		for _, r := range st {
 			row := support.ScheduleRow{Name: r.Name, Every: string(r.Every), About: r.About, LastPeriod: r.LastPeriod,
-				LastSummary: r.LastSummary, LastWorker: r.LastWorker, NextRun: fmtUTC(r.NextRun)}
+				LastSummary: r.LastSummary, LastWorker: r.LastWorker, NextRun: components.When(ctx, r.NextRun)}
 			if key := "schedule." + r.Name + ".desc"; i18n.Has(key) {
 				row.About = i18n.T(ctx, key, localArgs(ctx, r.AboutArgs)...)
 			}
@@ -54,7 +55,7 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 				row.LastSummary = i18n.T(ctx, r.LastResult.Key, localArgs(ctx, r.LastResult.Args)...)
 			}
 			if r.LastRun != nil {
-				row.LastRun = fmtUTC(*r.LastRun)
+				row.LastRun = components.When(ctx, *r.LastRun)
 			} else {
 				row.LastRun, row.NextRun = i18n.T(ctx, "support.never"), i18n.T(ctx, "support.next_pass")
 			}
@@ -86,14 +87,14 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 			return nil, err
 		}
 		for _, p := range ps {
-			row := support.PauseRow{Scope: p.Scope, Name: p.Name, Reason: p.Reason, Auto: p.Auto, Since: fmtUTC(p.PausedAt)}
+			row := support.PauseRow{Scope: p.Scope, Name: p.Name, Reason: p.Reason, Auto: p.Auto, Since: components.When(ctx, p.PausedAt)}
 			if p.PausedBy != nil {
 				row.By = nameOr(ctx, names, *p.PausedBy)
 			}
 			vm.Pauses = append(vm.Pauses, row)
 		}
 		for _, l := range log {
-			row := support.PauseLogRow{When: fmtUTC(l.At), Action: l.Action, Scope: l.Scope, Name: l.Name, Reason: l.Reason, By: i18n.T(ctx, "support.automatic")}
+			row := support.PauseLogRow{When: components.When(ctx, l.At), Action: l.Action, Scope: l.Scope, Name: l.Name, Reason: l.Reason, By: i18n.T(ctx, "support.automatic")}
 			if l.ActorID != nil {
 				row.By = nameOr(ctx, names, *l.ActorID)
 			}

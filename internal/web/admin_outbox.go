@@ -30,7 +30,7 @@ func (s *Server) outboxLiveVM(c echo.Context) (admin.OutboxLiveVM, error) {
 		return i18n.Number(ctx, n)
 	}
 	vm := admin.OutboxLiveVM{Pending: capped(st.Pending), Processing: capped(st.Processing), Failed: capped(st.Failed),
-		Lag: "—", Late: st.Late(), DeliveredHour: i18n.Number(ctx, st.DeliveredLastHour()), AsOf: components.UTC(st.Now)}
+		Lag: "—", Late: st.Late(), DeliveredHour: i18n.Number(ctx, st.DeliveredLastHour()), AsOf: components.When(ctx, st.Now)}
 	if st.Pending > 0 {
 		vm.Lag = components.Ago(st.OldestPendingAge)
 	}
@@ -53,7 +53,7 @@ func (s *Server) outboxVM(c echo.Context, tenantSlug string) (admin.OutboxVM, er
 	for _, f := range failed {
 		vm.Failed = append(vm.Failed, admin.OutboxFailedRow{ID: strconv.FormatInt(f.ID, 10), Tenant: f.TenantSlug, Type: f.Type,
 			Aggregate: f.AggregateType + ":" + f.AggregateID, Attempts: i18n.Number(c.Request().Context(), int64(f.Attempts)), LastError: f.LastError,
-			Created: components.UTC(f.CreatedAt)})
+			Created: components.When(c.Request().Context(), f.CreatedAt)})
 	}
 	return vm, nil
 }

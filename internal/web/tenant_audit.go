@@ -37,7 +37,7 @@ const auditPollLimit = 100
 // shownTime is how tenant pages print times: "2 Agu 2026 14:05:00 WIB",
 // the month named in the reader's language (t in the zone wanted).
 func shownTime(ctx context.Context, t time.Time) string {
-	return i18n.Date(i18n.Lang(ctx), t) + " " + t.Format("15:04:05 MST")
+	return components.Stamp(t, t.Location(), i18n.Lang(ctx))
 }
 
 // auditFilter is a parsed timeline filter: what the form showed, what the

@@ -15,6 +15,7 @@ import (
 	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/webhook"
+	"github.com/jejakhq/jejak/views/components"
 	viewtenant "github.com/jejakhq/jejak/views/tenant"
 )
 
@@ -45,7 +46,7 @@ func (s *Server) webhooksVM(c echo.Context) (viewtenant.WebhooksVM, error) {
 	}
 	vm := viewtenant.WebhooksVM{Slug: t.Slug, TenantName: t.Name, Flash: s.popFlash(c)}
 	for _, ep := range page.Rows {
-		vm.Rows = append(vm.Rows, webhookRow(t.Slug, ep, t.Location()))
+		vm.Rows = append(vm.Rows, webhookRow(t.Slug, ep, t.Location(), i18n.Lang(c.Request().Context())))
 	}
 	if page.Next != 0 {
 		vm.OlderURL = "/t/" + t.Slug + "/webhooks?before=" + keyset.Format(page.Next)
@@ -56,13 +57,13 @@ func (s *Server) webhooksVM(c echo.Context) (viewtenant.WebhooksVM, error) {
 	return vm, nil
 }
 
-func webhookRow(slug string, ep webhook.Endpoint, loc *time.Location) viewtenant.WebhookRow {
+func webhookRow(slug string, ep webhook.Endpoint, loc *time.Location, lang string) viewtenant.WebhookRow {
 	base := fmt.Sprintf("/t/%s/webhooks/%d", slug, ep.ID)
 	r := viewtenant.WebhookRow{ID: strconv.FormatInt(ep.ID, 10), URL: ep.URL, Events: strings.Join(ep.Events, ", "),
 		Enabled: ep.Enabled, DisabledReason: ep.DisabledReason,
-		Created: ep.CreatedAt.In(loc).Format("2006-01-02 15:04"), DetailURL: base, RotateURL: base + "/rotate"}
+		Created: components.Stamp(ep.CreatedAt, loc, lang), DetailURL: base, RotateURL: base + "/rotate"}
 	if ep.PreviousUntil != nil {
-		r.PreviousUntil = ep.PreviousUntil.In(loc).Format("2006-01-02 15:04")
+		r.PreviousUntil = components.Stamp(*ep.PreviousUntil, loc, lang)
 	}
 	if ep.Enabled {
 		r.ToggleURL, r.ToggleLabel = base+"/disable", "Disable"
@@ -163,18 +164,18 @@ func (s *Server) tenantWebhookDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	loc := t.Location()
-	vm := viewtenant.WebhookDeliveriesVM{Slug: t.Slug, TenantName: t.Name, Endpoint: webhookRow(t.Slug, ep, loc), Flash: s.popFlash(c)}
+	loc, lang := t.Location(), i18n.Lang(c.Request().Context())
+	vm := viewtenant.WebhookDeliveriesVM{Slug: t.Slug, TenantName: t.Name, Endpoint: webhookRow(t.Slug, ep, loc, lang), Flash: s.popFlash(c)}
 	for _, d := range ds {
 		row := viewtenant.WebhookDeliveryRow{ID: strconv.FormatInt(d.ID, 10), EventID: d.EventID, EventType: d.EventType,
 			State: d.State, Attempts: strconv.Itoa(d.Attempts), LastStatus: statusText(c.Request().Context(), d.LastStatus), LastError: d.LastError,
-			NextAttempt: "—", Created: d.CreatedAt.In(loc).Format("2006-01-02 15:04:05"),
+			NextAttempt: "—", Created: components.Stamp(d.CreatedAt, loc, lang),
 			ResendURL: fmt.Sprintf("/t/%s/webhooks/%d/deliveries/%d/resend", t.Slug, ep.ID, d.ID)}
 		if d.NextAttempt != nil && d.State == webhook.StatePending {
-			row.NextAttempt = d.NextAttempt.In(loc).Format("2006-01-02 15:04:05")
+			row.NextAttempt = components.Stamp(*d.NextAttempt, loc, lang)
 		}
 		for _, a := range d.Log {
-			row.Log = append(row.Log, viewtenant.WebhookAttemptRow{N: strconv.Itoa(a.N), At: a.At.In(loc).Format("2006-01-02 15:04:05"),
+			row.Log = append(row.Log, viewtenant.WebhookAttemptRow{N: strconv.Itoa(a.N), At: components.Stamp(a.At, loc, lang),
 				Status: statusText(c.Request().Context(), a.StatusCode), Latency: a.Latency.String(), Response: a.Response, Error: a.Error})
 		}
 		vm.Rows = append(vm.Rows, row)
