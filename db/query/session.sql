@@ -2,7 +2,8 @@
 -- The session and, in the same round trip, the user it was signed in as
 -- (user_sessions, written at sign-in): every signed-in page needs both.
 SELECT s.data, s.expiry, u.id AS user_id, u.email AS user_email, u.name AS user_name,
-       u.staff_role AS user_staff_role, u.locale AS user_locale, u.active AS user_active
+       u.staff_role AS user_staff_role, u.locale AS user_locale, u.time_zone AS user_time_zone,
+       u.active AS user_active
   FROM sessions s
   LEFT JOIN user_sessions us ON us.token = s.token
   LEFT JOIN users u ON u.id = us.user_id

@@ -46,7 +46,8 @@ func (q *Queries) SessionDelete(ctx context.Context, token string) error {
 
 const sessionFind = `-- name: SessionFind :one
 SELECT s.data, s.expiry, u.id AS user_id, u.email AS user_email, u.name AS user_name,
-       u.staff_role AS user_staff_role, u.locale AS user_locale, u.active AS user_active
+       u.staff_role AS user_staff_role, u.locale AS user_locale, u.time_zone AS user_time_zone,
+       u.active AS user_active
   FROM sessions s
   LEFT JOIN user_sessions us ON us.token = s.token
   LEFT JOIN users u ON u.id = us.user_id
@@ -61,6 +62,7 @@ type SessionFindRow struct {
 	UserName      *string
 	UserStaffRole *string
 	UserLocale    *string
+	UserTimeZone  *string
 	UserActive    *bool
 }
 
@@ -77,6 +79,7 @@ func (q *Queries) SessionFind(ctx context.Context, token string) (SessionFindRow
 		&i.UserName,
 		&i.UserStaffRole,
 		&i.UserLocale,
+		&i.UserTimeZone,
 		&i.UserActive,
 	)
 	return i, err

@@ -3,12 +3,14 @@ package signin_test
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/signin"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/user"
 )
 
 // TestSessionCommitSettingStaysInItsTransaction: a session write commits
@@ -64,8 +66,8 @@ func TestSessionLookupReadsItsUser(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	var uid int64
-	if err := db.Admin.QueryRow(ctx, `INSERT INTO users (email, name, password_hash, staff_role, locale)
-		VALUES ('sinta@jejak.test', 'Sinta', 'x', 'support', 'id') RETURNING id`).Scan(&uid); err != nil {
+	if err := db.Admin.QueryRow(ctx, `INSERT INTO users (email, name, password_hash, staff_role, locale, time_zone)
+		VALUES ('sinta@jejak.test', 'Sinta', 'x', 'support', 'id', 'Asia/Jakarta') RETURNING id`).Scan(&uid); err != nil {
 		t.Fatal(err)
 	}
 	s := signin.NewSessionStore(pool, time.Hour)
@@ -84,8 +86,21 @@ func TestSessionLookupReadsItsUser(t *testing.T) {
 	}
 	u := signin.SessionUser(rctx, uid)
 	if u == nil || u.ID != uid || u.Name != "Sinta" || u.Email != "sinta@jejak.test" || u.StaffRole != "support" ||
-		u.Locale != "id" || !u.Active {
+		u.Locale != "id" || u.TimeZone != "Asia/Jakarta" || !u.Active {
 		t.Fatalf("session user = %+v", u)
+	}
+	// Every field the user service reads, the session lookup reads too: a
+	// column added to one and not the other would show stale or empty
+	// values on every signed-in page.
+	full, err := user.NewService(user.NewStore(pool)).Get(ctx, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fv, sv := reflect.ValueOf(*full), reflect.ValueOf(*u)
+	for i := range fv.NumField() {
+		if f := fv.Type().Field(i); f.IsExported() && !reflect.DeepEqual(fv.Field(i).Interface(), sv.Field(i).Interface()) {
+			t.Errorf("session user's %s = %v, the user service reads %v", f.Name, sv.Field(i), fv.Field(i))
+		}
 	}
 	if signin.SessionUser(rctx, uid+1) != nil {
 		t.Fatal("SessionUser answered for a user the session was not signed in as")

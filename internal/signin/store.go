@@ -69,8 +69,11 @@ func (s *store) sessionFind(ctx context.Context, token string) (data []byte, exp
 		return nil, time.Time{}, nil, false, fmt.Errorf("find session: %w", err)
 	}
 	if r.UserID != nil {
-		u = user.Known(*r.UserID, deref(r.UserEmail), deref(r.UserName), deref(r.UserStaffRole), deref(r.UserLocale),
-			r.UserActive != nil && *r.UserActive)
+		// Without the password hash: enough to show and authorize a
+		// request, never to check a password.
+		u = &user.User{ID: *r.UserID, Email: deref(r.UserEmail), Name: deref(r.UserName),
+			StaffRole: deref(r.UserStaffRole), Locale: deref(r.UserLocale), TimeZone: deref(r.UserTimeZone),
+			Active: r.UserActive != nil && *r.UserActive}
 	}
 	return r.Data, r.Expiry, u, true, nil
 }

@@ -44,13 +44,6 @@ type User struct {
 	hash     string
 }
 
-// Known is a user as another query read it (the session's lookup joins
-// the signed-in user), without the password hash: enough to show and
-// authorize a request, never to check a password.
-func Known(id int64, email, name, staffRole, locale string, active bool) *User {
-	return &User{ID: id, Email: email, Name: name, StaffRole: staffRole, Locale: locale, Active: active}
-}
-
 // IsStaff reports whether the user is support or admin staff.
 func (u *User) IsStaff() bool { return u.StaffRole == StaffSupport || u.StaffRole == StaffAdmin }
 
