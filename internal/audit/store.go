@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/queries"
@@ -33,6 +34,8 @@ func (s store) timeline(ctx context.Context, tenantID int64, f Filter, beforeID 
 		TenantID:  tenantID,
 		BeforeID:  beforeID,
 		Action:    nonEmpty(f.Action),
+		Actions:   f.Actions,
+		Search:    likePattern(f.Search),
 		Entity:    nonEmpty(f.Entity),
 		EntityID:  nonEmpty(f.EntityID),
 		ActorKind: nonEmpty(string(f.ActorKind)),
@@ -55,6 +58,8 @@ func (s store) timelineByTime(ctx context.Context, tenantID int64, f Filter, bef
 		ToTime:    f.To,
 		BeforeID:  beforeID,
 		Action:    nonEmpty(f.Action),
+		Actions:   f.Actions,
+		Search:    likePattern(f.Search),
 		Entity:    nonEmpty(f.Entity),
 		EntityID:  nonEmpty(f.EntityID),
 		ActorKind: nonEmpty(string(f.ActorKind)),
@@ -72,6 +77,8 @@ func (s store) newer(ctx context.Context, tenantID int64, f Filter, afterID, thr
 		AfterID:   afterID,
 		ThroughID: throughID,
 		Action:    nonEmpty(f.Action),
+		Actions:   f.Actions,
+		Search:    likePattern(f.Search),
 		Entity:    nonEmpty(f.Entity),
 		EntityID:  nonEmpty(f.EntityID),
 		ActorKind: nonEmpty(string(f.ActorKind)),
@@ -89,11 +96,15 @@ func (s store) lastID(ctx context.Context, tenantID int64) (int64, error) {
 	return s.q.AuditEventLastID(ctx, tenantID)
 }
 
-func (s store) entityHistory(ctx context.Context, tenantID int64, entity, entityID string, limit int) ([]Recorded, error) {
+func (s store) entityHistory(ctx context.Context, tenantID int64, entity, entityID, name string, limit int) ([]Recorded, error) {
 	rows, err := s.q.AuditEventEntityHistory(ctx, queries.AuditEventEntityHistoryParams{
-		TenantID: tenantID, Entity: entity, EntityID: entityID, Lim: int32(limit),
+		TenantID: tenantID, Entity: entity, EntityID: entityID, Name: name, Lim: int32(limit),
 	})
 	return fromRows(rows), err
+}
+
+func (s store) entityName(ctx context.Context, tenantID int64, entity, entityID string) (string, error) {
+	return s.q.AuditEventEntityName(ctx, queries.AuditEventEntityNameParams{TenantID: tenantID, Entity: entity, EntityID: entityID})
 }
 
 func (s store) search(ctx context.Context, q SearchQuery, beforeID *int64, limit int) ([]Recorded, error) {
@@ -162,11 +173,15 @@ func (s store) leaves(ctx context.Context, tenantID, afterSeq, throughSeq int64,
 	return out, nil
 }
 
-// eventRow is the shape of every read that returns events with their leaf.
+// eventRow is the shape of every read that returns events with their leaf
+// and the names of the people in them.
 type eventRow interface {
 	~struct {
-		AuditEvent queries.AuditEvent
-		LeafSeq    int64
+		AuditEvent     queries.AuditEvent
+		LeafSeq        int64
+		ActorName      string
+		ActorRole      string
+		EntityUserName string
 	}
 }
 
@@ -174,8 +189,11 @@ func fromRows[R eventRow](rows []R) []Recorded {
 	out := make([]Recorded, len(rows))
 	for i, row := range rows {
 		r := struct {
-			AuditEvent queries.AuditEvent
-			LeafSeq    int64
+			AuditEvent     queries.AuditEvent
+			LeafSeq        int64
+			ActorName      string
+			ActorRole      string
+			EntityUserName string
 		}(row)
 		e := r.AuditEvent
 		out[i] = Recorded{
@@ -190,12 +208,29 @@ func fromRows[R eventRow](rows []R) []Recorded {
 				TraceID:   e.TraceID,
 				JobID:     e.JobID,
 			},
-			Seq:        r.LeafSeq,
-			ID:         e.ID,
-			OccurredAt: e.OccurredAt.UTC(),
+			Seq:            r.LeafSeq,
+			ID:             e.ID,
+			OccurredAt:     e.OccurredAt.UTC(),
+			ActorName:      r.ActorName,
+			ActorRole:      r.ActorRole,
+			EntityUserName: r.EntityUserName,
 		}
 	}
 	return out
+}
+
+// likeEscaper escapes LIKE's wildcards and its escape character, so a
+// search for "50%" finds the text "50%".
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// likePattern is a search term as a LIKE pattern matching it anywhere; nil
+// for no search. The term is already lower-case (CheckSearch).
+func likePattern(term string) *string {
+	if term == "" {
+		return nil
+	}
+	p := "%" + likeEscaper.Replace(term) + "%"
+	return &p
 }
 
 func nonEmpty(s string) *string {
