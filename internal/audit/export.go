@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
+	"strings"
 	"strconv"
 	"time"
 
@@ -90,10 +92,40 @@ func (f *Filter) matches(e *chainFields) bool {
 		f.TraceID != "" && e.TraceID != f.TraceID,
 		f.JobID != nil && (e.JobID == nil || *e.JobID != *f.JobID),
 		f.From != nil && e.OccurredAt.Before(*f.From),
-		f.To != nil && !e.OccurredAt.Before(*f.To):
+		f.To != nil && !e.OccurredAt.Before(*f.To),
+		f.Actions != nil && !slices.Contains(f.Actions, e.Action),
+		f.Search != "" && !strings.Contains(searchText(e.EntityID, e.DetailText), f.Search):
 		return false
 	}
 	return true
+}
+
+// searchText is what a name search reads, as the database's
+// audit_search_text computes it: the entity id and every string value of
+// the detail, lower-cased.
+func searchText(entityID, detail string) string {
+	var b strings.Builder
+	b.WriteString(entityID)
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			b.WriteString(" " + x)
+		case []any:
+			for _, y := range x {
+				walk(y)
+			}
+		case map[string]any:
+			for _, y := range x {
+				walk(y)
+			}
+		}
+	}
+	var v any
+	if json.Unmarshal([]byte(detail), &v) == nil {
+		walk(v)
+	}
+	return strings.ToLower(b.String())
 }
 
 // CSVHeader is the first line of a CSV export.
