@@ -10,8 +10,8 @@ import (
 	"errors"
 	"io"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
