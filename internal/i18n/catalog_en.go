@@ -233,7 +233,7 @@ var en = map[string]string{
 	"event.audit_token.create":  "%[1]s created the audit token %[2]s",
 	"event.audit_token.revoke":  "%[1]s revoked the audit token %[2]s",
 	"event.audit_token.use":     "The audit token %[2]s read the log from %[3]s",
-	"event.report.sent":         "%[1]s sent weekly report %[2]s to %[3]s",
+	"event.report.sent":         "%[1]s sent the weekly report for %[2]s to %[3]s",
 	"event.job.failed":          "%[1]s: job %[2]s (%[3]s) failed on attempt %[4]s: %[5]s",
 	"event.job.dead_lettered":   "%[1]s: job %[2]s (%[3]s) gave up after attempt %[4]s: %[5]s",
 	"event.job.replayed":        "%[1]s retried job %[2]s (%[3]s): “%[5]s”",

@@ -224,7 +224,7 @@ var id = map[string]string{
 	"event.audit_token.create":  "%[1]s membuat token audit %[2]s",
 	"event.audit_token.revoke":  "%[1]s mencabut token audit %[2]s",
 	"event.audit_token.use":     "Token audit %[2]s membaca log dari %[3]s",
-	"event.report.sent":         "%[1]s mengirim laporan mingguan %[2]s ke %[3]s",
+	"event.report.sent":         "%[1]s mengirim laporan mingguan %[2]s kepada %[3]s",
 	"event.job.failed":          "%[1]s: tugas %[2]s (%[3]s) gagal pada percobaan ke-%[4]s: %[5]s",
 	"event.job.dead_lettered":   "%[1]s: tugas %[2]s (%[3]s) dihentikan setelah percobaan ke-%[4]s: %[5]s",
 	"event.job.replayed":        "%[1]s mengulang tugas %[2]s (%[3]s): “%[5]s”",
