@@ -23,12 +23,70 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 -- +goose StatementEnd
 
--- Led by tenant_id (btree_gin) like every tenant index, so one tenant's
--- search does not read another's matches.
+-- Led by tenant_id (btree_gin) like every tenant index.
 CREATE INDEX audit_events_search_idx ON audit_events
     USING gin (tenant_id, audit_search_text(detail, entity_id) gin_trgm_ops);
+
+-- Under forced row-level security the planner may not use an index for a
+-- condition whose operator is not leakproof before the policy's own
+-- condition has passed, and LIKE is not leakproof: a jejak_app search
+-- would read every event of the tenant to filter it. audit_search_ids runs
+-- the search as the table's owner (which reads events only through it, as
+-- it reads memberships only through app_is_member), for the tenant and
+-- member the transaction is scoped to (the same two checks the jejak_app
+-- policy makes; outside a tenant scope it finds nothing), and returns
+-- event ids only: the timeline then reads those events under row-level
+-- security. The query is built from the filters present and planned with
+-- their values, so a rare name is found through the trigram index and a
+-- common one by walking the newest events.
+CREATE POLICY owner_search ON audit_events FOR SELECT TO jejak_owner USING (true);
+
+-- +goose StatementBegin
+CREATE FUNCTION audit_search_ids(p_pattern text, p_before bigint, p_lim integer, p_actions text[], p_action text,
+    p_entity text, p_entity_id text, p_actor_kind text, p_actor_id bigint, p_trace_id text, p_job_id bigint,
+    p_from timestamptz, p_to timestamptz)
+RETURNS SETOF bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 50 SET search_path = pg_catalog, public AS $$
+DECLARE
+    tenant bigint := public.app_tenant_id();
+    q text := 'SELECT e.id FROM public.audit_events e WHERE e.tenant_id = $1'
+           || ' AND public.audit_search_text(e.detail, e.entity_id) LIKE $2';
+BEGIN
+    IF tenant IS NULL OR NOT public.app_is_member() THEN
+        RETURN;
+    END IF;
+    IF p_before IS NOT NULL THEN q := q || ' AND e.id < $3'; END IF;
+    IF p_actions IS NOT NULL THEN q := q || ' AND e.action = ANY($4)'; END IF;
+    IF p_action IS NOT NULL THEN q := q || ' AND e.action = $5'; END IF;
+    IF p_entity IS NOT NULL THEN q := q || ' AND e.entity = $6'; END IF;
+    IF p_entity_id IS NOT NULL THEN q := q || ' AND e.entity_id = $7'; END IF;
+    IF p_actor_kind IS NOT NULL THEN q := q || ' AND e.actor_kind = $8'; END IF;
+    IF p_actor_id IS NOT NULL THEN q := q || ' AND e.actor_id = $9'; END IF;
+    IF p_trace_id IS NOT NULL THEN q := q || ' AND e.trace_id = $10'; END IF;
+    IF p_job_id IS NOT NULL THEN q := q || ' AND e.job_id = $11'; END IF;
+    IF p_from IS NOT NULL THEN q := q || ' AND e.occurred_at >= $12'; END IF;
+    IF p_to IS NOT NULL THEN q := q || ' AND e.occurred_at < $13'; END IF;
+    RETURN QUERY EXECUTE q || ' ORDER BY e.id DESC LIMIT $14'
+        USING tenant, p_pattern, p_before, p_actions, p_action, p_entity, p_entity_id, p_actor_kind,
+              p_actor_id, p_trace_id, p_job_id, p_from, p_to, p_lim;
+END
+$$;
+-- +goose StatementEnd
 
 -- An entity's history by its name: a project deleted and created again
 -- under the same name has two ids and one story.
 CREATE INDEX audit_events_entity_name_idx ON audit_events (tenant_id, entity, (detail->>'name'), id)
     WHERE detail ? 'name';
+
+-- The ids an entity's namesakes (same type, same name) carry in the
+-- current tenant's trail, at most 100. Run as the owner for the reason
+-- audit_search_ids is (->> is not leakproof either), with the same checks.
+-- +goose StatementBegin
+CREATE FUNCTION audit_namesakes(p_entity text, p_name text) RETURNS SETOF text
+LANGUAGE sql STABLE SECURITY DEFINER ROWS 5 SET search_path = pg_catalog, public AS $$
+    SELECT DISTINCT e.entity_id FROM public.audit_events e
+     WHERE e.tenant_id = public.app_tenant_id() AND (SELECT public.app_is_member())
+       AND p_name <> '' AND e.entity = p_entity AND e.detail ? 'name' AND e.detail->>'name' = p_name
+     LIMIT 100
+$$;
+-- +goose StatementEnd

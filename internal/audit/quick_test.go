@@ -156,6 +156,46 @@ func TestNameSearch(t *testing.T) {
 	}
 }
 
+// TestSearchFunctionsStayInTheirTenant: the owner-run search and namesake
+// functions answer only for the tenant and member the transaction is
+// scoped to; outside a tenant scope, or for a user who is not a member,
+// they find nothing.
+func TestSearchFunctionsStayInTheirTenant(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tn, owner, staff := trailStory(t, f)
+	ctx := context.Background()
+	const search = `SELECT count(*) FROM audit_search_ids('%katalog%', NULL, 50, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`
+	const namesakes = `SELECT count(*) FROM audit_namesakes('project', 'Katalog Musim Hujan')`
+	count := func(db database.Querier, sql string) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(ctx, sql).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return n
+	}
+	if n := count(f.db.System, search) + count(f.db.System, namesakes); n != 0 {
+		t.Errorf("outside a tenant scope the functions found %d rows", n)
+	}
+	scoped := func(user int64) (hits, ids int) {
+		err := database.InTenantUserTx(ctx, f.db.App, tn, user, func(tx pgx.Tx) error {
+			hits, ids = count(tx, search), count(tx, namesakes)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits, ids
+	}
+	if hits, ids := scoped(owner); hits != 3 || ids != 2 {
+		t.Errorf("a member finds %d events and %d namesake ids, want 3 and 2", hits, ids)
+	}
+	if hits, ids := scoped(staff); hits != 0 || ids != 0 {
+		t.Errorf("a non-member finds %d events and %d namesake ids, want none", hits, ids)
+	}
+}
+
 // TestEntityHistoryByName: a project deleted and created again under the
 // same name is one story, titled by its name, from either id; another
 // tenant's namesake stays out; the timeline names the actor in the same

@@ -27,6 +27,9 @@ func (s store) insertBatch(ctx context.Context, b *batch) (int64, error) {
 }
 
 func (s store) timeline(ctx context.Context, tenantID int64, f Filter, beforeID *int64, limit int) ([]Recorded, error) {
+	if f.Search != "" {
+		return s.timelineSearch(ctx, tenantID, f, beforeID, limit)
+	}
 	if f.From != nil || f.To != nil {
 		return s.timelineByTime(ctx, tenantID, f, beforeID, limit)
 	}
@@ -35,7 +38,6 @@ func (s store) timeline(ctx context.Context, tenantID int64, f Filter, beforeID 
 		BeforeID:  beforeID,
 		Action:    nonEmpty(f.Action),
 		Actions:   f.Actions,
-		Search:    likePattern(f.Search),
 		Entity:    nonEmpty(f.Entity),
 		EntityID:  nonEmpty(f.EntityID),
 		ActorKind: nonEmpty(string(f.ActorKind)),
@@ -59,7 +61,6 @@ func (s store) timelineByTime(ctx context.Context, tenantID int64, f Filter, bef
 		BeforeID:  beforeID,
 		Action:    nonEmpty(f.Action),
 		Actions:   f.Actions,
-		Search:    likePattern(f.Search),
 		Entity:    nonEmpty(f.Entity),
 		EntityID:  nonEmpty(f.EntityID),
 		ActorKind: nonEmpty(string(f.ActorKind)),
@@ -67,6 +68,28 @@ func (s store) timelineByTime(ctx context.Context, tenantID int64, f Filter, bef
 		TraceID:   nonEmpty(f.TraceID),
 		JobID:     f.JobID,
 		Lim:       int32(limit),
+	})
+	return fromRows(rows), err
+}
+
+// timelineSearch is timeline with a name search, newest first by id (a
+// date range narrows it rather than ordering it by time).
+func (s store) timelineSearch(ctx context.Context, tenantID int64, f Filter, beforeID *int64, limit int) ([]Recorded, error) {
+	rows, err := s.q.AuditEventTimelineSearch(ctx, queries.AuditEventTimelineSearchParams{
+		TenantID:  tenantID,
+		Search:    *likePattern(f.Search),
+		BeforeID:  beforeID,
+		Lim:       int32(limit),
+		Actions:   f.Actions,
+		Action:    nonEmpty(f.Action),
+		Entity:    nonEmpty(f.Entity),
+		EntityID:  nonEmpty(f.EntityID),
+		ActorKind: nonEmpty(string(f.ActorKind)),
+		ActorID:   f.ActorID,
+		TraceID:   nonEmpty(f.TraceID),
+		JobID:     f.JobID,
+		FromTime:  f.From,
+		ToTime:    f.To,
 	})
 	return fromRows(rows), err
 }

@@ -32,8 +32,7 @@ LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
 LEFT JOIN users a ON a.id = e.actor_id
 LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
 WHERE e.tenant_id = $1 AND e.entity = $2
-  AND (e.entity_id = $3
-       OR ($4::text <> '' AND e.detail ? 'name' AND e.detail->>'name' = $4::text))
+  AND e.entity_id = ANY(array_append(ARRAY(SELECT audit_namesakes($2, $3::text)), $4::text))
 ORDER BY e.id
 LIMIT $5
 `
@@ -41,8 +40,8 @@ LIMIT $5
 type AuditEventEntityHistoryParams struct {
 	TenantID int64
 	Entity   string
-	EntityID string
 	Name     string
+	EntityID string
 	Lim      int32
 }
 
@@ -56,13 +55,13 @@ type AuditEventEntityHistoryRow struct {
 
 // One entity's story in one tenant, oldest first (its history page), with
 // the events of the same entity under the same name (a project deleted and
-// created again keeps one story): audit_events_entity_name_idx.
+// created again keeps one story): audit_namesakes finds their ids.
 func (q *Queries) AuditEventEntityHistory(ctx context.Context, arg AuditEventEntityHistoryParams) ([]AuditEventEntityHistoryRow, error) {
 	rows, err := q.db.Query(ctx, auditEventEntityHistory,
 		arg.TenantID,
 		arg.Entity,
-		arg.EntityID,
 		arg.Name,
+		arg.EntityID,
 		arg.Lim,
 	)
 	if err != nil {
@@ -439,17 +438,16 @@ WHERE e.tenant_id = $1
   AND ($2::bigint IS NULL OR e.id < $2::bigint)
   AND ($3::text IS NULL OR e.action = $3::text)
   AND ($4::text[] IS NULL OR e.action = ANY($4::text[]))
-  AND ($5::text IS NULL OR audit_search_text(e.detail, e.entity_id) LIKE $5::text)
-  AND ($6::text IS NULL OR e.entity = $6::text)
-  AND ($7::text IS NULL OR e.entity_id = $7::text)
-  AND ($8::text IS NULL OR e.actor_kind = $8::text)
-  AND ($9::bigint IS NULL OR e.actor_id = $9::bigint)
-  AND ($10::text IS NULL OR e.trace_id = $10::text)
-  AND ($11::bigint IS NULL OR e.job_id = $11::bigint)
-  AND ($12::timestamptz IS NULL OR e.occurred_at >= $12::timestamptz)
-  AND ($13::timestamptz IS NULL OR e.occurred_at < $13::timestamptz)
+  AND ($5::text IS NULL OR e.entity = $5::text)
+  AND ($6::text IS NULL OR e.entity_id = $6::text)
+  AND ($7::text IS NULL OR e.actor_kind = $7::text)
+  AND ($8::bigint IS NULL OR e.actor_id = $8::bigint)
+  AND ($9::text IS NULL OR e.trace_id = $9::text)
+  AND ($10::bigint IS NULL OR e.job_id = $10::bigint)
+  AND ($11::timestamptz IS NULL OR e.occurred_at >= $11::timestamptz)
+  AND ($12::timestamptz IS NULL OR e.occurred_at < $12::timestamptz)
 ORDER BY e.id DESC
-LIMIT $14
+LIMIT $13
 `
 
 type AuditEventTimelineParams struct {
@@ -457,7 +455,6 @@ type AuditEventTimelineParams struct {
 	BeforeID  *int64
 	Action    *string
 	Actions   []string
-	Search    *string
 	Entity    *string
 	EntityID  *string
 	ActorKind *string
@@ -481,15 +478,13 @@ type AuditEventTimelineRow struct {
 // is the event's leaf (0 while it waits for the sealer). The actor's name
 // and role, and the name of the user an event is about, come in the same
 // query (primary-key probes per row of the page), so a page is one round
-// trip. search is a LIKE pattern over audit_search_text, which
-// audit_events_search_idx (trigram GIN) answers.
+// trip. A name search reads AuditEventTimelineSearch instead.
 func (q *Queries) AuditEventTimeline(ctx context.Context, arg AuditEventTimelineParams) ([]AuditEventTimelineRow, error) {
 	rows, err := q.db.Query(ctx, auditEventTimeline,
 		arg.TenantID,
 		arg.BeforeID,
 		arg.Action,
 		arg.Actions,
-		arg.Search,
 		arg.Entity,
 		arg.EntityID,
 		arg.ActorKind,
@@ -553,15 +548,14 @@ WHERE e.tenant_id = $1
                                     WHERE b.tenant_id = $1 AND b.id = $4::bigint))
   AND ($5::text IS NULL OR e.action = $5::text)
   AND ($6::text[] IS NULL OR e.action = ANY($6::text[]))
-  AND ($7::text IS NULL OR audit_search_text(e.detail, e.entity_id) LIKE $7::text)
-  AND ($8::text IS NULL OR e.entity = $8::text)
-  AND ($9::text IS NULL OR e.entity_id = $9::text)
-  AND ($10::text IS NULL OR e.actor_kind = $10::text)
-  AND ($11::bigint IS NULL OR e.actor_id = $11::bigint)
-  AND ($12::text IS NULL OR e.trace_id = $12::text)
-  AND ($13::bigint IS NULL OR e.job_id = $13::bigint)
+  AND ($7::text IS NULL OR e.entity = $7::text)
+  AND ($8::text IS NULL OR e.entity_id = $8::text)
+  AND ($9::text IS NULL OR e.actor_kind = $9::text)
+  AND ($10::bigint IS NULL OR e.actor_id = $10::bigint)
+  AND ($11::text IS NULL OR e.trace_id = $11::text)
+  AND ($12::bigint IS NULL OR e.job_id = $12::bigint)
 ORDER BY e.occurred_at DESC, e.id DESC
-LIMIT $14
+LIMIT $13
 `
 
 type AuditEventTimelineByTimeParams struct {
@@ -571,7 +565,6 @@ type AuditEventTimelineByTimeParams struct {
 	BeforeID  *int64
 	Action    *string
 	Actions   []string
-	Search    *string
 	Entity    *string
 	EntityID  *string
 	ActorKind *string
@@ -602,7 +595,6 @@ func (q *Queries) AuditEventTimelineByTime(ctx context.Context, arg AuditEventTi
 		arg.BeforeID,
 		arg.Action,
 		arg.Actions,
-		arg.Search,
 		arg.Entity,
 		arg.EntityID,
 		arg.ActorKind,
@@ -618,6 +610,104 @@ func (q *Queries) AuditEventTimelineByTime(ctx context.Context, arg AuditEventTi
 	items := []AuditEventTimelineByTimeRow{}
 	for rows.Next() {
 		var i AuditEventTimelineByTimeRow
+		if err := rows.Scan(
+			&i.AuditEvent.TenantID,
+			&i.AuditEvent.Seq,
+			&i.AuditEvent.ID,
+			&i.AuditEvent.ActorKind,
+			&i.AuditEvent.ActorID,
+			&i.AuditEvent.Action,
+			&i.AuditEvent.Entity,
+			&i.AuditEvent.EntityID,
+			&i.AuditEvent.Detail,
+			&i.AuditEvent.OccurredAt,
+			&i.AuditEvent.TraceID,
+			&i.AuditEvent.JobID,
+			&i.AuditEvent.PrevHash,
+			&i.AuditEvent.Hash,
+			&i.LeafSeq,
+			&i.ActorName,
+			&i.ActorRole,
+			&i.EntityUserName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const auditEventTimelineSearch = `-- name: AuditEventTimelineSearch :many
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id, e.detail, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, e.hash, coalesce(l.seq, 0)::bigint AS leaf_seq,
+       coalesce(a.name, '')::text AS actor_name, coalesce(a.staff_role, '')::text AS actor_role,
+       coalesce(u.name, '')::text AS entity_user_name
+FROM audit_search_ids($1::text, $2::bigint, $3::integer,
+        $4::text[], $5::text, $6::text, $7::text,
+        $8::text, $9::bigint, $10::text, $11::bigint,
+        $12::timestamptz, $13::timestamptz) AS s(id)
+JOIN audit_events e ON e.tenant_id = $14 AND e.id = s.id
+LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+LEFT JOIN users a ON a.id = e.actor_id
+LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
+ORDER BY e.id DESC
+`
+
+type AuditEventTimelineSearchParams struct {
+	Search    string
+	BeforeID  *int64
+	Lim       int32
+	Actions   []string
+	Action    *string
+	Entity    *string
+	EntityID  *string
+	ActorKind *string
+	ActorID   *int64
+	TraceID   *string
+	JobID     *int64
+	FromTime  *time.Time
+	ToTime    *time.Time
+	TenantID  int64
+}
+
+type AuditEventTimelineSearchRow struct {
+	AuditEvent     AuditEvent
+	LeafSeq        int64
+	ActorName      string
+	ActorRole      string
+	EntityUserName string
+}
+
+// The timeline with a name search: audit_search_ids finds the page's ids
+// (through the trigram index when the name is rare; see migration 00120),
+// then the events are read by primary key under row-level security, with
+// the same names as AuditEventTimeline. Newest first, keyset on id.
+func (q *Queries) AuditEventTimelineSearch(ctx context.Context, arg AuditEventTimelineSearchParams) ([]AuditEventTimelineSearchRow, error) {
+	rows, err := q.db.Query(ctx, auditEventTimelineSearch,
+		arg.Search,
+		arg.BeforeID,
+		arg.Lim,
+		arg.Actions,
+		arg.Action,
+		arg.Entity,
+		arg.EntityID,
+		arg.ActorKind,
+		arg.ActorID,
+		arg.TraceID,
+		arg.JobID,
+		arg.FromTime,
+		arg.ToTime,
+		arg.TenantID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AuditEventTimelineSearchRow{}
+	for rows.Next() {
+		var i AuditEventTimelineSearchRow
 		if err := rows.Scan(
 			&i.AuditEvent.TenantID,
 			&i.AuditEvent.Seq,
