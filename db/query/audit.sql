@@ -147,7 +147,8 @@ LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
 LEFT JOIN users a ON a.id = e.actor_id
 LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
 WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.entity = sqlc.arg('entity')
-  AND e.entity_id = ANY(array_append(ARRAY(SELECT audit_namesakes(sqlc.arg('entity'), sqlc.arg('name')::text)), sqlc.arg('entity_id')::text))
+  AND e.entity_id = ANY(ARRAY(SELECT audit_namesakes(sqlc.arg('entity'), sqlc.arg('name')::text)
+                              UNION ALL SELECT sqlc.arg('entity_id')::text))
 ORDER BY e.id
 LIMIT sqlc.arg('lim');
 

@@ -32,7 +32,8 @@ LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
 LEFT JOIN users a ON a.id = e.actor_id
 LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
 WHERE e.tenant_id = $1 AND e.entity = $2
-  AND e.entity_id = ANY(array_append(ARRAY(SELECT audit_namesakes($2, $3::text)), $4::text))
+  AND e.entity_id = ANY(ARRAY(SELECT audit_namesakes($2, $3::text)
+                              UNION ALL SELECT $4::text))
 ORDER BY e.id
 LIMIT $5
 `
