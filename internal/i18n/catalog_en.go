@@ -260,7 +260,7 @@ var en = map[string]string{
 	"audit.quick.signins":                       "Sign-ins",
 	"audit.quick.jobs":                          "Jobs",
 	"audit.search":                              "Search names",
-	"audit.search_ph":                           "e.g. Katalog or an e-mail",
+	"audit.search_ph":                           "e.g. Katalog",
 	"audit.search_go":                           "Search",
 	"audit.more_filters":                        "More filters",
 	"audit.history_of_named":                    "History of %[1]s %[2]s",

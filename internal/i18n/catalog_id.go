@@ -251,7 +251,7 @@ var id = map[string]string{
 	"audit.quick.signins":                       "Riwayat masuk",
 	"audit.quick.jobs":                          "Tugas",
 	"audit.search":                              "Cari nama",
-	"audit.search_ph":                           "mis. Katalog atau sebuah e-mail",
+	"audit.search_ph":                           "mis. Katalog",
 	"audit.search_go":                           "Cari",
 	"audit.more_filters":                        "Filter lain",
 	"audit.history_of_named":                    "Riwayat %[1]s %[2]s",
