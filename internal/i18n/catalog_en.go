@@ -333,6 +333,10 @@ var en = map[string]string{
 	"admin.flash_bulk_retried.one":         "Retried %d dead job matching %s. The reason is recorded in its tenant's audit trail.",
 	"admin.flash_bulk_discarded.one":       "Discarded %d dead job matching %s. The reason is recorded in its tenant's audit trail.",
 	"admin.flash_outbox_retried.one":       "%d failed message returned to pending.",
+	"home.activity_desc.one":               "Audit events per day in %s; %s event in 30 days. Choose a day to read its events.",
+	"alert.sum.dead.one":                   "%d job dead-lettered in the last 10 minutes",
+	"alert.sum.expired.one":                "%d job expired in the last 10 minutes",
+	"alert.sum.missing.one":                "%d job without a requesting user in the last 10 minutes",
 
 	// Jobs page.
 	"jobs.title":        "Jobs",

@@ -187,3 +187,39 @@ func TestDecimalFollowsTheLanguage(t *testing.T) {
 		}
 	}
 }
+
+// TestPluralFollowsEachLanguage: English takes the singular form for
+// exactly one, Indonesian never inflects; every singular form has its
+// plural key beside it.
+func TestPluralFollowsEachLanguage(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		lang string
+		days int
+		want string
+	}{
+		{EN, 1, "1 day ago"}, {EN, 2, "2 days ago"}, {EN, 21, "21 days ago"},
+		{ID, 1, "1 hari lalu"}, {ID, 3, "3 hari lalu"},
+	} {
+		if got := Relative(tc.lang, now.AddDate(0, 0, -tc.days), now); got != tc.want {
+			t.Errorf("%s, %d days: %q, want %q", tc.lang, tc.days, got, tc.want)
+		}
+	}
+	ctx := WithLang(context.Background(), EN)
+	if got := Count(ctx, "schedule.result.tenants", 1); got != "1 tenant" {
+		t.Errorf("one tenant: %q", got)
+	}
+	if got := Plural(ctx, "alerts.delivery_ended", 1, "dead", 1, "HTTP 500"); got != "dead after 1 attempt (HTTP 500)" {
+		t.Errorf("one attempt: %q", got)
+	}
+	if got := Count(ctx, "schedule.result.tenants", 3); got != "3 tenants" {
+		t.Errorf("three tenants: %q", got)
+	}
+	for k := range en {
+		if base, ok := strings.CutSuffix(k, PluralSuffix); ok {
+			if _, has := en[base]; !has {
+				t.Errorf("%s has no plural form %s", k, base)
+			}
+		}
+	}
+}

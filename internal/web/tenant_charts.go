@@ -50,7 +50,7 @@ func (s *Server) homeCharts(c echo.Context) ([]components.DayChart, error) {
 			Values: []int64{d.Succeeded, retried, d.Dead}, Cells: []string{n(d.Succeeded), n(retried), n(d.Dead)},
 			Text: i18n.T(ctx, "home.day_jobs", label, n(d.Succeeded), n(retried), n(d.Dead))})
 	}
-	events.Description = i18n.T(ctx, "home.activity_desc", zoneLabel(loc), n(total))
+	events.Description = i18n.Plural(ctx, "home.activity_desc", total, zoneLabel(loc), n(total))
 	jobs.Description = i18n.T(ctx, "home.jobs_desc", n(ok), n(failed), n(dead))
 	return []components.DayChart{events, jobs}, nil
 }
