@@ -151,6 +151,28 @@ func TestTrailPageReadsAtAGlance(t *testing.T) {
 		}
 	}
 
+	// The export carries the quick filter and the search.
+	f.seal()
+	for query, want := range map[string]string{
+		"quick=deletions":           "project.delete",
+		"q=katalog":                 "project.create,project.delete,project.create",
+		"q=katalog&quick=deletions": "project.delete",
+	} {
+		a := c.get("/t/" + melati + "/audit/export.jsonl?" + query)
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(a.body), "\n") {
+			var ev struct {
+				Action string `json:"action"`
+			}
+			if json.Unmarshal([]byte(l), &ev) == nil && ev.Action != "" {
+				got = append([]string{ev.Action}, got...) // the export is oldest first
+			}
+		}
+		if a.status != http.StatusOK || strings.Join(got, ",") != want {
+			t.Errorf("export %s: %d %v, want %s", query, a.status, got, want)
+		}
+	}
+
 	// A quick filter shows as chosen, and its link clears it.
 	del := c.get("/t/" + melati + "/audit?quick=deletions")
 	if !regexp.MustCompile(`href="/t/` + melati + `/audit" [^>]*data-testid="quick-deletions" aria-current="true"`).MatchString(del.body) {
