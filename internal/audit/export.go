@@ -94,18 +94,17 @@ func (f *Filter) matches(e *chainFields) bool {
 		f.From != nil && e.OccurredAt.Before(*f.From),
 		f.To != nil && !e.OccurredAt.Before(*f.To),
 		f.Actions != nil && !slices.Contains(f.Actions, e.Action),
-		f.Search != "" && !strings.Contains(searchText(e.EntityID, e.DetailText), f.Search):
+		f.Search != "" && !strings.Contains(searchText(e.DetailText), f.Search):
 		return false
 	}
 	return true
 }
 
 // searchText is what a name search reads, as the database's
-// audit_search_text computes it: the entity id and every string value of
-// the detail, lower-cased.
-func searchText(entityID, detail string) string {
+// audit_search_text computes it: every string value of the detail,
+// lower-cased.
+func searchText(detail string) string {
 	var b strings.Builder
-	b.WriteString(entityID)
 	var walk func(v any)
 	walk = func(v any) {
 		switch x := v.(type) {

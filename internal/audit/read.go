@@ -21,7 +21,7 @@ type Filter struct {
 	JobID     *int64
 	From      *time.Time // inclusive
 	To        *time.Time // exclusive
-	// Search matches events whose detail or entity id contains it (a
+	// Search matches events whose detail holds a string containing it (a
 	// name, an e-mail, a reason), case-insensitively; see CheckSearch.
 	Search string
 }

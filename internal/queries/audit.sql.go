@@ -250,7 +250,7 @@ WHERE e.tenant_id = $1
   AND e.id <= $3
   AND ($4::text IS NULL OR e.action = $4::text)
   AND ($5::text[] IS NULL OR e.action = ANY($5::text[]))
-  AND ($6::text IS NULL OR audit_search_text(e.detail, e.entity_id) LIKE $6::text)
+  AND ($6::text IS NULL OR audit_search_text(e.detail) LIKE $6::text)
   AND ($7::text IS NULL OR e.entity = $7::text)
   AND ($8::text IS NULL OR e.entity_id = $8::text)
   AND ($9::text IS NULL OR e.actor_kind = $9::text)
