@@ -25,9 +25,14 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 -- +goose StatementEnd
 
--- Led by tenant_id (btree_gin) like every tenant index.
+-- Led by tenant_id (btree_gin) like every tenant index. New entries wait
+-- in the index's pending list until it is merged, and every search reads
+-- the whole list: at the default 4 MB limit, 490 pages per search (20 ms)
+-- where the merged index needed 109 (1 ms), measured at 300k events. A
+-- 256 kB limit keeps that read to 32 pages, and the insert that fills the
+-- list merges it (a small merge, often) rather than waiting for vacuum.
 CREATE INDEX audit_events_search_idx ON audit_events
-    USING gin (tenant_id, audit_search_text(detail) gin_trgm_ops);
+    USING gin (tenant_id, audit_search_text(detail) gin_trgm_ops) WITH (gin_pending_list_limit = 256);
 
 -- Under forced row-level security the planner may not use an index for a
 -- condition whose operator is not leakproof before the policy's own
