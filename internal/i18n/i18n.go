@@ -217,7 +217,8 @@ func Relative(lang string, t, now time.Time) string {
 	case d < 24*time.Hour:
 		return In(lang, "rel.hours", int(d/time.Hour))
 	default:
-		return In(lang, "rel.days", int(d/(24*time.Hour)))
+		n := int64(d / (24 * time.Hour))
+		return PluralIn(lang, "rel.days", n, n)
 	}
 }
 

@@ -101,7 +101,7 @@ func deliveryText(ctx context.Context, state string, attempts, status int, lastE
 	case state == "pending":
 		return i18n.T(ctx, "alerts.delivery_retrying", attempts, last)
 	}
-	return i18n.T(ctx, "alerts.delivery_ended", i18n.Enum(ctx, "delivery", state), attempts, last)
+	return i18n.Plural(ctx, "alerts.delivery_ended", int64(attempts), i18n.Enum(ctx, "delivery", state), attempts, last)
 }
 
 // catalogOr is key in the reader's language, or english when no catalog
@@ -117,7 +117,7 @@ func catalogOr(ctx context.Context, key, english string) string {
 // when it is one the catalogs know, as stored otherwise.
 func alertSummary(ctx context.Context, stored string) string {
 	if t := alert.ParseSummary(stored); t.Key != "" && i18n.Has(t.Key) {
-		return i18n.T(ctx, t.Key, localArgs(ctx, t.Args)...)
+		return countedT(ctx, t.Key, t.Args)
 	}
 	return stored
 }

@@ -30,6 +30,22 @@ func localArgs(ctx context.Context, args []any) []any {
 	return out
 }
 
+// countedT formats a stored sentence (a catalog key and its values) in
+// the reader's language: its first whole-number value is what it counts,
+// so "1 tenant" and "3 tenants" each read right.
+func countedT(ctx context.Context, key string, args []any) string {
+	local := localArgs(ctx, args)
+	for _, a := range args {
+		switch n := a.(type) {
+		case int64:
+			return i18n.Plural(ctx, key, n, local...)
+		case int:
+			return i18n.Plural(ctx, key, int64(n), local...)
+		}
+	}
+	return i18n.T(ctx, key, local...)
+}
+
 // adminExtras builds /admin's sections below the queue figures: paused
 // kinds and queues, the audit events waiting for the sealer, and the
 // periodic schedules with last and next run.
@@ -52,7 +68,7 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 				row.About = i18n.T(ctx, key, localArgs(ctx, r.AboutArgs)...)
 			}
 			if r.LastResult.Key != "" {
-				row.LastSummary = i18n.T(ctx, r.LastResult.Key, localArgs(ctx, r.LastResult.Args)...)
+				row.LastSummary = countedT(ctx, r.LastResult.Key, r.LastResult.Args)
 			}
 			if r.LastRun != nil {
 				row.LastRun = components.When(ctx, *r.LastRun)

@@ -142,7 +142,7 @@ func (s *Server) adminDeadBulk(c echo.Context) error {
 		if action == console.ActionDiscard {
 			key = "admin.flash_bulk_stopped_discard"
 		}
-		s.setFlash(c, i18n.T(ctx, key, n))
+		s.setFlash(c, i18n.Plural(ctx, key, int64(n), n))
 		s.Logger.ErrorContext(ctx, "bulk dead-letter action failed", "error", err.Error(), "done", n)
 		return c.Redirect(http.StatusSeeOther, dform.URL())
 	case err != nil:
@@ -155,6 +155,6 @@ func (s *Server) adminDeadBulk(c echo.Context) error {
 	if action == console.ActionDiscard {
 		key = "admin.flash_bulk_discarded"
 	}
-	s.setFlash(c, i18n.T(ctx, key, n, dform.Describe(ctx)))
+	s.setFlash(c, i18n.Plural(ctx, key, int64(n), n, dform.Describe(ctx)))
 	return c.Redirect(http.StatusSeeOther, dform.URL())
 }

@@ -81,7 +81,7 @@ func incidentText(ctx context.Context, t incident.Text) string {
 		}
 		args[i] = a
 	}
-	return i18n.T(ctx, t.Key, localArgs(ctx, args)...)
+	return countedT(ctx, t.Key, args)
 }
 
 // incidentDetail joins a timeline row's detail parts.

@@ -128,9 +128,7 @@ func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
 			vm.RequestedBy = n
 		}
 	}
-	if vm.Audit, err = s.staffAuditRows(c, v.Events); err != nil {
-		return admin.JobVM{}, err
-	}
+	vm.Audit = s.staffAuditRows(c, v.Events)
 	if err := s.recordStaffViews(c, "/admin/jobs", v.Events); err != nil {
 		return admin.JobVM{}, err
 	}

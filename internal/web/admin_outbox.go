@@ -106,7 +106,7 @@ func (s *Server) adminOutboxRetry(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setFlash(c, i18n.T(ctx, "admin.flash_outbox_retried", n))
+	s.setFlash(c, i18n.Plural(ctx, "admin.flash_outbox_retried", int64(n), n))
 	back := "/admin/outbox"
 	if slug != "" {
 		back += "?tenant=" + url.QueryEscape(slug)

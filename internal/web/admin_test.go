@@ -518,7 +518,7 @@ func TestAdminDeadBulk(t *testing.T) {
 	if n := len(f.trail("kopi-senja", "job.replayed")); n != 2 {
 		t.Errorf("senja trail: %d replay events, want 2", n)
 	}
-	if flash := c.get(a.location); !strings.Contains(flash.body, "Retried 6 dead job(s)") {
+	if flash := c.get(a.location); !strings.Contains(flash.body, "Retried 6 dead jobs") {
 		t.Errorf("flash missing: %.1000s", flash.body)
 	}
 	// Discard the rest of one tenant: preview then confirm.

@@ -84,10 +84,19 @@ func TestBrowserKeyboardOnly(t *testing.T) {
 		t.Fatalf("signed in: %v", err)
 	}
 
-	// Filter the timeline by action.
-	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/t/toko-bunga-melati/audit"), chromedp.WaitVisible(chromedp.CSS(`#f-action`))); err != nil {
+	// A quick filter, then the action filter under "More filters".
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/t/toko-bunga-melati/audit"), chromedp.WaitVisible(chromedp.CSS(`#f-q`))); err != nil {
 		t.Fatal(err)
 	}
+	tabTo(t, ctx, `[data-testid="quick-deletions"]`)
+	enter(t, ctx)
+	browsertest.Wait(t, ctx, "quick filter deletions", `location.search.includes("quick=deletions") &&
+		[...document.querySelectorAll('[data-testid="audit-event"]')].some(li => li.dataset.action === "project.delete")`)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/t/toko-bunga-melati/audit"), chromedp.WaitVisible(chromedp.CSS(`#f-q`))); err != nil {
+		t.Fatal(err)
+	}
+	tabTo(t, ctx, `[data-testid="audit-more-filters"] > summary`)
+	enter(t, ctx)
 	tabTo(t, ctx, "#f-action")
 	typeText(t, ctx, "project.delete")
 	enter(t, ctx)

@@ -41,7 +41,7 @@ func (s *Server) homeCharts(c echo.Context) ([]components.DayChart, error) {
 		total += d.Events
 		events.Bars = append(events.Bars, components.DayBar{Key: key, Label: label, URL: u,
 			Values: []int64{d.Events}, Cells: []string{n(d.Events)},
-			Text: i18n.T(ctx, "home.day_events", label, n(d.Events))})
+			Text: i18n.Plural(ctx, "home.day_events", d.Events, label, n(d.Events))})
 		// Failed includes the attempts that became dead letters; the bars
 		// stack them apart so nothing is counted twice.
 		retried := d.Failed - d.Dead
@@ -51,7 +51,7 @@ func (s *Server) homeCharts(c echo.Context) ([]components.DayChart, error) {
 			Text: i18n.T(ctx, "home.day_jobs", label, n(d.Succeeded), n(retried), n(d.Dead))})
 	}
 	scale := " " + i18n.T(ctx, "chart.sqrt_scale")
-	events.Description = i18n.T(ctx, "home.activity_desc", zoneLabel(loc), n(total)) + scale
+	events.Description = i18n.Plural(ctx, "home.activity_desc", total, zoneLabel(loc), n(total)) + scale
 	jobs.Description = i18n.T(ctx, "home.jobs_desc", n(ok), n(failed), n(dead)) + scale
 	return []components.DayChart{events, jobs}, nil
 }
