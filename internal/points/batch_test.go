@@ -107,8 +107,9 @@ func TestAwardsOfOneTenantGoTogether(t *testing.T) {
 	if n := count(t, db, `SELECT count(*) FROM outbox_messages WHERE tenant_id = $1 AND event_type = 'points.awarded'`, tenant); n != 10 {
 		t.Errorf("outbox messages %d, want 10", n)
 	}
-	// One event per applied message, naming the job that applied it: the
-	// first msg-dup (job 11), never the repeat (12) nor msg-old's redelivery (10).
+	// One event per applied message, naming the job that applied it: one
+	// of msg-dup's two jobs (11 and 12 arrive in either order), never
+	// msg-old's redelivery (10).
 	rows, err := db.Admin.Query(ctx, `SELECT job_id FROM audit_events WHERE tenant_id = $1 AND action = 'points.awarded' ORDER BY job_id`, tenant)
 	if err != nil {
 		t.Fatal(err)
@@ -121,8 +122,8 @@ func TestAwardsOfOneTenantGoTogether(t *testing.T) {
 		}
 		jobs = append(jobs, id)
 	}
-	if fmt.Sprint(jobs) != "[1 11 13 14 15 16 17 18 19 100]" {
-		t.Errorf("audited jobs %v, want [1 11 13 14 15 16 17 18 19 100]", jobs)
+	if got := fmt.Sprint(jobs); got != "[1 11 13 14 15 16 17 18 19 100]" && got != "[1 12 13 14 15 16 17 18 19 100]" {
+		t.Errorf("audited jobs %v, want [1 11|12 13 14 15 16 17 18 19 100]", jobs)
 	}
 }
 
