@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -98,7 +99,7 @@ func (s *Service) Create(ctx context.Context, tenantID int64, actor Actor, rawUR
 		if n >= int64(s.maxEndpoints) {
 			return apperr.Invalidf("url", "This workspace already has %d webhook endpoints, the most it may have.", n)
 		}
-		ep, err := st.insertEndpoint(ctx, tenantID, s.clk.Now(), u, events, secret)
+		ep, err := st.insertEndpoint(ctx, tenantID, s.clk.Now(), u, events, secret, false)
 		if err != nil {
 			return fmt.Errorf("create webhook endpoint: %w", err)
 		}
@@ -117,9 +118,16 @@ func (s *Service) Endpoints(ctx context.Context, tenantID int64, actor Actor, be
 	limit := keyset.Limit(0)
 	var rows []Endpoint
 	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		st := newStore(tx)
 		var err error
-		rows, err = newStore(tx).endpoints(ctx, tenantID, before, limit+1)
-		return err
+		if rows, err = st.endpoints(ctx, tenantID, before, limit+1); err != nil {
+			return err
+		}
+		now, err := dbNow(ctx, tx, s.clk)
+		if err != nil {
+			return err
+		}
+		return st.health(ctx, tenantID, rows, now)
 	})
 	return keyset.Cut(rows, limit, func(e *Endpoint) int64 { return e.ID }), err
 }
@@ -130,7 +138,7 @@ func (s *Service) SetEnabled(ctx context.Context, tenantID int64, actor Actor, i
 		return ErrReadOnly
 	}
 	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
-		ep, err := newStore(tx).setEnabled(ctx, tenantID, id, s.clk.Now(), enabled, "disabled by the owner")
+		ep, err := newStore(tx).setEnabled(ctx, tenantID, id, s.clk.Now(), enabled, ReasonOwner)
 		if err != nil {
 			return err
 		}
@@ -184,6 +192,15 @@ func (s *Service) EndpointDeliveries(ctx context.Context, tenantID int64, actor 
 		if ep, err = st.endpoint(ctx, tenantID, id); err != nil {
 			return err
 		}
+		now, err := dbNow(ctx, tx, s.clk)
+		if err != nil {
+			return err
+		}
+		eps := []Endpoint{ep}
+		if err := st.health(ctx, tenantID, eps, now); err != nil {
+			return err
+		}
+		ep = eps[0]
 		ds, err = st.deliveries(ctx, tenantID, id, min(max(limit, 1), 200))
 		return err
 	})
@@ -218,6 +235,107 @@ func (s *Service) Resend(ctx context.Context, tenantID int64, actor Actor, endpo
 			map[string]any{"endpoint_id": d.EndpointID, "event_id": d.EventID, "event_type": d.EventType})
 	})
 	return d, err
+}
+
+// Delete removes an endpoint: it leaves the list and the count (freeing its
+// place under the limit), receives nothing more, and its pending
+// deliveries fail; its delivery log stays in the database.
+func (s *Service) Delete(ctx context.Context, tenantID int64, actor Actor, id int64) (Endpoint, error) {
+	if !actor.canManage() {
+		return Endpoint{}, ErrReadOnly
+	}
+	var ep Endpoint
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		var err error
+		if ep, err = newStore(tx).deleteEndpoint(ctx, tenantID, id, s.clk.Now()); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, tenantID, actor, "webhook.endpoint.delete", ep.ID, map[string]any{"url": ep.URL})
+	})
+	return ep, err
+}
+
+// ParseRateLimit reads the rate field: empty or 0 = no limit, else whole
+// messages per second from 1 to MaxRateLimit.
+func ParseRateLimit(raw string) (int, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 || n > MaxRateLimit {
+		return 0, apperr.Invalidf("rate_limit", "Enter a whole number of messages per second from 1 to %d, or leave it empty for no limit.", MaxRateLimit)
+	}
+	return n, nil
+}
+
+// Settings are an endpoint's delivery options.
+type Settings struct {
+	// RateLimit is at most this many messages per second (0 = no limit),
+	// across every replica.
+	RateLimit int
+	// Ordered delivers one aggregate's events one at a time, in order.
+	Ordered bool
+}
+
+// Configure sets an endpoint's delivery options.
+func (s *Service) Configure(ctx context.Context, tenantID int64, actor Actor, id int64, c Settings) error {
+	if !actor.canManage() {
+		return ErrReadOnly
+	}
+	if c.RateLimit < 0 || c.RateLimit > MaxRateLimit {
+		return apperr.Invalidf("rate_limit", "Enter a whole number of messages per second from 1 to %d, or leave it empty for no limit.", MaxRateLimit)
+	}
+	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		ep, err := newStore(tx).configure(ctx, tenantID, id, c, s.clk.Now())
+		if err != nil {
+			return err
+		}
+		return s.record(ctx, tx, tenantID, actor, "webhook.endpoint.configure", ep.ID,
+			map[string]any{"url": ep.URL, "rate_limit_per_second": c.RateLimit, "ordered": c.Ordered})
+	})
+}
+
+// MaxRecover bounds one recover: a larger backlog takes several.
+const MaxRecover = 10000
+
+// Recover sends again every delivery to the endpoint that failed and was
+// made since the given time (at most MaxRecover, oldest first), and
+// returns how many. Asking twice sends each once: the second finds them
+// pending.
+func (s *Service) Recover(ctx context.Context, tenantID int64, actor Actor, id int64, since time.Time) (int, error) {
+	if !actor.canManage() {
+		return 0, ErrReadOnly
+	}
+	n := 0
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		st := newStore(tx)
+		ep, err := st.endpoint(ctx, tenantID, id)
+		if err != nil {
+			return err
+		}
+		now, err := dbNow(ctx, tx, s.clk)
+		if err != nil {
+			return err
+		}
+		if since.After(now) {
+			return apperr.Invalid("since", "Choose a time in the past.")
+		}
+		rs, err := st.recoverFailed(ctx, tenantID, id, since, MaxRecover, s.clk.Now())
+		if err != nil {
+			return fmt.Errorf("recover deliveries: %w", err)
+		}
+		for _, r := range rs {
+			if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, r.id, nil, actor.TraceID,
+				fmt.Sprintf("dlv_%d:resend_after_%d", r.id, r.attempts)); err != nil {
+				return err
+			}
+		}
+		n = len(rs)
+		return s.record(ctx, tx, tenantID, actor, "webhook.endpoint.recover", ep.ID,
+			map[string]any{"url": ep.URL, "since": since.UTC(), "deliveries": n})
+	})
+	return n, err
 }
 
 func (s *Service) record(ctx context.Context, tx pgx.Tx, tenantID int64, actor Actor, action string, id int64, detail map[string]any) error {

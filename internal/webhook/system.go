@@ -96,7 +96,7 @@ func SyncSystemEndpoint(ctx context.Context, system database.Pool, clk clock.Clo
 					return err
 				}
 			}
-			out.Endpoint, err = st.insertEndpoint(ctx, tid, clk.Now(), u, cfg.Events, secret)
+			out.Endpoint, err = st.insertEndpoint(ctx, tid, clk.Now(), u, cfg.Events, secret, false)
 			out.Configured = err == nil
 			return err
 		case err != nil:
