@@ -179,7 +179,8 @@ func (d *Deliverer) take(tenantID int64, t attemptTarget) (release func(), ok bo
 	}
 	share := max(1, d.TenantLimit-1)
 	perEndpoint := share
-	if t.ConsecutiveFailures > 0 || t.BreakerOpenUntil != nil {
+	failing := t.ConsecutiveFailures > 0 || t.BreakerOpenUntil != nil
+	if failing {
 		perEndpoint = 1
 	}
 	relEndpoint, ok := d.endpoints.Take(t.EndpointID, perEndpoint)
@@ -187,7 +188,7 @@ func (d *Deliverer) take(tenantID int64, t attemptTarget) (release func(), ok bo
 		return nil, false
 	}
 	relFailing := func() {}
-	if perEndpoint == 1 && share < d.TenantLimit {
+	if failing {
 		if relFailing, ok = d.failing.Take(tenantID, share); !ok {
 			relEndpoint()
 			return nil, false

@@ -212,7 +212,7 @@ func ParseURL(raw string) (string, error) {
 }
 
 // ParseEvents reads the events field: "*" or a comma-separated list of
-// event types. It returns a sorted, de-duplicated list.
+// event types from the Catalog. It returns a sorted, de-duplicated list.
 func ParseEvents(raw string) ([]string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
@@ -226,6 +226,9 @@ func ParseEvents(raw string) ([]string, error) {
 		}
 		if p != "*" && !outbox.ValidType(p) {
 			return nil, apperr.Invalid("events", fmt.Sprintf("%q is not an event type (lower-case words separated by dots)", clip.Bytes(p, 60)))
+		}
+		if p != "*" && !KnownEventType(p) {
+			return nil, apperr.Invalid("events", fmt.Sprintf("%q is not an event type Jejak sends: choose from the catalog below", clip.Bytes(p, 60)))
 		}
 		seen[p] = true
 	}
