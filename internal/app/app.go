@@ -309,7 +309,8 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 	}
 	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer,
 		Jobs: webhookJobs(engine), WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow, AllowAddrs: cfg.WebhookAllowAddrs}, Payments: ext.payments,
-		WebhookOutcome: reg.WebhookDelivered, Webhooks: wh, WebhookTenantLimit: cfg.WebhookTenantConcurrency})
+		WebhookOutcome: reg.WebhookDelivered, Webhooks: wh, WebhookTenantLimit: cfg.WebhookTenantConcurrency,
+		WebhookBreaker: cfg.WebhookBreaker})
 	if cfg.ChaosKind {
 		chaos.Register(engine, env.App)
 	}

@@ -55,6 +55,10 @@ type Config struct {
 	// (JEJAK_WEBHOOK_WORKERS); WebhookTenantConcurrency caps one tenant's
 	// deliveries in flight per replica (JEJAK_WEBHOOK_TENANT_CONCURRENCY).
 	WebhookWorkers, WebhookTenantConcurrency int
+	// WebhookBreaker is the per-endpoint circuit breaker: failures in a
+	// row that open it (JEJAK_WEBHOOK_BREAKER_FAILURES) and how long an
+	// endpoint fails before it is disabled (JEJAK_WEBHOOK_DISABLE_AFTER).
+	WebhookBreaker webhook.Breaker
 	// AlertWebhookURL (JEJAK_ALERT_WEBHOOK_URL) receives alert transitions
 	// as signed webhooks; "" = none (the staff endpoint is disabled).
 	AlertWebhookURL string
@@ -195,13 +199,21 @@ func (c *Config) webhookLimits(getenv func(string) string) error {
 		dst  *int
 		max  int
 	}{{"JEJAK_WEBHOOK_MAX_ENDPOINTS", &c.WebhookMaxEndpoints, 10000}, {"JEJAK_WEBHOOK_WORKERS", &c.WebhookWorkers, 1000},
-		{"JEJAK_WEBHOOK_TENANT_CONCURRENCY", &c.WebhookTenantConcurrency, 1000}} {
+		{"JEJAK_WEBHOOK_TENANT_CONCURRENCY", &c.WebhookTenantConcurrency, 1000},
+		{"JEJAK_WEBHOOK_BREAKER_FAILURES", &c.WebhookBreaker.Failures, 1000}} {
 		if v := getenv(n.name); v != "" {
 			var err error
 			if *n.dst, err = strconv.Atoi(v); err != nil || *n.dst < 1 || *n.dst > n.max {
 				return fmt.Errorf("%s must be a whole number from 1 to %d, got %q", n.name, n.max, v)
 			}
 		}
+	}
+	if v := getenv("JEJAK_WEBHOOK_DISABLE_AFTER"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Hour || d > 90*24*time.Hour {
+			return fmt.Errorf("JEJAK_WEBHOOK_DISABLE_AFTER must be a duration from 1h to 2160h (90 days), got %q", v)
+		}
+		c.WebhookBreaker.DisableAfter = d
 	}
 	return nil
 }

@@ -201,8 +201,15 @@ func (s *Service) EndpointDeliveries(ctx context.Context, tenantID int64, actor 
 			return err
 		}
 		ep = eps[0]
-		ds, err = st.deliveries(ctx, tenantID, id, min(max(limit, 1), 200))
-		return err
+		if ds, err = st.deliveries(ctx, tenantID, id, min(max(limit, 1), 200)); err != nil {
+			return err
+		}
+		for i := range ds {
+			if ds[i].State == StatePending && ds[i].NextAttempt != nil {
+				ds[i].NextIn = max(ds[i].NextAttempt.Sub(now), 0)
+			}
+		}
+		return nil
 	})
 	return ep, ds, err
 }
@@ -294,6 +301,33 @@ func (s *Service) Configure(ctx context.Context, tenantID int64, actor Actor, id
 		return s.record(ctx, tx, tenantID, actor, "webhook.endpoint.configure", ep.ID,
 			map[string]any{"url": ep.URL, "rate_limit_per_second": c.RateLimit, "ordered": c.Ordered})
 	})
+}
+
+// RecoverWindows are how far back an owner may recover from the page.
+var RecoverWindows = []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 14 * 24 * time.Hour}
+
+// ParseRecoverWindow reads the recover form's choice, in hours, which must
+// be one of RecoverWindows.
+func ParseRecoverWindow(rawHours string) (time.Duration, error) {
+	h, err := strconv.Atoi(strings.TrimSpace(rawHours))
+	if err == nil {
+		for _, w := range RecoverWindows {
+			if w == time.Duration(h)*time.Hour {
+				return w, nil
+			}
+		}
+	}
+	return 0, apperr.Invalid("hours", "Choose how far back to recover from the list.")
+}
+
+// RecoverLast is Recover of the failed deliveries made within window
+// before now.
+func (s *Service) RecoverLast(ctx context.Context, tenantID int64, actor Actor, id int64, window time.Duration) (int, error) {
+	now, err := dbNow(ctx, s.app, s.clk)
+	if err != nil {
+		return 0, err
+	}
+	return s.Recover(ctx, tenantID, actor, id, now.Add(-window))
 }
 
 // MaxRecover bounds one recover: a larger backlog takes several.

@@ -138,10 +138,13 @@ type Delivery struct {
 	State       string
 	Attempts    int
 	NextAttempt *time.Time
-	LastStatus  int // 0 = no HTTP answer
-	LastError   string
-	CreatedAt   time.Time
-	Log         []Attempt
+	// NextIn is how long until NextAttempt, for pending deliveries shown
+	// to owners.
+	NextIn     time.Duration
+	LastStatus int // 0 = no HTTP answer
+	LastError  string
+	CreatedAt  time.Time
+	Log        []Attempt
 }
 
 // Attempt is one POST of a delivery.
