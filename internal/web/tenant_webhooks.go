@@ -195,14 +195,11 @@ func (s *Server) tenantWebhookDeliveries(c echo.Context) error {
 func deliveryRow(ctx context.Context, slug string, endpointID int64, d webhook.Delivery, loc *time.Location) viewtenant.WebhookDeliveryRow {
 	row := viewtenant.WebhookDeliveryRow{ID: strconv.FormatInt(d.ID, 10), EventID: d.EventID, EventType: d.EventType,
 		State: d.State, StateLabel: i18n.Enum(ctx, "delivery", d.State), StateClass: "pending",
-		Attempts: strconv.Itoa(d.Attempts), LastStatus: statusText(ctx, d.LastStatus),
-		Created:   d.CreatedAt.In(loc).Format("2006-01-02 15:04:05"),
+		Attempts: strconv.Itoa(d.Attempts), Created: d.CreatedAt.In(loc).Format("2006-01-02 15:04:05"),
 		ResendURL: fmt.Sprintf("/t/%s/webhooks/%d/deliveries/%d/resend", slug, endpointID, d.ID)}
-	if d.Attempts == 0 {
-		row.LastStatus = "—"
-	}
-	// The summary repeats the status when the receiver answered.
-	if d.LastError != row.LastStatus {
+	// Each attempt shows its own answer; the last error is shown only when
+	// no attempt says it (e.g. the endpoint was disabled or deleted).
+	if len(d.Log) == 0 || (d.Log[0].Error != d.LastError && statusText(ctx, d.Log[0].StatusCode) != d.LastError) {
 		row.LastError = d.LastError
 	}
 	switch {
@@ -224,6 +221,9 @@ func deliveryRow(ctx context.Context, slug string, endpointID int64, d webhook.D
 
 // latencyText is an attempt's duration in milliseconds below ten seconds.
 func latencyText(d time.Duration) string {
+	if d < time.Millisecond {
+		return "<1 ms"
+	}
 	if d < 10*time.Second {
 		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
 	}
