@@ -563,7 +563,7 @@ var en = map[string]string{
 	"webhooks.flash_rotated":         "New secret issued; the previous one keeps signing for %s.",
 	// Webhook breaker, settings, recover and delete.
 	"webhooks.col_success":      "Success (24 h)",
-	"webhooks.attempts_24h":     "%s attempts",
+	"webhooks.attempts_24h":     "attempts in 24 h: %s",
 	"webhooks.view_deliveries":  "Deliveries",
 	"webhooks.delete":           "Delete",
 	"webhooks.breaker_open":     "breaker open",
@@ -578,7 +578,7 @@ var en = map[string]string{
 	"webhooks.recover_since":    "Send again every failed delivery made in the last",
 	"webhooks.recover_submit":   "Recover",
 	"webhooks.col_attempts_log": "Attempts",
-	"webhooks.next_in":          "retrying, next attempt in %s",
+	"webhooks.next_in":          "next attempt in %s",
 	"delivery.retrying":         "retrying",
 	"webhooks.flash_deleted":    "Endpoint %s deleted: it receives nothing more.",
 	"webhooks.flash_saved":      "Settings saved.",

@@ -548,7 +548,7 @@ var id = map[string]string{
 	"webhooks.flash_rotated":         "Rahasia baru diterbitkan; rahasia sebelumnya tetap menandatangani selama %s.",
 	// Webhook breaker, settings, recover and delete.
 	"webhooks.col_success":      "Berhasil (24 jam)",
-	"webhooks.attempts_24h":     "%s percobaan",
+	"webhooks.attempts_24h":     "percobaan dalam 24 jam: %s",
 	"webhooks.view_deliveries":  "Pengiriman",
 	"webhooks.delete":           "Hapus",
 	"webhooks.breaker_open":     "pemutus terbuka",
@@ -563,7 +563,7 @@ var id = map[string]string{
 	"webhooks.recover_since":    "Kirim ulang setiap pengiriman gagal yang dibuat dalam",
 	"webhooks.recover_submit":   "Pulihkan",
 	"webhooks.col_attempts_log": "Percobaan",
-	"webhooks.next_in":          "mencoba lagi, percobaan berikutnya dalam %s",
+	"webhooks.next_in":          "percobaan berikutnya dalam %s",
 	"delivery.retrying":         "mencoba lagi",
 	"webhooks.flash_deleted":    "Endpoint %s dihapus: tidak menerima apa pun lagi.",
 	"webhooks.flash_saved":      "Pengaturan disimpan.",
