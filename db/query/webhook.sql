@@ -187,3 +187,15 @@ UPDATE webhook_deliveries d
           AND x.created_at >= @since::timestamptz
         ORDER BY x.created_at, x.id LIMIT @lim::int)
 RETURNING d.id, d.attempts;
+
+-- name: WebhookEndpointReadableSecrets :many
+-- Endpoints whose secrets are still stored readable (before sealing).
+SELECT id, tenant_id, secret, previous_secret FROM webhook_endpoints
+ WHERE secret LIKE 'whsec\_%' OR previous_secret LIKE 'whsec\_%';
+
+-- name: WebhookEndpointSealSecret :execrows
+-- Replaces a readable secret by its sealed form, unless it changed since
+-- it was read (a rotation, or another replica sealing it).
+UPDATE webhook_endpoints
+   SET secret = @sealed, previous_secret = sqlc.narg('sealed_previous')
+ WHERE tenant_id = @tenant_id AND id = @id AND secret = @readable;

@@ -34,6 +34,9 @@ type Config struct {
 	Heartbeat time.Duration // JEJAK_HEARTBEAT; lease renewal interval, 0 = min(5s, lease/3)
 
 	AnchorDir string // JEJAK_ANCHOR_DIR; signed audit checkpoints, default <data dir>/anchors
+	// WebhookKeyFile (JEJAK_WEBHOOK_KEY_FILE) holds the key sealing webhook
+	// signing secrets; default <anchor dir>/webhook-secrets.key.
+	WebhookKeyFile string
 
 	ChaosKind bool // JEJAK_CHAOS_KIND; registers the chaos suite's test kind (never in production)
 
@@ -115,6 +118,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.AnchorDir = getenv("JEJAK_ANCHOR_DIR")
+	c.WebhookKeyFile = getenv("JEJAK_WEBHOOK_KEY_FILE")
 	for name, dst := range map[string]*time.Duration{"JEJAK_LEASE": &c.Lease, "JEJAK_HEARTBEAT": &c.Heartbeat} {
 		if v := getenv(name); v != "" {
 			if *dst, err = time.ParseDuration(v); err != nil || *dst <= 0 {
@@ -181,6 +185,15 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// WebhookKeyPath is JEJAK_WEBHOOK_KEY_FILE, or webhook-secrets.key beside
+// the anchor key.
+func (c Config) WebhookKeyPath() string {
+	if c.WebhookKeyFile != "" {
+		return c.WebhookKeyFile
+	}
+	return filepath.Join(c.AnchorDirectory(), "webhook-secrets.key")
 }
 
 // AnchorDirectory is JEJAK_ANCHOR_DIR, or anchors/ under the data directory.

@@ -25,7 +25,7 @@ func TestDemoHookReceiverVerifiesDeliveries(t *testing.T) {
 	if err := demo.Seed(ctx, db.System); err != nil {
 		t.Fatal(err)
 	}
-	h, err := demo.StartHookReceiver(db.System, log)
+	h, err := demo.StartHookReceiver(db.System, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}

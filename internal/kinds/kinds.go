@@ -71,6 +71,8 @@ type Deps struct {
 	// WebhookBreaker configures the per-endpoint circuit breaker (zero
 	// fields: webhook.DefaultBreaker's).
 	WebhookBreaker webhook.Breaker
+	// WebhookSealer opens the endpoints' sealed signing secrets.
+	WebhookSealer *webhook.Sealer
 }
 
 // Options holds each shipped kind's settings: mail may wait out an SMTP
@@ -124,7 +126,7 @@ func Register(e Registrar, d Deps) {
 	}
 	if d.Jobs != nil {
 		wh := &webhook.Deliverer{App: d.App, Jobs: d.Jobs, Clock: c, Client: d.WebhookGuard.Client(), OnOutcome: d.WebhookOutcome,
-			TenantLimit: d.WebhookTenantLimit, Breaker: d.WebhookBreaker}
+			TenantLimit: d.WebhookTenantLimit, Breaker: d.WebhookBreaker, Sealer: d.WebhookSealer}
 		e.Register(WebhookDeliver, wh.Handle, Options[WebhookDeliver])
 		if d.Webhooks != nil {
 			d.Webhooks.Register(WebhookDeliver, wh.Handle, Options[WebhookDeliver])

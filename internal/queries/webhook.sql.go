@@ -747,6 +747,44 @@ func (q *Queries) WebhookEndpointLockTenant(ctx context.Context, tenantID int64)
 	return err
 }
 
+const webhookEndpointReadableSecrets = `-- name: WebhookEndpointReadableSecrets :many
+SELECT id, tenant_id, secret, previous_secret FROM webhook_endpoints
+ WHERE secret LIKE 'whsec\_%' OR previous_secret LIKE 'whsec\_%'
+`
+
+type WebhookEndpointReadableSecretsRow struct {
+	ID             int64
+	TenantID       int64
+	Secret         string
+	PreviousSecret *string
+}
+
+// Endpoints whose secrets are still stored readable (before sealing).
+func (q *Queries) WebhookEndpointReadableSecrets(ctx context.Context) ([]WebhookEndpointReadableSecretsRow, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointReadableSecrets)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookEndpointReadableSecretsRow{}
+	for rows.Next() {
+		var i WebhookEndpointReadableSecretsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.Secret,
+			&i.PreviousSecret,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhookEndpointRecordOutcome = `-- name: WebhookEndpointRecordOutcome :one
 WITH o AS (SELECT $3::boolean AS ok, $4::timestamptz AS at, $5::int AS threshold,
                   $6::float8 AS cooldown_s, $7::float8 AS max_cooldown_s)
@@ -846,6 +884,36 @@ func (q *Queries) WebhookEndpointRotate(ctx context.Context, arg WebhookEndpoint
 		&i.DeletedAt,
 	)
 	return i, err
+}
+
+const webhookEndpointSealSecret = `-- name: WebhookEndpointSealSecret :execrows
+UPDATE webhook_endpoints
+   SET secret = $1, previous_secret = $2
+ WHERE tenant_id = $3 AND id = $4 AND secret = $5
+`
+
+type WebhookEndpointSealSecretParams struct {
+	Sealed         string
+	SealedPrevious *string
+	TenantID       int64
+	ID             int64
+	Readable       string
+}
+
+// Replaces a readable secret by its sealed form, unless it changed since
+// it was read (a rotation, or another replica sealing it).
+func (q *Queries) WebhookEndpointSealSecret(ctx context.Context, arg WebhookEndpointSealSecretParams) (int64, error) {
+	result, err := q.db.Exec(ctx, webhookEndpointSealSecret,
+		arg.Sealed,
+		arg.SealedPrevious,
+		arg.TenantID,
+		arg.ID,
+		arg.Readable,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const webhookEndpointSetEnabled = `-- name: WebhookEndpointSetEnabled :one

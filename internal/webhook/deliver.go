@@ -75,7 +75,9 @@ type Deliverer struct {
 	TenantLimit int
 	// Breaker configures the per-endpoint circuit breaker and automatic
 	// disabling; zero fields take DefaultBreaker's.
-	Breaker   Breaker
+	Breaker Breaker
+	// Sealer opens the endpoints' sealed secrets (nil: stored readable).
+	Sealer    *Sealer
 	inFlight  inflight.Counter // per tenant
 	failing   inflight.Counter // per tenant: attempts to failing endpoints
 	endpoints inflight.Counter // per endpoint
@@ -281,12 +283,20 @@ func (d *Deliverer) post(ctx context.Context, t attemptTarget, now time.Time) (A
 	msgID := fmt.Sprintf("evt_%d", t.EventID)
 	ts := now.Unix()
 	body := []byte(t.Body)
-	sig, err := Sign(t.Secret, msgID, ts, body)
+	secret, err := d.Sealer.Open(t.TenantID, t.Secret)
+	if err != nil {
+		return Attempt{Error: err.Error()}, 0
+	}
+	sig, err := Sign(secret, msgID, ts, body)
 	if err != nil {
 		return Attempt{Error: err.Error()}, 0
 	}
 	if t.PreviousSecret != nil && t.PreviousSecretExpiresAt != nil && now.Before(*t.PreviousSecretExpiresAt) {
-		if old, err := Sign(*t.PreviousSecret, msgID, ts, body); err == nil {
+		prev, err := d.Sealer.Open(t.TenantID, *t.PreviousSecret)
+		if err != nil {
+			return Attempt{Error: err.Error()}, 0
+		}
+		if old, err := Sign(prev, msgID, ts, body); err == nil {
 			sig += " " + old
 		}
 	}

@@ -46,6 +46,7 @@ type Service struct {
 	jobs         Enqueuer
 	audit        *audit.Recorder
 	maxEndpoints int
+	sealer       *Sealer
 }
 
 // NewService returns a Service over the tenant-facing pool, with
@@ -62,6 +63,12 @@ func (s *Service) LimitEndpoints(n int) *Service {
 	if n > 0 {
 		s.maxEndpoints = n
 	}
+	return s
+}
+
+// SealWith makes the Service store new and rotated secrets sealed by s.
+func (s *Service) SealWith(sealer *Sealer) *Service {
+	s.sealer = sealer
 	return s
 }
 
@@ -99,7 +106,11 @@ func (s *Service) Create(ctx context.Context, tenantID int64, actor Actor, rawUR
 		if n >= int64(s.maxEndpoints) {
 			return apperr.Invalidf("url", "This workspace already has %d webhook endpoints, the most it may have.", n)
 		}
-		ep, err := st.insertEndpoint(ctx, tenantID, s.clk.Now(), u, events, secret, false)
+		stored, err := s.sealer.seal(tenantID, secret)
+		if err != nil {
+			return err
+		}
+		ep, err := st.insertEndpoint(ctx, tenantID, s.clk.Now(), u, events, stored, false)
 		if err != nil {
 			return fmt.Errorf("create webhook endpoint: %w", err)
 		}
@@ -165,7 +176,11 @@ func (s *Service) Rotate(ctx context.Context, tenantID int64, actor Actor, id in
 		if err != nil {
 			return err
 		}
-		ep, err := newStore(tx).rotate(ctx, tenantID, id, s.clk.Now(), now.Add(RotationOverlap), secret)
+		stored, err := s.sealer.seal(tenantID, secret)
+		if err != nil {
+			return err
+		}
+		ep, err := newStore(tx).rotate(ctx, tenantID, id, s.clk.Now(), now.Add(RotationOverlap), stored)
 		if err != nil {
 			return err
 		}

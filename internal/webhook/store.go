@@ -319,12 +319,16 @@ type systemRow struct {
 	secret string
 }
 
-func (s store) systemEndpoint(ctx context.Context, tenantID int64) (systemRow, error) {
+func (s store) systemEndpoint(ctx context.Context, tenantID int64, sealer *Sealer) (systemRow, error) {
 	r, err := s.q.WebhookSystemEndpoint(ctx, tenantID)
 	if err != nil {
 		return systemRow{}, notFound(err)
 	}
-	return systemRow{Endpoint: toEndpoint(r), secret: r.Secret}, nil
+	secret, err := sealer.Open(tenantID, r.Secret)
+	if err != nil {
+		return systemRow{}, err
+	}
+	return systemRow{Endpoint: toEndpoint(r), secret: secret}, nil
 }
 
 func (s store) setSystemEndpoint(ctx context.Context, tenantID int64, cur systemRow, url string, events []string, secret string,
@@ -348,4 +352,14 @@ func (s store) systemLastDelivery(ctx context.Context, tenantID, endpointID int6
 	}
 	return &Delivery{ID: r.ID, EndpointID: endpointID, EventID: "evt_" + itoa(r.EventID), State: r.State,
 		Attempts: int(r.Attempts), LastStatus: int(r.LastStatus), LastError: r.LastError, CreatedAt: r.UpdatedAt}, nil
+}
+
+func (s store) readableSecrets(ctx context.Context) ([]queries.WebhookEndpointReadableSecretsRow, error) {
+	return s.q.WebhookEndpointReadableSecrets(ctx)
+}
+
+func (s store) sealSecret(ctx context.Context, tenantID, id int64, readable, sealed string, sealedPrevious *string) (bool, error) {
+	n, err := s.q.WebhookEndpointSealSecret(ctx, queries.WebhookEndpointSealSecretParams{TenantID: tenantID, ID: id,
+		Readable: readable, Sealed: sealed, SealedPrevious: sealedPrevious})
+	return n == 1, err
 }
