@@ -562,6 +562,8 @@ var en = map[string]string{
 	"webhooks.flash_disabled":        "Endpoint disabled: it receives nothing until enabled again.",
 	"webhooks.flash_rotated":         "New secret issued; the previous one keeps signing for %s.",
 	// Webhook breaker, settings, recover and delete.
+	"webhooks.catalog":          "Event catalog",
+	"webhooks.catalog_intro":    "Endpoints subscribe to * or to these types. Each delivery's body is {id, type, tenant, tenant_id, aggregate, trace_id, created_at, data}; data looks like the example.",
 	"webhooks.col_success":      "Success (24 h)",
 	"webhooks.attempts_24h":     "attempts in 24 h: %s",
 	"webhooks.view_deliveries":  "Deliveries",

@@ -547,6 +547,8 @@ var id = map[string]string{
 	"webhooks.flash_disabled":        "Endpoint dinonaktifkan: tidak menerima apa pun sampai diaktifkan lagi.",
 	"webhooks.flash_rotated":         "Rahasia baru diterbitkan; rahasia sebelumnya tetap menandatangani selama %s.",
 	// Webhook breaker, settings, recover and delete.
+	"webhooks.catalog":          "Katalog event",
+	"webhooks.catalog_intro":    "Endpoint berlangganan * atau tipe-tipe ini. Isi setiap pengiriman adalah {id, type, tenant, tenant_id, aggregate, trace_id, created_at, data}; data seperti contohnya.",
 	"webhooks.col_success":      "Berhasil (24 jam)",
 	"webhooks.attempts_24h":     "percobaan dalam 24 jam: %s",
 	"webhooks.view_deliveries":  "Pengiriman",

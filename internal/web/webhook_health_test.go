@@ -78,6 +78,9 @@ func TestWebhookPagesShowHealth(t *testing.T) {
 	if rates[fmt.Sprint(s.failing)] != "0%" || rates[fmt.Sprint(s.fine)] != "100%" {
 		t.Fatalf("success rates %v, want 0%% and 100%%", rates)
 	}
+	if !strings.Contains(list.body, `data-testid="event-catalog"`) || !strings.Contains(list.body, "<code>webhook.endpoint.disabled</code>") {
+		t.Error("the event catalog is not on the webhooks page")
+	}
 	if n := strings.Count(list.body, `class="button"`); n != 2 {
 		t.Fatalf("%d primary actions for 2 endpoints, want one each", n)
 	}

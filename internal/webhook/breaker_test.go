@@ -2,8 +2,10 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -341,5 +343,28 @@ func TestOrderedEndpointKeepsAnAggregatesOrder(t *testing.T) {
 	}
 	if got := fmt.Sprint(ids()); got != "[evt_1 evt_3 evt_1 evt_2]" {
 		t.Fatalf("requests %s, want evt_2 only after evt_1's retry succeeded", got)
+	}
+}
+
+// TestEventsComeFromTheCatalog: an endpoint subscribes to "*" or to types
+// of the catalog; a well-formed type Jejak never sends is refused on the
+// events field, and nothing is created.
+func TestEventsComeFromTheCatalog(t *testing.T) {
+	t.Parallel()
+	for _, e := range webhook.Catalog {
+		if got, err := webhook.ParseEvents(e.Type); err != nil || len(got) != 1 {
+			t.Errorf("catalog type %s refused: %v", e.Type, err)
+		}
+		if !json.Valid([]byte(e.Example)) {
+			t.Errorf("%s: example is not JSON", e.Type)
+		}
+	}
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	_, err := v.svc.Create(context.Background(), v.tenant, v.owner, "https://hooks.example/x", "project.created, invoice.paid")
+	if apperr.CodeOf(err) != apperr.CodeInvalid || !strings.Contains(apperr.FieldsOf(err)["events"], "invoice.paid") {
+		t.Fatalf("unknown event type: %v", err)
+	}
+	if n := v.count(t, "SELECT count(*) FROM webhook_endpoints"); n != 0 {
+		t.Fatalf("%d endpoints created", n)
 	}
 }
