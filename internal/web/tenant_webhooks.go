@@ -66,7 +66,7 @@ func webhookRow(ctx context.Context, slug string, ep webhook.Endpoint, loc *time
 		Enabled: ep.Enabled, DisabledReason: ep.DisabledReason,
 		Created: ep.CreatedAt.In(loc).Format("2006-01-02 15:04"), DetailURL: base, RotateURL: base + "/rotate",
 		DeleteURL: base + "/delete", SettingsURL: base + "/settings", RecoverURL: base + "/recover",
-		Breaker: "webhooks.breaker_" + ep.Health.Breaker, BreakerBad: ep.Health.Breaker != webhook.BreakerClosed && ep.Health.Breaker != "",
+		Breaker: "webhooks.breaker_" + ep.Health.Breaker, BreakerState: ep.Health.Breaker, BreakerBad: ep.Health.Breaker != webhook.BreakerClosed && ep.Health.Breaker != "",
 		SuccessRate: "—", Ordered: ep.Ordered}
 	if pct, ok := ep.Health.SuccessRate(); ok {
 		r.SuccessRate = strconv.Itoa(pct) + "%"

@@ -100,6 +100,26 @@ func TestWebhookPagesShowHealth(t *testing.T) {
 	if strings.Contains(row, ">0s<") {
 		t.Error("the attempt's duration reads 0s")
 	}
+
+	// Staff see the failing endpoint, and its breaker, on /admin/outbox.
+	staff := f.client()
+	staff.login("support@jejak.test")
+	out := staff.get("/admin/outbox")
+	if n := strings.Count(out.body, `data-testid="failing-endpoint"`); n != 1 || !strings.Contains(out.body, "/hook") {
+		t.Fatalf("%d failing endpoints on /admin/outbox, want 1", n)
+	}
+	if _, err := f.db.Admin.Exec(context.Background(), `UPDATE webhook_endpoints SET consecutive_failures = 5,
+		breaker_open_until = now() + interval '1 minute' WHERE id = $1`, s.failing); err != nil {
+		t.Fatal(err)
+	}
+	out = staff.get("/admin/outbox")
+	if state := between(out.body, `data-testid="endpoint-state"`, `</td>`); !strings.Contains(state, "breaker open") {
+		t.Fatalf("breaker state on /admin/outbox: %q", state)
+	}
+	list = s.owner.get("/t/toko-bunga-melati/webhooks")
+	if !strings.Contains(list.body, `data-breaker="open"`) || !strings.Contains(list.body, "breaker open") {
+		t.Fatal("the owner's list does not show the open breaker")
+	}
 }
 
 // between is the part of s from the first start to the next end.
