@@ -199,3 +199,10 @@ SELECT id, tenant_id, secret, previous_secret FROM webhook_endpoints
 UPDATE webhook_endpoints
    SET secret = @sealed, previous_secret = sqlc.narg('sealed_previous')
  WHERE tenant_id = @tenant_id AND id = @id AND secret = @readable;
+
+-- name: WebhookOwnerEmails :many
+-- Who hears that Jejak disabled an endpoint: the tenant's owners and
+-- admins who can still sign in.
+SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
+ WHERE m.tenant_id = @tenant_id AND m.role IN ('owner', 'admin') AND u.active
+ ORDER BY u.email;

@@ -126,7 +126,7 @@ func Register(e Registrar, d Deps) {
 	}
 	if d.Jobs != nil {
 		wh := &webhook.Deliverer{App: d.App, Jobs: d.Jobs, Clock: c, Client: d.WebhookGuard.Client(), OnOutcome: d.WebhookOutcome,
-			TenantLimit: d.WebhookTenantLimit, Breaker: d.WebhookBreaker, Sealer: d.WebhookSealer}
+			TenantLimit: d.WebhookTenantLimit, Breaker: d.WebhookBreaker, Sealer: d.WebhookSealer, Mailer: mailer}
 		e.Register(WebhookDeliver, wh.Handle, Options[WebhookDeliver])
 		if d.Webhooks != nil {
 			d.Webhooks.Register(WebhookDeliver, wh.Handle, Options[WebhookDeliver])

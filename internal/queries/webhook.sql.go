@@ -1030,3 +1030,31 @@ func (q *Queries) WebhookEndpointsMatching(ctx context.Context, arg WebhookEndpo
 	}
 	return items, nil
 }
+
+const webhookOwnerEmails = `-- name: WebhookOwnerEmails :many
+SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
+ WHERE m.tenant_id = $1 AND m.role IN ('owner', 'admin') AND u.active
+ ORDER BY u.email
+`
+
+// Who hears that Jejak disabled an endpoint: the tenant's owners and
+// admins who can still sign in.
+func (q *Queries) WebhookOwnerEmails(ctx context.Context, tenantID int64) ([]string, error) {
+	rows, err := q.db.Query(ctx, webhookOwnerEmails, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var email string
+		if err := rows.Scan(&email); err != nil {
+			return nil, err
+		}
+		items = append(items, email)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

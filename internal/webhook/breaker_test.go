@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/webhook"
 )
 
@@ -127,6 +128,7 @@ func TestEndpointDisabledAfterDaysOfFailures(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, webhook.Guard{Allow: loopback})
 	v.deliver.Breaker = webhook.Breaker{DisableAfter: 48 * time.Hour}
+	v.deliver.Mailer = mail.NewSink(v.db.App)
 	rcv := newReceiver(t, nil, 500)
 	ctx := context.Background()
 	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*")
@@ -157,6 +159,10 @@ func TestEndpointDisabledAfterDaysOfFailures(t *testing.T) {
 	}
 	if n := v.count(t, `SELECT count(*) FROM outbox_messages WHERE event_type = $1 AND tenant_id = $2`, webhook.EventEndpointDisabled, v.tenant); n != 1 {
 		t.Fatalf("%d endpoint.disabled events published, want 1", n)
+	}
+	if n := v.count(t, `SELECT count(*) FROM mail_messages WHERE to_addrs = '{o@toko.test}' AND subject LIKE '%' || $1 || '%'
+		AND body LIKE '%disabled automatically%'`, rcv.URL); n != 1 {
+		t.Fatalf("%d notices mailed to the owner, want 1", n)
 	}
 	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, ep.ID, true); err != nil {
 		t.Fatal(err)

@@ -20,8 +20,10 @@ import (
 	"github.com/jejakhq/jejak/internal/clip"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/inflight"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/tracing"
 )
@@ -76,6 +78,9 @@ type Deliverer struct {
 	// Breaker configures the per-endpoint circuit breaker and automatic
 	// disabling; zero fields take DefaultBreaker's.
 	Breaker Breaker
+	// Mailer, when set, tells the tenant's owners and admins when Jejak
+	// disables one of their endpoints.
+	Mailer mail.Mailer
 	// Sealer opens the endpoints' sealed secrets (nil: stored readable).
 	Sealer    *Sealer
 	inFlight  inflight.Counter // per tenant
@@ -369,7 +374,9 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 // without success disables it too.
 func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a Attempt, now time.Time, state, lastErr string, next *time.Time, disable string) error {
 	clk := d.clock()
-	return database.InTenantTx(ctx, d.App, j.TenantID, func(tx pgx.Tx) error {
+	disabled := ""
+	err := database.InTenantTx(ctx, d.App, j.TenantID, func(tx pgx.Tx) error {
+		disabled = ""
 		st := newStore(tx)
 		attempts := int(t.Attempts)
 		if a.N > 0 {
@@ -395,10 +402,45 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 			}
 		}
 		if disable != "" {
+			disabled = disable
 			return d.disable(ctx, tx, j, t, disable)
 		}
 		return nil
 	})
+	if err == nil && disabled != "" {
+		d.notifyDisabled(ctx, j.TenantID, t, disabled)
+	}
+	return err
+}
+
+// notifyDisabled mails the tenant's owners and admins that Jejak disabled
+// an endpoint, after the change committed. The trail and the
+// webhook.endpoint.disabled event are the lasting record, so a mail that
+// cannot go out is logged, not retried.
+func (d *Deliverer) notifyDisabled(ctx context.Context, tenantID int64, t attemptTarget, reason string) {
+	if d.Mailer == nil {
+		return
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	var to []string
+	err := database.InTenantTx(ctx, d.App, tenantID, func(tx pgx.Tx) error {
+		var err error
+		to, err = newStore(tx).ownerEmails(ctx, tenantID)
+		return err
+	})
+	if err != nil || len(to) == 0 {
+		log.Warn("webhook endpoint disabled: no owner to tell", "tenant_id", tenantID, "endpoint_id", t.EndpointID, "err", err)
+		return
+	}
+	m := mail.Message{TenantID: tenantID, ID: fmt.Sprintf("webhook-disabled.%d.%d@jejak", t.EndpointID, t.ID),
+		From: mail.DefaultFrom, To: to, Subject: i18n.In("en", "mail.webhook_disabled.subject", t.Url),
+		Text: i18n.In("en", "mail.webhook_disabled.body", t.Url, i18n.In("en", reason))}
+	if err := d.Mailer.Send(ctx, m); err != nil {
+		log.Warn("webhook endpoint disabled: notice not sent", "tenant_id", tenantID, "endpoint_id", t.EndpointID, "err", err.Error())
+	}
 }
 
 // disable turns the endpoint off for reason, records it in the tenant's

@@ -363,3 +363,7 @@ func (s store) sealSecret(ctx context.Context, tenantID, id int64, readable, sea
 		Readable: readable, Sealed: sealed, SealedPrevious: sealedPrevious})
 	return n == 1, err
 }
+
+func (s store) ownerEmails(ctx context.Context, tenantID int64) ([]string, error) {
+	return s.q.WebhookOwnerEmails(ctx, tenantID)
+}
