@@ -562,6 +562,11 @@ var en = map[string]string{
 	"webhooks.flash_disabled":        "Endpoint disabled: it receives nothing until enabled again.",
 	"webhooks.flash_rotated":         "New secret issued; the previous one keeps signing for %s.",
 	// Webhook breaker, settings, recover and delete.
+	"webhooks.send_test":                                    "Send a test event",
+	"webhooks.test_type":                                    "Event type",
+	"webhooks.send_test_submit":                             "Send test event",
+	"webhooks.flash_test":                                   "Test event %s queued as %s.",
+	"Choose an event type from the catalog.":                "Choose an event type from the catalog.",
 	"mail.webhook_disabled.subject":                         "Webhook endpoint %s disabled",
 	"mail.webhook_disabled.body":                            "Jejak disabled your webhook endpoint %s: %s.\n\nIt receives nothing until an owner or admin enables it again on the Webhooks page. Enabling it starts afresh; \"Recover failed deliveries\" then sends again what failed meanwhile.",
 	"admin.failing_endpoints":                               "Failing webhook endpoints",

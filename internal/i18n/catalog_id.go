@@ -547,6 +547,11 @@ var id = map[string]string{
 	"webhooks.flash_disabled":        "Endpoint dinonaktifkan: tidak menerima apa pun sampai diaktifkan lagi.",
 	"webhooks.flash_rotated":         "Rahasia baru diterbitkan; rahasia sebelumnya tetap menandatangani selama %s.",
 	// Webhook breaker, settings, recover and delete.
+	"webhooks.send_test":                                    "Kirim event uji",
+	"webhooks.test_type":                                    "Tipe event",
+	"webhooks.send_test_submit":                             "Kirim event uji",
+	"webhooks.flash_test":                                   "Event uji %s diantrekan sebagai %s.",
+	"Choose an event type from the catalog.":                "Pilih tipe event dari katalog.",
 	"mail.webhook_disabled.subject":                         "Endpoint webhook %s dinonaktifkan",
 	"mail.webhook_disabled.body":                            "Jejak menonaktifkan endpoint webhook Anda %s: %s.\n\nEndpoint ini tidak menerima apa pun sampai pemilik atau admin mengaktifkannya lagi di halaman Webhook. Setelah diaktifkan, \"Pulihkan pengiriman yang gagal\" mengirim ulang yang gagal selama itu.",
 	"admin.failing_endpoints":                               "Endpoint webhook yang gagal",

@@ -160,6 +160,7 @@ func tenantMatrixRules(ids matrixIDs) map[string]matrixRule {
 		"POST /t/:slug/webhooks/:id/delete":                      {hookPath(ids.hookDel) + "/delete", nil, tenantWrite},
 		"POST /t/:slug/webhooks/:id/settings":                    {hookPath(ids.hook) + "/settings", url.Values{"rate_limit": {"5"}}, tenantWrite},
 		"POST /t/:slug/webhooks/:id/recover":                     {hookPath(ids.hook) + "/recover", url.Values{"hours": {"24"}}, tenantWrite},
+		"POST /t/:slug/webhooks/:id/test":                        {hookPath(ids.hook) + "/test", url.Values{"type": {"project.created"}}, tenantWrite},
 		"POST /t/:slug/webhooks/:id/deliveries/:delivery/resend": {fmt.Sprintf("%s/deliveries/%d/resend", hookPath(ids.hook), ids.delivery), nil, tenantWrite},
 	}
 }

@@ -184,6 +184,10 @@ func (s *Server) tenantWebhookDeliveries(c echo.Context) error {
 	loc := t.Location()
 	vm := viewtenant.WebhookDeliveriesVM{Slug: t.Slug, TenantName: t.Name, Endpoint: webhookRow(ctx, t.Slug, ep, loc),
 		Flash: s.popFlash(c), MaxRate: strconv.Itoa(webhook.MaxRateLimit)}
+	vm.TestURL = fmt.Sprintf("/t/%s/webhooks/%d/test", t.Slug, ep.ID)
+	for _, e := range webhook.Catalog {
+		vm.TestTypes = append(vm.TestTypes, e.Type)
+	}
 	for _, w := range webhook.RecoverWindows {
 		vm.Recover = append(vm.Recover, viewtenant.RecoverChoice{Hours: strconv.Itoa(int(w.Hours())), Label: i18n.Duration(ctx, w)})
 	}
@@ -264,6 +268,21 @@ func (s *Server) tenantWebhookSettings(c echo.Context) error {
 		return err
 	}
 	s.setFlash(c, i18n.T(c.Request().Context(), "webhooks.flash_saved"))
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/t/%s/webhooks/%d", t.Slug, id))
+}
+
+// tenantWebhookTest sends the catalog's example of the chosen type.
+func (s *Server) tenantWebhookTest(c echo.Context) error {
+	id, err := webhookID(c, "id")
+	if err != nil {
+		return err
+	}
+	t := currentTenant(c)
+	d, err := s.Webhooks.SendTest(c.Request().Context(), t.ID, webhookActor(c), id, c.FormValue("type"))
+	if err != nil {
+		return err
+	}
+	s.setFlash(c, i18n.T(c.Request().Context(), "webhooks.flash_test", d.EventType, d.EventID))
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/t/%s/webhooks/%d", t.Slug, id))
 }
 

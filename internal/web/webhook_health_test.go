@@ -170,6 +170,13 @@ func TestWebhookDeleteSettingsAndRecoverForms(t *testing.T) {
 		t.Fatalf("recover: %d", a.status)
 	}
 
+	if a := s.owner.post(base+"/test", s.owner.withCSRF(url.Values{"type": {"plan.changed"}}), false); a.status != http.StatusSeeOther ||
+		f.count(`SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id < 0 AND event_type = 'plan.changed'`, s.fine) != 1 {
+		t.Fatalf("send test event: %d", a.status)
+	}
+	if a := s.owner.post(base+"/test", s.owner.withCSRF(url.Values{"type": {"nope.never"}}), false); a.status != http.StatusUnprocessableEntity {
+		t.Fatalf("test event of an unknown type: %d, want 422", a.status)
+	}
 	sari := f.client()
 	sari.login("sari@senja.test")
 	if a := sari.post(base+"/delete", sari.withCSRF(nil), false); a.status != http.StatusNotFound {
@@ -184,7 +191,8 @@ func TestWebhookDeleteSettingsAndRecoverForms(t *testing.T) {
 	if a := s.owner.get(base); a.status != http.StatusNotFound {
 		t.Fatalf("deleted endpoint's page: %d, want 404", a.status)
 	}
-	if n := f.count(`SELECT count(*) FROM audit_events WHERE action IN ('webhook.endpoint.delete', 'webhook.endpoint.configure', 'webhook.endpoint.recover')`); n != 3 {
-		t.Fatalf("%d audited changes, want delete, configure and recover", n)
+	if n := f.count(`SELECT count(*) FROM audit_events WHERE action IN ('webhook.endpoint.delete', 'webhook.endpoint.configure',
+		'webhook.endpoint.recover', 'webhook.endpoint.test')`); n != 4 {
+		t.Fatalf("%d audited changes, want delete, configure, recover and test", n)
 	}
 }

@@ -1,6 +1,18 @@
 package webhook
 
-import "slices"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/database"
+)
 
 // EventType is one kind of event an endpoint can subscribe to, with an
 // example of its data (the "data" member of the body).
@@ -26,4 +38,57 @@ var Catalog = []EventType{
 // KnownEventType reports whether t is in the Catalog.
 func KnownEventType(t string) bool {
 	return slices.ContainsFunc(Catalog, func(e EventType) bool { return e.Type == t })
+}
+
+// eventID is the webhook-id of a delivery's event: "evt_<outbox id>", or
+// "evt_test_<n>" for a test event (stored with a negative id, so it never
+// meets a real event's).
+func eventID(id int64) string {
+	if id < 0 {
+		return "evt_test_" + strconv.FormatInt(-id, 10)
+	}
+	return "evt_" + strconv.FormatInt(id, 10)
+}
+
+// SendTest delivers the catalog's example of eventType to the endpoint,
+// signed like any delivery, and returns the delivery; it is audited.
+func (s *Service) SendTest(ctx context.Context, tenantID int64, actor Actor, endpointID int64, eventType string) (Delivery, error) {
+	if !actor.canManage() {
+		return Delivery{}, ErrReadOnly
+	}
+	i := slices.IndexFunc(Catalog, func(e EventType) bool { return e.Type == eventType })
+	if i < 0 {
+		return Delivery{}, apperr.Invalid("type", "Choose an event type from the catalog.")
+	}
+	var d Delivery
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		st := newStore(tx)
+		ep, err := st.endpoint(ctx, tenantID, endpointID)
+		if err != nil {
+			return err
+		}
+		now, err := dbNow(ctx, tx, s.clk)
+		if err != nil {
+			return err
+		}
+		id := -now.UnixMicro()
+		body, err := json.Marshal(map[string]any{"id": eventID(id), "type": eventType, "tenant_id": tenantID, "test": true,
+			"aggregate": map[string]string{"type": "test", "id": "test"}, "created_at": now.UTC().Format(time.RFC3339Nano),
+			"data": json.RawMessage(Catalog[i].Example)})
+		if err != nil {
+			return fmt.Errorf("encode test event: %w", err)
+		}
+		did, _, err := st.insertDelivery(ctx, tenantID, ep.ID, id, eventType, string(body), nil, s.clk.Now())
+		if err != nil {
+			return fmt.Errorf("record test delivery: %w", err)
+		}
+		if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, did, nil, actor.TraceID, fmt.Sprintf("evt_%d:ep_%d", id, ep.ID)); err != nil {
+			return err
+		}
+		if d, err = st.delivery(ctx, tenantID, did); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, tenantID, actor, "webhook.endpoint.test", ep.ID, map[string]any{"url": ep.URL, "event_type": eventType})
+	})
+	return d, err
 }

@@ -285,7 +285,7 @@ func (d *Deliverer) outcome(o string) {
 // post sends one signed attempt. It never returns an error: every failure
 // is an attempt outcome.
 func (d *Deliverer) post(ctx context.Context, t attemptTarget, now time.Time) (Attempt, time.Duration) {
-	msgID := fmt.Sprintf("evt_%d", t.EventID)
+	msgID := eventID(t.EventID)
 	ts := now.Unix()
 	body := []byte(t.Body)
 	secret, err := d.Sealer.Open(t.TenantID, t.Secret)

@@ -6,12 +6,15 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/webhook"
 )
 
@@ -159,5 +162,49 @@ func TestLoadSealerKeepsItsKey(t *testing.T) {
 	}
 	if _, err := b.Open(v.tenant+1, stored); err == nil {
 		t.Fatal("a sealed secret opened for another tenant's row")
+	}
+}
+
+// TestSendTestEvent: "send test event" delivers the catalog's example of
+// the chosen type to one endpoint, signed (verified from the spec), as
+// evt_test_…; an unknown type is refused, another tenant gets 404, and it
+// is audited.
+func TestSendTestEvent(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	ctx := context.Background()
+	rcv := newReceiver(t, nil, 200)
+	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "project.created")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.svc.SendTest(ctx, v.tenant, v.owner, c.Endpoint.ID, "invoice.paid"); apperr.CodeOf(err) != apperr.CodeInvalid {
+		t.Fatalf("unknown type: %v", err)
+	}
+	other := seedTenant(t, v.db, "other")
+	if _, err := v.svc.SendTest(ctx, other.tenant, other.owner, c.Endpoint.ID, "project.deleted"); !errors.Is(err, webhook.ErrNotFound) {
+		t.Fatalf("another tenant: %v", err)
+	}
+	d, err := v.svc.SendTest(ctx, v.tenant, v.owner, c.Endpoint.ID, "project.deleted")
+	if err != nil || !strings.HasPrefix(d.EventID, "evt_test_") {
+		t.Fatalf("send test: %+v %v", d, err)
+	}
+	v.work(t)
+	got := rcv.all()
+	if len(got) != 1 || got[0].id != d.EventID || !specVerify(c.Secret, got[0]) {
+		t.Fatalf("the receiver got %d requests (%+v)", len(got), got)
+	}
+	var body struct {
+		Type string
+		Test bool
+		Data struct {
+			Name string `json:"name"`
+		}
+	}
+	if err := json.Unmarshal(got[0].body, &body); err != nil || body.Type != "project.deleted" || !body.Test || body.Data.Name != "Katalog Musim Hujan" {
+		t.Fatalf("test body %s (%v)", got[0].body, err)
+	}
+	if n := v.count(t, "SELECT count(*) FROM audit_events WHERE action = 'webhook.endpoint.test'"); n != 1 {
+		t.Fatalf("%d test events in the trail, want 1", n)
 	}
 }

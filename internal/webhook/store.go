@@ -245,7 +245,7 @@ func (s store) updateDelivery(ctx context.Context, tenantID, id int64, state str
 }
 
 func toDelivery(r queries.WebhookDelivery) Delivery {
-	d := Delivery{ID: r.ID, EndpointID: r.EndpointID, EventID: "evt_" + itoa(r.EventID), EventType: r.EventType,
+	d := Delivery{ID: r.ID, EndpointID: r.EndpointID, EventID: eventID(r.EventID), EventType: r.EventType,
 		State: r.State, Attempts: int(r.Attempts), NextAttempt: r.NextAttemptAt, CreatedAt: r.CreatedAt}
 	if r.LastStatus != nil {
 		d.LastStatus = int(*r.LastStatus)
@@ -350,7 +350,7 @@ func (s store) systemLastDelivery(ctx context.Context, tenantID, endpointID int6
 	if err != nil {
 		return nil, err
 	}
-	return &Delivery{ID: r.ID, EndpointID: endpointID, EventID: "evt_" + itoa(r.EventID), State: r.State,
+	return &Delivery{ID: r.ID, EndpointID: endpointID, EventID: eventID(r.EventID), State: r.State,
 		Attempts: int(r.Attempts), LastStatus: int(r.LastStatus), LastError: r.LastError, CreatedAt: r.UpdatedAt}, nil
 }
 
