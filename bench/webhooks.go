@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -154,4 +155,116 @@ func addEndpoint(ctx context.Context, db *JejakDB, tenant int64, url string) err
 	_, err = db.Admin.Exec(ctx, `INSERT INTO webhook_endpoints (tenant_id, url, events, secret, created_at, updated_at)
 		VALUES ($1, $2, '{*}', $3, now(), now())`, tenant, url, secret)
 	return err
+}
+
+// webhook_ordered: one endpoint whose receiver refuses every event of one
+// aggregate (project/stuck: its first delivery retries on the schedule)
+// and takes the others; a backlog of events, one in ten for the stuck
+// aggregate, the rest spread over 50 other projects. msgs_per_sec is how
+// fast the other aggregates' deliveries arrive, for an ordered endpoint
+// (the stuck aggregate's later events wait behind its first) and an
+// unordered one: ordering must cost the other aggregates nothing.
+func init() {
+	for _, ordered := range []bool{false, true} {
+		register(Bench{Name: "webhook_ordered", Labels: fmt.Sprintf("ordered=%v", ordered), Run: runWebhookOrdered(ordered)})
+	}
+}
+
+// orderedEvents is the backlog size.
+const orderedEvents = 2000
+
+func runWebhookOrdered(ordered bool) func(ctx context.Context, env *Env, _ string) (Result, error) {
+	return func(ctx context.Context, env *Env, _ string) (Result, error) {
+		// 100 events per second of -duration, at most orderedEvents: the
+		// smoke tests' one second makes 100.
+		n := min(orderedEvents, max(100, int(env.Cfg.Duration.Seconds())*100))
+		name := env.DBName("bench_webhooks_ordered")
+		db, err := env.newJejakDB(ctx, name, 1)
+		if err != nil {
+			return Result{}, err
+		}
+		defer env.DropDatabase(context.WithoutCancel(ctx), name) //nolint:errcheck
+		defer db.Close()
+		app, err := database.Open(ctx, db.URL, int32(env.Cfg.Conns))
+		if err != nil {
+			return Result{}, err
+		}
+		defer app.Close()
+		var mu sync.Mutex
+		var first, last time.Time
+		got := 0
+		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b := make([]byte, 512)
+			k, _ := r.Body.Read(b)
+			if bytes.Contains(b[:k], []byte(`"stuck"`)) {
+				w.WriteHeader(http.StatusInternalServerError)
+				return
+			}
+			mu.Lock()
+			if got == 0 {
+				first = time.Now()
+			}
+			got++
+			last = time.Now()
+			mu.Unlock()
+		}))
+		defer rcv.Close()
+		tenant := db.Tenants[0]
+		if err := addEndpoint(ctx, db, tenant, rcv.URL+"/hook"); err != nil {
+			return Result{}, err
+		}
+		if _, err := db.Admin.Exec(ctx, `UPDATE webhook_endpoints SET ordered = $1`, ordered); err != nil {
+			return Result{}, err
+		}
+		eng, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "bench/ordered", Queues: []string{webhook.Queue},
+			NoMaintenance: true, PollInterval: env.Cfg.PollInterval, Logger: env.Log})
+		if err != nil {
+			return Result{}, err
+		}
+		jobs := webhook.OnQueue(eng, webhook.Queue)
+		d := &webhook.Deliverer{App: app, Jobs: jobs, Logger: env.Log, TenantLimit: 4,
+			Client: webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}.Client()}
+		eng.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
+		fan := &webhook.Fanout{System: db.System, Jobs: jobs, Logger: env.Log}
+		others := 0
+		for id := 1; id <= n; id++ {
+			agg := fmt.Sprintf("p%d", id%50)
+			if id%10 == 1 {
+				agg = "stuck"
+			} else {
+				others++
+			}
+			body := fmt.Sprintf(`{"aggregate":{"type":"project","id":%q}}`, agg)
+			if _, err := fan.HandleEvent(ctx, tenant, int64(id), "project.created", []byte(body), ""); err != nil {
+				return Result{}, err
+			}
+		}
+		start := time.Now()
+		if err := eng.Start(ctx); err != nil {
+			return Result{}, err
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			_ = eng.Stop(stopCtx)
+		}()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			mu.Lock()
+			done := got
+			mu.Unlock()
+			if done >= others {
+				break
+			}
+			if time.Now().After(deadline) {
+				return Result{}, fmt.Errorf("webhook_ordered: %d of %d deliveries of other aggregates arrived", done, others)
+			}
+			time.Sleep(10 * time.Millisecond) // polling the receiver with a deadline
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		secs := last.Sub(start).Seconds()
+		return Result{Metrics: []Metric{{"msgs_per_sec", float64(got) / secs}, {"seconds", secs},
+			{"first_ms", float64(first.Sub(start).Microseconds()) / 1000}, {"msgs", float64(got)}}}, nil
+	}
 }
