@@ -46,7 +46,7 @@ func (s *Server) webhooksVM(c echo.Context) (viewtenant.WebhooksVM, error) {
 	}
 	vm := viewtenant.WebhooksVM{Slug: t.Slug, TenantName: t.Name, Flash: s.popFlash(c)}
 	for _, e := range webhook.Catalog {
-		vm.Catalog = append(vm.Catalog, viewtenant.CatalogRow{Type: e.Type, Example: e.Example})
+		vm.Catalog = append(vm.Catalog, viewtenant.CatalogRow{Type: e.Type, Schema: e.Schema, Example: e.Example})
 	}
 	for _, ep := range page.Rows {
 		vm.Rows = append(vm.Rows, webhookRow(c.Request().Context(), t.Slug, ep, t.Location()))

@@ -160,6 +160,13 @@ func TestEndpointDisabledAfterDaysOfFailures(t *testing.T) {
 	if n := v.count(t, `SELECT count(*) FROM outbox_messages WHERE event_type = $1 AND tenant_id = $2`, webhook.EventEndpointDisabled, v.tenant); n != 1 {
 		t.Fatalf("%d endpoint.disabled events published, want 1", n)
 	}
+	var payload string
+	if err := v.db.Admin.QueryRow(ctx, `SELECT payload::text FROM outbox_messages WHERE event_type = $1`, webhook.EventEndpointDisabled).Scan(&payload); err != nil {
+		t.Fatal(err)
+	}
+	if err := conforms(catalogSchema(t, webhook.EventEndpointDisabled), []byte(payload)); err != nil {
+		t.Fatalf("published %s: %v", webhook.EventEndpointDisabled, err)
+	}
 	if n := v.count(t, `SELECT count(*) FROM mail_messages WHERE to_addrs = '{o@toko.test}' AND subject LIKE '%' || $1 || '%'
 		AND body LIKE '%disabled automatically%'`, rcv.URL); n != 1 {
 		t.Fatalf("%d notices mailed to the owner, want 1", n)

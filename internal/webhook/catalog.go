@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,25 +15,52 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 )
 
-// EventType is one kind of event an endpoint can subscribe to, with an
-// example of its data (the "data" member of the body).
+// EventType is one kind of event an endpoint can subscribe to: the JSON
+// Schema of its data (the "data" member of the body) and an example.
 type EventType struct {
 	Type    string
+	Schema  string
 	Example string
+}
+
+// objectSchema is the JSON Schema (2020-12) of an object whose every
+// listed property ("name:type") is required; more properties may come.
+func objectSchema(props ...string) string {
+	type prop struct {
+		Type string `json:"type"`
+	}
+	ps := map[string]prop{}
+	req := make([]string, 0, len(props))
+	for _, p := range props {
+		name, typ, _ := strings.Cut(p, ":")
+		ps[name] = prop{typ}
+		req = append(req, name)
+	}
+	b, _ := json.Marshal(map[string]any{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+		"required": req, "properties": ps})
+	return string(b)
 }
 
 // Catalog is every event type Jejak publishes to tenant webhooks, sorted
 // by type. Endpoints subscribe to these (or "*"); the webhooks page lists
-// them with their examples.
+// them with their schemas and examples.
 var Catalog = []EventType{
-	{"job.dead_letter.discarded", `{"job_id":48,"kind":"email.weekly-report","reason":"customer left","operator_user_id":7}`},
-	{"job.dead_letter.retried", `{"job_id":48,"kind":"email.weekly-report","reason":"SMTP fixed","operator_user_id":7}`},
-	{"membership.changed", `{"user_id":12,"actor_user_id":3,"from_role":"member","to_role":"admin"}`},
-	{"plan.changed", `{"subscription_id":9,"actor_user_id":3,"from_plan":"pro","to_plan":"basic"}`},
-	{"points.awarded", `{"customer":"cust-42","points":10,"reason":"order 1001","message_id":"msg-1001"}`},
-	{"project.created", `{"project_id":8,"actor_user_id":3,"name":"Katalog Musim Hujan"}`},
-	{"project.deleted", `{"project_id":8,"actor_user_id":3,"name":"Katalog Musim Hujan"}`},
-	{EventEndpointDisabled, `{"endpoint_id":5,"url":"https://example.com/hook","reason":"every attempt failed for days: disabled automatically","delivery_id":311,"consecutive_failures":40,"failing_since":"2026-11-28T09:00:00Z"}`},
+	{"job.dead_letter.discarded", objectSchema("job_id:integer", "kind:string", "reason:string", "operator_user_id:integer"),
+		`{"job_id":48,"kind":"email.weekly-report","reason":"customer left","operator_user_id":7}`},
+	{"job.dead_letter.retried", objectSchema("job_id:integer", "kind:string", "reason:string", "operator_user_id:integer"),
+		`{"job_id":48,"kind":"email.weekly-report","reason":"SMTP fixed","operator_user_id":7}`},
+	{"membership.changed", objectSchema("user_id:integer", "actor_user_id:integer", "from_role:string", "to_role:string"),
+		`{"user_id":12,"actor_user_id":3,"from_role":"member","to_role":"admin"}`},
+	{"plan.changed", objectSchema("subscription_id:integer", "actor_user_id:integer", "from_plan:string", "to_plan:string"),
+		`{"subscription_id":9,"actor_user_id":3,"from_plan":"pro","to_plan":"basic"}`},
+	{"points.awarded", objectSchema("customer:string", "points:integer", "reason:string", "message_id:string"),
+		`{"customer":"cust-42","points":10,"reason":"order 1001","message_id":"msg-1001"}`},
+	{"project.created", objectSchema("project_id:integer", "actor_user_id:integer", "name:string"),
+		`{"project_id":8,"actor_user_id":3,"name":"Katalog Musim Hujan"}`},
+	{"project.deleted", objectSchema("project_id:integer", "actor_user_id:integer", "name:string"),
+		`{"project_id":8,"actor_user_id":3,"name":"Katalog Musim Hujan"}`},
+	{EventEndpointDisabled, objectSchema("endpoint_id:integer", "url:string", "reason:string", "delivery_id:integer", "consecutive_failures:integer"),
+		`{"endpoint_id":5,"url":"https://example.com/hook","reason":"every attempt failed for days: disabled automatically","delivery_id":311,"consecutive_failures":40,"failing_since":"2026-11-28T09:00:00Z"}`},
 }
 
 // KnownEventType reports whether t is in the Catalog.
