@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/webhook"
@@ -70,25 +72,16 @@ func runWebhookIsolation(ctx context.Context, env *Env, _ string) (Result, error
 	if err := addEndpoint(ctx, db, calm, ok.URL+"/hook"); err != nil {
 		return Result{}, err
 	}
-	eng, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "bench/webhooks", Queues: []string{webhook.Queue},
-		NoMaintenance: true, PollInterval: env.Cfg.PollInterval, Logger: env.Log})
+	dl, err := newDeliveries(env, db, app, 2)
 	if err != nil {
 		return Result{}, err
 	}
-	jobs := webhook.OnQueue(eng, webhook.Queue)
-	d := &webhook.Deliverer{App: app, Jobs: jobs, Logger: env.Log, TenantLimit: 2,
-		Client: webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}.Client()}
-	eng.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
-	fan := &webhook.Fanout{System: db.System, Jobs: jobs, Logger: env.Log}
-	if err := eng.Start(ctx); err != nil {
+	if err := dl.eng.Start(ctx); err != nil {
 		return Result{}, err
 	}
-	defer func() {
-		close(release)
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		_ = eng.Stop(stopCtx)
-	}()
+	defer dl.stop(ctx)
+	defer close(release) // before stop: the engine waits for deliveries in flight
+	fan := dl.fan
 	res := Result{}
 	sent, err := publishBoth(ctx, fan, flood, calm, env.Cfg.Duration)
 	if err != nil {
@@ -216,38 +209,19 @@ func runWebhookOrdered(ordered bool) func(ctx context.Context, env *Env, _ strin
 		if _, err := db.Admin.Exec(ctx, `UPDATE webhook_endpoints SET ordered = $1`, ordered); err != nil {
 			return Result{}, err
 		}
-		eng, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "bench/ordered", Queues: []string{webhook.Queue},
-			NoMaintenance: true, PollInterval: env.Cfg.PollInterval, Logger: env.Log})
+		dl, err := newDeliveries(env, db, app, 4)
 		if err != nil {
 			return Result{}, err
 		}
-		jobs := webhook.OnQueue(eng, webhook.Queue)
-		d := &webhook.Deliverer{App: app, Jobs: jobs, Logger: env.Log, TenantLimit: 4,
-			Client: webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}.Client()}
-		eng.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
-		fan := &webhook.Fanout{System: db.System, Jobs: jobs, Logger: env.Log}
-		others := 0
-		for id := 1; id <= n; id++ {
-			agg := fmt.Sprintf("p%d", id%50)
-			if id%10 == 1 {
-				agg = "stuck"
-			} else {
-				others++
-			}
-			body := fmt.Sprintf(`{"aggregate":{"type":"project","id":%q}}`, agg)
-			if _, err := fan.HandleEvent(ctx, tenant, int64(id), "project.created", []byte(body), ""); err != nil {
-				return Result{}, err
-			}
-		}
-		start := time.Now()
-		if err := eng.Start(ctx); err != nil {
+		others, err := publishOrdered(ctx, dl.fan, tenant, n)
+		if err != nil {
 			return Result{}, err
 		}
-		defer func() {
-			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			_ = eng.Stop(stopCtx)
-		}()
+		start := time.Now()
+		if err := dl.eng.Start(ctx); err != nil {
+			return Result{}, err
+		}
+		defer dl.stop(ctx)
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			mu.Lock()
@@ -267,4 +241,51 @@ func runWebhookOrdered(ordered bool) func(ctx context.Context, env *Env, _ strin
 		return Result{Metrics: []Metric{{"msgs_per_sec", float64(got) / secs}, {"seconds", secs},
 			{"first_ms", float64(first.Sub(start).Microseconds()) / 1000}, {"msgs", float64(got)}}}, nil
 	}
+}
+
+// publishOrdered publishes n events, one in ten for project/stuck and the
+// rest over 50 other projects; it returns how many are not stuck.
+func publishOrdered(ctx context.Context, fan *webhook.Fanout, tenant int64, n int) (others int, err error) {
+	for id := 1; id <= n; id++ {
+		agg := fmt.Sprintf("p%d", id%50)
+		if id%10 == 1 {
+			agg = "stuck"
+		} else {
+			others++
+		}
+		body := fmt.Sprintf(`{"aggregate":{"type":"project","id":%q}}`, agg)
+		if _, err := fan.HandleEvent(ctx, tenant, int64(id), "project.created", []byte(body), ""); err != nil {
+			return 0, err
+		}
+	}
+	return others, nil
+}
+
+// deliveries is a benchmark's delivery engine (webhook.Queue, 4 workers)
+// and the fan-out feeding it.
+type deliveries struct {
+	eng *job.Engine
+	fan *webhook.Fanout
+}
+
+// newDeliveries builds the engine with a tenant concurrency of
+// tenantLimit, not started.
+func newDeliveries(env *Env, db *JejakDB, app *pgxpool.Pool, tenantLimit int) (*deliveries, error) {
+	eng, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "bench/webhooks", Queues: []string{webhook.Queue},
+		NoMaintenance: true, PollInterval: env.Cfg.PollInterval, Logger: env.Log})
+	if err != nil {
+		return nil, err
+	}
+	jobs := webhook.OnQueue(eng, webhook.Queue)
+	d := &webhook.Deliverer{App: app, Jobs: jobs, Logger: env.Log, TenantLimit: tenantLimit,
+		Client: webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}.Client()}
+	eng.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
+	return &deliveries{eng: eng, fan: &webhook.Fanout{System: db.System, Jobs: jobs, Logger: env.Log}}, nil
+}
+
+// stop lets deliveries in flight finish (within a minute).
+func (d *deliveries) stop(ctx context.Context) {
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	_ = d.eng.Stop(stopCtx)
 }
