@@ -562,6 +562,7 @@ var en = map[string]string{
 	"webhooks.flash_disabled":        "Endpoint disabled: it receives nothing until enabled again.",
 	"webhooks.flash_rotated":         "New secret issued; the previous one keeps signing for %s.",
 	// Webhook breaker, settings, recover and delete.
+	"Enable the endpoint before recovering its deliveries.": "Enable the endpoint before recovering its deliveries.",
 	"webhooks.schema":                                       "JSON Schema of data",
 	"webhooks.send_test":                                    "Send a test event",
 	"webhooks.test_type":                                    "Event type",

@@ -547,6 +547,7 @@ var id = map[string]string{
 	"webhooks.flash_disabled":        "Endpoint dinonaktifkan: tidak menerima apa pun sampai diaktifkan lagi.",
 	"webhooks.flash_rotated":         "Rahasia baru diterbitkan; rahasia sebelumnya tetap menandatangani selama %s.",
 	// Webhook breaker, settings, recover and delete.
+	"Enable the endpoint before recovering its deliveries.": "Aktifkan endpoint sebelum memulihkan pengirimannya.",
 	"webhooks.schema":                                       "JSON Schema untuk data",
 	"webhooks.send_test":                                    "Kirim event uji",
 	"webhooks.test_type":                                    "Tipe event",

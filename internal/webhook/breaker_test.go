@@ -261,6 +261,9 @@ func TestRecoverResendsFailedDeliveriesSince(t *testing.T) {
 	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'failed'"); n != 3 {
 		t.Fatalf("%d failed deliveries, want 3", n)
 	}
+	if _, err := v.svc.Recover(ctx, v.tenant, v.owner, c.Endpoint.ID, since); apperr.CodeOf(err) != apperr.CodeInvalid {
+		t.Fatalf("recover of a disabled endpoint: %v, want a validation error", err)
+	}
 	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, c.Endpoint.ID, true); err != nil {
 		t.Fatal(err)
 	}

@@ -370,6 +370,10 @@ func (s *Service) Recover(ctx context.Context, tenantID int64, actor Actor, id i
 		if since.After(now) {
 			return apperr.Invalid("since", "Choose a time in the past.")
 		}
+		if !ep.Enabled {
+			// Its deliveries would fail again at once, as "endpoint disabled".
+			return apperr.Invalid("hours", "Enable the endpoint before recovering its deliveries.")
+		}
 		rs, err := st.recoverFailed(ctx, tenantID, id, since, MaxRecover, s.clk.Now())
 		if err != nil {
 			return fmt.Errorf("recover deliveries: %w", err)
