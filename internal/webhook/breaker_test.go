@@ -213,6 +213,13 @@ func TestDeleteEndpoint(t *testing.T) {
 	if _, _, err := v.svc.EndpointDeliveries(ctx, v.tenant, v.owner, c.Endpoint.ID, 10); !errors.Is(err, webhook.ErrNotFound) {
 		t.Fatalf("deleted endpoint's page: %v, want ErrNotFound", err)
 	}
+	var did int64
+	if err := v.db.Admin.QueryRow(ctx, "SELECT id FROM webhook_deliveries").Scan(&did); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.svc.Resend(ctx, v.tenant, v.owner, c.Endpoint.ID, did); !errors.Is(err, webhook.ErrNotFound) {
+		t.Fatalf("resend to a deleted endpoint: %v, want ErrNotFound", err)
+	}
 	v.work(t)
 	if len(rcv.all()) != 0 {
 		t.Fatal("a deleted endpoint received its pending delivery")

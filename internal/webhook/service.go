@@ -245,6 +245,9 @@ func (s *Service) Resend(ctx context.Context, tenantID int64, actor Actor, endpo
 		if d.EndpointID != endpointID {
 			return ErrNotFound
 		}
+		if _, err := st.endpoint(ctx, tenantID, endpointID); err != nil {
+			return err // deleted: its log is kept, not resent
+		}
 		now := s.clk.Now()
 		if d, err = st.updateDelivery(ctx, tenantID, d.ID, StatePending, d.Attempts, d.LastStatus, d.LastError, nil, now); err != nil {
 			return err
