@@ -206,3 +206,8 @@ UPDATE webhook_endpoints
 SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
  WHERE m.tenant_id = @tenant_id AND m.role IN ('owner', 'admin') AND u.active
  ORDER BY u.email;
+
+-- name: WebhookEndpointHoursPrune :execrows
+-- Deletes attempt tallies of hours before @before (every tenant's: the
+-- maintenance leader runs it through the cross-tenant pool).
+DELETE FROM webhook_endpoint_hours WHERE hour < @before::timestamptz;

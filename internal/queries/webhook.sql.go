@@ -631,6 +631,20 @@ func (q *Queries) WebhookEndpointHourTotals(ctx context.Context, arg WebhookEndp
 	return items, nil
 }
 
+const webhookEndpointHoursPrune = `-- name: WebhookEndpointHoursPrune :execrows
+DELETE FROM webhook_endpoint_hours WHERE hour < $1::timestamptz
+`
+
+// Deletes attempt tallies of hours before @before (every tenant's: the
+// maintenance leader runs it through the cross-tenant pool).
+func (q *Queries) WebhookEndpointHoursPrune(ctx context.Context, before time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, webhookEndpointHoursPrune, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const webhookEndpointInsert = `-- name: WebhookEndpointInsert :one
 
 INSERT INTO webhook_endpoints (tenant_id, url, events, secret, ordered, created_at, updated_at)

@@ -1,6 +1,13 @@
 package webhook
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
+)
 
 // Breaker configures the per-endpoint circuit breaker: after Failures
 // failed attempts in a row the endpoint's deliveries are held (not
@@ -61,3 +68,24 @@ const (
 // EventEndpointDisabled is the event published when Jejak disables an
 // endpoint, so the tenant's other endpoints hear of it.
 const EventEndpointDisabled = "webhook.endpoint.disabled"
+
+// HoursKept is how long the hourly attempt tallies behind the 24 h success
+// rate are kept.
+const HoursKept = 48 * time.Hour
+
+// PruneHours deletes the attempt tallies older than HoursKept through the
+// cross-tenant pool, and returns how many rows went.
+func PruneHours(ctx context.Context, system database.Querier, clk clock.Clock) (int64, error) {
+	if clk == nil {
+		clk = clock.Database{}
+	}
+	now, err := dbNow(ctx, system, clk)
+	if err != nil {
+		return 0, err
+	}
+	n, err := newStore(system).pruneHours(ctx, now.Add(-HoursKept))
+	if err != nil {
+		return 0, fmt.Errorf("prune webhook attempt tallies: %w", err)
+	}
+	return n, nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/tenant"
@@ -120,5 +121,30 @@ func TestCatalogExamplesAndPublishedPayloadsMatchTheirSchemas(t *testing.T) {
 		if !seen[typ] {
 			t.Errorf("no %s was published", typ)
 		}
+	}
+}
+
+// TestPruneHoursKeepsTwoDays: the tallies behind the success rate older
+// than two days are deleted, newer ones kept.
+func TestPruneHoursKeepsTwoDays(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	ctx := context.Background()
+	v.clk.Set(v.clk.Now().Truncate(time.Hour).Add(30 * time.Minute))
+	c, err := v.svc.Create(ctx, v.tenant, v.owner, "https://hooks.example/x", "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.db.Admin.Exec(ctx, `INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, succeeded, failed)
+		SELECT $1, $2, date_trunc('hour', $3::timestamptz) - make_interval(hours => h), 1, 0 FROM generate_series(0, 71) h`,
+		v.tenant, c.Endpoint.ID, *v.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := webhook.PruneHours(ctx, v.db.System, v.clk)
+	if err != nil || n != 24 {
+		t.Fatalf("pruned %d (%v), want the 24 hours that started more than 48 h ago", n, err)
+	}
+	if left := v.count(t, "SELECT count(*) FROM webhook_endpoint_hours"); left != 48 {
+		t.Fatalf("%d hours left, want 48", left)
 	}
 }

@@ -367,3 +367,7 @@ func (s store) sealSecret(ctx context.Context, tenantID, id int64, readable, sea
 func (s store) ownerEmails(ctx context.Context, tenantID int64) ([]string, error) {
 	return s.q.WebhookOwnerEmails(ctx, tenantID)
 }
+
+func (s store) pruneHours(ctx context.Context, before time.Time) (int64, error) {
+	return s.q.WebhookEndpointHoursPrune(ctx, before)
+}
