@@ -126,9 +126,8 @@ func appendFor(ctx context.Context, pool *pgxpool.Pool, writers int, tenant int6
 					if rec == nil {
 						return nil
 					}
-					_, err := rec.Record(ctx, tx, audit.Event{TenantID: tenant, ActorKind: audit.ActorSystem,
+					return rec.Append(ctx, tx, audit.Event{TenantID: tenant, ActorKind: audit.ActorSystem,
 						Action: "project.create", Entity: "project", EntityID: fmt.Sprint(id)})
-					return err
 				})
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)

@@ -47,6 +47,7 @@ const scaleDBName = "jejak_scale"
 func init() {
 	register(Bench{Name: "audit_timeline first", Run: timelineBench(false)})
 	register(Bench{Name: "audit_timeline next", Run: timelineBench(true)})
+	register(Bench{Name: "audit_timeline search", Run: timelineSearchBench})
 	// Every page twice in a row, quiet and under engine load, so a change
 	// in the machine hits both variants alike.
 	for _, p := range pages {
@@ -74,6 +75,10 @@ var pages = []page{
 	// The trail's first day: every newer event lies between it and the top.
 	{name: "page /t/{slug}/audit?from", path: "/t/toko-bunga-melati/audit?from=2026-01-01&to=2026-01-01", as: "budi@melati.test"},
 	{name: "page /t/{slug}/audit?actor", path: "/t/toko-bunga-melati/audit?actor=staff", as: "budi@melati.test"},
+	// A quick filter (a set of actions) and a name search (the trigram
+	// index) as an owner uses them.
+	{name: "page /t/{slug}/audit?quick", path: "/t/toko-bunga-melati/audit?quick=deletions", as: "budi@melati.test"},
+	{name: "page /t/{slug}/audit?q", path: "/t/toko-bunga-melati/audit?q=katalog+musim", as: "budi@melati.test"},
 	{name: "page /t/{slug}/jobs", path: "/t/batik-nusantara/jobs", as: "dewi@batik.test"},
 	{name: "page /t/{slug}/jobs?state=succeeded", path: "/t/batik-nusantara/jobs?state=succeeded", as: "dewi@batik.test"},
 	{name: "page /t/{slug}/jobs?state=cancelled", path: "/t/batik-nusantara/jobs?state=cancelled", as: "dewi@batik.test"},
@@ -319,6 +324,27 @@ func timelineBench(older bool) func(context.Context, *Env, string) (Result, erro
 			})
 		})
 	}
+}
+
+// timelineSearchBench times a name search of melati's trail: each request
+// one project's full name at random ("Katalog Musim 4242"), as generated
+// data names its projects, so the index is probed for a rare name.
+func timelineSearchBench(ctx context.Context, env *Env, _ string) (Result, error) {
+	s, err := getScale(ctx, env)
+	if err != nil {
+		return Result{}, err
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	return timeIt(env.Cfg.Requests, func() error {
+		term, err := audit.CheckSearch(audit.ScaleProjectName(1 + rng.IntN(5000)))
+		if err != nil {
+			return err
+		}
+		return database.InTenantTx(ctx, s.app, s.melati, func(tx pgx.Tx) error {
+			_, err := audit.Timeline(ctx, tx, s.melati, audit.Filter{Search: term}, 0, 50)
+			return err
+		})
+	})
 }
 
 // pageBench times GET p.path on the dashboard as p.as; withLoad runs the

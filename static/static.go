@@ -1,5 +1,6 @@
 // Package static serves Jejak's front-end files from the binary (go:embed):
-// htmx and the stylesheet. Versions and checksums are in static/README.md.
+// htmx (with idiomorph), the stylesheet and the favicon. Versions and
+// checksums are in static/README.md.
 package static
 
 import (
@@ -11,7 +12,7 @@ import (
 
 // FS holds the files served under /static/.
 //
-//go:embed *.js *.css
+//go:embed *.js *.css *.svg
 var FS embed.FS
 
 var versions = func() map[string]string {

@@ -13,6 +13,22 @@ INSERT INTO audit_events (
 )
 RETURNING id, occurred_at, detail::text AS detail_text;
 
+-- name: AuditEventAppendMany :exec
+-- AuditEventInsert for writers that do not read the events back, for one
+-- event or many in one statement (0 in actor_ids and job_ids stands for
+-- NULL). Having no result, it can be queued to ride in COMMIT's round
+-- trip (database.AtCommit).
+INSERT INTO audit_events (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
+)
+SELECT (sqlc.arg('tenant_ids')::bigint[])[i], (sqlc.arg('actor_kinds')::text[])[i], NULLIF((sqlc.arg('actor_ids')::bigint[])[i], 0),
+       (sqlc.arg('actions')::text[])[i], (sqlc.arg('entities')::text[])[i], (sqlc.arg('entity_ids')::text[])[i],
+       (sqlc.arg('details')::text[])[i]::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()),
+       (sqlc.arg('trace_ids')::text[])[i], NULLIF((sqlc.arg('job_ids')::bigint[])[i], 0)
+  FROM generate_subscripts(sqlc.arg('tenant_ids')::bigint[], 1) AS i
+ ORDER BY i;
+
 -- name: AuditEventInsertBatch :execrows
 -- Bulk load for large-data mode: COPY is refused under forced row-level
 -- security, so rows arrive as parallel arrays. 0 in actor_ids/job_ids
@@ -30,13 +46,21 @@ SELECT unnest(sqlc.arg('tenant_ids')::bigint[]),
 
 -- name: AuditEventTimeline :many
 -- Newest first, keyset on id (never OFFSET). Each filter is optional. seq
--- is the event's leaf (0 while it waits for the sealer).
-SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq
+-- is the event's leaf (0 while it waits for the sealer). The actor's name
+-- and role, and the name of the user an event is about, come in the same
+-- query (primary-key probes per row of the page), so a page is one round
+-- trip. A name search reads AuditEventTimelineSearch instead.
+SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq,
+       coalesce(a.name, '')::text AS actor_name, coalesce(a.staff_role, '')::text AS actor_role,
+       coalesce(u.name, '')::text AS entity_user_name
 FROM audit_events e
 LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+LEFT JOIN users a ON a.id = e.actor_id
+LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
 WHERE e.tenant_id = sqlc.arg('tenant_id')
   AND (sqlc.narg('before_id')::bigint IS NULL OR e.id < sqlc.narg('before_id')::bigint)
   AND (sqlc.narg('action')::text IS NULL OR e.action = sqlc.narg('action')::text)
+  AND (sqlc.narg('actions')::text[] IS NULL OR e.action = ANY(sqlc.narg('actions')::text[]))
   AND (sqlc.narg('entity')::text IS NULL OR e.entity = sqlc.narg('entity')::text)
   AND (sqlc.narg('entity_id')::text IS NULL OR e.entity_id = sqlc.narg('entity_id')::text)
   AND (sqlc.narg('actor_kind')::text IS NULL OR e.actor_kind = sqlc.narg('actor_kind')::text)
@@ -54,9 +78,13 @@ LIMIT sqlc.arg('lim');
 -- reads its own events and not every newer one. Keyset on (occurred_at,
 -- id): the cursor is still an id, whose time is read by primary key. The
 -- other filters are as in AuditEventTimeline.
-SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq
+SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq,
+       coalesce(a.name, '')::text AS actor_name, coalesce(a.staff_role, '')::text AS actor_role,
+       coalesce(u.name, '')::text AS entity_user_name
 FROM audit_events e
 LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+LEFT JOIN users a ON a.id = e.actor_id
+LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
 WHERE e.tenant_id = sqlc.arg('tenant_id')
   AND (sqlc.narg('from_time')::timestamptz IS NULL OR e.occurred_at >= sqlc.narg('from_time')::timestamptz)
   AND (sqlc.narg('to_time')::timestamptz IS NULL OR e.occurred_at < sqlc.narg('to_time')::timestamptz)
@@ -64,6 +92,7 @@ WHERE e.tenant_id = sqlc.arg('tenant_id')
        OR (e.occurred_at, e.id) < (SELECT b.occurred_at, b.id FROM audit_events b
                                     WHERE b.tenant_id = sqlc.arg('tenant_id') AND b.id = sqlc.narg('before_id')::bigint))
   AND (sqlc.narg('action')::text IS NULL OR e.action = sqlc.narg('action')::text)
+  AND (sqlc.narg('actions')::text[] IS NULL OR e.action = ANY(sqlc.narg('actions')::text[]))
   AND (sqlc.narg('entity')::text IS NULL OR e.entity = sqlc.narg('entity')::text)
   AND (sqlc.narg('entity_id')::text IS NULL OR e.entity_id = sqlc.narg('entity_id')::text)
   AND (sqlc.narg('actor_kind')::text IS NULL OR e.actor_kind = sqlc.narg('actor_kind')::text)
@@ -73,16 +102,40 @@ WHERE e.tenant_id = sqlc.arg('tenant_id')
 ORDER BY e.occurred_at DESC, e.id DESC
 LIMIT sqlc.arg('lim');
 
+-- name: AuditEventTimelineSearch :many
+-- The timeline with a name search: audit_search_ids finds the page's ids
+-- (through the trigram index when the name is rare; see migration 00120),
+-- then the events are read by primary key under row-level security, with
+-- the same names as AuditEventTimeline. Newest first, keyset on id.
+SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq,
+       coalesce(a.name, '')::text AS actor_name, coalesce(a.staff_role, '')::text AS actor_role,
+       coalesce(u.name, '')::text AS entity_user_name
+FROM audit_search_ids(sqlc.arg('search')::text, sqlc.narg('before_id')::bigint, sqlc.arg('lim')::integer,
+        sqlc.narg('actions')::text[], sqlc.narg('action')::text, sqlc.narg('entity')::text, sqlc.narg('entity_id')::text,
+        sqlc.narg('actor_kind')::text, sqlc.narg('actor_id')::bigint, sqlc.narg('trace_id')::text, sqlc.narg('job_id')::bigint,
+        sqlc.narg('from_time')::timestamptz, sqlc.narg('to_time')::timestamptz) AS s(id)
+JOIN audit_events e ON e.tenant_id = sqlc.arg('tenant_id') AND e.id = s.id
+LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+LEFT JOIN users a ON a.id = e.actor_id
+LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
+ORDER BY e.id DESC;
+
 -- name: AuditEventNewer :many
 -- Oldest first, events with id in (after_id, through_id], filtered: the
 -- live timeline's poll.
-SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq
+SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq,
+       coalesce(a.name, '')::text AS actor_name, coalesce(a.staff_role, '')::text AS actor_role,
+       coalesce(u.name, '')::text AS entity_user_name
 FROM audit_events e
 LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+LEFT JOIN users a ON a.id = e.actor_id
+LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
 WHERE e.tenant_id = sqlc.arg('tenant_id')
   AND e.id > sqlc.arg('after_id')
   AND e.id <= sqlc.arg('through_id')
   AND (sqlc.narg('action')::text IS NULL OR e.action = sqlc.narg('action')::text)
+  AND (sqlc.narg('actions')::text[] IS NULL OR e.action = ANY(sqlc.narg('actions')::text[]))
+  AND (sqlc.narg('search')::text IS NULL OR audit_search_text(e.detail) LIKE sqlc.narg('search')::text)
   AND (sqlc.narg('entity')::text IS NULL OR e.entity = sqlc.narg('entity')::text)
   AND (sqlc.narg('entity_id')::text IS NULL OR e.entity_id = sqlc.narg('entity_id')::text)
   AND (sqlc.narg('actor_kind')::text IS NULL OR e.actor_kind = sqlc.narg('actor_kind')::text)
@@ -99,22 +152,42 @@ LIMIT sqlc.arg('lim');
 SELECT coalesce(max(id), 0)::bigint FROM audit_events WHERE tenant_id = $1;
 
 -- name: AuditEventEntityHistory :many
--- One entity's story in one tenant, oldest first (its history page).
-SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq
+-- One entity's story in one tenant, oldest first (its history page), with
+-- the events of the same entity under the same name (a project deleted and
+-- created again keeps one story): audit_namesakes finds their ids.
+SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq,
+       coalesce(a.name, '')::text AS actor_name, coalesce(a.staff_role, '')::text AS actor_role,
+       coalesce(u.name, '')::text AS entity_user_name
 FROM audit_events e
 LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
-WHERE e.tenant_id = $1 AND e.entity = $2 AND e.entity_id = $3
+LEFT JOIN users a ON a.id = e.actor_id
+LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
+WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.entity = sqlc.arg('entity')
+  AND e.entity_id = ANY(ARRAY(SELECT audit_namesakes(sqlc.arg('entity'), sqlc.arg('name')::text)
+                              UNION ALL SELECT sqlc.arg('entity_id')::text))
 ORDER BY e.id
 LIMIT sqlc.arg('lim');
+
+-- name: AuditEventEntityName :one
+-- The name an entity last carried in its events ('' for none): the title of
+-- its history page, and what finds its namesakes.
+SELECT coalesce((SELECT e.detail->>'name' FROM audit_events e
+  WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.entity = sqlc.arg('entity') AND e.entity_id = sqlc.arg('entity_id')
+    AND e.detail ? 'name'
+  ORDER BY e.id DESC LIMIT 1), '')::text AS name;
 
 -- name: AuditEventSearch :many
 -- Forensics by trace id or job id (globally indexed), optionally within one
 -- tenant; newest first by id, keyset on id. Cross-tenant only through the
 -- system pool (row-level security limits jejak_app to its tenant anyway).
 -- The caller sets at least one of trace_id and job_id.
-SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq
+SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq,
+       coalesce(a.name, '')::text AS actor_name, coalesce(a.staff_role, '')::text AS actor_role,
+       coalesce(u.name, '')::text AS entity_user_name
 FROM audit_events e
 LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+LEFT JOIN users a ON a.id = e.actor_id
+LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
 WHERE (sqlc.narg('trace_id')::text IS NULL OR e.trace_id = sqlc.narg('trace_id')::text)
   AND (sqlc.narg('job_id')::bigint IS NULL OR e.job_id = sqlc.narg('job_id')::bigint)
   AND (sqlc.narg('tenant_id')::bigint IS NULL OR e.tenant_id = sqlc.narg('tenant_id')::bigint)

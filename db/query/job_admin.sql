@@ -137,7 +137,8 @@ FOR UPDATE;
 -- Operator retry: dead letters go back to pending, due now, with a fresh
 -- attempt budget (max_attempts per job, computed by the caller); the
 -- attempt counter and the errors history are kept, the review flag is
--- cleared. Only jobs still dead change.
+-- cleared, and the operator is stamped on the job. Only jobs still dead
+-- change.
 --
 -- The same statement moves the jobs out of their dead-letter groups and
 -- back into the unfinished count. The caller has locked the rows (FOR
@@ -149,7 +150,9 @@ UPDATE jobs
        finished_at = NULL,
        lease_expires_at = NULL,
        flagged = false,
-       max_attempts = u.max_attempts
+       max_attempts = u.max_attempts,
+       -- The engine records how this replay ends (see 00135_job_replayed_by).
+       replayed_by = @operator_id::bigint
   FROM (SELECT unnest(@tenant_ids::bigint[]) AS tenant_id, unnest(@ids::bigint[]) AS id,
                unnest(@max_attempts::int[]) AS max_attempts) u,
        (SELECT w.tenant_id, w.id, w.flagged FROM jobs w

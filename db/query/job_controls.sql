@@ -52,11 +52,12 @@ SELECT kind, sum(succeeded)::bigint AS succeeded, sum(failed)::bigint AS failed
  GROUP BY kind;
 
 -- name: JobExpiredSensitive :many
--- Running jobs of sensitive kinds whose lease has passed, locked so the
--- rescue that follows in the same transaction is the one recorded.
-SELECT id, tenant_id, kind, trace_id, attempt, max_attempts, worker_id FROM jobs
+-- Running jobs of sensitive kinds, or replayed by an operator, whose lease
+-- has passed, locked so the rescue that follows in the same transaction is
+-- the one recorded.
+SELECT id, tenant_id, kind, trace_id, attempt, max_attempts, worker_id, replayed_by FROM jobs
  WHERE state = 'running' AND lease_expires_at < coalesce(sqlc.narg('now')::timestamptz, now())
-   AND kind = ANY(@kinds::text[])
+   AND (kind = ANY(@kinds::text[]) OR replayed_by IS NOT NULL)
  FOR UPDATE;
 
 -- name: JobCancelledDependents :many

@@ -12,6 +12,23 @@ SELECT @tenant_id::bigint, @event_type::text, @aggregate_type::text, @aggregate_
   FROM (SELECT pg_advisory_xact_lock(727276, hashtext(concat(@tenant_id::bigint, ':', @aggregate_type::text, ':', @aggregate_id::text)))) AS aggregate_lock
 RETURNING id;
 
+-- name: OutboxInsertMany :exec
+-- OutboxInsert for many messages of one tenant in one statement: the
+-- aggregates' locks are all taken first (an InitPlan, in key order, so
+-- two such statements cannot deadlock), then the rows get their ids in
+-- the given order.
+INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at)
+SELECT @tenant_id::bigint, m.event_type, m.aggregate_type, m.aggregate_id, m.payload::jsonb, m.trace_id,
+       coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
+  FROM (SELECT i AS ord, (@event_types::text[])[i] AS event_type, (@aggregate_types::text[])[i] AS aggregate_type,
+               (@aggregate_ids::text[])[i] AS aggregate_id, (@payloads::text[])[i] AS payload, (@trace_ids::text[])[i] AS trace_id
+          FROM generate_subscripts(@event_types::text[], 1) AS i) m
+ WHERE (SELECT count(pg_advisory_xact_lock(727276, hashtext(concat(@tenant_id::bigint, ':', a.aggregate_type, ':', a.aggregate_id))))
+          FROM (SELECT DISTINCT (@aggregate_types::text[])[i] AS aggregate_type, (@aggregate_ids::text[])[i] AS aggregate_id
+                  FROM generate_subscripts(@aggregate_types::text[], 1) AS i
+                 ORDER BY 1, 2) a) >= 0
+ ORDER BY m.ord;
+
 -- name: OutboxClaim :many
 -- outbox_claimable (db/schema/00032) picks and locks the batch: due pending
 -- messages in id order whose aggregate has no older undelivered message

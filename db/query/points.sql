@@ -25,3 +25,35 @@ SELECT * FROM points_balances WHERE tenant_id = @tenant_id AND customer = @custo
 
 -- name: PointsLedgerListByCustomer :many
 SELECT * FROM points_ledger WHERE tenant_id = @tenant_id AND customer = @customer ORDER BY id;
+
+-- name: PointsAwardMany :many
+-- PointsAward for many awards of one tenant in one statement. A message id
+-- given twice counts once, as its first occurrence. Claims and balances are written in key order,
+-- so batches of one tenant racing on other replicas lock rows in the same
+-- order and cannot deadlock. Returns the message ids applied now (not
+-- those processed before).
+WITH input AS (
+    SELECT DISTINCT ON (message_id) message_id, customer, points, reason
+      FROM (SELECT i, (@message_ids::text[])[i] AS message_id, (@customers::text[])[i] AS customer,
+                   (@points::bigint[])[i] AS points, (@reasons::text[])[i] AS reason
+              FROM generate_subscripts(@message_ids::text[], 1) AS i) t
+     ORDER BY message_id, i
+), claim AS (
+    INSERT INTO processed_messages (tenant_id, consumer, message_id, processed_at)
+    SELECT @tenant_id, @consumer, message_id, coalesce(sqlc.narg('now')::timestamptz, now()) FROM input
+     ORDER BY message_id
+    ON CONFLICT (tenant_id, consumer, message_id) DO NOTHING
+    RETURNING message_id, processed_at
+), applied AS (
+    SELECT i.message_id, i.customer, i.points, i.reason, c.processed_at
+      FROM input i JOIN claim c USING (message_id)
+), ledger AS (
+    INSERT INTO points_ledger (tenant_id, customer, points, reason, message_id, created_at)
+    SELECT @tenant_id, customer, points, reason, message_id, processed_at FROM applied ORDER BY message_id
+), balance AS (
+    INSERT INTO points_balances (tenant_id, customer, balance, updated_at)
+    SELECT @tenant_id, customer, sum(points), max(processed_at) FROM applied GROUP BY customer ORDER BY customer
+    ON CONFLICT (tenant_id, customer) DO UPDATE
+    SET balance = points_balances.balance + EXCLUDED.balance, updated_at = EXCLUDED.updated_at
+)
+SELECT message_id::text FROM applied;

@@ -1,5 +1,13 @@
 -- name: SessionFind :one
-SELECT data, expiry FROM sessions WHERE token = sqlc.arg('token') AND current_timestamp < expiry;
+-- The session and, in the same round trip, the user it was signed in as
+-- (user_sessions, written at sign-in): every signed-in page needs both.
+SELECT s.data, s.expiry, u.id AS user_id, u.email AS user_email, u.name AS user_name,
+       u.staff_role AS user_staff_role, u.locale AS user_locale, u.time_zone AS user_time_zone,
+       u.active AS user_active
+  FROM sessions s
+  LEFT JOIN user_sessions us ON us.token = s.token
+  LEFT JOIN users u ON u.id = us.user_id
+ WHERE s.token = sqlc.arg('token') AND current_timestamp < s.expiry;
 
 -- name: SessionCommit :exec
 -- A request writes its session when the data changed or the idle timeout

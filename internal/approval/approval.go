@@ -377,7 +377,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, a *Approval, actor int6
 	if err != nil {
 		return err
 	}
-	_, err = s.rec.Record(ctx, tx, audit.Event{
+	err = s.rec.Append(ctx, tx, audit.Event{
 		TenantID: a.TenantID, ActorKind: audit.ActorStaff, ActorID: &actor, Action: action,
 		Entity: "approval", EntityID: strconv.FormatInt(a.ID, 10), Detail: raw, TraceID: a.TraceID, JobID: jobID,
 	})

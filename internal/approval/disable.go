@@ -143,7 +143,7 @@ func (r disableRun) effect(ctx context.Context, tx pgx.Tx) error {
 		"reason": a.Reason, "sessions_revoked": revoked, "result": result, "scope": p.Scope,
 	})
 	jobID := j.ID
-	if _, err := audit.NewRecorder(r.c).Record(ctx, tx, audit.Event{
+	if err := audit.NewRecorder(r.c).Append(ctx, tx, audit.Event{
 		TenantID: j.TenantID, ActorKind: audit.ActorSystem, Action: "member.access_disabled",
 		Entity: "user", EntityID: strconv.FormatInt(p.UserID, 10), Detail: detail, TraceID: j.TraceID, JobID: &jobID,
 	}); err != nil {

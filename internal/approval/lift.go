@@ -48,7 +48,7 @@ func (s *Service) LiftDisable(ctx context.Context, by Staff, tenantID, userID in
 		}
 		detail, _ := json.Marshal(map[string]any{"user_id": userID, "reason": reason, "disabled_reason": was})
 		actor := by.UserID
-		if _, err := s.rec.Record(ctx, tx, audit.Event{
+		if err := s.rec.Append(ctx, tx, audit.Event{
 			TenantID: tenantID, ActorKind: audit.ActorStaff, ActorID: &actor, Action: "member.access_restored",
 			Entity: "user", EntityID: strconv.FormatInt(userID, 10), Detail: detail, TraceID: by.TraceID,
 		}); err != nil {

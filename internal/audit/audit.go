@@ -79,6 +79,11 @@ type Recorded struct {
 	Seq        int64
 	ID         int64
 	OccurredAt time.Time // UTC, microsecond precision (what the column stores)
+	// Names read with the event by the timeline queries, for people (not
+	// part of what the log seals): the acting user's display name and
+	// staff role, and the name of the user the event is about (entity
+	// "user"); "" when unknown or not read.
+	ActorName, ActorRole, EntityUserName string
 }
 
 // Sealed reports whether the event is in the tenant's Merkle tree yet.

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,10 +92,39 @@ func (f *Filter) matches(e *chainFields) bool {
 		f.TraceID != "" && e.TraceID != f.TraceID,
 		f.JobID != nil && (e.JobID == nil || *e.JobID != *f.JobID),
 		f.From != nil && e.OccurredAt.Before(*f.From),
-		f.To != nil && !e.OccurredAt.Before(*f.To):
+		f.To != nil && !e.OccurredAt.Before(*f.To),
+		f.Actions != nil && !slices.Contains(f.Actions, e.Action),
+		f.Search != "" && !strings.Contains(searchText(e.DetailText), f.Search):
 		return false
 	}
 	return true
+}
+
+// searchText is what a name search reads, as the database's
+// audit_search_text computes it: every string value of the detail,
+// lower-cased.
+func searchText(detail string) string {
+	var b strings.Builder
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			b.WriteString(" " + x)
+		case []any:
+			for _, y := range x {
+				walk(y)
+			}
+		case map[string]any:
+			for _, y := range x {
+				walk(y)
+			}
+		}
+	}
+	var v any
+	if json.Unmarshal([]byte(detail), &v) == nil {
+		walk(v)
+	}
+	return strings.ToLower(b.String())
 }
 
 // CSVHeader is the first line of a CSV export.

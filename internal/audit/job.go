@@ -33,10 +33,19 @@ const (
 // JobDiscarded is a dead letter cancelled by an operator, with a reason.
 const JobDiscarded JobStage = "discarded"
 
+// How an operator's replay ended, recorded by the engine under the job's
+// trace (the replayed event's): the job succeeded, or it died again (the
+// detail carries the error and its class).
+const (
+	JobReplaySucceeded JobStage = "replay_succeeded"
+	JobReplayFailed    JobStage = "replay_failed"
+)
+
 var jobStages = map[JobStage]bool{
 	JobQueued: true, JobClaimed: true, JobStarted: true, JobSucceeded: true, JobFailed: true,
 	JobRetried: true, JobDeadLettered: true, JobRejected: true, JobSkipped: true, JobDelayed: true,
 	JobReplayed: true, JobDiscarded: true, JobRescued: true,
+	JobReplaySucceeded: true, JobReplayFailed: true,
 }
 
 // JobEvent is one lifecycle step of a job, as the engine reports it.
@@ -65,22 +74,22 @@ type JobEvent struct {
 // entity "job" with the job id, in the engine's transaction (the job's
 // state change and its audit event commit together). The detail carries
 // kind, stage, worker_id, attempt and reason.
-func (r *Recorder) RecordJobEvent(ctx context.Context, tx pgx.Tx, e JobEvent) (Recorded, error) {
+func (r *Recorder) RecordJobEvent(ctx context.Context, tx pgx.Tx, e JobEvent) error {
 	if !jobStages[e.Stage] {
-		return Recorded{}, fmt.Errorf("%w: unknown job stage %q", ErrInvalid, e.Stage)
+		return fmt.Errorf("%w: unknown job stage %q", ErrInvalid, e.Stage)
 	}
 	if e.JobID <= 0 {
-		return Recorded{}, fmt.Errorf("%w: job id must be positive", ErrInvalid)
+		return fmt.Errorf("%w: job id must be positive", ErrInvalid)
 	}
 	// RawMessage values keep the caller's numbers exact.
 	detail := map[string]json.RawMessage{}
 	if e.Detail != nil {
 		extra, err := validDetail(e.Detail)
 		if err != nil {
-			return Recorded{}, err
+			return err
 		}
 		if err := json.Unmarshal(extra, &detail); err != nil {
-			return Recorded{}, fmt.Errorf("%w: job event detail: %v", ErrInvalid, err)
+			return fmt.Errorf("%w: job event detail: %v", ErrInvalid, err)
 		}
 	}
 	put := func(k string, v any) {
@@ -98,14 +107,14 @@ func (r *Recorder) RecordJobEvent(ctx context.Context, tx pgx.Tx, e JobEvent) (R
 	}
 	raw, err := json.Marshal(detail)
 	if err != nil {
-		return Recorded{}, fmt.Errorf("encode job event detail: %w", err)
+		return fmt.Errorf("encode job event detail: %w", err)
 	}
 	kind := e.ActorKind
 	if kind == "" {
 		kind = ActorSystem
 	}
 	jobID := e.JobID
-	return r.Record(ctx, tx, Event{
+	return r.Append(ctx, tx, Event{
 		TenantID:  e.TenantID,
 		ActorKind: kind,
 		ActorID:   e.ActorID,

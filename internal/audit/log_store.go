@@ -167,6 +167,31 @@ func (s store) backlogs(ctx context.Context) ([]Backlog, error) {
 	return out, err
 }
 
+// appendMany writes events with one statement, all at time now (nil: the
+// database's now()).
+func (s store) appendMany(ctx context.Context, events []Event, details [][]byte, now *time.Time) error {
+	p := queries.AuditEventAppendManyParams{Now: now}
+	for i, e := range events {
+		p.TenantIds = append(p.TenantIds, e.TenantID)
+		p.ActorKinds = append(p.ActorKinds, string(e.ActorKind))
+		p.ActorIds = append(p.ActorIds, zeroIfNil(e.ActorID))
+		p.Actions = append(p.Actions, e.Action)
+		p.Entities = append(p.Entities, e.Entity)
+		p.EntityIds = append(p.EntityIds, e.EntityID)
+		p.Details = append(p.Details, string(details[i]))
+		p.TraceIds = append(p.TraceIds, e.TraceID)
+		p.JobIds = append(p.JobIds, zeroIfNil(e.JobID))
+	}
+	return s.q.AuditEventAppendMany(ctx, p)
+}
+
+func zeroIfNil(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
 // insert writes one event and returns it as stored.
 func (s store) insert(ctx context.Context, e *Event, detail []byte, now *time.Time) (Recorded, error) {
 	row, err := s.q.AuditEventInsert(ctx, queries.AuditEventInsertParams{

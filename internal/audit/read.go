@@ -10,7 +10,9 @@ import (
 
 // Filter narrows a tenant's timeline or export; zero fields match all.
 type Filter struct {
-	Action    string
+	Action string
+	// Actions matches any of several actions (a quick filter); nil for all.
+	Actions   []string
 	Entity    string
 	EntityID  string // only meaningful with Entity
 	ActorKind ActorKind
@@ -19,6 +21,9 @@ type Filter struct {
 	JobID     *int64
 	From      *time.Time // inclusive
 	To        *time.Time // exclusive
+	// Search matches events whose detail holds a string containing it (a
+	// name, an e-mail, a reason), case-insensitively; see CheckSearch.
+	Search string
 }
 
 // Page is one page of events, newest first; Next is the event id to pass
@@ -44,15 +49,34 @@ func Timeline(ctx context.Context, db DB, tenantID int64, f Filter, beforeID int
 // read through Timeline with an Entity filter.
 const MaxEntityHistory = 1000
 
+// History is one entity's story: its name (the name its events last gave
+// it, or the user's name for a user; "" when it has none) and its events,
+// oldest first.
+type History struct {
+	Name   string
+	Events []Recorded
+}
+
 // EntityHistory returns one entity's events in one tenant, oldest first
 // (the entity's history page): (tenant, entity, entity id) is the identity; the
-// same id in another tenant is another story.
-func EntityHistory(ctx context.Context, db DB, tenantID int64, entity, entityID string) ([]Recorded, error) {
-	events, err := newStore(db).entityHistory(ctx, tenantID, entity, entityID, MaxEntityHistory)
+// same id in another tenant is another story. An entity whose events name
+// it ("name" in the detail) also gathers the events of its namesakes of the
+// same entity type: a project deleted and created again under its old name
+// has a new id, and its owner reads one story.
+func EntityHistory(ctx context.Context, db DB, tenantID int64, entity, entityID string) (History, error) {
+	st := newStore(db)
+	name, err := st.entityName(ctx, tenantID, entity, entityID)
 	if err != nil {
-		return nil, wrapf(err, "read history of %s %s in tenant %d", entity, entityID, tenantID)
+		return History{}, wrapf(err, "read name of %s %s in tenant %d", entity, entityID, tenantID)
 	}
-	return events, nil
+	events, err := st.entityHistory(ctx, tenantID, entity, entityID, name, MaxEntityHistory)
+	if err != nil {
+		return History{}, wrapf(err, "read history of %s %s in tenant %d", entity, entityID, tenantID)
+	}
+	if name == "" && len(events) > 0 {
+		name = events[0].EntityUserName
+	}
+	return History{Name: name, Events: events}, nil
 }
 
 // SearchQuery is a forensic search by trace id and/or job id (at least one),

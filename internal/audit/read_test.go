@@ -277,7 +277,7 @@ func TestRecordJobEvent(t *testing.T) {
 	err := database.InTx(ctx, f.db.System, func(tx pgx.Tx) error {
 		for _, s := range steps {
 			s.TenantID, s.JobID, s.Kind, s.TraceID = tn, 987, "user.disable-access", "trace-8f2"
-			if _, err := f.rec.RecordJobEvent(ctx, tx, s); err != nil {
+			if err := f.rec.RecordJobEvent(ctx, tx, s); err != nil {
 				return err
 			}
 		}
@@ -303,7 +303,7 @@ func TestRecordJobEvent(t *testing.T) {
 		t.Errorf("replay actor = %s %v", r.ActorKind, r.ActorID)
 	}
 	err = database.InTx(ctx, f.db.System, func(tx pgx.Tx) error {
-		_, err := f.rec.RecordJobEvent(ctx, tx, audit.JobEvent{TenantID: tn, JobID: 1, Stage: "exploded"})
+		err := f.rec.RecordJobEvent(ctx, tx, audit.JobEvent{TenantID: tn, JobID: 1, Stage: "exploded"})
 		return err
 	})
 	if err == nil {

@@ -140,15 +140,30 @@ type seedAction struct {
 var seedActions = []seedAction{
 	{"project.create", "project", ActorUser},
 	{"project.delete", "project", ActorUser},
-	{"project.rename", "project", ActorUser},
+	{"project.create", "project", ActorUser},
 	{"subscription.change", "subscription", ActorUser},
-	{"membership.add", "membership", ActorUser},
-	{"auth.sign_in", "user", ActorUser},
-	{"auth.sign_in_failed", "user", ActorSystem},
+	{"membership.set", "user", ActorUser},
+	{"auth.signin", "user", ActorUser},
+	{"auth.signin_failed", "user", ActorSystem},
 	{"job.succeeded", "job", ActorSystem},
 	{"job.failed", "job", ActorSystem},
 	{"job.replayed", "job", ActorStaff},
-	{"system.export-daily", "tenant", ActorSystem},
+	{"system.daily-export", "tenant", ActorSystem},
+}
+
+// Project names are two words and the project's number, the same for a
+// number every time ("Katalog Musim 4242"), so a name search at scale
+// finds one project's events among many projects of similar names.
+var (
+	nameWords1 = [...]string{"Katalog", "Lookbook", "Promo", "Koleksi", "Landing", "Kampanye", "Buket", "Pameran",
+		"Undangan", "Brosur", "Menu", "Galeri", "Diskon", "Toko", "Pesanan", "Katering"}
+	nameWords2 = [...]string{"Musim", "Lebaran", "Natal", "Imlek", "Ramadan", "Kemerdekaan", "Hujan", "Kemarau",
+		"Pagi", "Senja", "Pernikahan", "Wisuda", "Ulang", "Akhir", "Awal", "Tahunan"}
+)
+
+// ScaleProjectName is the name generated data gives project number id.
+func ScaleProjectName(id int) string {
+	return nameWords1[id%len(nameWords1)] + " " + nameWords2[(id/len(nameWords1))%len(nameWords2)] + " " + strconv.Itoa(id)
 }
 
 func (g *seedGen) run(ctx context.Context, db database.Beginner, n int, done *atomic.Int64) error {
@@ -228,7 +243,8 @@ func (g *seedGen) event(p int) chainFields {
 	// characters that need escaping), so the hash matches detail::text.
 	switch a.entity {
 	case "project":
-		f.DetailText = `{"name": "Proyek ` + f.EntityID + `"}`
+		id, _ := strconv.Atoi(f.EntityID)
+		f.DetailText = `{"name": "` + ScaleProjectName(id) + `"}`
 	case "job":
 		f.DetailText = `{"attempt": ` + strconv.Itoa(1+g.rng.IntN(3)) + `}`
 		job := g.counter*int64(len(g.tenants)) + int64(p) // unique per worker and tenant slot

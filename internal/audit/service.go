@@ -84,13 +84,14 @@ func (s *Service) Poll(ctx context.Context, tenantID int64, f Filter, afterID in
 	return events, through, err
 }
 
-// EntityHistory returns one entity's events in tenantID, oldest first.
-func (s *Service) EntityHistory(ctx context.Context, tenantID int64, entity, entityID string) (events []Recorded, err error) {
+// EntityHistory returns one entity's name and events in tenantID, oldest
+// first.
+func (s *Service) EntityHistory(ctx context.Context, tenantID int64, entity, entityID string) (h History, err error) {
 	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
-		events, err = EntityHistory(ctx, tx, tenantID, entity, entityID)
+		h, err = EntityHistory(ctx, tx, tenantID, entity, entityID)
 		return err
 	})
-	return events, err
+	return h, err
 }
 
 // Export formats of Service.Export.

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/queries"
@@ -26,6 +27,9 @@ func (s store) insertBatch(ctx context.Context, b *batch) (int64, error) {
 }
 
 func (s store) timeline(ctx context.Context, tenantID int64, f Filter, beforeID *int64, limit int) ([]Recorded, error) {
+	if f.Search != "" {
+		return s.timelineSearch(ctx, tenantID, f, beforeID, limit)
+	}
 	if f.From != nil || f.To != nil {
 		return s.timelineByTime(ctx, tenantID, f, beforeID, limit)
 	}
@@ -33,6 +37,7 @@ func (s store) timeline(ctx context.Context, tenantID int64, f Filter, beforeID 
 		TenantID:  tenantID,
 		BeforeID:  beforeID,
 		Action:    nonEmpty(f.Action),
+		Actions:   f.Actions,
 		Entity:    nonEmpty(f.Entity),
 		EntityID:  nonEmpty(f.EntityID),
 		ActorKind: nonEmpty(string(f.ActorKind)),
@@ -55,6 +60,7 @@ func (s store) timelineByTime(ctx context.Context, tenantID int64, f Filter, bef
 		ToTime:    f.To,
 		BeforeID:  beforeID,
 		Action:    nonEmpty(f.Action),
+		Actions:   f.Actions,
 		Entity:    nonEmpty(f.Entity),
 		EntityID:  nonEmpty(f.EntityID),
 		ActorKind: nonEmpty(string(f.ActorKind)),
@@ -66,12 +72,36 @@ func (s store) timelineByTime(ctx context.Context, tenantID int64, f Filter, bef
 	return fromRows(rows), err
 }
 
+// timelineSearch is timeline with a name search, newest first by id (a
+// date range narrows it rather than ordering it by time).
+func (s store) timelineSearch(ctx context.Context, tenantID int64, f Filter, beforeID *int64, limit int) ([]Recorded, error) {
+	rows, err := s.q.AuditEventTimelineSearch(ctx, queries.AuditEventTimelineSearchParams{
+		TenantID:  tenantID,
+		Search:    *likePattern(f.Search),
+		BeforeID:  beforeID,
+		Lim:       int32(limit),
+		Actions:   f.Actions,
+		Action:    nonEmpty(f.Action),
+		Entity:    nonEmpty(f.Entity),
+		EntityID:  nonEmpty(f.EntityID),
+		ActorKind: nonEmpty(string(f.ActorKind)),
+		ActorID:   f.ActorID,
+		TraceID:   nonEmpty(f.TraceID),
+		JobID:     f.JobID,
+		FromTime:  f.From,
+		ToTime:    f.To,
+	})
+	return fromRows(rows), err
+}
+
 func (s store) newer(ctx context.Context, tenantID int64, f Filter, afterID, throughID int64, limit int) ([]Recorded, error) {
 	rows, err := s.q.AuditEventNewer(ctx, queries.AuditEventNewerParams{
 		TenantID:  tenantID,
 		AfterID:   afterID,
 		ThroughID: throughID,
 		Action:    nonEmpty(f.Action),
+		Actions:   f.Actions,
+		Search:    likePattern(f.Search),
 		Entity:    nonEmpty(f.Entity),
 		EntityID:  nonEmpty(f.EntityID),
 		ActorKind: nonEmpty(string(f.ActorKind)),
@@ -89,11 +119,15 @@ func (s store) lastID(ctx context.Context, tenantID int64) (int64, error) {
 	return s.q.AuditEventLastID(ctx, tenantID)
 }
 
-func (s store) entityHistory(ctx context.Context, tenantID int64, entity, entityID string, limit int) ([]Recorded, error) {
+func (s store) entityHistory(ctx context.Context, tenantID int64, entity, entityID, name string, limit int) ([]Recorded, error) {
 	rows, err := s.q.AuditEventEntityHistory(ctx, queries.AuditEventEntityHistoryParams{
-		TenantID: tenantID, Entity: entity, EntityID: entityID, Lim: int32(limit),
+		TenantID: tenantID, Entity: entity, EntityID: entityID, Name: name, Lim: int32(limit),
 	})
 	return fromRows(rows), err
+}
+
+func (s store) entityName(ctx context.Context, tenantID int64, entity, entityID string) (string, error) {
+	return s.q.AuditEventEntityName(ctx, queries.AuditEventEntityNameParams{TenantID: tenantID, Entity: entity, EntityID: entityID})
 }
 
 func (s store) search(ctx context.Context, q SearchQuery, beforeID *int64, limit int) ([]Recorded, error) {
@@ -162,11 +196,15 @@ func (s store) leaves(ctx context.Context, tenantID, afterSeq, throughSeq int64,
 	return out, nil
 }
 
-// eventRow is the shape of every read that returns events with their leaf.
+// eventRow is the shape of every read that returns events with their leaf
+// and the names of the people in them.
 type eventRow interface {
 	~struct {
-		AuditEvent queries.AuditEvent
-		LeafSeq    int64
+		AuditEvent     queries.AuditEvent
+		LeafSeq        int64
+		ActorName      string
+		ActorRole      string
+		EntityUserName string
 	}
 }
 
@@ -174,8 +212,11 @@ func fromRows[R eventRow](rows []R) []Recorded {
 	out := make([]Recorded, len(rows))
 	for i, row := range rows {
 		r := struct {
-			AuditEvent queries.AuditEvent
-			LeafSeq    int64
+			AuditEvent     queries.AuditEvent
+			LeafSeq        int64
+			ActorName      string
+			ActorRole      string
+			EntityUserName string
 		}(row)
 		e := r.AuditEvent
 		out[i] = Recorded{
@@ -190,12 +231,29 @@ func fromRows[R eventRow](rows []R) []Recorded {
 				TraceID:   e.TraceID,
 				JobID:     e.JobID,
 			},
-			Seq:        r.LeafSeq,
-			ID:         e.ID,
-			OccurredAt: e.OccurredAt.UTC(),
+			Seq:            r.LeafSeq,
+			ID:             e.ID,
+			OccurredAt:     e.OccurredAt.UTC(),
+			ActorName:      r.ActorName,
+			ActorRole:      r.ActorRole,
+			EntityUserName: r.EntityUserName,
 		}
 	}
 	return out
+}
+
+// likeEscaper escapes LIKE's wildcards and its escape character, so a
+// search for "50%" finds the text "50%".
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// likePattern is a search term as a LIKE pattern matching it anywhere; nil
+// for no search. The term is already lower-case (CheckSearch).
+func likePattern(term string) *string {
+	if term == "" {
+		return nil
+	}
+	p := "%" + likeEscaper.Replace(term) + "%"
+	return &p
 }
 
 func nonEmpty(s string) *string {

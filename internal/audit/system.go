@@ -23,17 +23,39 @@ type WorkDone struct {
 
 // RecordWork records w in tx (the transaction of the work itself).
 func (r *Recorder) RecordWork(ctx context.Context, tx pgx.Tx, w WorkDone) error {
+	e, err := w.event()
+	if err != nil {
+		return err
+	}
+	if err := r.Append(ctx, tx, e); err != nil {
+		return fmt.Errorf("audit %s: %w", w.Action, err)
+	}
+	return nil
+}
+
+// RecordWorks records ws in tx with one statement, for a worker that did
+// many things in one transaction.
+func (r *Recorder) RecordWorks(ctx context.Context, tx pgx.Tx, ws []WorkDone) error {
+	events := make([]Event, len(ws))
+	for i, w := range ws {
+		e, err := w.event()
+		if err != nil {
+			return err
+		}
+		events[i] = e
+	}
+	return r.AppendMany(ctx, tx, events)
+}
+
+func (w WorkDone) event() (Event, error) {
 	raw, err := json.Marshal(w.Detail)
 	if err != nil {
-		return fmt.Errorf("encode %s detail: %w", w.Action, err)
+		return Event{}, fmt.Errorf("encode %s detail: %w", w.Action, err)
 	}
 	var job *int64
 	if w.JobID > 0 {
 		job = &w.JobID
 	}
-	if _, err := r.Record(ctx, tx, Event{TenantID: w.TenantID, ActorKind: ActorSystem, Action: w.Action, Entity: w.Entity,
-		EntityID: w.EntityID, Detail: raw, TraceID: w.TraceID, JobID: job}); err != nil {
-		return fmt.Errorf("audit %s: %w", w.Action, err)
-	}
-	return nil
+	return Event{TenantID: w.TenantID, ActorKind: ActorSystem, Action: w.Action, Entity: w.Entity,
+		EntityID: w.EntityID, Detail: raw, TraceID: w.TraceID, JobID: job}, nil
 }

@@ -60,7 +60,8 @@ func TestSeedWalkthrough(t *testing.T) {
 	readAs := func(tenant int64) []audit.Recorded {
 		t.Helper()
 		err := database.InTenantTx(ctx, f.db.App, tenant, func(tx pgx.Tx) (err error) {
-			hist, err = audit.EntityHistory(ctx, tx, tenant, "project", projectID)
+			h, err := audit.EntityHistory(ctx, tx, tenant, "project", projectID)
+			hist = h.Events
 			return err
 		})
 		if err != nil {

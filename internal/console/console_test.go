@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/console"
@@ -370,5 +372,61 @@ func TestJobsUnindexedFilterSearchesWindows(t *testing.T) {
 	one, err := c.Jobs(ctx, console.JobQuery{Kind: "rare", Tenant: "tenant-1"}, 0)
 	if err != nil || len(one.Rows) != 1 || one.SearchedFrom != 0 {
 		t.Fatalf("rare kind of one tenant: %d rows, searched from %d, %v", len(one.Rows), one.SearchedFrom, err)
+	}
+}
+
+// TestTenantJobsKindFilterSearchesWindows: a tenant's jobs filtered by a
+// kind (no index) are searched one window of ids at a time, each page
+// saying where it stopped, until the rare job is found; the tabs count
+// each state's jobs of that kind; a kind over job.MaxKindLen is refused.
+func TestTenantJobsKindFilterSearchesWindows(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenants := newTenants(t, db, 2)
+	e := newEngine(t, db, job.Config{})
+	ctx := context.Background()
+	rare := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenants[0], Kind: "rare", Payload: json.RawMessage(`{}`)})
+	enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenants[1], Kind: "rare", Payload: json.RawMessage(`{}`)})
+	ps := make([]job.EnqueueParams, 250)
+	for i := range ps {
+		ps[i] = job.EnqueueParams{TenantID: tenants[0], Kind: "common", Payload: json.RawMessage(`{}`)}
+	}
+	if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error { _, err := e.EnqueueMany(ctx, tx, ps); return err }); err != nil {
+		t.Fatal(err)
+	}
+	c := console.New(console.Config{App: db.App, System: db.System, Kinds: e, ScanWindow: 100,
+		Tenants: tenant.NewService(db.App, db.System, nil), Audit: audit.NewService(db.App, db.System)})
+
+	var before int64
+	for page := 1; ; page++ {
+		res, err := c.TenantJobsWithCounts(ctx, tenants[0], console.TenantJobQuery{Kind: "rare"}, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Counts[0].N != 1 || res.Counts[0].AtLeast || res.Counts[1].State != job.StatePending || res.Counts[1].N != 1 {
+			t.Fatalf("counts of the rare kind: %+v", res.Counts)
+		}
+		if len(res.Rows) == 1 && res.Rows[0].ID == rare.ID {
+			if page != 3 || res.Next != 0 {
+				t.Fatalf("found the rare job on page %d (next %d), want page 3 of windows of 100 over 251 jobs", page, res.Next)
+			}
+			break
+		}
+		if len(res.Rows) != 0 || res.SearchedFrom == 0 || res.Next != res.SearchedFrom {
+			t.Fatalf("page %d below %d: %d rows, searched from %d, next %d", page, before, len(res.Rows), res.SearchedFrom, res.Next)
+		}
+		before = res.Next
+		if page > 3 {
+			t.Fatal("did not reach the rare job")
+		}
+	}
+	all, err := c.TenantJobsWithCounts(ctx, tenants[0], console.TenantJobQuery{}, 0)
+	if err != nil || len(all.Rows) != 50 || all.SearchedFrom != 0 || all.Counts[0].N != 251 || all.Counts[1].N != 251 {
+		t.Fatalf("unfiltered: %d rows, searched from %d, counts %+v, %v", len(all.Rows), all.SearchedFrom, all.Counts, err)
+	}
+	for _, q := range []console.TenantJobQuery{{Kind: strings.Repeat("k", job.MaxKindLen+1)}, {State: "exploded"}} {
+		if _, err := c.TenantJobsWithCounts(ctx, tenants[0], q, 0); apperr.CodeOf(err) != apperr.CodeInvalid {
+			t.Fatalf("%+v: %v, want invalid", q, err)
+		}
 	}
 }

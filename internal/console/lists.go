@@ -301,6 +301,9 @@ type Preview struct {
 	Count  int64 // at most MaxBulk
 	Capped bool  // more match than one action changes
 	MaxID  int64 // the newest id counted; the action stops there
+	// Permanent is how many of them (at most MaxBulk) failed permanently:
+	// their handlers said another run cannot help, so a retry warns.
+	Permanent int64
 }
 
 // BulkPreview counts the dead letters a bulk action over q would change,
@@ -318,5 +321,14 @@ func (s *Service) BulkPreview(ctx context.Context, q DeadQuery) (Preview, error)
 	if err != nil {
 		return Preview{}, err
 	}
-	return Preview{Count: min(n.N, MaxBulk), Capped: n.N > MaxBulk, MaxID: n.MaxID}, nil
+	p := Preview{Count: min(n.N, MaxBulk), Capped: n.N > MaxBulk, MaxID: n.MaxID}
+	if p.Count > 0 && (f.Class == "" || f.Class == job.ClassPermanent) {
+		f.Class = job.ClassPermanent
+		perm, err := newFilteredStore(s.system).deadCount(ctx, f, MaxBulk)
+		if err != nil {
+			return Preview{}, err
+		}
+		p.Permanent = perm.N
+	}
+	return p, nil
 }

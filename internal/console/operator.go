@@ -75,6 +75,33 @@ type Operator struct {
 	// of a sensitive kind is retried only with a second staff member's
 	// approval.
 	ApprovalID int64
+	// Confirmed is set when the operator has seen why the job failed
+	// permanently and retries it anyway (PermanentFailureError).
+	Confirmed bool
+}
+
+// PermanentFailureError: a retry of a dead letter whose last failure was
+// permanent, asked without Confirmed; nothing changed. Its handler said
+// running it again cannot help, so the operator is shown why and asked to
+// confirm.
+type PermanentFailureError struct {
+	JobID int64
+	Kind  string
+	// LastError is the error the job died with, first line only.
+	LastError string
+}
+
+func (e *PermanentFailureError) Error() string {
+	return fmt.Sprintf("job %d failed permanently: retrying it needs a confirmation", e.JobID)
+}
+
+// firstLine is an error message's first line: a stored error may carry a
+// stack or a response body below it.
+func firstLine(msg string) string {
+	if i := strings.IndexAny(msg, "\r\n"); i >= 0 {
+		return msg[:i]
+	}
+	return msg
 }
 
 // NeedsApprovalError: a retry of a dead job of a sensitive kind was asked
@@ -122,7 +149,8 @@ func ParseAction(s string) (Action, bool) {
 
 // Act retries or discards one dead letter and returns the job's tenant.
 // job.ErrNotFound when no such job exists, ErrNotDead when it is no longer
-// dead (nothing changes).
+// dead (nothing changes). A retry of a job that failed permanently needs
+// op.Confirmed, else it is a *PermanentFailureError and nothing changes.
 func (s *Service) Act(ctx context.Context, op Operator, action Action, id int64, reason string) (tenant.Name, error) {
 	if action == ActionRetry && op.ApprovalID == 0 {
 		if _, err := CheckReason(reason); err != nil {
@@ -131,6 +159,9 @@ func (s *Service) Act(ctx context.Context, op Operator, action Action, id int64,
 		j, err := newStore(s.system).get(ctx, id)
 		if err != nil {
 			return tenant.Name{}, fmt.Errorf("%s job %d: %w", action, id, err)
+		}
+		if j.State == job.StateDead && j.Class == job.ClassPermanent && !op.Confirmed {
+			return tenant.Name{}, &PermanentFailureError{JobID: id, Kind: j.Kind, LastError: firstLine(j.LastError)}
 		}
 		if s.sensitive(j.Kind) && j.State == job.StateDead {
 			return tenant.Name{}, &NeedsApprovalError{JobID: id, TenantID: j.TenantID, Kind: j.Kind, TraceID: j.TraceID}
@@ -271,7 +302,7 @@ func (s *Service) actBatch(ctx context.Context, b batch) (changed int, last int6
 		now := s.clock.Now()
 		var done []int64
 		if b.action == ActionRetry {
-			done, err = st.retry(ctx, now, tenantIDs, ids, maxes)
+			done, err = st.retry(ctx, now, b.op.UserID, tenantIDs, ids, maxes)
 		} else {
 			done, err = st.discard(ctx, now, tenantIDs, ids)
 		}
@@ -326,7 +357,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, b batch, r locked, maxA
 		return fmt.Errorf("encode operator event detail: %w", err)
 	}
 	actor := b.op.UserID
-	if _, err := s.rec.RecordJobEvent(ctx, tx, audit.JobEvent{
+	if err := s.rec.RecordJobEvent(ctx, tx, audit.JobEvent{
 		TenantID: r.TenantID, JobID: r.ID, Kind: r.Kind, Stage: stage, Attempt: int(r.Attempt),
 		TraceID: r.TraceID, ActorKind: audit.ActorStaff, ActorID: &actor, Reason: b.reason, Detail: raw,
 	}); err != nil {

@@ -339,6 +339,15 @@ func TestPagePlansDoNotGrowWithTable(t *testing.T) {
 			_, err := c.TenantJobs(ctx, s.small, "", 0)
 			return err
 		}, map[string]string{"JobTenantList": "jobs_pkey"}},
+		// The tabs' counts of a small tenant read its own rows only,
+		// however many jobs the others have.
+		{"tenant jobs with counts", "jejak_app", small, func(ctx context.Context, s *planSeed, c *console.Service, _ *audit.Service) error {
+			p, err := c.TenantJobsWithCounts(ctx, s.small, console.TenantJobQuery{}, 0)
+			if err == nil && (p.Counts[0].N != 55 || p.Counts[0].AtLeast) {
+				err = fmt.Errorf("counts %+v, want 55 in all", p.Counts)
+			}
+			return err
+		}, map[string]string{"JobTenantList": "", "JobTenantCountCapped": ""}},
 		{"staff jobs: one tenant", "jejak_system", nil, func(ctx context.Context, _ *planSeed, c *console.Service, _ *audit.Service) error {
 			_, err := c.Jobs(ctx, console.JobQuery{Tenant: smallSlug}, 0)
 			return err

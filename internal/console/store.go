@@ -77,9 +77,10 @@ func (s store) list(ctx context.Context, f jobFilter, before, floor int64, limit
 	return out, nil
 }
 
-func (s store) tenantList(ctx context.Context, tenantID int64, state job.State, before int64, limit int) ([]Row, error) {
+func (s store) tenantList(ctx context.Context, tenantID int64, state job.State, kind string, before, floor int64, limit int) ([]Row, error) {
 	rows, err := s.q.JobTenantList(ctx, queries.JobTenantListParams{
-		TenantID: tenantID, State: strPtr(string(state)), BeforeID: idPtr(before), Lim: int32(limit),
+		TenantID: tenantID, State: strPtr(string(state)), Kind: strPtr(kind), BeforeID: idPtr(before),
+		FloorID: idPtr(floor), Lim: int32(limit),
 		WithOthers: state != job.StateRunning, WithRunning: state == "" || state == job.StateRunning,
 	})
 	if err != nil {
@@ -95,6 +96,26 @@ func (s store) tenantList(ctx context.Context, tenantID int64, state job.State, 
 		}
 	}
 	return out, nil
+}
+
+// tenantMaxID is the tenant's newest job id (0 when it has none).
+func (s store) tenantMaxID(ctx context.Context, tenantID int64) (int64, error) {
+	id, err := s.q.JobTenantMaxID(ctx, tenantID)
+	if err != nil {
+		return 0, fmt.Errorf("newest job of tenant %d: %w", tenantID, err)
+	}
+	return id, nil
+}
+
+// tenantCount counts the tenant's jobs in state (of kind, when not ""),
+// reading at most window rows; capped reports that it stopped there.
+func (s store) tenantCount(ctx context.Context, tenantID int64, state job.State, kind string, window int) (n int64, capped bool, err error) {
+	r, err := s.q.JobTenantCountCapped(ctx, queries.JobTenantCountCappedParams{
+		TenantID: tenantID, State: string(state), Kind: strPtr(kind), Win: int32(window)})
+	if err != nil {
+		return 0, false, fmt.Errorf("count %s jobs of tenant %d: %w", state, tenantID, err)
+	}
+	return r.N, r.Seen >= int64(window), nil
 }
 
 func (s store) deadGroups(ctx context.Context, tenantID int64) ([]DeadGroup, error) {
@@ -198,8 +219,9 @@ func (s store) lockDead(ctx context.Context, f deadFilter, id, cursor int64, n i
 }
 
 // retry and discard address the locked jobs by primary key (tenant, id).
-func (s store) retry(ctx context.Context, now *time.Time, tenantIDs, ids []int64, maxAttempts []int32) ([]int64, error) {
-	return s.q.JobAdminRetryMany(ctx, queries.JobAdminRetryManyParams{Now: now, TenantIds: tenantIDs, Ids: ids, MaxAttempts: maxAttempts})
+func (s store) retry(ctx context.Context, now *time.Time, operatorID int64, tenantIDs, ids []int64, maxAttempts []int32) ([]int64, error) {
+	return s.q.JobAdminRetryMany(ctx, queries.JobAdminRetryManyParams{Now: now, OperatorID: operatorID,
+		TenantIds: tenantIDs, Ids: ids, MaxAttempts: maxAttempts})
 }
 
 func (s store) discard(ctx context.Context, now *time.Time, tenantIDs, ids []int64) ([]int64, error) {

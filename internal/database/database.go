@@ -135,6 +135,11 @@ type Beginner interface {
 
 // InTx runs fn in a transaction that commits when fn returns nil.
 func InTx(ctx context.Context, db Beginner, fn func(pgx.Tx) error) error {
+	if p, ok := db.(connAcquirer); ok {
+		return inTx(ctx, func(ctx context.Context) (pgx.Tx, error) {
+			return beginOnPool(ctx, p, pgx.TxOptions{})
+		}, fn)
+	}
 	return inTx(ctx, db.Begin, fn)
 }
 
@@ -175,16 +180,38 @@ func inTx(ctx context.Context, begin func(context.Context) (pgx.Tx, error), fn f
 // handler that forgot its membership check still reads nothing. Worker and
 // system paths carry no viewer and stay scoped by tenant alone.
 func InTenantTx(ctx context.Context, db Beginner, tenantID int64, fn func(pgx.Tx) error) error {
-	var userID int64
-	if v := reqctx.ViewerFrom(ctx); v != nil {
-		userID = v.UserID
+	return inTenantTx(ctx, db, tenantID, viewerID(ctx), false, fn)
+}
+
+// viewerID is the signed-in user of ctx, 0 for none.
+func viewerID(ctx context.Context) int64 {
+	if v := reqctx.ViewerFrom(ctx); v != nil && v.UserID > 0 {
+		return v.UserID
 	}
-	return InTenantUserTx(ctx, db, tenantID, userID, fn)
+	return 0
 }
 
 // InTenantUserTx is InTenantTx for an explicit user (0 = none): the
 // policies admit the transaction only while userID is a member of tenantID.
 func InTenantUserTx(ctx context.Context, db Beginner, tenantID, userID int64, fn func(pgx.Tx) error) error {
+	return inTenantTx(ctx, db, tenantID, userID, false, fn)
+}
+
+// InTenantTxAsyncCommit is InTenantTx for a job handler's transaction,
+// committed asynchronously (synchronous_commit off for it alone): COMMIT
+// returns without waiting for its WAL flush, which under load is most of
+// a short transaction's wait. Safe only for work that a crash may lose:
+// the job's completion commits synchronously after it, and that flush
+// writes this transaction's commit record too, since it precedes it in
+// the WAL; should the crash come first, the job was never completed and
+// runs again, as after any crash (the lost transaction's idempotency
+// claims are lost with it). Never for anything acknowledged to someone
+// before a synchronous commit follows it (an HTTP response, say).
+func InTenantTxAsyncCommit(ctx context.Context, db Beginner, tenantID int64, fn func(pgx.Tx) error) error {
+	return inTenantTx(ctx, db, tenantID, viewerID(ctx), true, fn)
+}
+
+func inTenantTx(ctx context.Context, db Beginner, tenantID, userID int64, async bool, fn func(pgx.Tx) error) error {
 	if tenantID <= 0 {
 		return errors.New("tenant transaction: tenant id must be positive")
 	}
@@ -192,6 +219,14 @@ func InTenantUserTx(ctx context.Context, db Beginner, tenantID, userID int64, fn
 		return errors.New("tenant transaction: user id must not be negative")
 	}
 	scope := scopeStatement(tenantID, userID)
+	if async {
+		scope += ", set_config('synchronous_commit', 'off', true)"
+	}
+	if p, ok := db.(connAcquirer); ok {
+		return inTx(ctx, func(ctx context.Context) (pgx.Tx, error) {
+			return beginOnPool(ctx, p, pgx.TxOptions{BeginQuery: "BEGIN; " + scope})
+		}, fn)
+	}
 	if b, ok := db.(txBeginner); ok {
 		// BEGIN and the scoping in one round trip (one simple-protocol
 		// string), instead of two: every tenant page runs several tenant
@@ -225,10 +260,6 @@ func scopeStatement(tenantID, userID int64) string {
 // READ snapshot) exactly as InTenantTx does: the tenant, and the signed-in
 // viewer of ctx when there is one.
 func ScopeTx(ctx context.Context, tx pgx.Tx, tenantID int64) error {
-	var userID int64
-	if v := reqctx.ViewerFrom(ctx); v != nil && v.UserID > 0 {
-		userID = v.UserID
-	}
-	_, err := tx.Exec(ctx, scopeStatement(tenantID, userID))
+	_, err := tx.Exec(ctx, scopeStatement(tenantID, viewerID(ctx)))
 	return err
 }

@@ -211,7 +211,7 @@ func (a *Activity) deleteOldestProject(ctx context.Context, t demoTenant, actor 
 func (a *Activity) systemExport(ctx context.Context, t demoTenant) error {
 	detail, _ := json.Marshal(map[string]any{"tables": []string{"projects", "memberships"}})
 	return database.InTenantTx(ctx, a.App, t.id, func(tx pgx.Tx) error {
-		_, err := audit.NewRecorder(clock.Database{}).Record(ctx, tx, audit.Event{TenantID: t.id, ActorKind: audit.ActorSystem,
+		err := audit.NewRecorder(clock.Database{}).Append(ctx, tx, audit.Event{TenantID: t.id, ActorKind: audit.ActorSystem,
 			Action: "system.daily-export", Entity: "tenant", EntityID: fmt.Sprint(t.id), Detail: detail, TraceID: newTrace(a.Rand)})
 		return err
 	})

@@ -46,8 +46,8 @@ var Accounts = []Account{
 	{Email: "eko@melati.test", Name: "Eko Prasetyo", Tenant: "toko-bunga-melati", Role: "admin"},
 	{Email: "joko@senja.test", Name: "Joko Susilo", Tenant: "kopi-senja", Role: "admin"},
 	{Email: "wayan@batik.test", Name: "Wayan Sudarma", Tenant: "batik-nusantara", Role: "admin"},
-	{Email: "support@jejak.test", Name: "Sinta (Support)", Staff: user.StaffSupport},
-	{Email: "admin@jejak.test", Name: "Adi (Admin)", Staff: user.StaffAdmin},
+	{Email: "support@jejak.test", Name: "Sinta Maharani", Staff: user.StaffSupport},
+	{Email: "admin@jejak.test", Name: "Adi Nugroho", Staff: user.StaffAdmin},
 }
 
 // Seed writes the demo data through the cross-tenant (system) pool.

@@ -86,6 +86,9 @@ func seedTenantHistory(ctx context.Context, tx pgx.Tx, slug string, projects []s
 			return err
 		}
 	}
+	if err := s.recordStats(ctx); err != nil {
+		return err
+	}
 	return s.record(ctx)
 }
 
@@ -124,6 +127,7 @@ type story struct {
 	today                   time.Time
 	deletedID               int64 // the first project's first incarnation
 	evs                     []historyEvent
+	stats                   []seededStat
 }
 
 // newStory reads the tenant's cast (its demo owner and member, and support)
@@ -274,6 +278,7 @@ func (s *story) reports(context.Context) error {
 		week := s.at(d, 7, 0)
 		y, w := week.ISOWeek()
 		s.system(week, "report.sent", "report", fmt.Sprintf("%d-W%02d", y, w), map[string]any{"to": s.ownerEmail, "kind": "email.weekly-report"}, nil)
+		s.jobStat(week, 1, 0, 0)
 	}
 	return nil
 }
@@ -336,13 +341,51 @@ func (s *story) deadLetter(ctx context.Context) error {
 	for i, stage := range []string{"failed", "failed", "dead_lettered"} {
 		d := map[string]any{"kind": "email.weekly-report", "stage": stage, "attempt": i + 1,
 			"reason": "SMTP " + BounceDomain + " tidak merespons dalam 5 detik"}
-		s.system(s.at(10, 7, []int{0, 2, 6}[i]), "job."+stage, "job", strconv.FormatInt(dead, 10), d, &dead)
+		at := s.at(10, 7, []int{0, 2, 6}[i])
+		s.system(at, "job."+stage, "job", strconv.FormatInt(dead, 10), d, &dead)
+		// Every attempt failed; the last one also made a dead letter (the
+		// rollup counts a dead letter among the failures, as the engine does).
+		letters := int64(0)
+		if stage == "dead_lettered" {
+			letters = 1
+		}
+		s.jobStat(at, 0, 1, letters)
 	}
 	sid := s.support
 	s.add(s.at(9, 10, 45), audit.Event{ActorKind: audit.ActorStaff, ActorID: &sid, Action: "job.replayed", Entity: "job",
 		EntityID: strconv.FormatInt(dead, 10), JobID: &dead, Detail: detail(map[string]any{"kind": "email.weekly-report",
 			"stage": "replayed", "attempt": 3, "reason": "Alamat e-mail pemilik sudah diperbaiki; kirim ulang laporan minggu ini"})})
-	s.system(s.at(9, 10, 46), "job.succeeded", "job", strconv.FormatInt(dead, 10), map[string]any{"kind": "email.weekly-report", "stage": "succeeded", "attempt": 4}, &dead)
+	// The engine records how the replay ended (job.replay_succeeded).
+	s.system(s.at(9, 10, 46), "job.replay_succeeded", "job", strconv.FormatInt(dead, 10), map[string]any{"kind": "email.weekly-report",
+		"stage": "replay_succeeded", "attempt": 4, "replayed_by": strconv.FormatInt(sid, 10)}, &dead)
+	s.jobStat(s.at(9, 10, 46), 1, 0, 0)
+	return nil
+}
+
+// jobStat counts a seeded job attempt in the daily job rollup the owner's
+// home charts read, as the engine would have when it ran: without it the
+// home would say "0 dead letters" beside a trail that shows one.
+func (s *story) jobStat(at time.Time, succeeded, failed, dead int64) {
+	s.stats = append(s.stats, seededStat{at, [3]int64{succeeded, failed, dead}})
+}
+
+type seededStat struct {
+	at time.Time
+	n  [3]int64
+}
+
+// recordStats adds the seeded attempts to job_stats_day, on their day in
+// the tenant's zone (the zone the chart's days are in).
+func (s *story) recordStats(ctx context.Context) error {
+	for _, st := range s.stats {
+		if _, err := s.tx.Exec(ctx, `INSERT INTO job_stats_day AS d (tenant_id, day, succeeded, failed, dead)
+			SELECT t.id, ($2::timestamptz AT TIME ZONE t.time_zone)::date, $3, $4, $5 FROM tenants t WHERE t.id = $1
+			ON CONFLICT (tenant_id, day) DO UPDATE SET succeeded = d.succeeded + excluded.succeeded,
+				failed = d.failed + excluded.failed, dead = d.dead + excluded.dead`,
+			s.tenantID, st.at, st.n[0], st.n[1], st.n[2]); err != nil {
+			return fmt.Errorf("job stats of %s: %w", st.at.Format(time.DateOnly), err)
+		}
+	}
 	return nil
 }
 
@@ -381,7 +424,7 @@ func (s *story) record(ctx context.Context) error {
 	rec := audit.NewRecorder(clk)
 	for _, e := range s.evs {
 		clk.Set(e.at)
-		if _, err := rec.Record(ctx, s.tx, e.event); err != nil {
+		if err := rec.Append(ctx, s.tx, e.event); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/demo"
@@ -103,5 +104,67 @@ func TestSeedHistoryTellsTheStory(t *testing.T) {
 	if err := db.Admin.QueryRow(ctx, `SELECT (SELECT count(*) FROM subscription_changes WHERE tenant_id = $1),
 		(SELECT plan_code FROM subscriptions WHERE tenant_id = $1)`, melati).Scan(&changes, &plan); err != nil || changes != 3 || plan != "pro" {
 		t.Fatalf("plan history: %d changes, plan %q, %v", changes, plan, err)
+	}
+}
+
+// TestSeedHistoryChartsAgreeWithTheTrail: the owner home's 30-day job
+// chart counts the dead letter the seeded trail tells about, on the same
+// day in the tenant's zone (it used to say "0 dead letters" beside a trail
+// showing one).
+func TestSeedHistoryChartsAgreeWithTheTrail(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	if err := demo.Seed(ctx, db.System); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.SeedHistory(ctx, db.System, clock.NewFrozen(now)); err != nil {
+		t.Fatal(err)
+	}
+	var melati int64
+	var zone string
+	if err := db.Admin.QueryRow(ctx, `SELECT id, time_zone FROM tenants WHERE slug = 'toko-bunga-melati'`).Scan(&melati, &zone); err != nil {
+		t.Fatal(err)
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trail := map[string]int64{}
+	rows, err := db.Admin.Query(ctx, `SELECT occurred_at FROM audit_events WHERE tenant_id = $1 AND action = 'job.dead_lettered'`, melati)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var at time.Time
+		if err := rows.Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		trail[at.In(loc).Format(time.DateOnly)]++
+	}
+	if rows.Err() != nil || len(trail) == 0 {
+		t.Fatalf("the seeded trail has no dead letter (%v)", rows.Err())
+	}
+	days, err := activity.NewService(db.App).Days(ctx, melati, loc, now, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart := map[string]int64{}
+	for _, d := range days {
+		if d.Dead > 0 {
+			chart[d.Date.Format(time.DateOnly)] = d.Dead
+		}
+		if d.Dead > d.Failed {
+			t.Errorf("%s: %d dead letters but only %d failed attempts", d.Date.Format(time.DateOnly), d.Dead, d.Failed)
+		}
+	}
+	if len(chart) != len(trail) {
+		t.Fatalf("dead letters per day: chart %v, trail %v", chart, trail)
+	}
+	for day, n := range trail {
+		if chart[day] != n {
+			t.Errorf("%s: chart %d dead letters, trail %d", day, chart[day], n)
+		}
 	}
 }

@@ -164,11 +164,25 @@ func Date(lang string, t time.Time) string {
 	return fmt.Sprintf("%d %s %d", t.Day(), Month(lang, t.Month()), t.Year())
 }
 
-// DateTime formats t as "Mon 10 Nov 2026 14:05 WIB" with the language's
-// names (t in the zone wanted).
+// DateTime is the one way a moment is printed: "10 Nov 2026 14:05:00 WIB"
+// with the language's month names, a 24-hour clock and the zone (t in the
+// zone wanted). Pages reach it through views/components.Stamp.
 func DateTime(lang string, t time.Time) string {
-	zone, _ := t.Zone()
-	return ShortDate(lang, t) + " " + fmt.Sprint(t.Year()) + " " + t.Format("15:04:05") + " " + zone
+	return Date(lang, t) + " " + t.Format("15:04:05") + " " + ZoneAbbr(t)
+}
+
+// ZoneAbbr is t's zone as readers know it ("WIB", "UTC", "CET"), or its
+// offset from UTC ("UTC+05:45") when the tz database has no abbreviation.
+func ZoneAbbr(t time.Time) string {
+	abbr, off := t.Zone()
+	if abbr != "" && abbr[0] != '+' && abbr[0] != '-' {
+		return abbr
+	}
+	sign := '+'
+	if off < 0 {
+		sign, off = '-', -off
+	}
+	return fmt.Sprintf("UTC%c%02d:%02d", sign, off/3600, off%3600/60)
 }
 
 // DayLabel names the calendar day of t relative to now, both read in loc:
@@ -203,7 +217,8 @@ func Relative(lang string, t, now time.Time) string {
 	case d < 24*time.Hour:
 		return In(lang, "rel.hours", int(d/time.Hour))
 	default:
-		return In(lang, "rel.days", int(d/(24*time.Hour)))
+		n := int64(d / (24 * time.Hour))
+		return PluralIn(lang, "rel.days", n, n)
 	}
 }
 

@@ -19,6 +19,9 @@ func TestCatalogsHaveTheSameKeys(t *testing.T) {
 		for b, mb := range cats {
 			var missing []string
 			for k := range ma {
+				if strings.HasSuffix(k, PluralSuffix) && !HasSingular(b) {
+					continue // a language without singular forms has none
+				}
 				if _, ok := mb[k]; !ok {
 					missing = append(missing, k)
 				}
@@ -46,6 +49,11 @@ func TestPlaceholdersMatch(t *testing.T) {
 		return v
 	}
 	for k, e := range en {
+		if strings.HasSuffix(k, PluralSuffix) {
+			// Indonesian has no singular forms; the form with the
+			// count is checked instead.
+			continue
+		}
 		if got, want := norm(id[k]), norm(e); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("%q: id uses %v, en %v", k, got, want)
 		}
@@ -55,7 +63,7 @@ func TestPlaceholdersMatch(t *testing.T) {
 // TestViewsUseKnownKeys: every literal key that views and the web package
 // pass to T exists in the catalogs (a typo would print the raw key).
 func TestViewsUseKnownKeys(t *testing.T) {
-	call := regexp.MustCompile(`i18n\.T\(ctx, "([a-z_]+\.[a-z_.-]+)"`)
+	call := regexp.MustCompile(`i18n\.(?:T|Plural|Count)\(ctx, "([a-z_]+\.[a-z_.-]+)"`)
 	var files []string
 	for _, dir := range []string{"../../views", "../web"} {
 		_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
@@ -176,6 +184,42 @@ func TestDecimalFollowsTheLanguage(t *testing.T) {
 		}
 		if got := Decimal(en, c.v); got != c.en {
 			t.Errorf("en %v = %q, want %q", c.v, got, c.en)
+		}
+	}
+}
+
+// TestPluralFollowsEachLanguage: English takes the singular form for
+// exactly one, Indonesian never inflects; every singular form has its
+// plural key beside it.
+func TestPluralFollowsEachLanguage(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		lang string
+		days int
+		want string
+	}{
+		{EN, 1, "1 day ago"}, {EN, 2, "2 days ago"}, {EN, 21, "21 days ago"},
+		{ID, 1, "1 hari lalu"}, {ID, 3, "3 hari lalu"},
+	} {
+		if got := Relative(tc.lang, now.AddDate(0, 0, -tc.days), now); got != tc.want {
+			t.Errorf("%s, %d days: %q, want %q", tc.lang, tc.days, got, tc.want)
+		}
+	}
+	ctx := WithLang(context.Background(), EN)
+	if got := Count(ctx, "schedule.result.tenants", 1); got != "1 tenant" {
+		t.Errorf("one tenant: %q", got)
+	}
+	if got := Plural(ctx, "alerts.delivery_ended", 1, "dead", 1, "HTTP 500"); got != "dead after 1 attempt (HTTP 500)" {
+		t.Errorf("one attempt: %q", got)
+	}
+	if got := Count(ctx, "schedule.result.tenants", 3); got != "3 tenants" {
+		t.Errorf("three tenants: %q", got)
+	}
+	for k := range en {
+		if base, ok := strings.CutSuffix(k, PluralSuffix); ok {
+			if _, has := en[base]; !has {
+				t.Errorf("%s has no plural form %s", k, base)
+			}
 		}
 	}
 }

@@ -243,7 +243,7 @@ type literal struct {
 
 // untranslatedLiterals returns the string literals of Go source src that
 // are not a catalog key: the first string after i18n.T(ctx, / i18n.In(lang,
-// / i18n.Enum(ctx, (a key may be built: "state." + s), nor a struct tag.
+// / i18n.Enum(ctx, / i18n.Plural(ctx, / i18n.Count(ctx, (a key may be built: "state." + s), nor a struct tag.
 func untranslatedLiterals(src string) []literal {
 	var s scanner.Scanner
 	fs := token.NewFileSet()
@@ -276,7 +276,8 @@ func untranslatedLiterals(src string) []literal {
 		}
 		n := len(recent)
 		if n >= 4 && recent[n-1].t == token.COMMA && recent[n-3].t == token.LPAREN && recent[n-4].t == token.IDENT &&
-			(recent[n-4].lit == "T" || recent[n-4].lit == "In" || recent[n-4].lit == "Enum") {
+			(recent[n-4].lit == "T" || recent[n-4].lit == "In" || recent[n-4].lit == "Enum" ||
+				recent[n-4].lit == "Plural" || recent[n-4].lit == "Count") {
 			inKey = depth
 		}
 		if t == token.STRING && inKey == 0 {

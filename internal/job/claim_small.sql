@@ -53,7 +53,7 @@ claimed AS (
               jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
               jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
               jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
-              jobs.payload_version
+              jobs.payload_version, jobs.replayed_by
 ),
 -- Commits asynchronously, for the reasons claim.sql gives.
 async AS (
@@ -70,6 +70,6 @@ SELECT fits.ok,
        claimed.attempt, claimed.max_attempts, claimed.available_at, claimed.created_at,
        claimed.attempted_at, claimed.trace_id, claimed.requested_by, claimed.requested_at,
        claimed.expires_at, claimed.idempotency_key, claimed.payload_hash, claimed.lease_expires_at,
-       claimed.payload_version,
+       claimed.payload_version, claimed.replayed_by,
        NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = claimed.id) AS intact
   FROM async CROSS JOIN fits LEFT JOIN claimed ON true

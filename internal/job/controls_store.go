@@ -127,7 +127,7 @@ func storeExpiredSensitive(ctx context.Context, db Querier, now *time.Time, kind
 	out := make([]*Job, len(rows))
 	for i, r := range rows {
 		out[i] = &Job{ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, TraceID: r.TraceID, Attempt: int(r.Attempt),
-			MaxAttempts: int(r.MaxAttempts), WorkerID: deref(r.WorkerID)}
+			MaxAttempts: int(r.MaxAttempts), WorkerID: deref(r.WorkerID), ReplayedBy: r.ReplayedBy}
 	}
 	return out, nil
 }

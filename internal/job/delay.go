@@ -75,7 +75,7 @@ func (e *Engine) delayJob(ctx context.Context, j *Job, after time.Duration, reas
 		}
 		ev := e.jobEvent(j, audit.JobDelayed, map[string]any{"retry_in": after.String()})
 		ev.Reason = reason
-		_, err := audit.NewRecorder(e.clock).RecordJobEvent(ctx, tx, ev)
+		err := audit.NewRecorder(e.clock).RecordJobEvent(ctx, tx, ev)
 		return err
 	})
 }

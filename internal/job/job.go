@@ -68,6 +68,10 @@ type Job struct {
 	AttemptedAt    time.Time // when this attempt was claimed (engine clock)
 	LeaseExpiresAt time.Time // when the lease ends unless heartbeats extend it
 	PayloadVersion int       // the payload's version, stamped at enqueue
+	// ReplayedBy is the staff member whose retry put this dead letter back
+	// in the queue (nil when it never died or was not retried): the engine
+	// then records how the replay ends in the tenant's trail.
+	ReplayedBy *int64
 
 	// payloadIntact is the database's verdict on PayloadHash, read with the
 	// payload (the key never leaves the database).

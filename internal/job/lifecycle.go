@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -75,7 +76,7 @@ func (e *Engine) recordQueued(ctx context.Context, q Querier, ps []EnqueueParams
 		if p.RequestedBy != nil {
 			ev.ActorKind = audit.ActorUser
 		}
-		if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+		if err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
 			return fmt.Errorf("audit job %d queued: %w", ids[i], err)
 		}
 	}
@@ -88,7 +89,7 @@ func (e *Engine) recordStarted(ctx context.Context, j *Job) error {
 	rec := audit.NewRecorder(e.clock)
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		for _, st := range []audit.JobStage{audit.JobClaimed, audit.JobStarted} {
-			if _, err := rec.RecordJobEvent(ctx, tx, e.jobEvent(j, st, nil)); err != nil {
+			if err := rec.RecordJobEvent(ctx, tx, e.jobEvent(j, st, nil)); err != nil {
 				return err
 			}
 		}
@@ -96,8 +97,8 @@ func (e *Engine) recordStarted(ctx context.Context, j *Job) error {
 	})
 }
 
-// completeAudited marks a sensitive job succeeded and records it, in one
-// transaction (sensitive jobs skip the batched completer).
+// completeAudited marks a sensitive or replayed job succeeded and records
+// it, in one transaction (such jobs skip the batched completer).
 func (e *Engine) completeAudited(ctx context.Context, j *Job) error {
 	rec := audit.NewRecorder(e.clock)
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
@@ -108,15 +109,24 @@ func (e *Engine) completeAudited(ctx context.Context, j *Job) error {
 		if !ok {
 			return ErrNotHeld
 		}
-		_, err = rec.RecordJobEvent(ctx, tx, e.jobEvent(j, audit.JobSucceeded, nil))
-		return err
+		if e.sensitive(j.Kind) {
+			if err := rec.RecordJobEvent(ctx, tx, e.jobEvent(j, audit.JobSucceeded, nil)); err != nil {
+				return err
+			}
+		}
+		return e.recordReplayOutcome(ctx, tx, rec, j, StateSucceeded, nil)
 	})
 }
 
+// audited reports whether finishing j writes to the tenant's trail: every
+// stage of a sensitive kind, the outcome of an operator's replay.
+func (e *Engine) audited(j *Job) bool { return j.ReplayedBy != nil || e.sensitive(j.Kind) }
+
 // failJob records a failed attempt of a job this engine ran: the state
-// change, the rollup, and for sensitive kinds the audit stages, together.
+// change, the rollup, and for sensitive kinds and replays the audit
+// events, together.
 func (e *Engine) failJob(ctx context.Context, j *Job, cause error) (State, error) {
-	if !e.sensitive(j.Kind) {
+	if !e.audited(j) {
 		return e.fail(ctx, j.WorkerID, claimToken{j.TenantID, j.ID, j.Attempt}, cause)
 	}
 	rec := audit.NewRecorder(e.clock)
@@ -125,24 +135,84 @@ func (e *Engine) failJob(ctx context.Context, j *Job, cause error) (State, error
 		if st, err = e.failIn(ctx, tx, j.WorkerID, claimToken{j.TenantID, j.ID, j.Attempt}, cause); err != nil {
 			return err
 		}
-		first, detail := audit.JobFailed, map[string]any{"class": string(ClassOf(cause)), "error": TenantError(cause.Error())}
-		if ClassOf(cause) == ClassPolicy {
-			first = audit.JobRejected
-		}
-		second := audit.JobRetried
-		if st == StateDead {
-			second = audit.JobDeadLettered
-		}
-		for _, stage := range []audit.JobStage{first, second} {
-			ev := e.jobEvent(j, stage, detail)
-			ev.Reason = ReasonOf(cause)
-			if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+		if e.sensitive(j.Kind) {
+			if err := e.recordFailStages(ctx, tx, rec, j, cause, st); err != nil {
 				return err
 			}
 		}
-		return nil
+		return e.recordReplayOutcome(ctx, tx, rec, j, st, cause)
 	})
 	return st, err
+}
+
+// recordFailStages writes a sensitive job's failed (or rejected) stage and
+// then retried or dead_lettered.
+func (e *Engine) recordFailStages(ctx context.Context, tx pgx.Tx, rec *audit.Recorder, j *Job, cause error, st State) error {
+	first, detail := audit.JobFailed, map[string]any{"class": string(ClassOf(cause)), "error": TenantError(cause.Error())}
+	if ClassOf(cause) == ClassPolicy {
+		first = audit.JobRejected
+	}
+	second := audit.JobRetried
+	if st == StateDead {
+		second = audit.JobDeadLettered
+	}
+	for _, stage := range []audit.JobStage{first, second} {
+		ev := e.jobEvent(j, stage, detail)
+		ev.Reason = ReasonOf(cause)
+		if err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordReplayOutcome tells the tenant how an operator's replay of j ended
+// once it has: succeeded, or dead again with the error the tenant may see.
+// A failure that will be retried is not an outcome yet. The event carries
+// the job's trace, the trace of the operator's job.replayed event.
+func (e *Engine) recordReplayOutcome(ctx context.Context, tx pgx.Tx, rec *audit.Recorder, j *Job, st State, cause error) error {
+	if j.ReplayedBy == nil || (st != StateSucceeded && st != StateDead) {
+		return nil
+	}
+	stage := audit.JobReplaySucceeded
+	detail := map[string]any{"replayed_by": strconv.FormatInt(*j.ReplayedBy, 10)}
+	var reason string
+	if st == StateDead {
+		stage, reason = audit.JobReplayFailed, TenantError(cause.Error())
+		detail["class"], detail["error"] = string(ClassOf(cause)), reason
+	}
+	ev := e.jobEvent(j, stage, detail)
+	ev.Reason = reason
+	if err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+		return fmt.Errorf("audit replay outcome of job %d: %w", j.ID, err)
+	}
+	return nil
+}
+
+// recordRescued writes what a rescue did to j: rescued (and dead_lettered
+// on its last attempt) for a sensitive kind, and for an operator's replay
+// that died with its lost lease, the replay's outcome.
+func (e *Engine) recordRescued(ctx context.Context, tx pgx.Tx, rec *audit.Recorder, j *Job) error {
+	dead := j.Attempt >= j.MaxAttempts
+	if e.sensitive(j.Kind) {
+		stages := []audit.JobStage{audit.JobRescued}
+		if dead {
+			stages = append(stages, audit.JobDeadLettered)
+		}
+		for _, st := range stages {
+			ev := e.jobEvent(j, st, map[string]any{"lost_worker": j.WorkerID})
+			ev.Reason = "lease_expired"
+			if err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
+				return err
+			}
+		}
+	}
+	if !dead {
+		return nil
+	}
+	// The words of JobRescueExpired's last_error.
+	cause := fmt.Errorf("lease expired: worker %s stopped heartbeating", j.WorkerID)
+	return e.recordReplayOutcome(ctx, tx, rec, j, StateDead, cause)
 }
 
 func (e *Engine) sensitiveKinds() []string {
@@ -158,9 +228,10 @@ func (e *Engine) sensitiveKinds() []string {
 }
 
 // rescueAudited is rescue when sensitive kinds are registered: their
-// expired jobs are locked first, rescued with everything else in the same
-// transaction, and each records rescued (and dead_lettered when that was
-// its last attempt) in its tenant's trail.
+// expired jobs (and replayed ones) are locked first, rescued with
+// everything else in the same transaction, and each records rescued (and
+// dead_lettered when that was its last attempt) in its tenant's trail, a
+// replay that died its outcome (recordRescued).
 func (e *Engine) rescueAudited(ctx context.Context, kinds []string) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
@@ -176,16 +247,8 @@ func (e *Engine) rescueAudited(ctx context.Context, kinds []string) (int, error)
 		n = retried + len(dead)
 		rec := audit.NewRecorder(e.clock)
 		for _, j := range lost {
-			stages := []audit.JobStage{audit.JobRescued}
-			if j.Attempt >= j.MaxAttempts {
-				stages = append(stages, audit.JobDeadLettered)
-			}
-			for _, st := range stages {
-				ev := e.jobEvent(j, st, map[string]any{"lost_worker": j.WorkerID})
-				ev.Reason = "lease_expired"
-				if _, err := rec.RecordJobEvent(ctx, tx, ev); err != nil {
-					return err
-				}
+			if err := e.recordRescued(ctx, tx, rec, j); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
 )
@@ -127,5 +128,102 @@ func TestSensitiveKindsAuditEveryStage(t *testing.T) {
 	}
 	if succeeded != 3 || failed != 2 || dead != 1 {
 		t.Fatalf("rollup succeeded=%d failed=%d dead=%d, want 3 2 1 (a dead letter counts as a failure too)", succeeded, failed, dead)
+	}
+}
+
+// TestReplayOutcomeIsInTheTrail: a job an operator replayed records how
+// the replay ended once it has, under its trace: succeeded when the worker
+// completes it, dead again (with the error) when its last attempt fails or
+// its worker vanishes; a failure that will be retried records nothing; a
+// job never replayed records nothing.
+func TestReplayOutcomeIsInTheTrail(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenant := newTenants(t, db, 1)[0]
+	clk := clock.NewFrozen(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
+	e := newEngine(t, db, job.Config{Clock: clk, WorkerID: "lifecycle-worker", LeaseDuration: time.Minute,
+		Backoff: func(int) time.Duration { return 0 }})
+	// A sensitive kind is registered, as in the application: the rescue
+	// then locks and records the jobs it must.
+	e.Register("user.disable-access", func(context.Context, *job.Job) error { return nil }, job.KindOptions{Sensitive: true})
+	e.Register("k", func(_ context.Context, j *job.Job) error {
+		var p struct{ Mode string }
+		_ = json.Unmarshal(j.Payload, &p)
+		switch {
+		case p.Mode == "fail" && j.Attempt < 3:
+			return errors.New("gateway timeout")
+		case p.Mode == "fail":
+			return job.Permanent(errors.New("card declined"))
+		}
+		return nil
+	}, job.KindOptions{MaxAttempts: 3})
+	enqueue := func(mode string, maxAttempts int) int64 {
+		return enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "k", MaxAttempts: maxAttempts,
+			Payload: json.RawMessage(`{"mode":"` + mode + `"}`)}).ID
+	}
+	// lost: claimed by a worker that vanishes on its only attempt.
+	lost := enqueue("ok", 1)
+	stamp := func(ids ...int64) { // as an operator's retry leaves them (console.Act)
+		if _, err := db.Admin.Exec(context.Background(), `UPDATE jobs SET replayed_by = 42 WHERE id = ANY($1)`, ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stamp(lost)
+	gone, err := e.Claim(context.Background(), "gone-worker", 1)
+	if err != nil || len(gone) != 1 || gone[0].ID != lost || gone[0].ReplayedBy == nil || *gone[0].ReplayedBy != 42 {
+		t.Fatalf("the claim does not carry the replay: %+v %v", gone, err)
+	}
+	clk.Advance(2 * time.Minute)
+	if n, err := e.RescueExpired(context.Background()); err != nil || n != 1 {
+		t.Fatalf("rescue: %d %v", n, err)
+	}
+	ok, fail, plain := enqueue("ok", 3), enqueue("fail", 3), enqueue("ok", 3)
+	stamp(ok, fail)
+	for i := 0; i < 5 && work(t, e) > 0; i++ {
+	}
+	if n := countState(t, db, job.StatePending) + countState(t, db, job.StateRunning); n != 0 {
+		t.Fatalf("%d jobs unfinished", n)
+	}
+
+	trace := func(id int64) string {
+		var tr string
+		if err := db.Admin.QueryRow(context.Background(), `SELECT trace_id FROM jobs WHERE id = $1`, id).Scan(&tr); err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	outcomes := func(id int64) (actions []string, details []map[string]any) {
+		rows, err := db.Admin.Query(context.Background(), `SELECT action, detail, trace_id FROM audit_events
+			WHERE tenant_id = $1 AND job_id = $2 AND action LIKE 'job.replay_%' ORDER BY id`, tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var a, tr string
+			var d map[string]any
+			if err := rows.Scan(&a, &d, &tr); err != nil {
+				t.Fatal(err)
+			}
+			if tr != trace(id) {
+				t.Errorf("%s of job %d under trace %q, want the job's %q", a, id, tr, trace(id))
+			}
+			actions, details = append(actions, a), append(details, d)
+		}
+		return actions, details
+	}
+	if a, d := outcomes(ok); strings.Join(a, " ") != "job.replay_succeeded" || d[0]["replayed_by"] != "42" {
+		t.Errorf("ok: %v %v", a, d)
+	}
+	if a, d := outcomes(fail); strings.Join(a, " ") != "job.replay_failed" || d[0]["error"] != "card declined" ||
+		d[0]["class"] != "permanent" || d[0]["attempt"] != float64(3) {
+		t.Errorf("fail (two retried failures, then dead): %v %v", a, d)
+	}
+	if a, d := outcomes(lost); strings.Join(a, " ") != "job.replay_failed" ||
+		!strings.Contains(d[0]["error"].(string), "lease expired: worker gone-worker") {
+		t.Errorf("lost: %v %v", a, d)
+	}
+	if a, _ := outcomes(plain); len(a) != 0 {
+		t.Errorf("a job never replayed recorded %v", a)
 	}
 }

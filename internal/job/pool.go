@@ -454,11 +454,11 @@ func (e *Engine) execute(r *runState, j *Job, hctx context.Context) {
 	ctx := context.WithoutCancel(r.ctx)
 	if err == nil {
 		e.observeAttempt(j, nil, "", run)
-		if !audited {
+		if !e.audited(j) {
 			r.comp.add(j)
 		} else if cerr := e.completeAudited(ctx, j); cerr != nil {
 			// Left running: lease rescue retries it (at least once).
-			e.log.Error("complete sensitive job", "job_id", j.ID, "err", cerr)
+			e.log.Error("complete audited job", "job_id", j.ID, "err", cerr)
 		}
 		return
 	}

@@ -226,7 +226,7 @@ func storeClaimSmall(ctx context.Context, db queries.DBTX, a claimArgs) (jobs []
 
 // claimedColumns is the number of job columns both claims return per row
 // (claimedRow.dest).
-const claimedColumns = 20
+const claimedColumns = 21
 
 // claimedRow scans the job columns of a claim's RETURNING list (the same
 // order in claim.sql and claim_small.sql).
@@ -244,7 +244,7 @@ func (c *claimedRow) dest() []any {
 	j := &c.j
 	return []any{&j.ID, &j.TenantID, &j.Kind, &j.Queue, &j.Priority, &c.payload,
 		&c.attempt, &c.maxAttempts, &j.AvailableAt, &j.CreatedAt, &c.attemptedAt, &j.TraceID,
-		&j.RequestedBy, &j.RequestedAt, &j.ExpiresAt, &c.key, &j.PayloadHash, &c.lease, &c.version, &j.payloadIntact}
+		&j.RequestedBy, &j.RequestedAt, &j.ExpiresAt, &c.key, &j.PayloadHash, &c.lease, &c.version, &j.ReplayedBy, &j.payloadIntact}
 }
 
 func (c *claimedRow) job(workerID string) *Job {

@@ -32,7 +32,7 @@ func (e *Engine) runClaimed(ctx context.Context, j *Job) error {
 	}
 	herr := e.invokeCtx(ctx, j)
 	if herr == nil {
-		if audited {
+		if e.audited(j) {
 			return e.completeAudited(ctx, j)
 		}
 		return e.CompleteAttempt(ctx, j.WorkerID, j.TenantID, j.ID, j.Attempt)

@@ -72,7 +72,7 @@ func (s *Service) Accept(ctx context.Context, userID int64, email string, invita
 			return nil
 		}
 		uid := userID
-		if _, err := s.audit.Record(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorUser, ActorID: &uid,
+		if err := s.audit.Append(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorUser, ActorID: &uid,
 			Action: "member.join", Entity: "user", EntityID: strconv.FormatInt(userID, 10),
 			Detail: []byte(fmt.Sprintf(`{"role": %q, "invitation": %d}`, role, invitationID)), TraceID: traceID}); err != nil {
 			return fmt.Errorf("audit member.join: %w", err)

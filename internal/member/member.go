@@ -245,7 +245,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, tenantID int64, actor t
 		return fmt.Errorf("encode audit detail: %w", err)
 	}
 	uid := actor.UserID
-	if _, err := s.audit.Record(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorUser, ActorID: &uid,
+	if err := s.audit.Append(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorUser, ActorID: &uid,
 		Action: action, Entity: entity, EntityID: strconv.FormatInt(entityID, 10), Detail: b, TraceID: actor.TraceID}); err != nil {
 		return fmt.Errorf("audit %s: %w", action, err)
 	}

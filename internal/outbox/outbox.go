@@ -94,6 +94,28 @@ func (w *Writer) Publish(ctx context.Context, tx database.Querier, tenantID int6
 	return id, nil
 }
 
+// PublishMany is Publish for many messages of one tenant, added by one
+// statement in the order given. Every message is validated before any is
+// written. The aggregates' locks are taken together, in key order.
+func (w *Writer) PublishMany(ctx context.Context, tx database.Querier, tenantID int64, ms []Message) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	payloads := make([]json.RawMessage, len(ms))
+	for i := range ms {
+		p, err := ms[i].validate(tenantID)
+		if err != nil {
+			return err
+		}
+		payloads[i] = p
+	}
+	if err := storeInsertMany(ctx, tx, w.clk.Now(), tenantID, ms, payloads); err != nil {
+		return fmt.Errorf("publish %d messages for tenant %d: %w", len(ms), tenantID, err)
+	}
+	database.WakeAfterCommit(tx, outboxChannel)
+	return nil
+}
+
 func (m *Message) validate(tenantID int64) (json.RawMessage, error) {
 	bad := func(field, msg string) error {
 		return fmt.Errorf("%w: %w", ErrInvalid, apperr.Invalid(field, msg))

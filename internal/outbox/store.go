@@ -17,6 +17,18 @@ func storeInsert(ctx context.Context, db queries.DBTX, now *time.Time, tenantID 
 	})
 }
 
+func storeInsertMany(ctx context.Context, db queries.DBTX, now *time.Time, tenantID int64, ms []Message, payloads []json.RawMessage) error {
+	p := queries.OutboxInsertManyParams{TenantID: tenantID, Now: now}
+	for i, m := range ms {
+		p.EventTypes = append(p.EventTypes, m.Type)
+		p.AggregateTypes = append(p.AggregateTypes, m.AggregateType)
+		p.AggregateIds = append(p.AggregateIds, m.AggregateID)
+		p.Payloads = append(p.Payloads, string(payloads[i]))
+		p.TraceIds = append(p.TraceIds, m.TraceID)
+	}
+	return queries.New(db).OutboxInsertMany(ctx, p)
+}
+
 func storeClaim(ctx context.Context, db queries.DBTX, now *time.Time, worker string, n int) ([]Envelope, error) {
 	rows, err := queries.New(db).OutboxClaim(ctx, queries.OutboxClaimParams{Worker: worker, Now: now, Lim: int32(n)})
 	if err != nil {

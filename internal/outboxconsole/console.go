@@ -180,7 +180,7 @@ func (c *Console) Retry(ctx context.Context, op Operator, reason, tenantSlug str
 				uid := op.StaffUserID
 				ev.ActorKind, ev.ActorID = audit.ActorStaff, &uid
 			}
-			if _, err := c.audit.Record(ctx, tx, ev); err != nil {
+			if err := c.audit.Append(ctx, tx, ev); err != nil {
 				return fmt.Errorf("audit outbox retry: %w", err)
 			}
 		}

@@ -121,7 +121,7 @@ func (s *Service) OnPlanChange(ctx context.Context, tx pgx.Tx, tenantID int64, a
 	if actorID != nil {
 		kind = audit.ActorUser
 	}
-	if _, err := s.rec.Record(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: kind, ActorID: actorID, Action: "invoice.created",
+	if err := s.rec.Append(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: kind, ActorID: actorID, Action: "invoice.created",
 		Entity: "invoice", EntityID: strconv.FormatInt(inv.ID, 10), Detail: detail, TraceID: traceID}); err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func (s *Service) event(ctx context.Context, tx pgx.Tx, tenantID int64, action, 
 	if err != nil {
 		return err
 	}
-	_, err = s.rec.Record(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorSystem, Action: action,
+	err = s.rec.Append(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorSystem, Action: action,
 		Entity: entity, EntityID: strconv.FormatInt(id, 10), Detail: raw, TraceID: trace, JobID: jobID})
 	if err != nil {
 		return fmt.Errorf("audit %s: %w", action, err)
@@ -438,7 +438,7 @@ func (s *Service) EnqueueReconcile(ctx context.Context, tenantID, staffID int64,
 		}
 		id = enq.ID
 		detail, _ := json.Marshal(map[string]any{"job_id": enq.ID})
-		_, err = s.rec.Record(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorStaff, ActorID: &staffID,
+		err = s.rec.Append(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorStaff, ActorID: &staffID,
 			Action: "payment.reconcile_requested", Entity: "tenant", EntityID: strconv.FormatInt(tenantID, 10),
 			Detail: detail, TraceID: traceID, JobID: &enq.ID})
 		return err

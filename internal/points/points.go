@@ -106,15 +106,55 @@ func (s *Service) Award(ctx context.Context, tx pgx.Tx, tenantID int64, a Award)
 	}
 	// The award's event commits with it; a replayed message publishes
 	// nothing because nothing was applied.
-	_, err = s.outbox.Publish(ctx, tx, tenantID, outbox.Message{Type: "points.awarded", AggregateType: "customer",
-		AggregateID: a.Customer, Payload: map[string]any{"customer": a.Customer, "points": a.Points, "reason": a.Reason, "message_id": a.MessageID}})
+	_, err = s.outbox.Publish(ctx, tx, tenantID, a.message())
 	return err == nil, err
 }
 
-// Handler runs points.award jobs against the tenant-scoped pool.
+// AwardMany is Award for many awards of one tenant with one statement for
+// the awards and one for their outbox messages. It returns the message ids
+// it applied; a message id given twice is applied once, as given first.
+func (s *Service) AwardMany(ctx context.Context, tx pgx.Tx, tenantID int64, awards []Award) (map[string]bool, error) {
+	for _, a := range awards {
+		if err := a.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	applied, err := awardManyTx(ctx, tx, tenantID, awards, s.clock.Now())
+	if err != nil || len(applied) == 0 {
+		return applied, err
+	}
+	var msgs []outbox.Message
+	for _, i := range firstApplied(awards, applied) {
+		msgs = append(msgs, awards[i].message())
+	}
+	return applied, s.outbox.PublishMany(ctx, tx, tenantID, msgs)
+}
+
+// firstApplied returns, in order, the first award of each applied message id.
+func firstApplied(awards []Award, applied map[string]bool) []int {
+	seen := make(map[string]bool, len(applied))
+	var out []int
+	for i, a := range awards {
+		if applied[a.MessageID] && !seen[a.MessageID] {
+			seen[a.MessageID] = true
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// message is the outbox message announcing a.
+func (a Award) message() outbox.Message {
+	return outbox.Message{Type: "points.awarded", AggregateType: "customer", AggregateID: a.Customer,
+		Payload: map[string]any{"customer": a.Customer, "points": a.Points, "reason": a.Reason, "message_id": a.MessageID}}
+}
+
+// Handler runs points.award jobs against the tenant-scoped pool. Jobs of
+// one tenant that run at the same time are written together (see batch.go).
 type Handler struct {
 	App     database.Beginner // jejak_app pool: RLS pins work to the job's tenant
 	Service *Service
+	batch   batcher
 }
 
 // awardPayload is points.award's JSON payload.
@@ -136,17 +176,44 @@ func (h *Handler) Handle(ctx context.Context, j *job.Job) error {
 	if err := a.Validate(); err != nil {
 		return job.Permanent(fmt.Errorf("points.award job %d: %w", j.ID, err))
 	}
-	err := database.InTenantTx(ctx, h.App, j.TenantID, func(tx pgx.Tx) error {
+	if err := h.awardBatched(ctx, j, a); err != nil {
+		return fmt.Errorf("points.award job %d: %w", j.ID, err)
+	}
+	return nil
+}
+
+// awardOne applies one job's award in a transaction of its own.
+func (h *Handler) awardOne(ctx context.Context, j *job.Job, a Award) error {
+	return database.InTenantTxAsyncCommit(ctx, h.App, j.TenantID, func(tx pgx.Tx) error {
 		applied, err := h.Service.Award(ctx, tx, j.TenantID, a)
 		if err != nil || !applied {
 			return err // !applied: a redelivery; the first one was recorded
 		}
-		return audit.NewRecorder(h.Service.clock).RecordWork(ctx, tx, audit.WorkDone{TenantID: j.TenantID,
-			Action: "points.awarded", Entity: "customer", EntityID: a.Customer, TraceID: j.TraceID, JobID: j.ID,
-			Detail: map[string]any{"points": a.Points, "message_id": a.MessageID, "reason": a.Reason}})
+		return audit.NewRecorder(h.Service.clock).RecordWork(ctx, tx, awardWork(j, a))
 	})
-	if err != nil {
-		return fmt.Errorf("points.award job %d: %w", j.ID, err)
+}
+
+// awardMany applies the awards of jobs of one tenant in one transaction.
+func (h *Handler) awardMany(ctx context.Context, tenantID int64, reqs []*request) error {
+	awards := make([]Award, len(reqs))
+	for i, r := range reqs {
+		awards[i] = r.a
 	}
-	return nil
+	return database.InTenantTxAsyncCommit(ctx, h.App, tenantID, func(tx pgx.Tx) error {
+		applied, err := h.Service.AwardMany(ctx, tx, tenantID, awards)
+		if err != nil || len(applied) == 0 {
+			return err
+		}
+		var works []audit.WorkDone
+		for _, i := range firstApplied(awards, applied) {
+			works = append(works, awardWork(reqs[i].j, reqs[i].a))
+		}
+		return audit.NewRecorder(h.Service.clock).RecordWorks(ctx, tx, works)
+	})
+}
+
+// awardWork is the trail's record of the award a that job j applied.
+func awardWork(j *job.Job, a Award) audit.WorkDone {
+	return audit.WorkDone{TenantID: j.TenantID, Action: "points.awarded", Entity: "customer", EntityID: a.Customer,
+		TraceID: j.TraceID, JobID: j.ID, Detail: map[string]any{"points": a.Points, "message_id": a.MessageID, "reason": a.Reason}}
 }

@@ -22,6 +22,27 @@ func awardTx(ctx context.Context, tx pgx.Tx, tenantID int64, a Award, now *time.
 	return applied == 1, nil // 0: already processed, the repeat wrote nothing
 }
 
+// awardManyTx applies awards (validated) in tx and returns the message ids
+// applied now.
+func awardManyTx(ctx context.Context, tx pgx.Tx, tenantID int64, awards []Award, now *time.Time) (map[string]bool, error) {
+	p := queries.PointsAwardManyParams{TenantID: tenantID, Consumer: Consumer, Now: now}
+	for _, a := range awards {
+		p.MessageIds = append(p.MessageIds, a.MessageID)
+		p.Customers = append(p.Customers, a.Customer)
+		p.Points = append(p.Points, a.Points)
+		p.Reasons = append(p.Reasons, a.Reason)
+	}
+	ids, err := queries.New(tx).PointsAwardMany(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("award %d messages: %w", len(awards), err)
+	}
+	applied := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		applied[id] = true
+	}
+	return applied, nil
+}
+
 // GetBalance returns a customer's balance, or ErrNotFound.
 func GetBalance(ctx context.Context, tx pgx.Tx, tenantID int64, customer string) (Balance, error) {
 	r, err := queries.New(tx).PointsBalanceGet(ctx, queries.PointsBalanceGetParams{TenantID: tenantID, Customer: customer})

@@ -56,10 +56,10 @@ func (q *Queries) JobDeleteFinished(ctx context.Context, arg JobDeleteFinishedPa
 }
 
 const jobGet = `-- name: JobGet :one
-SELECT j.id, j.tenant_id, j.kind, j.queue, j.priority, j.state, j.payload, j.attempt, j.max_attempts, j.available_at, j.created_at, j.attempted_at, j.finished_at, j.worker_id, j.lease_expires_at, j.last_error, j.error_class, j.errors, j.flagged, j.trace_id, j.requested_by, j.requested_at, j.expires_at, j.idempotency_key, j.payload_hash, j.payload_version, j.depends_on, j.has_dependents, job_payload_intact(j.id, j.tenant_id, j.kind, j.payload, j.payload_hash) AS payload_intact
-  FROM ((SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, payload_version, depends_on, has_dependents FROM jobs o WHERE o.id = $1 AND o.state <> 'running')
+SELECT j.id, j.tenant_id, j.kind, j.queue, j.priority, j.state, j.payload, j.attempt, j.max_attempts, j.available_at, j.created_at, j.attempted_at, j.finished_at, j.worker_id, j.lease_expires_at, j.last_error, j.error_class, j.errors, j.flagged, j.trace_id, j.requested_by, j.requested_at, j.expires_at, j.idempotency_key, j.payload_hash, j.payload_version, j.depends_on, j.has_dependents, j.replayed_by, job_payload_intact(j.id, j.tenant_id, j.kind, j.payload, j.payload_hash) AS payload_intact
+  FROM ((SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, payload_version, depends_on, has_dependents, replayed_by FROM jobs o WHERE o.id = $1 AND o.state <> 'running')
         UNION ALL
-        (SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, payload_version, depends_on, has_dependents FROM jobs r WHERE r.id = $1 AND r.state = 'running')) j
+        (SELECT id, tenant_id, kind, queue, priority, state, payload, attempt, max_attempts, available_at, created_at, attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, errors, flagged, trace_id, requested_by, requested_at, expires_at, idempotency_key, payload_hash, payload_version, depends_on, has_dependents, replayed_by FROM jobs r WHERE r.id = $1 AND r.state = 'running')) j
  LIMIT 1
 `
 
@@ -92,6 +92,7 @@ type JobGetRow struct {
 	PayloadVersion int32
 	DependsOn      *int64
 	HasDependents  bool
+	ReplayedBy     *int64
 	PayloadIntact  bool
 }
 
@@ -133,6 +134,7 @@ func (q *Queries) JobGet(ctx context.Context, id int64) (JobGetRow, error) {
 		&i.PayloadVersion,
 		&i.DependsOn,
 		&i.HasDependents,
+		&i.ReplayedBy,
 		&i.PayloadIntact,
 	)
 	return i, err

@@ -592,11 +592,13 @@ UPDATE jobs
        finished_at = NULL,
        lease_expires_at = NULL,
        flagged = false,
-       max_attempts = u.max_attempts
-  FROM (SELECT unnest($2::bigint[]) AS tenant_id, unnest($3::bigint[]) AS id,
-               unnest($4::int[]) AS max_attempts) u,
+       max_attempts = u.max_attempts,
+       -- The engine records how this replay ends (see 00135_job_replayed_by).
+       replayed_by = $2::bigint
+  FROM (SELECT unnest($3::bigint[]) AS tenant_id, unnest($4::bigint[]) AS id,
+               unnest($5::int[]) AS max_attempts) u,
        (SELECT w.tenant_id, w.id, w.flagged FROM jobs w
-         WHERE (w.tenant_id, w.id) IN (SELECT unnest($2::bigint[]), unnest($3::bigint[]))) was
+         WHERE (w.tenant_id, w.id) IN (SELECT unnest($3::bigint[]), unnest($4::bigint[]))) was
  WHERE jobs.tenant_id = u.tenant_id AND jobs.id = u.id AND was.tenant_id = u.tenant_id AND was.id = u.id
    AND jobs.state = 'dead'
 RETURNING jobs.id, jobs.tenant_id, jobs.kind, jobs.error_class, was.flagged
@@ -620,6 +622,7 @@ SELECT id FROM retried
 
 type JobAdminRetryManyParams struct {
 	Now         *time.Time
+	OperatorID  int64
 	TenantIds   []int64
 	Ids         []int64
 	MaxAttempts []int32
@@ -628,7 +631,8 @@ type JobAdminRetryManyParams struct {
 // Operator retry: dead letters go back to pending, due now, with a fresh
 // attempt budget (max_attempts per job, computed by the caller); the
 // attempt counter and the errors history are kept, the review flag is
-// cleared. Only jobs still dead change.
+// cleared, and the operator is stamped on the job. Only jobs still dead
+// change.
 //
 // The same statement moves the jobs out of their dead-letter groups and
 // back into the unfinished count. The caller has locked the rows (FOR
@@ -636,6 +640,7 @@ type JobAdminRetryManyParams struct {
 func (q *Queries) JobAdminRetryMany(ctx context.Context, arg JobAdminRetryManyParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, jobAdminRetryMany,
 		arg.Now,
+		arg.OperatorID,
 		arg.TenantIds,
 		arg.Ids,
 		arg.MaxAttempts,

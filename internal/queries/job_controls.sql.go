@@ -132,9 +132,9 @@ func (q *Queries) JobDependsOn(ctx context.Context, arg JobDependsOnParams) (Job
 }
 
 const jobExpiredSensitive = `-- name: JobExpiredSensitive :many
-SELECT id, tenant_id, kind, trace_id, attempt, max_attempts, worker_id FROM jobs
+SELECT id, tenant_id, kind, trace_id, attempt, max_attempts, worker_id, replayed_by FROM jobs
  WHERE state = 'running' AND lease_expires_at < coalesce($1::timestamptz, now())
-   AND kind = ANY($2::text[])
+   AND (kind = ANY($2::text[]) OR replayed_by IS NOT NULL)
  FOR UPDATE
 `
 
@@ -151,10 +151,12 @@ type JobExpiredSensitiveRow struct {
 	Attempt     int32
 	MaxAttempts int32
 	WorkerID    *string
+	ReplayedBy  *int64
 }
 
-// Running jobs of sensitive kinds whose lease has passed, locked so the
-// rescue that follows in the same transaction is the one recorded.
+// Running jobs of sensitive kinds, or replayed by an operator, whose lease
+// has passed, locked so the rescue that follows in the same transaction is
+// the one recorded.
 func (q *Queries) JobExpiredSensitive(ctx context.Context, arg JobExpiredSensitiveParams) ([]JobExpiredSensitiveRow, error) {
 	rows, err := q.db.Query(ctx, jobExpiredSensitive, arg.Now, arg.Kinds)
 	if err != nil {
@@ -172,6 +174,7 @@ func (q *Queries) JobExpiredSensitive(ctx context.Context, arg JobExpiredSensiti
 			&i.Attempt,
 			&i.MaxAttempts,
 			&i.WorkerID,
+			&i.ReplayedBy,
 		); err != nil {
 			return nil, err
 		}

@@ -10,6 +10,43 @@ import (
 	"time"
 )
 
+const jobTenantCountCapped = `-- name: JobTenantCountCapped :one
+SELECT count(*) FILTER (WHERE $1::text IS NULL OR w.kind = $1::text)::bigint AS n,
+       count(*)::bigint AS seen
+  FROM (SELECT j.kind FROM jobs j
+         WHERE j.tenant_id = $2 AND j.state = $3::text
+         LIMIT $4::int) w
+`
+
+type JobTenantCountCappedParams struct {
+	Kind     *string
+	TenantID int64
+	State    string
+	Win      int32
+}
+
+type JobTenantCountCappedRow struct {
+	N    int64
+	Seen int64
+}
+
+// How many of the tenant's jobs are in a state (of a kind, when given),
+// reading at most `window` of its rows in that state: each state has an
+// index leading with tenant_id, so a tab's count costs at most a window
+// of index entries, never the tenant's whole history. seen = window means
+// the count stopped there: the page shows it as "at least".
+func (q *Queries) JobTenantCountCapped(ctx context.Context, arg JobTenantCountCappedParams) (JobTenantCountCappedRow, error) {
+	row := q.db.QueryRow(ctx, jobTenantCountCapped,
+		arg.Kind,
+		arg.TenantID,
+		arg.State,
+		arg.Win,
+	)
+	var i JobTenantCountCappedRow
+	err := row.Scan(&i.N, &i.Seen)
+	return i, err
+}
+
 const jobTenantList = `-- name: JobTenantList :many
 SELECT j.id, j.kind, j.queue, j.state, j.attempt, j.max_attempts, j.available_at, j.created_at,
        j.finished_at, j.last_error, j.error_class, j.trace_id
@@ -20,28 +57,34 @@ FROM (
       WHERE $1::bool
         AND o.tenant_id = $2 AND o.state <> 'running'
         AND ($3::text IS NULL OR o.state = $3::text)
-        AND ($4::bigint IS NULL OR o.id < $4::bigint)
+        AND ($4::text IS NULL OR o.kind = $4::text)
+        AND ($5::bigint IS NULL OR o.id < $5::bigint)
+        AND ($6::bigint IS NULL OR o.id >= $6::bigint)
       ORDER BY o.id DESC
-      LIMIT $5)
+      LIMIT $7)
     UNION ALL
     (SELECT r.id, r.kind, r.queue, r.state, r.attempt, r.max_attempts, r.available_at, r.created_at,
             r.finished_at, r.last_error, r.error_class, r.trace_id
        FROM jobs r
-      WHERE $6::bool
+      WHERE $8::bool
         AND r.tenant_id = $2 AND r.state = 'running'
-        AND ($4::bigint IS NULL OR r.id < $4::bigint)
+        AND ($4::text IS NULL OR r.kind = $4::text)
+        AND ($5::bigint IS NULL OR r.id < $5::bigint)
+        AND ($6::bigint IS NULL OR r.id >= $6::bigint)
       ORDER BY r.id DESC
-      LIMIT $5)
+      LIMIT $7)
 ) j
 ORDER BY j.id DESC
-LIMIT $5
+LIMIT $7
 `
 
 type JobTenantListParams struct {
 	WithOthers  bool
 	TenantID    int64
 	State       *string
+	Kind        *string
 	BeforeID    *int64
+	FloorID     *int64
 	Lim         int32
 	WithRunning bool
 }
@@ -68,7 +111,9 @@ type JobTenantListRow struct {
 // Two branches so a page reads only this tenant's rows, never the primary
 // key backwards past every other tenant's: jobs not running through
 // jobs_tenant_idx (tenant_id, id), running ones through jobs_running_idx
-// (few: bounded by the workers). with_others / with_running switch a
+// (few: bounded by the workers). A kind filter has no index of its own:
+// the caller then bounds the page to ids from floor_id up (a window of the
+// tenant's index range). with_others / with_running switch a
 // branch off for the running tab and the other tabs (a false parameter
 // stops the branch before it reads anything).
 func (q *Queries) JobTenantList(ctx context.Context, arg JobTenantListParams) ([]JobTenantListRow, error) {
@@ -76,7 +121,9 @@ func (q *Queries) JobTenantList(ctx context.Context, arg JobTenantListParams) ([
 		arg.WithOthers,
 		arg.TenantID,
 		arg.State,
+		arg.Kind,
 		arg.BeforeID,
+		arg.FloorID,
 		arg.Lim,
 		arg.WithRunning,
 	)
@@ -109,4 +156,18 @@ func (q *Queries) JobTenantList(ctx context.Context, arg JobTenantListParams) ([
 		return nil, err
 	}
 	return items, nil
+}
+
+const jobTenantMaxID = `-- name: JobTenantMaxID :one
+SELECT coalesce(max(id), 0)::bigint FROM jobs WHERE tenant_id = $1 AND state <> 'running'
+`
+
+// The tenant's newest job id (0 = none), where a kind-filtered page's
+// window starts; read through jobs_tenant_idx (running jobs are newer
+// than most and few, so leaving them out only shifts the window).
+func (q *Queries) JobTenantMaxID(ctx context.Context, tenantID int64) (int64, error) {
+	row := q.db.QueryRow(ctx, jobTenantMaxID, tenantID)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }

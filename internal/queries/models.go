@@ -211,6 +211,7 @@ type Job struct {
 	PayloadVersion int32
 	DependsOn      *int64
 	HasDependents  bool
+	ReplayedBy     *int64
 }
 
 type JobCount struct {
@@ -517,6 +518,7 @@ type User struct {
 	Active       bool
 	CreatedAt    time.Time
 	Locale       *string
+	TimeZone     *string
 }
 
 type UserSession struct {

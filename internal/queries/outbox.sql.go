@@ -119,6 +119,47 @@ func (q *Queries) OutboxInsert(ctx context.Context, arg OutboxInsertParams) (int
 	return id, err
 }
 
+const outboxInsertMany = `-- name: OutboxInsertMany :exec
+INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at)
+SELECT $1::bigint, m.event_type, m.aggregate_type, m.aggregate_id, m.payload::jsonb, m.trace_id,
+       coalesce($2::timestamptz, now()), coalesce($2::timestamptz, now())
+  FROM (SELECT i AS ord, ($3::text[])[i] AS event_type, ($4::text[])[i] AS aggregate_type,
+               ($5::text[])[i] AS aggregate_id, ($6::text[])[i] AS payload, ($7::text[])[i] AS trace_id
+          FROM generate_subscripts($3::text[], 1) AS i) m
+ WHERE (SELECT count(pg_advisory_xact_lock(727276, hashtext(concat($1::bigint, ':', a.aggregate_type, ':', a.aggregate_id))))
+          FROM (SELECT DISTINCT ($4::text[])[i] AS aggregate_type, ($5::text[])[i] AS aggregate_id
+                  FROM generate_subscripts($4::text[], 1) AS i
+                 ORDER BY 1, 2) a) >= 0
+ ORDER BY m.ord
+`
+
+type OutboxInsertManyParams struct {
+	TenantID       int64
+	Now            *time.Time
+	EventTypes     []string
+	AggregateTypes []string
+	AggregateIds   []string
+	Payloads       []string
+	TraceIds       []string
+}
+
+// OutboxInsert for many messages of one tenant in one statement: the
+// aggregates' locks are all taken first (an InitPlan, in key order, so
+// two such statements cannot deadlock), then the rows get their ids in
+// the given order.
+func (q *Queries) OutboxInsertMany(ctx context.Context, arg OutboxInsertManyParams) error {
+	_, err := q.db.Exec(ctx, outboxInsertMany,
+		arg.TenantID,
+		arg.Now,
+		arg.EventTypes,
+		arg.AggregateTypes,
+		arg.AggregateIds,
+		arg.Payloads,
+		arg.TraceIds,
+	)
+	return err
+}
+
 const outboxMarkDelivered = `-- name: OutboxMarkDelivered :one
 WITH delivered AS (
     UPDATE outbox_messages m

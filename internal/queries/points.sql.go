@@ -58,6 +58,77 @@ func (q *Queries) PointsAward(ctx context.Context, arg PointsAwardParams) (int64
 	return applied, err
 }
 
+const pointsAwardMany = `-- name: PointsAwardMany :many
+WITH input AS (
+    SELECT DISTINCT ON (message_id) message_id, customer, points, reason
+      FROM (SELECT i, ($1::text[])[i] AS message_id, ($2::text[])[i] AS customer,
+                   ($3::bigint[])[i] AS points, ($4::text[])[i] AS reason
+              FROM generate_subscripts($1::text[], 1) AS i) t
+     ORDER BY message_id, i
+), claim AS (
+    INSERT INTO processed_messages (tenant_id, consumer, message_id, processed_at)
+    SELECT $5, $6, message_id, coalesce($7::timestamptz, now()) FROM input
+     ORDER BY message_id
+    ON CONFLICT (tenant_id, consumer, message_id) DO NOTHING
+    RETURNING message_id, processed_at
+), applied AS (
+    SELECT i.message_id, i.customer, i.points, i.reason, c.processed_at
+      FROM input i JOIN claim c USING (message_id)
+), ledger AS (
+    INSERT INTO points_ledger (tenant_id, customer, points, reason, message_id, created_at)
+    SELECT $5, customer, points, reason, message_id, processed_at FROM applied ORDER BY message_id
+), balance AS (
+    INSERT INTO points_balances (tenant_id, customer, balance, updated_at)
+    SELECT $5, customer, sum(points), max(processed_at) FROM applied GROUP BY customer ORDER BY customer
+    ON CONFLICT (tenant_id, customer) DO UPDATE
+    SET balance = points_balances.balance + EXCLUDED.balance, updated_at = EXCLUDED.updated_at
+)
+SELECT message_id::text FROM applied
+`
+
+type PointsAwardManyParams struct {
+	MessageIds []string
+	Customers  []string
+	Points     []int64
+	Reasons    []string
+	TenantID   int64
+	Consumer   string
+	Now        *time.Time
+}
+
+// PointsAward for many awards of one tenant in one statement. A message id
+// given twice counts once, as its first occurrence. Claims and balances are written in key order,
+// so batches of one tenant racing on other replicas lock rows in the same
+// order and cannot deadlock. Returns the message ids applied now (not
+// those processed before).
+func (q *Queries) PointsAwardMany(ctx context.Context, arg PointsAwardManyParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, pointsAwardMany,
+		arg.MessageIds,
+		arg.Customers,
+		arg.Points,
+		arg.Reasons,
+		arg.TenantID,
+		arg.Consumer,
+		arg.Now,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var message_id string
+		if err := rows.Scan(&message_id); err != nil {
+			return nil, err
+		}
+		items = append(items, message_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const pointsBalanceGet = `-- name: PointsBalanceGet :one
 SELECT tenant_id, customer, balance, updated_at FROM points_balances WHERE tenant_id = $1 AND customer = $2
 `

@@ -45,17 +45,42 @@ func (q *Queries) SessionDelete(ctx context.Context, token string) error {
 }
 
 const sessionFind = `-- name: SessionFind :one
-SELECT data, expiry FROM sessions WHERE token = $1 AND current_timestamp < expiry
+SELECT s.data, s.expiry, u.id AS user_id, u.email AS user_email, u.name AS user_name,
+       u.staff_role AS user_staff_role, u.locale AS user_locale, u.time_zone AS user_time_zone,
+       u.active AS user_active
+  FROM sessions s
+  LEFT JOIN user_sessions us ON us.token = s.token
+  LEFT JOIN users u ON u.id = us.user_id
+ WHERE s.token = $1 AND current_timestamp < s.expiry
 `
 
 type SessionFindRow struct {
-	Data   []byte
-	Expiry time.Time
+	Data          []byte
+	Expiry        time.Time
+	UserID        *int64
+	UserEmail     *string
+	UserName      *string
+	UserStaffRole *string
+	UserLocale    *string
+	UserTimeZone  *string
+	UserActive    *bool
 }
 
+// The session and, in the same round trip, the user it was signed in as
+// (user_sessions, written at sign-in): every signed-in page needs both.
 func (q *Queries) SessionFind(ctx context.Context, token string) (SessionFindRow, error) {
 	row := q.db.QueryRow(ctx, sessionFind, token)
 	var i SessionFindRow
-	err := row.Scan(&i.Data, &i.Expiry)
+	err := row.Scan(
+		&i.Data,
+		&i.Expiry,
+		&i.UserID,
+		&i.UserEmail,
+		&i.UserName,
+		&i.UserStaffRole,
+		&i.UserLocale,
+		&i.UserTimeZone,
+		&i.UserActive,
+	)
 	return i, err
 }

@@ -10,7 +10,7 @@ import (
 )
 
 const userGetByEmail = `-- name: UserGetByEmail :one
-SELECT id, email, name, password_hash, staff_role, active, created_at, locale FROM users WHERE email = $1
+SELECT id, email, name, password_hash, staff_role, active, created_at, locale, time_zone FROM users WHERE email = $1
 `
 
 func (q *Queries) UserGetByEmail(ctx context.Context, email string) (User, error) {
@@ -25,12 +25,13 @@ func (q *Queries) UserGetByEmail(ctx context.Context, email string) (User, error
 		&i.Active,
 		&i.CreatedAt,
 		&i.Locale,
+		&i.TimeZone,
 	)
 	return i, err
 }
 
 const userGetByID = `-- name: UserGetByID :one
-SELECT id, email, name, password_hash, staff_role, active, created_at, locale FROM users WHERE id = $1
+SELECT id, email, name, password_hash, staff_role, active, created_at, locale, time_zone FROM users WHERE id = $1
 `
 
 func (q *Queries) UserGetByID(ctx context.Context, id int64) (User, error) {
@@ -45,6 +46,7 @@ func (q *Queries) UserGetByID(ctx context.Context, id int64) (User, error) {
 		&i.Active,
 		&i.CreatedAt,
 		&i.Locale,
+		&i.TimeZone,
 	)
 	return i, err
 }
@@ -52,7 +54,7 @@ func (q *Queries) UserGetByID(ctx context.Context, id int64) (User, error) {
 const userUpsert = `-- name: UserUpsert :one
 INSERT INTO users (email, name, password_hash, staff_role) VALUES ($1, $2, $3, $4)
 ON CONFLICT (email) DO UPDATE SET name = EXCLUDED.name, staff_role = EXCLUDED.staff_role
-RETURNING id, email, name, password_hash, staff_role, active, created_at, locale
+RETURNING id, email, name, password_hash, staff_role, active, created_at, locale, time_zone
 `
 
 type UserUpsertParams struct {
@@ -79,6 +81,7 @@ func (q *Queries) UserUpsert(ctx context.Context, arg UserUpsertParams) (User, e
 		&i.Active,
 		&i.CreatedAt,
 		&i.Locale,
+		&i.TimeZone,
 	)
 	return i, err
 }

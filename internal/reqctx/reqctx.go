@@ -7,6 +7,7 @@ package reqctx
 import (
 	"context"
 	"slices"
+	"time"
 )
 
 type key int
@@ -46,6 +47,19 @@ type Viewer struct {
 	// Grants are the staff permissions the role holds (staff.Can), so a
 	// page offers only the actions its reader may take.
 	Grants []string
+	// Zone is the time zone staff pages are shown in (nil = UTC), and
+	// ZoneChoices the zones a staff member is offered.
+	Zone        *time.Location
+	ZoneChoices []string
+}
+
+// Location is the zone the viewer reads staff pages in: their choice, else
+// UTC (also for a nil viewer).
+func (v *Viewer) Location() *time.Location {
+	if v == nil || v.Zone == nil {
+		return time.UTC
+	}
+	return v.Zone
 }
 
 // May reports whether the viewer holds the staff permission p (a

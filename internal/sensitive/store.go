@@ -87,7 +87,7 @@ func RecordSkipped(ctx context.Context, tx pgx.Tx, c clock.Clock, j *job.Job, k 
 	if k.JobID != nil {
 		detail = detail[:len(detail)-1] + fmt.Sprintf(`,"first_job_id":%d}`, *k.JobID)
 	}
-	_, err := audit.NewRecorder(c).RecordJobEvent(ctx, tx, audit.JobEvent{
+	err := audit.NewRecorder(c).RecordJobEvent(ctx, tx, audit.JobEvent{
 		TenantID: j.TenantID, JobID: j.ID, Kind: j.Kind, Stage: audit.JobSkipped, WorkerID: j.WorkerID,
 		Attempt: j.Attempt, TraceID: j.TraceID, Reason: "already_processed", Detail: []byte(detail),
 	})

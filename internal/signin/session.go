@@ -12,6 +12,8 @@ import (
 	"github.com/alexedwards/scs/pgxstore"
 	"github.com/alexedwards/scs/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/user"
 )
 
 // SessionStore keeps sessions in the sessions table like scs's pgxstore
@@ -40,6 +42,7 @@ type sessionSeen struct {
 	token  string
 	data   []byte
 	expiry time.Time
+	user   *user.User // the user the session was signed in as, read with it
 }
 
 type seenKey struct{}
@@ -54,11 +57,22 @@ func WithSessionMemo(ctx context.Context) context.Context {
 
 // FindCtx returns a live session's data.
 func (s *SessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool, error) {
-	b, expiry, ok, err := s.st.sessionFind(ctx, token)
+	b, expiry, u, ok, err := s.st.sessionFind(ctx, token)
 	if seen, _ := ctx.Value(seenKey{}).(*sessionSeen); seen != nil && ok {
-		*seen = sessionSeen{token: token, data: b, expiry: expiry}
+		*seen = sessionSeen{token: token, data: b, expiry: expiry, user: u}
 	}
 	return b, ok, err
+}
+
+// SessionUser returns user id as this request's session lookup read it
+// (the lookup joins the user the session was signed in as), or nil when
+// the lookup did not read that user: the caller then reads it itself.
+// It saves every signed-in page a query.
+func SessionUser(ctx context.Context, id int64) *user.User {
+	if seen, _ := ctx.Value(seenKey{}).(*sessionSeen); seen != nil && seen.user != nil && seen.user.ID == id {
+		return seen.user
+	}
+	return nil
 }
 
 // CommitCtx writes a session, unless it is the one this request read,

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jejakhq/jejak/internal/queries"
+	"github.com/jejakhq/jejak/internal/user"
 )
 
 type store struct{ q *queries.Queries }
@@ -57,15 +58,31 @@ func (s *store) secret(ctx context.Context, name string) ([]byte, error) {
 	return b, nil
 }
 
-func (s *store) sessionFind(ctx context.Context, token string) ([]byte, time.Time, bool, error) {
+// sessionFind reads a live session and the user it was signed in as (nil
+// when the token is not indexed by a user).
+func (s *store) sessionFind(ctx context.Context, token string) (data []byte, expiry time.Time, u *user.User, ok bool, err error) {
 	r, err := s.q.SessionFind(ctx, token)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, time.Time{}, false, nil
+		return nil, time.Time{}, nil, false, nil
 	}
 	if err != nil {
-		return nil, time.Time{}, false, fmt.Errorf("find session: %w", err)
+		return nil, time.Time{}, nil, false, fmt.Errorf("find session: %w", err)
 	}
-	return r.Data, r.Expiry, true, nil
+	if r.UserID != nil {
+		// Without the password hash: enough to show and authorize a
+		// request, never to check a password.
+		u = &user.User{ID: *r.UserID, Email: deref(r.UserEmail), Name: deref(r.UserName),
+			StaffRole: deref(r.UserStaffRole), Locale: deref(r.UserLocale), TimeZone: deref(r.UserTimeZone),
+			Active: r.UserActive != nil && *r.UserActive}
+	}
+	return r.Data, r.Expiry, u, true, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func (s *store) sessionCommit(ctx context.Context, token string, b []byte, expiry time.Time) error {

@@ -160,7 +160,7 @@ func (s *Service) recordView(ctx context.Context, tx pgx.Tx, tenantID, staffID i
 		detail["filter_entity"] = f.Entity
 	}
 	raw, _ := json.Marshal(detail)
-	_, err = s.rec.Record(ctx, tx, audit.Event{
+	err = s.rec.Append(ctx, tx, audit.Event{
 		TenantID: tenantID, ActorKind: audit.ActorStaff, ActorID: &staffID, Action: "staff.viewed_audit",
 		Entity: "audit", EntityID: strconv.FormatInt(tenantID, 10), Detail: raw, TraceID: traceID,
 	})

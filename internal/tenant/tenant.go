@@ -254,7 +254,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, tenantID int64, actor A
 		return fmt.Errorf("encode audit detail: %w", err)
 	}
 	uid := actor.UserID
-	_, err = s.audit.Record(ctx, tx, audit.Event{
+	err = s.audit.Append(ctx, tx, audit.Event{
 		TenantID: tenantID, ActorKind: audit.ActorUser, ActorID: &uid, Action: action,
 		Entity: entity, EntityID: strconv.FormatInt(entityID, 10), Detail: b, TraceID: actor.TraceID,
 	})
@@ -389,7 +389,7 @@ func (s *Service) RecordSignIn(ctx context.Context, userID int64, ok bool, ip, t
 		}
 		for _, t := range tenants {
 			uid := userID
-			if _, err := s.audit.Record(ctx, tx, audit.Event{TenantID: t.ID, ActorKind: audit.ActorUser, ActorID: &uid,
+			if err := s.audit.Append(ctx, tx, audit.Event{TenantID: t.ID, ActorKind: audit.ActorUser, ActorID: &uid,
 				Action: action, Entity: "user", EntityID: strconv.FormatInt(userID, 10), Detail: detail, TraceID: traceID}); err != nil {
 				return fmt.Errorf("audit %s: %w", action, err)
 			}

@@ -59,6 +59,9 @@ func fromRow(r queries.User) *User {
 	if r.Locale != nil {
 		u.Locale = *r.Locale
 	}
+	if r.TimeZone != nil {
+		u.TimeZone = *r.TimeZone
+	}
 	return u
 }
 
@@ -75,6 +78,16 @@ func (s *Store) SetLocale(ctx context.Context, id int64, locale *string) (bool, 
 	n, err := s.q.UserSetLocale(ctx, queries.UserSetLocaleParams{Locale: locale, ID: id})
 	if err != nil {
 		return false, fmt.Errorf("set locale of user %d: %w", id, err)
+	}
+	return n > 0, nil
+}
+
+// SetTimeZone saves a user's staff-page zone (nil = UTC); false when no
+// such user.
+func (s *Store) SetTimeZone(ctx context.Context, id int64, zone *string) (bool, error) {
+	n, err := s.q.UserSetTimeZone(ctx, queries.UserSetTimeZoneParams{TimeZone: zone, ID: id})
+	if err != nil {
+		return false, fmt.Errorf("set time zone of user %d: %w", id, err)
 	}
 	return n > 0, nil
 }

@@ -39,7 +39,9 @@ type User struct {
 	// Locale is the language the user chose for the dashboard ("id", "en");
 	// "" = follow the browser.
 	Locale string
-	hash   string
+	// TimeZone is the IANA zone staff pages are shown in ("" = UTC).
+	TimeZone string
+	hash     string
 }
 
 // IsStaff reports whether the user is support or admin staff.

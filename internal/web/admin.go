@@ -72,25 +72,23 @@ func safeBack(back, fallback string) string {
 	return fallback
 }
 
-// staffAuditRows converts audit events for the staff tables, naming actors.
-func (s *Server) staffAuditRows(c echo.Context, events []audit.Recorded) ([]admin.AuditRow, error) {
-	names, err := s.actorNames(c.Request().Context(), events)
-	if err != nil {
-		return nil, err
-	}
+// staffAuditRows converts audit events for the staff tables; the audit
+// read already named the actors.
+func (s *Server) staffAuditRows(c echo.Context, events []audit.Recorded) []admin.AuditRow {
 	out := make([]admin.AuditRow, len(events))
 	for i, e := range events {
 		r := admin.AuditRow{
 			ID: e.ID, TenantID: e.TenantID, Seq: e.Seq, At: e.OccurredAt, ActorKind: string(e.ActorKind),
 			Action: e.Action, Entity: e.Entity, EntityID: e.EntityID, Detail: prettyJSON(e.Detail), TraceID: e.TraceID,
 		}
-		if e.ActorID != nil {
-			r.Actor = names[*e.ActorID]
+		r.Actor = e.ActorName
+		if e.ActorKind == audit.ActorStaff {
+			r.Actor = staffName(c.Request().Context(), e.ActorName, e.ActorRole)
 		}
 		if e.JobID != nil {
 			r.JobID = *e.JobID
 		}
 		out[i] = r
 	}
-	return out, nil
+	return out
 }

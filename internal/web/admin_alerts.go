@@ -11,6 +11,7 @@ import (
 	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/staff"
+	"github.com/jejakhq/jejak/views/components"
 	"github.com/jejakhq/jejak/views/observe"
 )
 
@@ -43,7 +44,7 @@ func (s *Server) adminAlerts(c echo.Context) error {
 	}
 	for _, h := range o.History {
 		notice, noticeState := alertNotice(c.Request().Context(), h.Notice)
-		vm.History = append(vm.History, observe.AlertEventRow{At: h.At.UTC().Format("2006-01-02 15:04:05"), Rule: h.Rule,
+		vm.History = append(vm.History, observe.AlertEventRow{At: components.When(c.Request().Context(), h.At), Rule: h.Rule,
 			State: h.State, Value: i18n.Decimal(c.Request().Context(), h.Value), Summary: alertSummary(c.Request().Context(), h.Summary),
 			Notice: notice, NoticeState: noticeState})
 	}
@@ -100,7 +101,7 @@ func deliveryText(ctx context.Context, state string, attempts, status int, lastE
 	case state == "pending":
 		return i18n.T(ctx, "alerts.delivery_retrying", attempts, last)
 	}
-	return i18n.T(ctx, "alerts.delivery_ended", i18n.Enum(ctx, "delivery", state), attempts, last)
+	return i18n.Plural(ctx, "alerts.delivery_ended", int64(attempts), i18n.Enum(ctx, "delivery", state), attempts, last)
 }
 
 // catalogOr is key in the reader's language, or english when no catalog
@@ -116,7 +117,7 @@ func catalogOr(ctx context.Context, key, english string) string {
 // when it is one the catalogs know, as stored otherwise.
 func alertSummary(ctx context.Context, stored string) string {
 	if t := alert.ParseSummary(stored); t.Key != "" && i18n.Has(t.Key) {
-		return i18n.T(ctx, t.Key, localArgs(ctx, t.Args)...)
+		return countedT(ctx, t.Key, t.Args)
 	}
 	return stored
 }
@@ -127,7 +128,7 @@ func alertRuleRow(ctx context.Context, st alert.Status) observe.AlertRuleRow {
 		Runbook: catalogOr(ctx, st.Rule.RunbookKey(), st.Rule.Runbook), Value: i18n.Decimal(ctx, st.Value),
 		Condition: i18n.T(ctx, "alerts.condition", i18n.Decimal(ctx, st.Rule.Threshold), i18n.Duration(ctx, st.Rule.For))}
 	if !st.Since.IsZero() {
-		r.Since = st.Since.UTC().Format("2006-01-02 15:04:05")
+		r.Since = components.When(ctx, st.Since)
 	}
 	if !st.EvaluatedAt.IsZero() {
 		r.EvaluatedAt = st.EvaluatedAt.UTC().Format(time.RFC3339)

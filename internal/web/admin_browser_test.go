@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 
 // TestBrowserSupportRetriesDeadJob: support opens the dead letters, is
 // refused without a reason (message shown, job still dead), retries with a
-// reason, and the row leaves the list in place (no reload: a window marker
+// reason, is asked to confirm (the job failed permanently) and confirms, and
+// the row leaves the list in place (no reload: a window marker
 // survives); the job is pending and the retry with its reason is in
 // toko-bunga-melati's audit trail.
 func TestBrowserSupportRetriesDeadJob(t *testing.T) {
@@ -58,6 +60,20 @@ func TestBrowserSupportRetriesDeadJob(t *testing.T) {
 		chromedp.Click(chromedp.CSS(row+` [data-testid="retry"]`)),
 	); err != nil {
 		t.Fatalf("retry: %v", err)
+	}
+	// It failed permanently: the row asks first, saying why, and nothing
+	// changed until the operator retries anyway.
+	confirm := fmt.Sprintf(`[data-testid="dead-row-confirm"][data-job-id="%d"]`, id)
+	wait(fmt.Sprintf(`!!document.querySelector('%s')`, confirm), "no confirmation for a permanent failure")
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(confirm+` [data-testid="retry-confirm-text"]`)))
+	if err != nil || !strings.Contains(text, "smtp 550 mailbox unavailable") || !strings.Contains(text, "Retry anyway?") {
+		t.Fatalf("confirmation text: %q %v", text, err)
+	}
+	if st := f.jobState(id); st != "dead" {
+		t.Fatalf("an unconfirmed retry changed the job: %s", st)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(confirm+` [data-testid="retry-anyway"]`))); err != nil {
+		t.Fatalf("retry anyway: %v", err)
 	}
 	wait(fmt.Sprintf(`!document.querySelector('%s') && !!document.querySelector('[data-testid="dead-row-done"][data-job-id="%d"]')`, row, id), "row never left the dead list")
 	marker, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__jejakMarker === true`))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/i18n"
+	"github.com/jejakhq/jejak/views/components"
 	"github.com/jejakhq/jejak/views/support"
 )
 
@@ -27,6 +28,22 @@ func localArgs(ctx context.Context, args []any) []any {
 		out[i] = a
 	}
 	return out
+}
+
+// countedT formats a stored sentence (a catalog key and its values) in
+// the reader's language: its first whole-number value is what it counts,
+// so "1 tenant" and "3 tenants" each read right.
+func countedT(ctx context.Context, key string, args []any) string {
+	local := localArgs(ctx, args)
+	for _, a := range args {
+		switch n := a.(type) {
+		case int64:
+			return i18n.Plural(ctx, key, n, local...)
+		case int:
+			return i18n.Plural(ctx, key, int64(n), local...)
+		}
+	}
+	return i18n.T(ctx, key, local...)
 }
 
 // adminExtras builds /admin's sections below the queue figures: paused
@@ -46,15 +63,15 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 		}
 		for _, r := range st {
 			row := support.ScheduleRow{Name: r.Name, Every: string(r.Every), About: r.About, LastPeriod: r.LastPeriod,
-				LastSummary: r.LastSummary, LastWorker: r.LastWorker, NextRun: fmtUTC(r.NextRun)}
+				LastSummary: r.LastSummary, LastWorker: r.LastWorker, NextRun: components.When(ctx, r.NextRun)}
 			if key := "schedule." + r.Name + ".desc"; i18n.Has(key) {
 				row.About = i18n.T(ctx, key, localArgs(ctx, r.AboutArgs)...)
 			}
 			if r.LastResult.Key != "" {
-				row.LastSummary = i18n.T(ctx, r.LastResult.Key, localArgs(ctx, r.LastResult.Args)...)
+				row.LastSummary = countedT(ctx, r.LastResult.Key, r.LastResult.Args)
 			}
 			if r.LastRun != nil {
-				row.LastRun = fmtUTC(*r.LastRun)
+				row.LastRun = components.When(ctx, *r.LastRun)
 			} else {
 				row.LastRun, row.NextRun = i18n.T(ctx, "support.never"), i18n.T(ctx, "support.next_pass")
 			}
@@ -86,14 +103,14 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 			return nil, err
 		}
 		for _, p := range ps {
-			row := support.PauseRow{Scope: p.Scope, Name: p.Name, Reason: p.Reason, Auto: p.Auto, Since: fmtUTC(p.PausedAt)}
+			row := support.PauseRow{Scope: p.Scope, Name: p.Name, Reason: p.Reason, Auto: p.Auto, Since: components.When(ctx, p.PausedAt)}
 			if p.PausedBy != nil {
 				row.By = nameOr(ctx, names, *p.PausedBy)
 			}
 			vm.Pauses = append(vm.Pauses, row)
 		}
 		for _, l := range log {
-			row := support.PauseLogRow{When: fmtUTC(l.At), Action: l.Action, Scope: l.Scope, Name: l.Name, Reason: l.Reason, By: i18n.T(ctx, "support.automatic")}
+			row := support.PauseLogRow{When: components.When(ctx, l.At), Action: l.Action, Scope: l.Scope, Name: l.Name, Reason: l.Reason, By: i18n.T(ctx, "support.automatic")}
 			if l.ActorID != nil {
 				row.By = nameOr(ctx, names, *l.ActorID)
 			}

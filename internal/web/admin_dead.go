@@ -85,7 +85,8 @@ func (s *Server) bulkVM(c echo.Context, v url.Values) (admin.BulkVM, error) {
 	if err != nil {
 		return admin.BulkVM{}, err
 	}
-	return admin.BulkVM{Action: string(action), Form: form, Count: p.Count, Capped: p.Capped, MaxID: p.MaxID, Cap: console.MaxBulk}, nil
+	return admin.BulkVM{Action: string(action), Form: form, Count: p.Count, Capped: p.Capped, MaxID: p.MaxID, Cap: console.MaxBulk,
+		Permanent: p.Permanent}, nil
 }
 
 // adminDeadBulkPreview shows how many dead letters a bulk action over the
@@ -141,7 +142,7 @@ func (s *Server) adminDeadBulk(c echo.Context) error {
 		if action == console.ActionDiscard {
 			key = "admin.flash_bulk_stopped_discard"
 		}
-		s.setFlash(c, i18n.T(ctx, key, n))
+		s.setFlash(c, i18n.Plural(ctx, key, int64(n), n))
 		s.Logger.ErrorContext(ctx, "bulk dead-letter action failed", "error", err.Error(), "done", n)
 		return c.Redirect(http.StatusSeeOther, dform.URL())
 	case err != nil:
@@ -154,6 +155,6 @@ func (s *Server) adminDeadBulk(c echo.Context) error {
 	if action == console.ActionDiscard {
 		key = "admin.flash_bulk_discarded"
 	}
-	s.setFlash(c, i18n.T(ctx, key, n, dform.Describe(ctx)))
+	s.setFlash(c, i18n.Plural(ctx, key, int64(n), n, dform.Describe(ctx)))
 	return c.Redirect(http.StatusSeeOther, dform.URL())
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/incident"
 	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/views/components"
 	"github.com/jejakhq/jejak/views/observe"
 )
 
@@ -50,7 +51,7 @@ func (s *Server) adminIncident(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	for _, e := range in.Entries {
-		r := observe.IncidentRow{At: e.At.UTC().Format("2006-01-02 15:04:05.000"), Kind: e.Kind, Tenant: slugs[e.TenantID],
+		r := observe.IncidentRow{At: components.When(ctx, e.At), Kind: e.Kind, Tenant: slugs[e.TenantID],
 			Actor: e.Actor, Title: incidentText(ctx, e.Title), Detail: incidentDetail(ctx, e.Detail), Error: e.Error, Worker: e.Worker, Link: e.Link}
 		if e.ActorID != nil {
 			if u, ok := in.Users[*e.ActorID]; ok {
@@ -80,7 +81,7 @@ func incidentText(ctx context.Context, t incident.Text) string {
 		}
 		args[i] = a
 	}
-	return i18n.T(ctx, t.Key, localArgs(ctx, args)...)
+	return countedT(ctx, t.Key, args)
 }
 
 // incidentDetail joins a timeline row's detail parts.

@@ -83,12 +83,29 @@ func (s *Server) adminJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if isHTMX(c) && c.Request().Header.Get("HX-Target") == "job-live" {
+		return s.adminJobLive(c, id)
+	}
 	vm, err := s.jobVM(c, id)
 	if err != nil {
 		return err
 	}
 	vm.Flash = s.popFlash(c)
 	return render(c, http.StatusOK, admin.JobPage(vm))
+}
+
+// adminJobLive is the job page's live state, polled while the job is
+// pending or running: one row of the job list (no history, no audit
+// events), so following a job costs a primary-key read per poll.
+func (s *Server) adminJobLive(c echo.Context, id int64) error {
+	res, err := s.Console.Jobs(c.Request().Context(), console.JobQuery{ID: strconv.FormatInt(id, 10)}, 0)
+	if err != nil {
+		return err
+	}
+	if len(res.Rows) == 0 {
+		return errJobNotFound
+	}
+	return render(c, http.StatusOK, admin.JobLiveUpdate(adminRow(res.Rows[0])))
 }
 
 func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
@@ -111,9 +128,7 @@ func (s *Server) jobVM(c echo.Context, id int64) (admin.JobVM, error) {
 			vm.RequestedBy = n
 		}
 	}
-	if vm.Audit, err = s.staffAuditRows(c, v.Events); err != nil {
-		return admin.JobVM{}, err
-	}
+	vm.Audit = s.staffAuditRows(c, v.Events)
 	if err := s.recordStaffViews(c, "/admin/jobs", v.Events); err != nil {
 		return admin.JobVM{}, err
 	}
@@ -150,10 +165,14 @@ func (s *Server) adminJobAction(action console.Action) echo.HandlerFunc {
 		}
 		back := safeBack(c.FormValue("back"), "/admin/jobs/"+strconv.FormatInt(id, 10))
 		reason := c.FormValue("reason")
-		op := console.Operator{UserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx)}
+		op := console.Operator{UserID: viewer(c).UserID, TraceID: reqctx.Trace(ctx),
+			Confirmed: c.FormValue("confirm") == "permanent"}
 		t, err := s.Console.Act(ctx, op, action, id, reason)
 		if msg := fieldMessage(ctx, err, "reason"); msg != "" {
 			return s.refuseJobAction(c, id, back, reason, msg)
+		}
+		if pf, ok := errors.AsType[*console.PermanentFailureError](err); ok {
+			return s.confirmRetry(c, pf, back, reason)
 		}
 		if need, ok := errors.AsType[*console.NeedsApprovalError](err); ok {
 			return s.requestReplay(c, need, reason)
@@ -184,6 +203,21 @@ func actionDoneMessage(ctx context.Context, id int64, action console.Action, slu
 		return i18n.T(ctx, "admin.flash_retried_any", id)
 	}
 	return i18n.T(ctx, "admin.flash_retried", id, slug)
+}
+
+// confirmRetry asks again before retrying a job that failed permanently
+// (nothing changed yet): in the dead-letter row with htmx, else on the
+// job's page. Confirming posts the same reason with confirm=permanent.
+func (s *Server) confirmRetry(c echo.Context, pf *console.PermanentFailureError, back, reason string) error {
+	if isHTMX(c) && strings.HasPrefix(back, "/admin/dead") {
+		return render(c, http.StatusOK, admin.DeadRowConfirm(pf.JobID, back, reason, pf.LastError))
+	}
+	vm, err := s.jobVM(c, pf.JobID)
+	if err != nil {
+		return err
+	}
+	vm.Reason, vm.Confirming, vm.ConfirmError = reason, true, pf.LastError
+	return render(c, http.StatusOK, admin.JobPage(vm))
 }
 
 // refuseJobAction answers a refused action (no reason): 422, nothing

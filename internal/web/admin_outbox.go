@@ -31,7 +31,7 @@ func (s *Server) outboxLiveVM(c echo.Context) (admin.OutboxLiveVM, error) {
 		return i18n.Number(ctx, n)
 	}
 	vm := admin.OutboxLiveVM{Pending: capped(st.Pending), Processing: capped(st.Processing), Failed: capped(st.Failed),
-		Lag: "—", Late: st.Late(), DeliveredHour: i18n.Number(ctx, st.DeliveredLastHour()), AsOf: components.UTC(st.Now)}
+		Lag: "—", Late: st.Late(), DeliveredHour: i18n.Number(ctx, st.DeliveredLastHour()), AsOf: components.When(ctx, st.Now)}
 	if st.Pending > 0 {
 		vm.Lag = components.Ago(st.OldestPendingAge)
 	}
@@ -54,7 +54,7 @@ func (s *Server) outboxVM(c echo.Context, tenantSlug string) (admin.OutboxVM, er
 	for _, f := range failed {
 		vm.Failed = append(vm.Failed, admin.OutboxFailedRow{ID: strconv.FormatInt(f.ID, 10), Tenant: f.TenantSlug, Type: f.Type,
 			Aggregate: f.AggregateType + ":" + f.AggregateID, Attempts: i18n.Number(c.Request().Context(), int64(f.Attempts)), LastError: f.LastError,
-			Created: components.UTC(f.CreatedAt)})
+			Created: components.When(c.Request().Context(), f.CreatedAt)})
 	}
 	eps, err := s.Outbox.FailingEndpoints(c.Request().Context(), 50)
 	if err != nil {
@@ -71,13 +71,13 @@ func failingEndpointRow(ctx context.Context, e outboxconsole.FailingEndpoint) ad
 	r := admin.OutboxEndpointRow{Tenant: e.TenantSlug, URL: e.URL, Failures: i18n.Number(ctx, int64(e.ConsecutiveFailures)),
 		State: i18n.T(ctx, "webhooks.breaker_failing")}
 	if e.FailingSince != nil {
-		r.FailingSince = i18n.T(ctx, "admin.failing_since", components.UTC(*e.FailingSince))
+		r.FailingSince = i18n.T(ctx, "admin.failing_since", components.When(ctx, *e.FailingSince))
 	}
 	switch {
 	case !e.Enabled:
 		r.State = i18n.T(ctx, "webhooks.disabled") + ": " + i18n.T(ctx, e.DisabledReason)
 	case e.BreakerOpen:
-		r.State = i18n.T(ctx, "webhooks.breaker_open") + " · " + i18n.T(ctx, "webhooks.breaker_until", components.UTC(*e.BreakerOpenUntil))
+		r.State = i18n.T(ctx, "webhooks.breaker_open") + " · " + i18n.T(ctx, "webhooks.breaker_until", components.When(ctx, *e.BreakerOpenUntil))
 	}
 	return r
 }
@@ -130,7 +130,7 @@ func (s *Server) adminOutboxRetry(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setFlash(c, i18n.T(ctx, "admin.flash_outbox_retried", n))
+	s.setFlash(c, i18n.Plural(ctx, "admin.flash_outbox_retried", int64(n), n))
 	back := "/admin/outbox"
 	if slug != "" {
 		back += "?tenant=" + url.QueryEscape(slug)

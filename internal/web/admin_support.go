@@ -20,20 +20,19 @@ import (
 	staffsupport "github.com/jejakhq/jejak/internal/support"
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/views/admin"
+	"github.com/jejakhq/jejak/views/components"
 	"github.com/jejakhq/jejak/views/support"
 )
 
 // Staff tenant pages and two-person approvals.
 
-const staffTime = "2006-01-02 15:04 UTC"
-
-func fmtUTC(t time.Time) string { return t.UTC().Format(staffTime) }
-
-func fmtUTCPtr(t *time.Time) string {
+// staffStampPtr is components.When for an optional time ("" when nil:
+// the views leave the cell empty).
+func staffStampPtr(ctx context.Context, t *time.Time) string {
 	if t == nil {
 		return ""
 	}
-	return fmtUTC(*t)
+	return components.When(ctx, *t)
 }
 
 // adminTenants is the tenant search.
@@ -61,7 +60,9 @@ func (s *Server) adminTenant(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	loc := t.Location()
+	// A staff page: the trail's days and times are in the staff member's
+	// zone, like every other staff page, not the tenant's.
+	loc := viewer(c).Location()
 	af, ferr := s.parseAuditFilter(c, loc)
 	vm := support.TenantVM{Slug: t.Slug, Name: t.Name, Zone: zoneLabel(loc), Flash: s.popFlash(c),
 		FilterAction: af.form.Action, FilterEntity: af.form.Entity, FilterActor: af.form.Actor,
@@ -100,22 +101,20 @@ func (s *Server) adminTenant(c echo.Context) error {
 	}
 	if page.Subscription != nil {
 		vm.Plan, vm.Status = page.Subscription.PlanCode, string(page.Subscription.Status)
-		vm.Period = i18n.T(ctx, "support.period_ends", shownTime(ctx, page.Subscription.PeriodEnd.In(loc)))
+		vm.Period = i18n.T(ctx, "support.period_ends", components.When(ctx, page.Subscription.PeriodEnd))
 	}
 	vm.Members = staffMemberRows(c, t, page.Members)
-	vm.PlanHistory, vm.StatusHistory = staffHistoryRows(ctx, page, names, loc)
+	vm.PlanHistory, vm.StatusHistory = staffHistoryRows(ctx, page, names)
 	for _, j := range page.Jobs {
 		vm.Jobs = append(vm.Jobs, support.JobRow{ID: strconv.FormatInt(j.ID, 10), Kind: j.Kind, State: j.State,
-			Attempts: i18n.Number(ctx, int64(j.Attempt)) + "/" + i18n.Number(ctx, int64(j.MaxAttempts)), Created: fmtUTC(j.CreatedAt),
+			Attempts: i18n.Number(ctx, int64(j.Attempt)) + "/" + i18n.Number(ctx, int64(j.MaxAttempts)), Created: components.When(ctx, j.CreatedAt),
 			LastError: truncRunes(j.LastError, 120), TraceID: j.TraceID, URL: "/admin/jobs/" + strconv.FormatInt(j.ID, 10)})
 	}
 	slugs := map[int64]string{page.ID: page.Slug}
 	for _, a := range approvals {
 		vm.Approvals = append(vm.Approvals, approvalRow(c, a, slugs, names, v.UserID))
 	}
-	if vm.Audit, err = s.auditRows(ctx, t, page.Audit.Rows); err != nil {
-		return err
-	}
+	vm.Audit = s.auditRows(ctx, t, page.Audit.Rows)
 	// Entity links stay on the staff page: the entity's history is this
 	// trail filtered by entity and id.
 	for i := range vm.Audit {
@@ -130,7 +129,7 @@ func (s *Server) adminTenant(c echo.Context) error {
 }
 
 // staffHistoryRows lists a tenant's plan and status changes for staff.
-func staffHistoryRows(ctx context.Context, page *staffsupport.Tenant, names map[int64]string, loc *time.Location) (plan, status []support.HistoryRow) {
+func staffHistoryRows(ctx context.Context, page *staffsupport.Tenant, names map[int64]string) (plan, status []support.HistoryRow) {
 	for _, ch := range page.PlanChanges {
 		from := "—"
 		if ch.FromPlan != nil {
@@ -140,14 +139,14 @@ func staffHistoryRows(ctx context.Context, page *staffsupport.Tenant, names map[
 		if ch.ChangedBy != nil {
 			by = nameOr(ctx, names, *ch.ChangedBy)
 		}
-		plan = append(plan, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)), What: from + " → " + ch.ToPlan, By: by})
+		plan = append(plan, support.HistoryRow{When: components.When(ctx, ch.ChangedAt), What: from + " → " + ch.ToPlan, By: by})
 	}
 	for _, ch := range page.StatusChanges {
 		by := i18n.T(ctx, "support.system")
 		if ch.JobID != nil {
 			by = i18n.T(ctx, "support.system_job", strconv.FormatInt(*ch.JobID, 10))
 		}
-		status = append(status, support.HistoryRow{When: shownTime(ctx, ch.ChangedAt.In(loc)),
+		status = append(status, support.HistoryRow{When: components.When(ctx, ch.ChangedAt),
 			What: i18n.Enum(ctx, "status", string(ch.FromStatus)) + " → " + i18n.Enum(ctx, "status", string(ch.ToStatus)), By: by})
 	}
 	return plan, status
@@ -157,7 +156,7 @@ func staffHistoryRows(ctx context.Context, page *staffsupport.Tenant, names map[
 // request form and, for admins, the lift form of a disabled membership.
 func staffMemberRows(c echo.Context, t *tenant.Tenant, members []staffsupport.Member) []support.MemberRow {
 	ctx := c.Request().Context()
-	loc := t.Location()
+	loc := viewer(c).Location()
 	var rows []support.MemberRow
 	for _, m := range members {
 		row := support.MemberRow{UserID: strconv.FormatInt(m.UserID, 10), Name: m.Name, Email: m.Email, Role: m.Role,
@@ -167,7 +166,7 @@ func staffMemberRows(c echo.Context, t *tenant.Tenant, members []staffsupport.Me
 			row.LiftURL = fmt.Sprintf("/admin/tenants/%s/members/%d/lift", url.PathEscape(t.Slug), m.UserID)
 		}
 		if m.DisabledAt != nil {
-			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", shownTime(ctx, m.DisabledAt.In(loc))), m.DisabledReason
+			row.Disabled, row.Status, row.DisabledReason = true, i18n.T(ctx, "support.member_disabled", components.WhenPtr(ctx, m.DisabledAt)), m.DisabledReason
 		} else if !m.UserActive {
 			row.Status = i18n.T(ctx, "support.account_deactivated")
 		}
@@ -196,9 +195,9 @@ func approvalRow(c echo.Context, a approval.Approval, slugs map[int64]string, na
 	slug := slugs[a.TenantID]
 	r := support.ApprovalRow{
 		ID: strconv.FormatInt(a.ID, 10), Tenant: slug, TenantURL: "/admin/tenants/" + slug, Action: a.Action,
-		Reason: a.Reason, RequestedBy: nameOr(ctx, names, a.RequestedBy), RequestedAt: fmtUTC(a.RequestedAt),
-		ExpiresAt: fmtUTC(a.ExpiresAt), State: a.State, DecisionReason: a.DecisionReason,
-		Consumed: fmtUTCPtr(a.ConsumedAt), TraceID: a.TraceID, Pending: a.State == approval.StatePending,
+		Reason: a.Reason, RequestedBy: nameOr(ctx, names, a.RequestedBy), RequestedAt: components.When(ctx, a.RequestedAt),
+		ExpiresAt: components.When(ctx, a.ExpiresAt), State: a.State, DecisionReason: a.DecisionReason,
+		Consumed: staffStampPtr(ctx, a.ConsumedAt), TraceID: a.TraceID, Pending: a.State == approval.StatePending,
 		OwnRequest: a.RequestedBy == me, CanDecide: can(c, staff.Decide),
 	}
 	switch a.Action {
@@ -211,7 +210,7 @@ func approvalRow(c echo.Context, a approval.Approval, slugs map[int64]string, na
 		r.Target = i18n.T(ctx, "support.job_n", strconv.FormatInt(a.TargetID, 10))
 	}
 	if a.DecidedBy != nil {
-		r.DecidedBy, r.DecidedAt = nameOr(ctx, names, *a.DecidedBy), fmtUTCPtr(a.DecidedAt)
+		r.DecidedBy, r.DecidedAt = nameOr(ctx, names, *a.DecidedBy), staffStampPtr(ctx, a.DecidedAt)
 	}
 	if a.JobID != nil {
 		r.Job = strconv.FormatInt(*a.JobID, 10)

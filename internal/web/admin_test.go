@@ -330,7 +330,7 @@ func TestAdminJobDetail(t *testing.T) {
 	// An audit event of the job and one of its trace (the request).
 	err := database.InTx(ctx, f.db.System, func(tx pgx.Tx) error {
 		rec := audit.NewRecorder(nil)
-		if _, err := rec.RecordJobEvent(ctx, tx, audit.JobEvent{TenantID: melati, JobID: id, Kind: "email.weekly-report",
+		if err := rec.RecordJobEvent(ctx, tx, audit.JobEvent{TenantID: melati, JobID: id, Kind: "email.weekly-report",
 			Stage: audit.JobDeadLettered, Attempt: 2, TraceID: "trace-detail-1", Reason: "permanent"}); err != nil {
 			return err
 		}
@@ -414,7 +414,7 @@ func TestAdminDeadRetryAndDiscard(t *testing.T) {
 
 	// Retry with a reason (htmx): the row is replaced, the job is pending
 	// with its history, the event is in melati's trail only.
-	a = c.post(fmt.Sprintf("/admin/jobs/%d/retry", ids[0]), c.withCSRF(url.Values{"reason": {"SMTP relay fixed, OPS-12"}, "back": {"/admin/dead"}}), true)
+	a = c.post(fmt.Sprintf("/admin/jobs/%d/retry", ids[0]), c.withCSRF(url.Values{"reason": {"SMTP relay fixed, OPS-12"}, "back": {"/admin/dead"}, "confirm": {"permanent"}}), true)
 	if a.status != 200 || !contains(a.body, `data-testid="dead-row-done"`, "toko-bunga-melati") || strings.Contains(a.body, "<html") {
 		t.Fatalf("retry: %d %.500s", a.status, a.body)
 	}
@@ -456,7 +456,7 @@ func TestAdminDeadRetryAndDiscard(t *testing.T) {
 		t.Fatalf("dead list after discard: %.2000s", after.body)
 	}
 	// An open redirect through back is refused.
-	a = c.post(fmt.Sprintf("/admin/jobs/%d/retry", other), c.withCSRF(url.Values{"reason": {"ok"}, "back": {"//evil.example/"}}), false)
+	a = c.post(fmt.Sprintf("/admin/jobs/%d/retry", other), c.withCSRF(url.Values{"reason": {"ok"}, "back": {"//evil.example/"}, "confirm": {"permanent"}}), false)
 	if a.status != http.StatusSeeOther || a.location != fmt.Sprintf("/admin/jobs/%d", other) {
 		t.Fatalf("back not sanitised: %q", a.location)
 	}
@@ -518,7 +518,7 @@ func TestAdminDeadBulk(t *testing.T) {
 	if n := len(f.trail("kopi-senja", "job.replayed")); n != 2 {
 		t.Errorf("senja trail: %d replay events, want 2", n)
 	}
-	if flash := c.get(a.location); !strings.Contains(flash.body, "Retried 6 dead job(s)") {
+	if flash := c.get(a.location); !strings.Contains(flash.body, "Retried 6 dead jobs") {
 		t.Errorf("flash missing: %.1000s", flash.body)
 	}
 	// Discard the rest of one tenant: preview then confirm.

@@ -24,22 +24,24 @@ const (
 )
 
 // describe fills the reader-facing parts of an audit row: the event as a
-// sentence in the reader's language (when its action has one), how long
-// ago it happened and its day heading, both read in the tenant's zone.
-func describe(ctx context.Context, r *components.AuditRow, e audit.Recorded, names map[int64]string, loc *time.Location, now time.Time) {
+// sentence in the reader's language (when its action has one), its clock
+// time, how long ago it happened and its day heading, all read in the
+// tenant's zone.
+func describe(ctx context.Context, r *components.AuditRow, e audit.Recorded, loc *time.Location, now time.Time) {
 	lang := i18n.Lang(ctx)
 	at := e.OccurredAt.In(loc)
 	r.Time = i18n.DateTime(lang, at)
+	r.Clock = at.Format("15:04")
 	r.Rel = i18n.Relative(lang, e.OccurredAt, now)
 	r.DayKey = at.Format(time.DateOnly)
 	r.Day = i18n.DayLabel(lang, e.OccurredAt, now, loc)
-	r.Sentence = sentence(ctx, e, r.ActorName, names)
+	r.Sentence = sentence(ctx, e, r.ActorName)
 }
 
 // sentence tells e in the reader's language, or nil when its action has no
 // sentence in the catalogs.
-func sentence(ctx context.Context, e audit.Recorded, actorName string, names map[int64]string) []components.Segment {
-	ev := eventWords{ctx: ctx, e: e, names: names}
+func sentence(ctx context.Context, e audit.Recorded, actorName string) []components.Segment {
+	ev := eventWords{ctx: ctx, e: e}
 	_ = json.Unmarshal(e.Detail, &ev.detail)
 	key, obj, extra := ev.parts()
 	if !i18n.Has(key) {
@@ -53,16 +55,30 @@ func sentence(ctx context.Context, e audit.Recorded, actorName string, names map
 	return segments(text, clean(actorLabel(ctx, e, actorName)), clean(obj))
 }
 
+// staffName names a staff member once, with their role: "Sinta (support)".
+// A name that already ends in its role, as "Sinta (Support)" does, keeps
+// it rather than saying it twice.
+func staffName(ctx context.Context, name, role string) string {
+	if name == "" {
+		return i18n.T(ctx, "audit.support_staff")
+	}
+	if role == "" || strings.HasSuffix(strings.ToLower(name), "("+role+")") {
+		return name
+	}
+	return i18n.T(ctx, "actor.staff", name, i18n.Enum(ctx, "staff_role", role))
+}
+
 // eventWords reads an event's detail as the words its sentence is made of.
 type eventWords struct {
 	ctx    context.Context
 	e      audit.Recorded
-	names  map[int64]string
 	detail map[string]any
 }
 
 // parts picks the catalog key for the event, the words standing for its
 // object, and the extra arguments (%[3]s, %[4]s, %[5]s) its sentence takes.
+// Every action audit.Actions lists has a case here or a sentence whose
+// words are the default ones (TestEveryActionHasASentence).
 func (w eventWords) parts() (key, obj string, extra []string) {
 	key = "event." + w.e.Action
 	extra = make([]string, 3)
@@ -75,7 +91,7 @@ func (w eventWords) parts() (key, obj string, extra []string) {
 		if w.str("from_plan") == "" {
 			key, obj = "event.subscription.start", plan(w.str("to_plan"))
 		}
-	case "subscription.status":
+	case "subscription.status", "subscription.status_changed":
 		obj = i18n.T(w.ctx, "obj.subscription")
 		extra[0], extra[1] = w.status(w.str("from_status")), w.status(w.str("to_status"))
 	case "membership.set":
@@ -93,23 +109,89 @@ func (w eventWords) parts() (key, obj string, extra []string) {
 		extra[0] = w.role(w.str("role"))
 	case "member.remove":
 		obj = w.entityUser()
+	case "member.access_disabled", "member.access_restored":
+		obj, extra[0] = w.entityUser(), w.str("reason")
 	case "invitation.revoke":
 		obj = w.str("email")
 	case "auth.signin", "auth.signin_failed":
 		extra[0] = w.str("ip")
 	case "report.sent":
-		obj, extra[0] = w.e.EntityID, w.str("to")
+		obj, extra[0] = w.report()
 	case "system.daily-export":
 		extra[0] = w.str("tables")
 	case "audit_token.use":
 		obj, extra[0] = w.quoted(w.str("name")), w.str("ip")
 	default:
-		if strings.HasPrefix(w.e.Action, "job.") {
-			obj = "#" + w.e.EntityID
-			extra[0], extra[1], extra[2] = w.str("kind"), w.str("attempt"), w.str("reason")
-		}
+		return w.moreParts(key)
 	}
 	return key, obj, extra
+}
+
+// moreParts is parts for billing, approvals, webhooks and jobs.
+func (w eventWords) moreParts(key string) (string, string, []string) {
+	obj, extra := "#"+w.e.EntityID, make([]string, 3)
+	switch a := w.e.Action; {
+	case a == "invoice.created":
+		extra[0], extra[1] = plan(w.str("plan")), w.amount("amount_idr")
+	case a == "payment.charged", a == "payment.refunded":
+		extra[0], extra[1] = w.str("charge"), w.amount("amount_idr")
+	case a == "payment.declined":
+		extra[0] = w.str("error")
+	case a == "payment.reconciled_paid":
+		extra[0] = w.str("reason")
+	case a == "payment.duplicate_detected":
+		extra[0] = w.str("duplicate")
+	case a == "settings.members_see_billing":
+		if on, _ := w.detail["members_see_billing"].(bool); !on {
+			key = "event.settings.members_hide_billing"
+		}
+	case a == "approval.requested", a == "approval.approved", a == "approval.rejected":
+		extra[0], extra[1] = w.str("action"), w.str("reason")
+	case strings.HasPrefix(a, "webhook.endpoint."):
+		obj, extra[0] = w.str("url"), w.str("reason")
+	case a == "webhook.delivery.resend":
+		extra[0] = w.str("event_type")
+	case a == "outbox.retry":
+		extra[0], extra[1] = w.count("messages", "audit.n_messages"), w.str("reason")
+	case a == "points.awarded":
+		obj = w.e.EntityID
+		extra[0], extra[1] = w.count("points", "audit.n_points"), w.str("reason")
+	case strings.HasPrefix(a, "job."):
+		extra[0], extra[1], extra[2] = w.str("kind"), w.str("attempt"), w.str("reason")
+	}
+	return key, obj, extra
+}
+
+// report names a weekly report by its week and says whom it went to: the
+// address in the detail, else how many recipients, else the owners and
+// admins it is always sent to.
+func (w eventWords) report() (week, to string) {
+	week = w.e.EntityID
+	if t, err := time.Parse(time.RFC3339, w.str("week_start")); err == nil {
+		week = i18n.T(w.ctx, "audit.week_of", i18n.Date(i18n.Lang(w.ctx), t))
+	}
+	switch {
+	case w.str("to") != "":
+		to = w.str("to")
+	case w.detail["recipients"] != nil:
+		to = w.count("recipients", "audit.n_recipients")
+	default:
+		to = i18n.T(w.ctx, "audit.owners_admins")
+	}
+	return week, to
+}
+
+// count is detail field k, a number, as "3 points" / "1 point" in the
+// reader's language (catalog key, with its singular form).
+func (w eventWords) count(k, key string) string {
+	n, _ := w.detail[k].(float64)
+	return i18n.Count(w.ctx, key, int64(n))
+}
+
+// amount is detail field k, rupiah, grouped the reader's way.
+func (w eventWords) amount(k string) string {
+	n, _ := w.detail[k].(float64)
+	return i18n.Number(w.ctx, int64(n))
 }
 
 // str is detail field k as text: numbers as written, lists joined by commas.
@@ -151,11 +233,11 @@ func (w eventWords) quoted(v string) string {
 	return "“" + v + "”"
 }
 
-// entityUser names the user the event is about: the known name, else the
-// email in the detail, else "user N".
+// entityUser names the user the event is about: the name read with the
+// event, else the email in the detail, else "user N".
 func (w eventWords) entityUser() string {
-	if id, err := strconv.ParseInt(w.e.EntityID, 10, 64); err == nil && w.names[id] != "" {
-		return w.names[id]
+	if w.e.EntityUserName != "" {
+		return w.e.EntityUserName
 	}
 	if v := w.str("email"); v != "" {
 		return v
@@ -194,16 +276,17 @@ func segments(text, actor, obj string) []components.Segment {
 	return out
 }
 
-// actorLabel names who did it in the reader's language.
+// actorLabel names who did it in the reader's language (name is already
+// the staff member's name with their role, see staffName).
 func actorLabel(ctx context.Context, e audit.Recorded, name string) string {
 	switch e.ActorKind {
 	case audit.ActorSystem:
 		return i18n.T(ctx, "actor.system")
 	case audit.ActorStaff:
 		if name == "" {
-			name = i18n.T(ctx, "audit.support_staff")
+			return i18n.T(ctx, "audit.support_staff")
 		}
-		return i18n.T(ctx, "actor.support", name)
+		return name
 	}
 	if name != "" {
 		return name

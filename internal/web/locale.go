@@ -79,3 +79,13 @@ func currentUser(c echo.Context) *user.User {
 	u, _ := c.Get(ctxUser).(*user.User)
 	return u
 }
+
+// staffTimeZone saves the zone a staff member reads staff pages in (field
+// time_zone, an IANA name; "UTC" or "" for UTC), then returns to the page
+// it came from.
+func (s *Server) staffTimeZone(c echo.Context) error {
+	if err := s.Users.SetTimeZone(c.Request().Context(), viewer(c).UserID, c.FormValue("time_zone")); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, backTo(c.Request().Referer(), c.Request().Host))
+}

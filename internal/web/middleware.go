@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -159,7 +160,10 @@ func (s *Server) loadViewer(next echo.HandlerFunc) echo.HandlerFunc {
 		if id == 0 {
 			return next(c)
 		}
-		u, err := s.Users.Get(ctx, id)
+		u, err := signin.SessionUser(ctx, id), error(nil)
+		if u == nil {
+			u, err = s.Users.Get(ctx, id)
+		}
 		if errors.Is(err, user.ErrNotFound) || (err == nil && !u.Active) {
 			// Account removed or disabled since sign-in: end the session.
 			if err := s.sessions.Destroy(ctx); err != nil {
@@ -171,7 +175,11 @@ func (s *Server) loadViewer(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(ctxUser, u)
-		v := &reqctx.Viewer{UserID: u.ID, Name: u.Name, Email: u.Email, StaffRole: u.StaffRole, Grants: staff.Grants(u.StaffRole)}
+		v := &reqctx.Viewer{UserID: u.ID, Name: u.Name, Email: u.Email, StaffRole: u.StaffRole, Grants: staff.Grants(u.StaffRole),
+			Zone: user.TimeZone(u.TimeZone)}
+		if u.IsStaff() {
+			v.ZoneChoices = user.StaffZones
+		}
 		c.SetRequest(c.Request().WithContext(reqctx.WithViewer(ctx, v)))
 		return next(c)
 	}
@@ -202,6 +210,11 @@ func (s *Server) requireStaff(next echo.HandlerFunc) echo.HandlerFunc {
 			return echo.NewHTTPError(http.StatusForbidden, "This area is for support staff.")
 		}
 		p, ok := staffPermissions[c.Request().Method+" "+c.Path()]
+		if !ok && strings.HasSuffix(c.Path(), "/*") {
+			// No staff route matched (echo's catch-all for the group):
+			// the page does not exist, whoever asks.
+			return echo.ErrNotFound
+		}
 		if !ok || !staff.Can(v.StaffRole, p) {
 			return staff.ErrNotPermitted
 		}

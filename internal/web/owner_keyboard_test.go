@@ -54,7 +54,7 @@ func enter(t *testing.T, ctx context.Context) {
 
 // TestBrowserKeyboardOnly signs in, filters the timeline, loads older
 // events and reaches the export with the keyboard alone, with the focus
-// visible at every stop; staff retry a dead letter with a reason the same
+// visible at every stop; staff retry a dead letter with a reason (and confirm) the same
 // way. At phone width the navigation starts folded behind "Menu", which
 // the keyboard opens.
 func TestBrowserKeyboardOnly(t *testing.T) {
@@ -84,10 +84,19 @@ func TestBrowserKeyboardOnly(t *testing.T) {
 		t.Fatalf("signed in: %v", err)
 	}
 
-	// Filter the timeline by action.
-	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/t/toko-bunga-melati/audit"), chromedp.WaitVisible(chromedp.CSS(`#f-action`))); err != nil {
+	// A quick filter, then the action filter under "More filters".
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/t/toko-bunga-melati/audit"), chromedp.WaitVisible(chromedp.CSS(`#f-q`))); err != nil {
 		t.Fatal(err)
 	}
+	tabTo(t, ctx, `[data-testid="quick-deletions"]`)
+	enter(t, ctx)
+	browsertest.Wait(t, ctx, "quick filter deletions", `location.search.includes("quick=deletions") &&
+		[...document.querySelectorAll('[data-testid="audit-event"]')].some(li => li.dataset.action === "project.delete")`)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/t/toko-bunga-melati/audit"), chromedp.WaitVisible(chromedp.CSS(`#f-q`))); err != nil {
+		t.Fatal(err)
+	}
+	tabTo(t, ctx, `[data-testid="audit-more-filters"] > summary`)
+	enter(t, ctx)
 	tabTo(t, ctx, "#f-action")
 	typeText(t, ctx, "project.delete")
 	enter(t, ctx)
@@ -140,6 +149,11 @@ func TestBrowserKeyboardOnly(t *testing.T) {
 	}
 	tabTo(t, staff, fmt.Sprintf(`tr[data-job-id="%d"] [data-testid="reason"]`, dead))
 	typeText(t, staff, "relay fixed")
+	enter(t, staff)
+	// It failed permanently: the row asks to confirm, with the focus on
+	// "Retry anyway".
+	browsertest.Wait(t, staff, "asked to confirm", fmt.Sprintf(`!!document.activeElement &&
+		document.activeElement.matches('[data-testid="dead-row-confirm"][data-job-id="%d"] [data-testid="retry-anyway"]')`, dead))
 	enter(t, staff)
 	browsertest.Wait(t, staff, "dead letter retried", fmt.Sprintf(`!!document.querySelector('[data-testid="dead-row-done"][data-job-id="%d"]')`, dead))
 	if st := f.jobState(dead); st != "pending" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/i18n"
+	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/views/layout"
 )
 
@@ -115,7 +116,17 @@ func (s *Server) handleError(err error, c echo.Context) {
 		_ = c.NoContent(status)
 		return
 	}
-	if rerr := render(c, status, layout.Error(status, http.StatusText(status), msg)); rerr != nil {
+	if rerr := render(c, status, layout.Error(errorPage(c), status, http.StatusText(status), msg)); rerr != nil {
 		_ = c.String(status, msg)
 	}
+}
+
+// errorPage is the shell of an error answer: on a tenant's page (the
+// viewer is a member, requireMember ran) the tenant's navigation stays, so
+// a refused member still sees where they can go.
+func errorPage(c echo.Context) layout.Page {
+	if t, ok := c.Get(ctxTenant).(*tenant.Tenant); ok && t != nil {
+		return layout.Page{TenantSlug: t.Slug, TenantName: t.Name}
+	}
+	return layout.Page{}
 }

@@ -15,13 +15,15 @@ import (
 // surface and which guard protects each part.
 func (s *Server) routes(e *echo.Echo) {
 	// guardInput bounds and checks the body before any session or CSRF work.
-	e.Use(s.traceAndLog, s.observeRequest, middleware.Recover(), s.securityHeaders, guardInput, s.requestDeadline)
+	e.Use(s.traceAndLog, s.observeRequest, middleware.Recover(), compress(), s.securityHeaders, guardInput, s.requestDeadline)
 
 	// Unauthenticated, no session.
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", s.metricsEndpoint) // bearer token, or loopback only
 	e.GET("/audit/key", s.auditKey)      // the audit log's public verifier key
+	e.GET("/robots.txt", s.robots)
+	e.GET("/favicon.ico", s.favicon)
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(filesOnly{static.FS})))))
 
 	// Everything below has a session and CSRF protection on every POST.
@@ -124,6 +126,8 @@ var staffPermissions = map[string]staff.Permission{
 	"POST /admin/outbox/retry": staff.RetryOne,
 	"GET /admin/alerts":        staff.Read,
 	"GET /admin/search":        staff.Read,
+	// A staff member's own display preference, not an action on data.
+	"POST /admin/timezone": staff.Read,
 }
 
 // staffRoutes registers the staff console.
@@ -154,4 +158,6 @@ func (s *Server) staffRoutes(adm *echo.Group) {
 	adm.POST("/outbox/retry", s.adminOutboxRetry)
 	adm.GET("/alerts", s.adminAlerts)
 	adm.GET("/search", s.adminIncident)
+	// -- the staff member's own time zone for staff pages --
+	adm.POST("/timezone", s.staffTimeZone)
 }

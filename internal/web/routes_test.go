@@ -117,6 +117,8 @@ func tenantMatrixRules(ids matrixIDs) map[string]matrixRule {
 		"GET /readyz":                                            {"/readyz", nil, everyone},
 		"GET /metrics":                                           {"/metrics", nil, everyone}, // loopback, no token: see metrics_test.go
 		"GET /static/*":                                          {"/static/app.css", nil, everyone},
+		"GET /robots.txt":                                        {"/robots.txt", nil, everyone},
+		"GET /favicon.ico":                                       {"/favicon.ico", nil, everyone},
 		"GET /login":                                             {"/login", nil, everyone},
 		"POST /login":                                            {"/login", url.Values{"email": {"x@y.test"}, "password": {"x"}}, everyone},
 		"POST /logout":                                           {"/logout", nil, everyone},
@@ -174,7 +176,7 @@ func staffMatrixRules(ids matrixIDs) map[string]matrixRule {
 		"GET /admin":                   {"/admin", nil, staffOnly},
 		"GET /admin/jobs":              {"/admin/jobs", nil, staffOnly},
 		"GET /admin/jobs/:id":          {"/admin/jobs/{dead}", nil, staffOnly},
-		"POST /admin/jobs/:id/retry":   {"/admin/jobs/{dead}/retry", reason, staffOnly},
+		"POST /admin/jobs/:id/retry":   {"/admin/jobs/{dead}/retry", url.Values{"reason": {"matrix test"}, "confirm": {"permanent"}}, staffOnly},
 		"POST /admin/jobs/:id/discard": {"/admin/jobs/{discard}/discard", reason, staffOnly},
 		"GET /admin/dead":              {"/admin/dead", nil, staffOnly},
 		"GET /admin/dead/bulk":         {"/admin/dead/bulk?action=retry", nil, staffOnly},
@@ -193,6 +195,7 @@ func staffMatrixRules(ids matrixIDs) map[string]matrixRule {
 		"POST /admin/approvals/:id/reject":                   {fmt.Sprintf("/admin/approvals/%d/reject", ids.approvals[1]), reason, staffOnly},
 		"GET /admin/outbox":                                  {"/admin/outbox", nil, staffOnly},
 		"POST /admin/outbox/retry":                           {"/admin/outbox/retry", url.Values{"reason": {"matrix"}, "id": {"{outbox}"}}, staffOnly},
+		"POST /admin/timezone":                               {"/admin/timezone", url.Values{"time_zone": {"UTC"}}, staffOnly},
 	}
 }
 

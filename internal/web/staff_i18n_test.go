@@ -29,8 +29,8 @@ func TestStaffPagesFollowTheLanguage(t *testing.T) {
 			[]string{"Ikhtisar antrean", "Per jenis", "Per organisasi", "jatuh tempo sekarang", "Gagal 1 jam", "Jenis dan antrean yang dijeda", "Jadwal"},
 			[]string{"Queue overview", "By kind", "By tenant", "due now", "Failed 1h", "Paused kinds and queues", "Schedules"}},
 		{"/admin/jobs?state=dead",
-			[]string{"<h1>Tugas</h1>", "Status apa saja", "Kunci idempotensi", "Galat terakhir", ">Saring<", "Semua waktu dalam UTC", ">mati<"},
-			[]string{"<h1>Jobs</h1>", "Any state", "Idempotency key", "Last error", ">Filter<", "All times UTC", ">dead<"}},
+			[]string{"<h1>Tugas</h1>", "Status apa saja", "Kunci idempotensi", "Galat terakhir", ">Saring<", ">Waktu dalam<", ">mati<"},
+			[]string{"<h1>Jobs</h1>", "Any state", "Idempotency key", "Last error", ">Filter<", ">Times in<", ">dead<"}},
 		{fmt.Sprintf("/admin/jobs/%d", dead),
 			[]string{"Riwayat percobaan", "Kunci idempotensi", "Surat mati — tindakan operator", "Ulangi sekarang", ">Buang<", "Peristiwa audit terkait"},
 			[]string{"Attempt history", "Idempotency key", "Dead letter — operator action", "Retry now", ">Discard<", "Related audit events"}},
@@ -125,7 +125,7 @@ func TestStaffPagesFollowTheLanguage(t *testing.T) {
 	}
 
 	// Flash messages after an action follow the language too.
-	a := staff.postLang(fmt.Sprintf("/admin/jobs/%d/retry", dead), staff.withCSRF(url.Values{"reason": {"relai diperbaiki"}}), "id")
+	a := staff.postLang(fmt.Sprintf("/admin/jobs/%d/retry", dead), staff.withCSRF(url.Values{"reason": {"relai diperbaiki"}, "confirm": {"permanent"}}), "id")
 	if a.status != http.StatusSeeOther {
 		t.Fatalf("retry: %d %.300s", a.status, a.body)
 	}

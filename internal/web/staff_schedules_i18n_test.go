@@ -26,8 +26,8 @@ func TestSchedulesFollowTheLanguage(t *testing.T) {
 			"hapus pesan outbox yang terkirim lebih dari ", " jam lalu", "tugas selesai dipangkas", "pesan terkirim dipangkas",
 			">" + grouped(tenants, ".") + " organisasi<"},
 		"en": {"recompute every subscription&#39;s status", "send each tenant&#39;s weekly report", ">weekly<", ">hourly<",
-			"delete outbox messages delivered more than ", " hours ago", "finished job(s) pruned", "delivered message(s) pruned",
-			">" + grouped(tenants, ",") + " tenant(s)<"},
+			"delete outbox messages delivered more than ", " hours ago", "finished jobs pruned", "delivered messages pruned",
+			">" + grouped(tenants, ",") + " tenants<"},
 	}
 	for lang, ws := range want {
 		other := want["en"]

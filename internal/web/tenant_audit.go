@@ -18,6 +18,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/keyset"
@@ -37,7 +38,7 @@ const auditPollLimit = 100
 // shownTime is how tenant pages print times: "2 Agu 2026 14:05:00 WIB",
 // the month named in the reader's language (t in the zone wanted).
 func shownTime(ctx context.Context, t time.Time) string {
-	return i18n.Date(i18n.Lang(ctx), t) + " " + t.Format("15:04:05 MST")
+	return components.Stamp(t, t.Location(), i18n.Lang(ctx))
 }
 
 // auditFilter is a parsed timeline filter: what the form showed, what the
@@ -57,10 +58,11 @@ func (s *Server) parseAuditFilter(c echo.Context, loc *time.Location) (auditFilt
 	af := auditFilter{form: viewtenant.AuditFilterForm{
 		Action: get("action"), Entity: get("entity"), EntityID: q.Get("entity_id"),
 		Actor: get("actor"), From: get("from"), To: get("to"), Trace: get("trace"), Job: get("job"),
-		Errors: map[string]string{},
+		Quick: get("quick"), Q: get("q"), Errors: map[string]string{},
 	}}
 	fm := &af.form
 	canon := url.Values{}
+	parseQuickSearch(fm, &af.f, canon)
 
 	if fm.Action != "" {
 		if !audit.ValidAction(fm.Action) {
@@ -125,6 +127,29 @@ func (s *Server) parseAuditFilter(c echo.Context, loc *time.Location) (auditFilt
 }
 
 var errInvalidFilter = errors.New("invalid audit filter")
+
+// parseQuickSearch reads the quick filter and the name search; the audit
+// domain owns both rules (which actions a quick filter means, how long a
+// search may be).
+func parseQuickSearch(fm *viewtenant.AuditFilterForm, f *audit.Filter, canon url.Values) {
+	if fm.Quick != "" {
+		if q := audit.QuickFilter(fm.Quick); audit.ValidQuickFilter(q) {
+			f.Quick(q)
+			canon.Set("quick", fm.Quick)
+		} else {
+			fm.Errors["quick"] = "Choose one of the quick filters."
+		}
+	}
+	if fm.Q != "" {
+		term, err := audit.CheckSearch(fm.Q)
+		if err != nil {
+			fm.Errors["q"] = apperr.FieldsOf(err)["q"]
+		} else {
+			f.Search = term
+			canon.Set("q", fm.Q)
+		}
+	}
+}
 
 // parseActor sets the actor part of f: "system", "staff", "user", a user
 // id, or an e-mail. An e-mail nobody has matches no event (the same answer
@@ -209,7 +234,7 @@ func (s *Server) auditTimeline(c echo.Context) error {
 	af, ferr := s.parseAuditFilter(c, loc)
 	vm := viewtenant.AuditVM{
 		Slug: t.Slug, TenantName: t.Name, Zone: zoneLabel(loc), Form: af.form, Query: af.query,
-		Chain: s.chainVM(c, t),
+		Chain: s.chainVM(c, t), Quick: quickLinks(ctx, "/t/"+t.Slug+"/audit", af.form),
 	}
 	if ferr != nil {
 		return auditFilterRefused(c, vm, hasAfter, partial)
@@ -225,10 +250,7 @@ func (s *Server) auditTimeline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.auditRows(ctx, t, page.Rows)
-	if err != nil {
-		return err
-	}
+	rows := s.auditRows(ctx, t, page.Rows)
 	if page.Next != 0 {
 		vm.OlderURL = linkWith("/t/"+t.Slug+"/audit", af.query, "before", keyset.Format(page.Next))
 		if len(rows) > 0 {
@@ -255,6 +277,25 @@ func (s *Server) auditTimeline(c echo.Context) error {
 	}
 	vm.CanManageTokens = membership(c).CanWrite()
 	return render(c, http.StatusOK, viewtenant.AuditPage(vm))
+}
+
+// quickLinks are the quick filters as links that keep the name search: a
+// chosen one links back to the trail without it.
+func quickLinks(ctx context.Context, base string, form viewtenant.AuditFilterForm) []viewtenant.QuickLink {
+	out := make([]viewtenant.QuickLink, 0, len(audit.QuickFilters()))
+	for _, q := range audit.QuickFilters() {
+		v := url.Values{}
+		if form.Q != "" && form.Errors["q"] == "" {
+			v.Set("q", form.Q)
+		}
+		active := string(q) == form.Quick
+		if !active {
+			v.Set("quick", string(q))
+		}
+		out = append(out, viewtenant.QuickLink{Key: string(q), Label: i18n.Enum(ctx, "audit.quick", string(q)),
+			URL: linkWith(base, v.Encode(), "", ""), Active: active})
+	}
+	return out
 }
 
 // auditFilterRefused answers a timeline request whose filter does not
@@ -300,10 +341,7 @@ func (s *Server) auditPoll(c echo.Context, t *tenant.Tenant, af auditFilter, aft
 	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
 		events[i], events[j] = events[j], events[i]
 	}
-	rows, err := s.auditRows(ctx, t, events)
-	if err != nil {
-		return err
-	}
+	rows := s.auditRows(ctx, t, events)
 	pollURL := linkWith("/t/"+t.Slug+"/audit", af.query, "after", strconv.FormatInt(through, 10))
 	return render(c, http.StatusOK, viewtenant.AuditNewer(pollURL, rows))
 }
@@ -317,20 +355,18 @@ func (s *Server) auditEntity(c echo.Context) error {
 	if entity == "" || len(entity) > 100 || len(entityID) > 200 || !printable(entity) || !printable(entityID) {
 		return tenant.ErrNotFound
 	}
-	events, err := s.Audit.EntityHistory(ctx, t.ID, entity, entityID)
+	h, err := s.Audit.EntityHistory(ctx, t.ID, entity, entityID)
 	if err != nil {
 		return err
 	}
-	if len(events) == 0 {
+	if len(h.Events) == 0 {
 		return tenant.ErrNotFound
 	}
-	rows, err := s.auditRows(ctx, t, events)
-	if err != nil {
-		return err
-	}
 	return render(c, http.StatusOK, viewtenant.EntityPage(viewtenant.EntityVM{
-		Slug: t.Slug, TenantName: t.Name, Entity: entity, EntityID: entityID, Rows: rows,
-		Truncated:   len(events) >= audit.MaxEntityHistory,
+		Slug: t.Slug, TenantName: t.Name, Entity: entity, EntityID: entityID, Name: h.Name,
+		EntityLabel: i18n.Enum(c.Request().Context(), "entity", entity),
+		Rows:        s.auditRows(ctx, t, h.Events),
+		Truncated:   len(h.Events) >= audit.MaxEntityHistory,
 		TimelineURL: linkWith("/t/"+t.Slug+"/audit", url.Values{"entity": {entity}, "entity_id": {entityID}}.Encode(), "", ""),
 	}))
 }
@@ -461,25 +497,24 @@ func (s *Server) chainVM(c echo.Context, t *tenant.Tenant) viewtenant.ChainVM {
 	return vm
 }
 
-// auditRows turns events into rows, naming every actor on the page with
-// one query.
-func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit.Recorded) ([]components.AuditRow, error) {
-	names, err := s.actorNames(ctx, events)
-	if err != nil {
-		return nil, err
-	}
+// auditRows turns events into rows; the timeline queries already named
+// the people in them.
+func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit.Recorded) []components.AuditRow {
 	loc := t.Location()
 	now := s.now()
 	base := "/t/" + t.Slug + "/audit/"
 	rows := make([]components.AuditRow, len(events))
 	for i, e := range events {
 		r := components.AuditRow{
-			ID: e.ID, Seq: e.Seq, Time: shownTime(ctx, e.OccurredAt.In(loc)), TimeISO: e.OccurredAt.UTC().Format(time.RFC3339),
-			ActorKind: string(e.ActorKind), Action: e.Action, Entity: e.Entity, EntityID: e.EntityID,
+			ID: e.ID, Seq: e.Seq, TimeISO: e.OccurredAt.UTC().Format(time.RFC3339),
+			ActorKind: string(e.ActorKind), ActorName: e.ActorName, Action: e.Action, Entity: e.Entity, EntityID: e.EntityID,
 			Detail: prettyJSON(e.Detail), TraceID: e.TraceID, JobID: e.JobID,
 		}
 		if e.ActorID != nil {
-			r.ActorID, r.ActorName = *e.ActorID, names[*e.ActorID]
+			r.ActorID = *e.ActorID
+		}
+		if e.ActorKind == audit.ActorStaff {
+			r.ActorName = staffName(ctx, e.ActorName, e.ActorRole)
 		}
 		if e.EntityID != "" {
 			r.EntityURL = base + url.PathEscape(e.Entity) + "/" + url.PathEscape(e.EntityID)
@@ -487,28 +522,10 @@ func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit
 		if e.Sealed() {
 			r.ProofURL = base + "log/bundle?seq=" + strconv.FormatInt(e.Seq, 10)
 		}
-		describe(ctx, &r, e, names, loc, now)
+		describe(ctx, &r, e, loc, now)
 		rows[i] = r
 	}
-	return rows, nil
-}
-
-// actorNames names every user acting in events with one query.
-func (s *Server) actorNames(ctx context.Context, events []audit.Recorded) (map[int64]string, error) {
-	seen := map[int64]bool{}
-	var ids []int64
-	for _, e := range events {
-		if e.ActorID != nil && !seen[*e.ActorID] {
-			seen[*e.ActorID] = true
-			ids = append(ids, *e.ActorID)
-		}
-		// Sentences name the user an event is about, too.
-		if id, err := strconv.ParseInt(e.EntityID, 10, 64); err == nil && e.Entity == "user" && !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	return s.Users.Names(ctx, ids)
+	return rows
 }
 
 // prettyJSON indents a detail object for reading; "" for an empty one.

@@ -203,8 +203,7 @@ func TestAuditTimelineRendersEvents(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Budi Santoso",                             // user name looked up
-		"Sinta (Support)",                          // staff member's name
-		"support staff",                            // and that it was staff
+		"Sinta Maharani (support)",                 // staff member named once, with the role
 		`<span class="badge system">system`,        // system actor
 		"30 Nov 2026 09:15:00 WIB",                 // tenant zone (Asia/Jakarta)
 		"&lt;script&gt;alert(1)&lt;/script&gt;",    // escaped detail

@@ -56,8 +56,11 @@ func TestBrowserTenantAuditTimeline(t *testing.T) {
 		t.Fatalf("set marker: %v", err)
 	}
 
-	// Filter by action through the form (htmx, URL pushed).
+	// Filter by action through the form (htmx, URL pushed), under "More
+	// filters".
 	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid="audit-more-filters"] > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`#f-action`)),
 		chromedp.SendKeys(chromedp.CSS(`#f-action`), "project.create"),
 		chromedp.Click(chromedp.CSS(`[data-testid="audit-filter-submit"]`)),
 	)

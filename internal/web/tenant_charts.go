@@ -26,10 +26,10 @@ func (s *Server) homeCharts(c echo.Context) ([]components.DayChart, error) {
 	}
 	lang := i18n.Lang(ctx)
 	n := func(v int64) string { return i18n.Number(ctx, v) }
-	events := components.DayChart{ID: "activity-chart", Title: i18n.T(ctx, "home.activity"),
+	events := components.DayChart{ID: "activity-chart", Title: i18n.T(ctx, "home.activity"), Number: n,
 		Classes: []string{"events"}, Series: []string{i18n.T(ctx, "home.table_events")},
 		DayHeading: i18n.T(ctx, "home.table_day"), TableLabel: i18n.T(ctx, "home.show_table")}
-	jobs := components.DayChart{ID: "jobs-chart", Title: i18n.T(ctx, "home.jobs_chart"),
+	jobs := components.DayChart{ID: "jobs-chart", Title: i18n.T(ctx, "home.jobs_chart"), Number: n,
 		Classes:    []string{"ok", "fail", "deadbar"},
 		Series:     []string{i18n.T(ctx, "home.table_succeeded"), i18n.T(ctx, "home.table_failed"), i18n.T(ctx, "home.table_dead")},
 		DayHeading: i18n.T(ctx, "home.table_day"), TableLabel: i18n.T(ctx, "home.show_table")}
@@ -41,7 +41,7 @@ func (s *Server) homeCharts(c echo.Context) ([]components.DayChart, error) {
 		total += d.Events
 		events.Bars = append(events.Bars, components.DayBar{Key: key, Label: label, URL: u,
 			Values: []int64{d.Events}, Cells: []string{n(d.Events)},
-			Text: i18n.T(ctx, "home.day_events", label, n(d.Events))})
+			Text: i18n.Plural(ctx, "home.day_events", d.Events, label, n(d.Events))})
 		// Failed includes the attempts that became dead letters; the bars
 		// stack them apart so nothing is counted twice.
 		retried := d.Failed - d.Dead
@@ -50,8 +50,9 @@ func (s *Server) homeCharts(c echo.Context) ([]components.DayChart, error) {
 			Values: []int64{d.Succeeded, retried, d.Dead}, Cells: []string{n(d.Succeeded), n(retried), n(d.Dead)},
 			Text: i18n.T(ctx, "home.day_jobs", label, n(d.Succeeded), n(retried), n(d.Dead))})
 	}
-	events.Description = i18n.T(ctx, "home.activity_desc", zoneLabel(loc), n(total))
-	jobs.Description = i18n.T(ctx, "home.jobs_desc", n(ok), n(failed), n(dead))
+	scale := " " + i18n.T(ctx, "chart.sqrt_scale")
+	events.Description = i18n.Plural(ctx, "home.activity_desc", total, zoneLabel(loc), n(total)) + scale
+	jobs.Description = i18n.T(ctx, "home.jobs_desc", n(ok), n(failed), n(dead)) + scale
 	return []components.DayChart{events, jobs}, nil
 }
 

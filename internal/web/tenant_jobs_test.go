@@ -163,3 +163,105 @@ func TestTenantJobsPagination(t *testing.T) {
 		}
 	}
 }
+
+var tabCount = regexp.MustCompile(`href="[^"]*"[^>]*>\s*([A-Za-z]+)\s*<span class="tab-count" data-testid="tab-count">([^<]*)</span>`)
+
+// tabCounts reads the state tabs' counts by tab label.
+func tabCounts(body string) map[string]string {
+	out := map[string]string{}
+	for _, m := range tabCount.FindAllStringSubmatch(body, -1) {
+		out[m[1]] = m[2]
+	}
+	return out
+}
+
+// TestTenantJobsKindFilterAndCounts: the kind filter narrows the list and
+// the tabs' counts, keeps the state, and refuses a kind no job can have
+// (422, nothing listed); the counts agree with the database and stop at
+// 1,000 ("1,000+").
+func TestTenantJobsKindFilterAndCounts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	a := f.enqueueMany(melati, "test.kind-a", 4)
+	f.enqueueMany(melati, "test.kind-b", 2)
+	f.enqueueMany(senja, "test.kind-a", 3)
+	held, err := f.jobs.Claim(ctx, "test-worker", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range held {
+		var err error
+		switch j.ID {
+		case a[0]:
+			_, err = f.jobs.Fail(ctx, "test-worker", j.ID, job.Permanent(errors.New("bad address")))
+		case a[1]:
+			err = f.jobs.Complete(ctx, "test-worker", j.ID)
+		case a[2]:
+			// stays running
+		default:
+			_, err = f.jobs.Fail(ctx, "test-worker", j.ID, errors.New("put back"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := f.client()
+	c.login("rina@melati.test")
+
+	page := c.get("/t/" + melati + "/jobs?kind=test.kind-a")
+	if page.status != http.StatusOK || fmt.Sprint(jobIDs(page.body)) != fmt.Sprint([]int64{a[3], a[2], a[1], a[0]}) {
+		t.Fatalf("kind filter: %d %v, want %v", page.status, jobIDs(page.body), a)
+	}
+	want := map[string]string{"All": "4", "Pending": "1", "Running": "1", "Succeeded": "1", "Dead": "1", "Cancelled": "0"}
+	if got := tabCounts(page.body); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("kind-a counts %v, want %v", got, want)
+	}
+	if !strings.Contains(page.body, `href="/t/toko-bunga-melati/jobs?kind=test.kind-a&amp;state=dead"`) {
+		t.Fatal("the state tabs drop the kind filter")
+	}
+	dead := c.get("/t/" + melati + "/jobs?kind=test.kind-a&state=dead")
+	if fmt.Sprint(jobIDs(dead.body)) != fmt.Sprint([]int64{a[0]}) {
+		t.Fatalf("kind and state: %v", jobIDs(dead.body))
+	}
+	if got := jobIDs(c.get("/t/" + melati + "/jobs?kind=test.nothing").body); len(got) != 0 {
+		t.Fatalf("unknown kind lists %v", got)
+	}
+
+	// Unfiltered counts are the database's, per state.
+	all := c.get("/t/" + melati + "/jobs")
+	counts := tabCounts(all.body)
+	tid := f.tenantID(melati)
+	total := 0
+	for _, st := range job.States {
+		n := f.count(`SELECT count(*) FROM jobs WHERE tenant_id = $1 AND state = $2`, tid, string(st))
+		total += n
+		label := strings.ToUpper(string(st[:1])) + string(st[1:])
+		if counts[label] != strconv.Itoa(n) {
+			t.Fatalf("%s tab shows %q, database has %d (%v)", label, counts[label], n, counts)
+		}
+	}
+	if counts["All"] != strconv.Itoa(total) {
+		t.Fatalf("All tab shows %q, database has %d", counts["All"], total)
+	}
+
+	// A refused kind: 422 by the field, no list, no counts.
+	for _, bad := range []string{strings.Repeat("k", job.MaxKindLen+1)} {
+		r := c.get("/t/" + melati + "/jobs?kind=" + bad)
+		if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, `data-testid="field-error-kind"`) ||
+			!strings.Contains(r.body, "A kind is at most 100 characters.") || len(jobIDs(r.body)) != 0 || len(tabCounts(r.body)) != 0 {
+			t.Fatalf("bad kind: %d %.2000s", r.status, r.body)
+		}
+	}
+
+	// Past 1,000 a count says so instead of counting on.
+	f.enqueueMany(senja, "test.many", 1001)
+	owner := f.client()
+	owner.login("sari@senja.test")
+	for _, q := range []string{"", "?kind=test.many"} {
+		got := tabCounts(owner.get("/t/" + senja + "/jobs" + q).body)
+		if got["Pending"] != "1,000+" || got["All"] != "1,000+" {
+			t.Fatalf("senja%s counts %v, want 1,000+", q, got)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/webhook"
+	"github.com/jejakhq/jejak/views/components"
 	viewtenant "github.com/jejakhq/jejak/views/tenant"
 )
 
@@ -61,10 +62,11 @@ func (s *Server) webhooksVM(c echo.Context) (viewtenant.WebhooksVM, error) {
 }
 
 func webhookRow(ctx context.Context, slug string, ep webhook.Endpoint, loc *time.Location) viewtenant.WebhookRow {
+	lang := i18n.Lang(ctx)
 	base := fmt.Sprintf("/t/%s/webhooks/%d", slug, ep.ID)
 	r := viewtenant.WebhookRow{ID: strconv.FormatInt(ep.ID, 10), URL: ep.URL, Events: strings.Join(ep.Events, ", "),
 		Enabled: ep.Enabled, DisabledReason: ep.DisabledReason,
-		Created: ep.CreatedAt.In(loc).Format("2006-01-02 15:04"), DetailURL: base, RotateURL: base + "/rotate",
+		Created: components.Stamp(ep.CreatedAt, loc, lang), DetailURL: base, RotateURL: base + "/rotate",
 		DeleteURL: base + "/delete", SettingsURL: base + "/settings", RecoverURL: base + "/recover",
 		Breaker: "webhooks.breaker_" + ep.Health.Breaker, BreakerState: ep.Health.Breaker, BreakerBad: ep.Health.Breaker != webhook.BreakerClosed && ep.Health.Breaker != "",
 		SuccessRate: "—", Ordered: ep.Ordered}
@@ -73,13 +75,13 @@ func webhookRow(ctx context.Context, slug string, ep webhook.Endpoint, loc *time
 		r.Attempts24h = strconv.FormatInt(ep.Health.Succeeded+ep.Health.Failed, 10)
 	}
 	if ep.Health.Breaker == webhook.BreakerOpen && ep.BreakerOpenUntil != nil {
-		r.BreakerUntil = ep.BreakerOpenUntil.In(loc).Format("2006-01-02 15:04:05")
+		r.BreakerUntil = components.Stamp(*ep.BreakerOpenUntil, loc, lang)
 	}
 	if ep.RateLimit > 0 {
 		r.RateLimit = strconv.Itoa(ep.RateLimit)
 	}
 	if ep.PreviousUntil != nil {
-		r.PreviousUntil = ep.PreviousUntil.In(loc).Format("2006-01-02 15:04")
+		r.PreviousUntil = components.Stamp(*ep.PreviousUntil, loc, lang)
 	}
 	if ep.Enabled {
 		r.ToggleURL, r.ToggleLabel = base+"/disable", "Disable"
@@ -202,7 +204,7 @@ func (s *Server) tenantWebhookDeliveries(c echo.Context) error {
 func deliveryRow(ctx context.Context, slug string, endpointID int64, d webhook.Delivery, loc *time.Location) viewtenant.WebhookDeliveryRow {
 	row := viewtenant.WebhookDeliveryRow{ID: strconv.FormatInt(d.ID, 10), EventID: d.EventID, EventType: d.EventType,
 		State: d.State, StateLabel: i18n.Enum(ctx, "delivery", d.State), StateClass: "pending",
-		Attempts: strconv.Itoa(d.Attempts), Created: d.CreatedAt.In(loc).Format("2006-01-02 15:04:05"),
+		Attempts: strconv.Itoa(d.Attempts), Created: components.Stamp(d.CreatedAt, loc, i18n.Lang(ctx)),
 		ResendURL: fmt.Sprintf("/t/%s/webhooks/%d/deliveries/%d/resend", slug, endpointID, d.ID)}
 	// Each attempt shows its own answer; the last error is shown only when
 	// no attempt says it (e.g. the endpoint was disabled or deleted).
@@ -219,7 +221,7 @@ func deliveryRow(ctx context.Context, slug string, endpointID int64, d webhook.D
 		row.NextIn = i18n.T(ctx, "webhooks.next_in", i18n.Duration(ctx, d.NextIn.Round(time.Second)))
 	}
 	for _, a := range d.Log {
-		row.Log = append(row.Log, viewtenant.WebhookAttemptRow{N: strconv.Itoa(a.N), At: a.At.In(loc).Format("2006-01-02 15:04:05"),
+		row.Log = append(row.Log, viewtenant.WebhookAttemptRow{N: strconv.Itoa(a.N), At: components.Stamp(a.At, loc, i18n.Lang(ctx)),
 			Status: statusText(ctx, a.StatusCode), OK: a.StatusCode >= 200 && a.StatusCode < 300,
 			Latency: latencyText(a.Latency), Response: clip.Bytes(a.Response, 300), Error: a.Error})
 	}

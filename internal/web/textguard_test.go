@@ -43,7 +43,7 @@ func TestDeceptiveTextRefusedInNamesAndVisibleElsewhere(t *testing.T) {
 	staff := f.client()
 	staff.login("support@jejak.test")
 	reason := "fixed " + rlo + "21-SPO"
-	if a := staff.post(fmt.Sprintf("/admin/jobs/%d/retry", id), staff.withCSRF(url.Values{"reason": {reason}}), false); a.status != http.StatusSeeOther {
+	if a := staff.post(fmt.Sprintf("/admin/jobs/%d/retry", id), staff.withCSRF(url.Values{"reason": {reason}, "confirm": {"permanent"}}), false); a.status != http.StatusSeeOther {
 		t.Fatalf("retry: %d %.300s", a.status, a.body)
 	}
 	// An event whose fields would spoof a spreadsheet.

@@ -462,7 +462,7 @@ func (d *Deliverer) disable(ctx context.Context, tx pgx.Tx, j *job.Job, t attemp
 		return fmt.Errorf("encode disable detail: %w", err)
 	}
 	jid := j.ID
-	if _, err := audit.NewRecorder(clk).Record(ctx, tx, audit.Event{TenantID: j.TenantID, ActorKind: audit.ActorSystem,
+	if err := audit.NewRecorder(clk).Append(ctx, tx, audit.Event{TenantID: j.TenantID, ActorKind: audit.ActorSystem,
 		Action: "webhook.endpoint.disable", Entity: "webhook_endpoint", EntityID: itoa(t.EndpointID),
 		Detail: raw, TraceID: j.TraceID, JobID: &jid}); err != nil {
 		return fmt.Errorf("audit endpoint disable: %w", err)

@@ -404,7 +404,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, tenantID int64, actor A
 	if action == "webhook.delivery.resend" {
 		entity = "webhook_delivery"
 	}
-	if _, err := s.audit.Record(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorUser, ActorID: &uid,
+	if err := s.audit.Append(ctx, tx, audit.Event{TenantID: tenantID, ActorKind: audit.ActorUser, ActorID: &uid,
 		Action: action, Entity: entity, EntityID: strconv.FormatInt(id, 10), Detail: b, TraceID: actor.TraceID}); err != nil {
 		return fmt.Errorf("audit %s: %w", action, err)
 	}

@@ -228,22 +228,6 @@ func JobClass(class string, flagged bool) templ.Component {
 	})
 }
 
-// UTC formats a time for staff pages (UTC; the page header says so).
-func UTC(t time.Time) string {
-	if t.IsZero() {
-		return "—"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05")
-}
-
-// UTCPtr formats an optional time.
-func UTCPtr(t *time.Time) string {
-	if t == nil {
-		return "—"
-	}
-	return UTC(*t)
-}
-
 // Ago renders a duration as a short human age ("4 s", "3 min", "2 h").
 func Ago(d time.Duration) string {
 	switch {
@@ -262,7 +246,7 @@ func Ago(d time.Duration) string {
 	}
 }
 
-// Time is a time cell with a machine-readable datetime.
+// Time is a staff page's time cell (When) with a machine-readable datetime.
 func Time(t time.Time) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -293,7 +277,7 @@ func Time(t time.Time) templ.Component {
 			var templ_7745c5c3_Var14 string
 			templ_7745c5c3_Var14, templ_7745c5c3_Err = templruntime.NewAttributeExpression(t.UTC().Format(time.RFC3339)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/components/jobbadge.templ`, Line: 65, Col: 47}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/components/jobbadge.templ`, Line: 49, Col: 47}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var14)
 			if templ_7745c5c3_Err != nil {
@@ -304,9 +288,9 @@ func Time(t time.Time) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var15 string
-			templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(UTC(t))
+			templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(When(ctx, t))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/components/jobbadge.templ`, Line: 65, Col: 58}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/components/jobbadge.templ`, Line: 49, Col: 64}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 			if templ_7745c5c3_Err != nil {

@@ -381,9 +381,9 @@ func Projects(vm HomeVM) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var18 string
-				templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "home.created", i18n.Date(i18n.Lang(ctx), p.CreatedAt.In(vm.Loc))+" "+p.CreatedAt.In(vm.Loc).Format("15:04")))
+				templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "home.created", components.Stamp(p.CreatedAt, vm.Loc, i18n.Lang(ctx))))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tenant/home.templ`, Line: 93, Col: 193}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tenant/home.templ`, Line: 93, Col: 150}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 				if templ_7745c5c3_Err != nil {

@@ -1,0 +1,229 @@
+package audit_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/database"
+)
+
+// trailStory writes a small tenant story and returns the tenant, the
+// owner and a staff user: a project created, deleted and created again
+// under the same name, a plan change, a sign-in, a job and a staff read,
+// and one event of another tenant that names the same project.
+func trailStory(t *testing.T, f *fixture) (tn, owner, staff int64) {
+	t.Helper()
+	tn, other := f.tenant(t, "melati"), f.tenant(t, "senja")
+	owner = f.user(t, "budi@melati.test", tn)
+	staff = f.user(t, "sinta@jejak.test", 0)
+	otherOwner := f.user(t, "sari@senja.test", other)
+	user := func(tenant, id int64, action, entity, eid, detail string) {
+		f.clk.Advance(time.Minute)
+		f.record(t, audit.Event{TenantID: tenant, ActorKind: audit.ActorUser, ActorID: &id, Action: action,
+			Entity: entity, EntityID: eid, Detail: json.RawMessage(detail)})
+	}
+	user(tn, owner, "project.create", "project", "8", `{"name": "Katalog Musim Hujan"}`)
+	user(tn, owner, "project.create", "project", "9", `{"name": "Lookbook Lebaran"}`)
+	user(tn, owner, "project.delete", "project", "8", `{"name": "Katalog Musim Hujan"}`)
+	user(tn, owner, "subscription.change", "subscription", "1", `{"from_plan": "pro", "to_plan": "basic"}`)
+	user(tn, owner, "auth.signin", "user", "1", `{"ip": "203.0.113.7"}`)
+	user(tn, owner, "project.create", "project", "12", `{"name": "Katalog Musim Hujan"}`)
+	// A name with LIKE's wildcards in it must match only literally.
+	user(tn, owner, "project.create", "project", "13", `{"name": "Diskon 50%_off"}`)
+	f.clk.Advance(time.Minute)
+	f.record(t, audit.Event{TenantID: tn, ActorKind: audit.ActorSystem, Action: "job.dead_lettered", Entity: "job",
+		EntityID: "48", Detail: json.RawMessage(`{"kind": "email.weekly-report"}`)})
+	f.clk.Advance(time.Minute)
+	f.record(t, audit.Event{TenantID: tn, ActorKind: audit.ActorStaff, ActorID: &staff, Action: "staff.viewed_audit",
+		Entity: "audit", EntityID: "1"})
+	user(other, otherOwner, "project.create", "project", "8", `{"name": "Katalog Musim Hujan"}`)
+	return tn, owner, staff
+}
+
+// timelineActions reads a tenant's whole filtered timeline (newest first)
+// as action/entity id pairs.
+func timelineActions(t *testing.T, f *fixture, tn int64, flt audit.Filter) []string {
+	t.Helper()
+	var out []string
+	err := database.InTenantTx(context.Background(), f.db.App, tn, func(tx pgx.Tx) error {
+		p, err := audit.Timeline(context.Background(), tx, tn, flt, 0, 50)
+		for _, e := range p.Rows {
+			out = append(out, e.Action+" "+e.EntityID)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("timeline %+v: %v", flt, err)
+	}
+	return out
+}
+
+// TestQuickFilters: each quick filter returns exactly the events of its
+// kind, in this tenant only.
+func TestQuickFilters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tn, _, _ := trailStory(t, f)
+	cases := map[audit.QuickFilter][]string{
+		audit.QuickDeletions: {"project.delete 8"},
+		audit.QuickBilling:   {"subscription.change 1"},
+		audit.QuickSignins:   {"auth.signin 1"},
+		audit.QuickJobs:      {"job.dead_lettered 48"},
+		audit.QuickStaff:     {"staff.viewed_audit 1"},
+		audit.QuickAccess:    nil,
+	}
+	for q, want := range cases {
+		var flt audit.Filter
+		flt.Quick(q)
+		if got := timelineActions(t, f, tn, flt); !slices.Equal(got, want) {
+			t.Errorf("quick filter %s = %v, want %v", q, got, want)
+		}
+	}
+	if audit.ValidQuickFilter("project.delete") || !audit.ValidQuickFilter(audit.QuickJobs) {
+		t.Error("ValidQuickFilter accepts an action or refuses a quick filter")
+	}
+	// Every action Jejak writes is known, and the quick filters only name
+	// known actions.
+	for _, q := range audit.QuickFilters() {
+		for _, a := range audit.QuickActions(q) {
+			if !audit.KnownAction(a) {
+				t.Errorf("quick filter %s names unknown action %s", q, a)
+			}
+		}
+	}
+	if !audit.KnownAction("job.rescued") || audit.KnownAction("project.rename") {
+		t.Error("KnownAction does not follow the registry")
+	}
+}
+
+// TestNameSearch: a search finds the events whose details name the term,
+// case-insensitively and anywhere in the name, never another tenant's;
+// LIKE's wildcards in the term match only themselves; a term too short to
+// use the index is refused before any read.
+func TestNameSearch(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tn, _, _ := trailStory(t, f)
+	search := func(term string) []string {
+		t.Helper()
+		s, err := audit.CheckSearch(term)
+		if err != nil {
+			t.Fatalf("CheckSearch(%q): %v", term, err)
+		}
+		return timelineActions(t, f, tn, audit.Filter{Search: s})
+	}
+	katalog := []string{"project.create 12", "project.delete 8", "project.create 8"}
+	if got := search("Katalog"); !slices.Equal(got, katalog) {
+		t.Errorf(`search "Katalog" = %v, want %v`, got, katalog)
+	}
+	if got := search("  musim HUJAN "); !slices.Equal(got, katalog) {
+		t.Errorf(`search "musim HUJAN" = %v, want %v`, got, katalog)
+	}
+	if got := search("weekly-report"); !slices.Equal(got, []string{"job.dead_lettered 48"}) {
+		t.Errorf(`search "weekly-report" = %v`, got)
+	}
+	if got := search("50%_"); !slices.Equal(got, []string{"project.create 13"}) {
+		t.Errorf(`search "50%%_" = %v`, got)
+	}
+	for _, wild := range []string{"n%n", "i_k", `s\k`} {
+		if got := search(wild); len(got) != 0 {
+			t.Errorf("search %q = %v, want none (LIKE wildcards match only themselves)", wild, got)
+		}
+	}
+	// A key of the detail is not a name.
+	if got := search("from_plan"); len(got) != 0 {
+		t.Errorf(`search "from_plan" = %v, want none`, got)
+	}
+	// Search combines with the other filters.
+	var flt audit.Filter
+	flt.Quick(audit.QuickDeletions)
+	flt.Search, _ = audit.CheckSearch("katalog")
+	if got := timelineActions(t, f, tn, flt); !slices.Equal(got, []string{"project.delete 8"}) {
+		t.Errorf("deletions of katalog = %v", got)
+	}
+	for _, bad := range []string{"", "ab", "  k  ", string(make([]rune, 101))} {
+		if _, err := audit.CheckSearch(bad); !errors.Is(err, audit.ErrSearchLength) || apperr.CodeOf(err) != apperr.CodeInvalid {
+			t.Errorf("CheckSearch(%q) = %v, want ErrSearchLength", bad, err)
+		}
+	}
+}
+
+// TestSearchFunctionsStayInTheirTenant: the owner-run search and namesake
+// functions answer only for the tenant and member the transaction is
+// scoped to; outside a tenant scope, or for a user who is not a member,
+// they find nothing.
+func TestSearchFunctionsStayInTheirTenant(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tn, owner, staff := trailStory(t, f)
+	ctx := context.Background()
+	const search = `SELECT count(*) FROM audit_search_ids('%katalog%', NULL, 50, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`
+	const namesakes = `SELECT count(*) FROM audit_namesakes('project', 'Katalog Musim Hujan')`
+	count := func(db database.Querier, sql string) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(ctx, sql).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return n
+	}
+	if n := count(f.db.System, search) + count(f.db.System, namesakes); n != 0 {
+		t.Errorf("outside a tenant scope the functions found %d rows", n)
+	}
+	scoped := func(user int64) (hits, ids int) {
+		err := database.InTenantUserTx(ctx, f.db.App, tn, user, func(tx pgx.Tx) error {
+			hits, ids = count(tx, search), count(tx, namesakes)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits, ids
+	}
+	if hits, ids := scoped(owner); hits != 3 || ids != 2 {
+		t.Errorf("a member finds %d events and %d namesake ids, want 3 and 2", hits, ids)
+	}
+	if hits, ids := scoped(staff); hits != 0 || ids != 0 {
+		t.Errorf("a non-member finds %d events and %d namesake ids, want none", hits, ids)
+	}
+}
+
+// TestEntityHistoryByName: a project deleted and created again under the
+// same name is one story, titled by its name, from either id; another
+// tenant's namesake stays out; the timeline names the actor in the same
+// read.
+func TestEntityHistoryByName(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tn, owner, _ := trailStory(t, f)
+	svc := audit.NewService(f.db.App, f.db.System)
+	for _, id := range []string{"8", "12"} {
+		h, err := svc.EntityHistory(context.Background(), tn, "project", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range h.Events {
+			got = append(got, e.Action+" "+e.EntityID)
+			if e.ActorName != "budi@melati.test" || *e.ActorID != owner {
+				t.Errorf("event %d actor name %q", e.ID, e.ActorName)
+			}
+		}
+		want := []string{"project.create 8", "project.delete 8", "project.create 12"}
+		if h.Name != "Katalog Musim Hujan" || !slices.Equal(got, want) {
+			t.Errorf("history of project %s = %q %v, want %v", id, h.Name, got, want)
+		}
+	}
+	h, err := svc.EntityHistory(context.Background(), tn, "project", "9")
+	if err != nil || h.Name != "Lookbook Lebaran" || len(h.Events) != 1 {
+		t.Errorf("history of project 9 = %+v, %v", h, err)
+	}
+}

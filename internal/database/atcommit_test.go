@@ -1,0 +1,241 @@
+package database_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/testdb"
+)
+
+// tripTracer counts round trips: each single statement is one, and a
+// batch (one pipeline) is one however many statements it carries.
+type tripTracer struct{ trips atomic.Int64 }
+
+func (c *tripTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.trips.Add(1)
+	return ctx
+}
+func (c *tripTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *tripTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.trips.Add(1)
+	return ctx
+}
+func (c *tripTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *tripTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+func atCommitPool(t *testing.T) (*pgxpool.Pool, *tripTracer) {
+	t.Helper()
+	db := testdb.New(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 2
+	tr := &tripTracer{}
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, "CREATE TABLE notes (id int PRIMARY KEY, body text NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	// Prepare the statements once, so the counted runs below are steady
+	// state (a statement's first use on a connection adds a Parse).
+	for range 2 {
+		err := database.InTx(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", -1, "warm"); err != nil {
+				return err
+			}
+			_, err := database.AtCommit(tx).Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", -2, "warm")
+			if err != nil {
+				return err
+			}
+			return errors.New("roll back")
+		})
+		if err == nil {
+			t.Fatal("warm-up should roll back")
+		}
+	}
+	return pool, tr
+}
+
+func count(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM notes").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestAtCommitRidesWithCommit: a queued statement is not sent until
+// COMMIT, and then goes in COMMIT's round trip: begin, one statement, and the
+// pipeline of the queued insert and COMMIT make three round trips.
+func TestAtCommitRidesWithCommit(t *testing.T) {
+	t.Parallel()
+	pool, tr := atCommitPool(t)
+	ctx := context.Background()
+	before := tr.trips.Load()
+	var during int64
+	err := database.InTx(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 1, "change"); err != nil {
+			return err
+		}
+		tag, err := database.AtCommit(tx).Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 2, "its record")
+		if err != nil || tag.RowsAffected() != 0 {
+			t.Errorf("queued exec: tag %q, err %v", tag, err)
+		}
+		during = tr.trips.Load() - before
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during != 2 {
+		t.Errorf("before commit: %d round trips, want 2 (begin, the change): the queued insert was sent early", during)
+	}
+	if got := tr.trips.Load() - before; got != 3 {
+		t.Errorf("transaction took %d round trips, want 3", got)
+	}
+	var body string
+	if err := pool.QueryRow(ctx, "SELECT body FROM notes WHERE id = 2").Scan(&body); err != nil || body != "its record" {
+		t.Fatalf("queued row after commit: %q, %v", body, err)
+	}
+}
+
+// TestAtCommitFailureRollsBackTheChange: a queued statement that fails
+// fails Commit and takes the change with it, and the connection goes back
+// to the pool usable.
+func TestAtCommitFailureRollsBackTheChange(t *testing.T) {
+	t.Parallel()
+	pool, _ := atCommitPool(t)
+	ctx := context.Background()
+	err := database.InTx(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 10, "change"); err != nil {
+			return err
+		}
+		// NOT NULL violation, known only to the server.
+		_, err := database.AtCommit(tx).Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 11, nil)
+		return err
+	})
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23502" {
+		t.Fatalf("commit error %v, want the queued insert's not-null violation", err)
+	}
+	if n := count(t, pool); n != 0 {
+		t.Fatalf("%d rows after a failed commit, want 0: the change committed without its record", n)
+	}
+	// Both connections still work (none left inside a failed transaction).
+	for i := range 4 {
+		err := database.InTx(ctx, pool, func(tx pgx.Tx) error {
+			_, err := database.AtCommit(tx).Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 20+i, "ok")
+			return err
+		})
+		if err != nil {
+			t.Fatalf("transaction %d after the failure: %v", i, err)
+		}
+	}
+	if n := count(t, pool); n != 4 {
+		t.Fatalf("%d rows, want 4", n)
+	}
+}
+
+// TestAtCommitKeepsStatementOrder: a statement after a queued one sees
+// its write (the queue is sent first); a rolled-back transaction sends
+// nothing it queued; outside a pool transaction AtCommit runs at once.
+func TestAtCommitKeepsStatementOrder(t *testing.T) {
+	t.Parallel()
+	pool, _ := atCommitPool(t)
+	ctx := context.Background()
+	err := database.InTx(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := database.AtCommit(tx).Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 30, "first"); err != nil {
+			return err
+		}
+		var body string
+		if err := tx.QueryRow(ctx, "SELECT body FROM notes WHERE id = 30").Scan(&body); err != nil {
+			t.Errorf("the queued write is not visible to the next statement: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = database.InTx(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := database.AtCommit(tx).Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 31, "dropped"); err != nil {
+			return err
+		}
+		return errors.New("changed my mind")
+	})
+	if err == nil || count(t, pool) != 1 {
+		t.Fatalf("rolled-back transaction: err %v, rows %d (want 1)", err, count(t, pool))
+	}
+	// A bare connection's transaction cannot queue: the insert runs at once
+	// and is visible inside it before any commit.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	err = database.InTx(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := database.AtCommit(tx).Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 32, "at once"); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.Conn().QueryRow(ctx, "SELECT count(*) FROM notes WHERE id = 32").Scan(&n); err != nil || n != 1 {
+			t.Errorf("insert on a bare connection's tx was deferred: n=%d err=%v", n, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAsyncCommitIsTheTransactionsAlone: InTenantTxAsyncCommit scopes the
+// tenant like InTenantTx and turns synchronous_commit off inside the
+// transaction only; the pooled connection's next transaction commits
+// synchronously again.
+func TestAsyncCommitIsTheTransactionsAlone(t *testing.T) {
+	t.Parallel()
+	pool, _ := atCommitPool(t)
+	ctx := context.Background()
+	show := func(tx pgx.Tx) (sync, tenant string) {
+		t.Helper()
+		if err := tx.QueryRow(ctx, "SELECT current_setting('synchronous_commit'), current_setting('app.tenant_id', true)").Scan(&sync, &tenant); err != nil {
+			t.Fatal(err)
+		}
+		return sync, tenant
+	}
+	for range 2 { // both of the pool's connections
+		err := database.InTenantTxAsyncCommit(ctx, pool, 5, func(tx pgx.Tx) error {
+			if s, tn := show(tx); s != "off" || tn != "5" {
+				t.Errorf("inside: synchronous_commit %q, tenant %q; want off, 5", s, tn)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		err := database.InTenantTx(ctx, pool, 5, func(tx pgx.Tx) error {
+			if s, _ := show(tx); s != "on" {
+				t.Errorf("a later transaction on the pool commits with synchronous_commit %q", s)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

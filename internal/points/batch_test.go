@@ -1,0 +1,176 @@
+package points_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jejakhq/jejak/internal/testdb"
+)
+
+// blockCustomer holds customer's balance row locked in an open transaction
+// until the returned function runs: an award to that customer waits at
+// its balance update, and with it its batch.
+func blockCustomer(t *testing.T, db *testdb.DB, tenant int64, customer string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := db.Admin.Exec(ctx, `INSERT INTO points_balances (tenant_id, customer, balance, updated_at) VALUES ($1, $2, 0, now())`,
+		tenant, customer); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM points_balances WHERE tenant_id = $1 AND customer = $2 FOR UPDATE`, tenant, customer); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = tx.Rollback(ctx) }
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func count(t *testing.T, db *testdb.DB, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.Admin.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// TestAwardsOfOneTenantGoTogether: while one award of a tenant is being
+// written, the tenant's next awards wait and are then written in one
+// transaction (their ledger rows share one xmin), each exactly once, with
+// one outbox message and one audit event (naming its own job) per message
+// applied. A message id given twice and one processed before are not
+// applied again. Another tenant's award does not wait for the batch.
+func TestAwardsOfOneTenantGoTogether(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenant := newTenant(t, db, "acme")
+	other := newTenant(t, db, "other")
+	h := newHandler(db)
+	if err := h.Handle(ctx, awardJob(100, tenant, award(tenant, "msg-old", "c-1", 7))); err != nil {
+		t.Fatal(err)
+	}
+	release := blockCustomer(t, db, tenant, "c-blocked")
+	errs := make(chan error, 20)
+	go func() { errs <- h.Handle(ctx, awardJob(1, tenant, award(tenant, "msg-first", "c-blocked", 1))) }()
+	waitFor(t, "the first award to wait on the lock", func() bool {
+		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 1
+	})
+	// Ten awards (one of them twice, one a redelivery of msg-old).
+	batch := []map[string]any{award(tenant, "msg-old", "c-1", 7), award(tenant, "msg-dup", "c-2", 5), award(tenant, "msg-dup", "c-2", 5)}
+	for i := range 7 {
+		batch = append(batch, award(tenant, fmt.Sprintf("msg-%d", i), fmt.Sprintf("c-%d", i%3), int64(10+i)))
+	}
+	for i, p := range batch {
+		go func() { errs <- h.Handle(ctx, awardJob(int64(10+i), tenant, p)) }()
+	}
+	waitFor(t, "ten awards waiting", func() bool { return h.Waiting(tenant) == len(batch) })
+	// Another tenant is not behind acme's batch.
+	if err := h.Handle(ctx, awardJob(50, other, award(other, "msg-x", "c-1", 3))); err != nil {
+		t.Fatalf("other tenant: %v", err)
+	}
+	release()
+	for range len(batch) + 1 {
+		if err := <-errs; err != nil {
+			t.Fatalf("award: %v", err)
+		}
+	}
+	// msg-old before, msg-first, msg-dup and msg-0..6 now.
+	if n := count(t, db, `SELECT count(*) FROM points_ledger WHERE tenant_id = $1`, tenant); n != 10 {
+		t.Fatalf("ledger rows %d, want 10 (one per message)", n)
+	}
+	if n := count(t, db, `SELECT count(DISTINCT xmin::text) FROM points_ledger WHERE tenant_id = $1 AND message_id NOT IN ('msg-old', 'msg-first')`, tenant); n != 1 {
+		t.Fatalf("the eight waiting awards were written by %d transactions, want 1", n)
+	}
+	want := map[string]int{"c-0": 10 + 13 + 16, "c-1": 7 + 11 + 14, "c-2": 5 + 12 + 15, "c-blocked": 1}
+	for c, w := range want {
+		if got := balance(t, db, tenant, c); got != int64(w) {
+			t.Errorf("balance of %s = %d, want %d", c, got, w)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM outbox_messages WHERE tenant_id = $1 AND event_type = 'points.awarded'`, tenant); n != 10 {
+		t.Errorf("outbox messages %d, want 10", n)
+	}
+	// One event per applied message, naming the job that applied it: the
+	// first msg-dup (job 11), never the repeat (12) nor msg-old's redelivery (10).
+	rows, err := db.Admin.Query(ctx, `SELECT job_id FROM audit_events WHERE tenant_id = $1 AND action = 'points.awarded' ORDER BY job_id`, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, id)
+	}
+	if fmt.Sprint(jobs) != "[1 11 13 14 15 16 17 18 19 100]" {
+		t.Errorf("audited jobs %v, want [1 11 13 14 15 16 17 18 19 100]", jobs)
+	}
+}
+
+// TestFailedBatchFallsBackToOneByOne: when a batch's transaction fails,
+// its awards are written one by one, so only the award that cannot be
+// written fails its job, and nothing of it is left behind.
+func TestFailedBatchFallsBackToOneByOne(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenant := newTenant(t, db, "acme")
+	h := newHandler(db)
+	// A rule the database enforces and Award.Validate does not know.
+	if _, err := db.Admin.Exec(ctx, `ALTER TABLE points_ledger ADD CONSTRAINT no_boom CHECK (customer <> 'boom')`); err != nil {
+		t.Fatal(err)
+	}
+	release := blockCustomer(t, db, tenant, "c-blocked")
+	errs := make(chan error, 10)
+	go func() { errs <- h.Handle(ctx, awardJob(1, tenant, award(tenant, "msg-first", "c-blocked", 1))) }()
+	waitFor(t, "the first award to wait on the lock", func() bool {
+		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 1
+	})
+	results := map[string]chan error{}
+	for i, c := range []string{"ok-1", "boom", "ok-2"} {
+		ch := make(chan error, 1)
+		results[c] = ch
+		go func() { ch <- h.Handle(ctx, awardJob(int64(2+i), tenant, award(tenant, "msg-"+c, c, 5))) }()
+	}
+	waitFor(t, "three awards waiting", func() bool { return h.Waiting(tenant) == 3 })
+	release()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	for c, ch := range results {
+		err := <-ch
+		if (err != nil) != (c == "boom") {
+			t.Errorf("award to %s: err %v", c, err)
+		}
+	}
+	for c, want := range map[string]int64{"ok-1": 5, "ok-2": 5, "boom": 0} {
+		if got := balance(t, db, tenant, c); got != want {
+			t.Errorf("balance of %s = %d, want %d", c, got, want)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM processed_messages WHERE tenant_id = $1 AND message_id = 'msg-boom'`, tenant); n != 0 {
+		t.Errorf("the failed award left its dedup claim behind: a retry would skip it")
+	}
+	if n := count(t, db, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND action = 'points.awarded'`, tenant); n != 3 {
+		t.Errorf("audit events %d, want 3 (msg-first, ok-1, ok-2)", n)
+	}
+}
