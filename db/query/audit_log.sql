@@ -143,3 +143,11 @@ SELECT count(*)::bigint FROM audit_events e
 WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq IS NULL
   AND NOT EXISTS (SELECT 1 FROM audit_leaves l WHERE l.tenant_id = e.tenant_id AND l.event_id = e.id)
   AND NOT EXISTS (SELECT 1 FROM audit_unsealed u WHERE u.tenant_id = e.tenant_id AND u.event_id = e.id);
+
+-- name: AuditSearchAdd :exec
+-- The name search's text of events being sealed (migration 00140), in the
+-- sealer's transaction.
+INSERT INTO audit_search (tenant_id, event_id, text)
+SELECT e.tenant_id, e.id, audit_search_text(e.detail) FROM audit_events e
+ WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.id = ANY(sqlc.arg('event_ids')::bigint[])
+ON CONFLICT DO NOTHING;

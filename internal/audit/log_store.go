@@ -133,6 +133,11 @@ func (s store) dequeue(ctx context.Context, tenantID int64, eventIDs []int64) (i
 	return s.q.AuditUnsealedDelete(ctx, queries.AuditUnsealedDeleteParams{TenantID: tenantID, EventIds: eventIDs})
 }
 
+// indexSearch adds the name search's text of events being sealed.
+func (s store) indexSearch(ctx context.Context, tenantID int64, eventIDs []int64) error {
+	return s.q.AuditSearchAdd(ctx, queries.AuditSearchAddParams{TenantID: tenantID, EventIds: eventIDs})
+}
+
 // countDays adds events at the given times to the tenant's day counts
 // (days in zone).
 func (s store) countDays(ctx context.Context, tenantID int64, zone string, at []time.Time) error {

@@ -124,6 +124,24 @@ func TestNameSearch(t *testing.T) {
 	if got := search("Katalog"); !slices.Equal(got, katalog) {
 		t.Errorf(`search "Katalog" = %v, want %v`, got, katalog)
 	}
+	// Unsealed, the events were found through the sealer's queue; the
+	// sealer indexes them as it seals, and the rest of the test searches
+	// that index (and the queue, for an event recorded after sealing).
+	var indexed int
+	if err := f.db.Admin.QueryRow(context.Background(), `SELECT count(*) FROM audit_search WHERE tenant_id = $1`, tn).Scan(&indexed); err != nil || indexed != 0 {
+		t.Fatalf("search text of unsealed events: %d rows (%v), want none: writers must not index", indexed, err)
+	}
+	f.seal(t)
+	if err := f.db.Admin.QueryRow(context.Background(), `SELECT count(*) FROM audit_search WHERE tenant_id = $1`, tn).Scan(&indexed); err != nil || indexed == 0 {
+		t.Fatalf("sealing indexed %d events (%v)", indexed, err)
+	}
+	f.record(t, audit.Event{TenantID: tn, ActorKind: audit.ActorSystem, Action: "project.create", Entity: "project",
+		EntityID: "99", Detail: []byte(`{"name":"Katalog Kemarau"}`)})
+	katalog = append([]string{"project.create 99"}, katalog...)
+	if got := search("Katalog"); !slices.Equal(got, katalog) {
+		t.Errorf(`search "Katalog" over sealed and unsealed events = %v, want %v`, got, katalog)
+	}
+	katalog = katalog[1:]
 	if got := search("  musim HUJAN "); !slices.Equal(got, katalog) {
 		t.Errorf(`search "musim HUJAN" = %v, want %v`, got, katalog)
 	}

@@ -307,6 +307,11 @@ func (s *Sealer) integrate(ctx context.Context, q store, tenantID int64, tree lo
 	if err := q.insertLeaves(ctx, tenantID, seqs, ids, hashes); err != nil {
 		return nil, fmt.Errorf("insert leaves: %w", err)
 	}
+	// The writers left the search index to the sealer: a search finds an
+	// event through the queue until this commits, and here after.
+	if err := q.indexSearch(ctx, tenantID, ids); err != nil {
+		return nil, fmt.Errorf("index sealed events for search: %w", err)
+	}
 	if len(queued) > 0 {
 		deleted, err := q.dequeue(ctx, tenantID, queued)
 		if err != nil {

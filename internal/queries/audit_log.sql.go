@@ -303,6 +303,25 @@ func (q *Queries) AuditSealWork(ctx context.Context) ([]int64, error) {
 	return items, nil
 }
 
+const auditSearchAdd = `-- name: AuditSearchAdd :exec
+INSERT INTO audit_search (tenant_id, event_id, text)
+SELECT e.tenant_id, e.id, audit_search_text(e.detail) FROM audit_events e
+ WHERE e.tenant_id = $1 AND e.id = ANY($2::bigint[])
+ON CONFLICT DO NOTHING
+`
+
+type AuditSearchAddParams struct {
+	TenantID int64
+	EventIds []int64
+}
+
+// The name search's text of events being sealed (migration 00140), in the
+// sealer's transaction.
+func (q *Queries) AuditSearchAdd(ctx context.Context, arg AuditSearchAddParams) error {
+	_, err := q.db.Exec(ctx, auditSearchAdd, arg.TenantID, arg.EventIds)
+	return err
+}
+
 const auditTreeCreate = `-- name: AuditTreeCreate :exec
 INSERT INTO audit_trees (tenant_id, root) VALUES ($1, $2)
 ON CONFLICT (tenant_id) DO NOTHING

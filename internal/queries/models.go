@@ -120,6 +120,12 @@ type AuditLeafe struct {
 	SealedAt time.Time
 }
 
+type AuditSearch struct {
+	TenantID int64
+	EventID  int64
+	Text     string
+}
+
 type AuditToken struct {
 	TenantID   int64
 	ID         int64

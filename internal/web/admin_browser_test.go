@@ -117,7 +117,7 @@ func TestBrowserSupportRetriesDeadJob(t *testing.T) {
 		t.Fatalf("open budi's timeline: %v", err)
 	}
 	ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`[...document.querySelectorAll('[data-testid="audit-event"][data-action="job.replayed"]')]
-		.some(e => e.textContent.includes(%q) && /support staff/i.test(e.textContent))`, reason)))
+		.some(e => e.textContent.includes(%q) && /\(support\)/.test(e.textContent))`, reason)))
 	if err != nil || !ok {
 		t.Fatalf("budi's timeline lacks the staff retry with its reason (ok=%v, err=%v)", ok, err)
 	}
