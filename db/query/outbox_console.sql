@@ -42,3 +42,14 @@ SELECT id FROM tenants WHERE slug = @slug;
 SELECT count(*)::bigint FROM job_workers
  WHERE worker_id <> @worker_id::text
    AND last_heartbeat > coalesce(sqlc.narg('now')::timestamptz, now()) - interval '1 minute';
+
+-- name: OutboxConsoleFailingEndpoints :many
+-- Webhook endpoints of every tenant whose last attempt failed, the longest
+-- failure runs first (from webhook_endpoints_failing_idx).
+SELECT e.id, t.slug, e.url, e.enabled, coalesce(e.disabled_reason, '')::text AS disabled_reason,
+       e.consecutive_failures, e.failing_since, e.breaker_open_until,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS now
+  FROM webhook_endpoints e JOIN tenants t ON t.id = e.tenant_id
+ WHERE e.consecutive_failures > 0 AND e.deleted_at IS NULL
+ ORDER BY e.consecutive_failures DESC, e.tenant_id, e.id
+ LIMIT @lim;

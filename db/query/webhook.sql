@@ -1,15 +1,15 @@
 -- Tenant webhooks: endpoints, deliveries, attempts (internal/webhook).
 
 -- name: WebhookEndpointInsert :one
-INSERT INTO webhook_endpoints (tenant_id, url, events, secret, created_at, updated_at)
-VALUES (@tenant_id, @url, @events::text[], @secret, coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()))
+INSERT INTO webhook_endpoints (tenant_id, url, events, secret, ordered, created_at, updated_at)
+VALUES (@tenant_id, @url, @events::text[], @secret, @ordered, coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()))
 RETURNING *;
 
 -- name: WebhookEndpointList :many
 -- A keyset page of a tenant's endpoints, newest first (@before = 0: the
 -- first page): every endpoint is on some page.
 SELECT * FROM webhook_endpoints
- WHERE tenant_id = @tenant_id AND (@before::bigint = 0 OR id < @before::bigint)
+ WHERE tenant_id = @tenant_id AND deleted_at IS NULL AND (@before::bigint = 0 OR id < @before::bigint)
  ORDER BY id DESC LIMIT @lim::int;
 
 -- name: WebhookEndpointLockTenant :exec
@@ -18,43 +18,128 @@ SELECT * FROM webhook_endpoints
 SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints', @tenant_id::bigint));
 
 -- name: WebhookEndpointCount :one
-SELECT count(*) FROM webhook_endpoints WHERE tenant_id = @tenant_id;
+SELECT count(*) FROM webhook_endpoints WHERE tenant_id = @tenant_id AND deleted_at IS NULL;
 
 -- name: WebhookEndpointGet :one
-SELECT * FROM webhook_endpoints WHERE tenant_id = @tenant_id AND id = @id;
+SELECT * FROM webhook_endpoints WHERE tenant_id = @tenant_id AND id = @id AND deleted_at IS NULL;
 
 -- name: WebhookEndpointSetEnabled :one
+-- Enabling starts afresh: the breaker closes and the failure run is
+-- forgotten, so the next delivery is attempted at once.
 UPDATE webhook_endpoints
    SET enabled = @enabled, disabled_reason = sqlc.narg('disabled_reason'),
+       consecutive_failures = CASE WHEN @enabled THEN 0 ELSE consecutive_failures END,
+       failing_since = CASE WHEN @enabled THEN NULL ELSE failing_since END,
+       breaker_open_until = CASE WHEN @enabled THEN NULL ELSE breaker_open_until END,
        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
- WHERE tenant_id = @tenant_id AND id = @id
+ WHERE tenant_id = @tenant_id AND id = @id AND deleted_at IS NULL
 RETURNING *;
+
+-- name: WebhookEndpointDelete :one
+-- The row stays (its deliveries and their attempts reference it) but
+-- leaves every list, count and match, and its secret is forgotten.
+UPDATE webhook_endpoints
+   SET deleted_at = coalesce(sqlc.narg('now')::timestamptz, now()), enabled = false, disabled_reason = 'deleted',
+       previous_secret = NULL, previous_secret_expires_at = NULL,
+       updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+ WHERE tenant_id = @tenant_id AND id = @id AND deleted_at IS NULL
+RETURNING *;
+
+-- name: WebhookEndpointConfigure :one
+UPDATE webhook_endpoints
+   SET rate_limit = sqlc.narg('rate_limit'), ordered = @ordered, updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+ WHERE tenant_id = @tenant_id AND id = @id AND deleted_at IS NULL
+RETURNING *;
+
+-- name: WebhookEndpointClaimProbe :one
+-- One delivery, on one replica, gets to probe a half-open breaker: the
+-- winner pushes the breaker's end past its attempt so the others keep
+-- waiting.
+UPDATE webhook_endpoints
+   SET breaker_open_until = @until::timestamptz
+ WHERE tenant_id = @tenant_id AND id = @id AND breaker_open_until IS NOT NULL
+   AND breaker_open_until <= @now::timestamptz
+RETURNING id;
+
+-- name: WebhookEndpointRecordOutcome :one
+-- An attempt's outcome moves the endpoint's breaker: a success closes it
+-- and ends the failure run; the failure that reaches @threshold in a row
+-- (and every one after it) opens it for a cool-down that doubles per
+-- further failure, up to @max_cooldown_s.
+WITH o AS (SELECT @ok::boolean AS ok, @now::timestamptz AS at, @threshold::int AS threshold,
+                  @cooldown_s::float8 AS cooldown_s, @max_cooldown_s::float8 AS max_cooldown_s)
+UPDATE webhook_endpoints e
+   SET consecutive_failures = CASE WHEN o.ok THEN 0 ELSE e.consecutive_failures + 1 END,
+       failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(e.failing_since, o.at) END,
+       breaker_open_until = CASE
+           WHEN o.ok THEN NULL
+           WHEN e.consecutive_failures + 1 >= o.threshold THEN o.at + interval '1 second' *
+               least(o.max_cooldown_s, o.cooldown_s * power(2, least(e.consecutive_failures + 1 - o.threshold, 20)))
+           ELSE NULL END
+  FROM o
+ WHERE e.tenant_id = @tenant_id AND e.id = @id
+RETURNING e.consecutive_failures, e.failing_since, e.breaker_open_until;
+
+-- name: WebhookEndpointTakeRate :one
+-- Counts one message in the endpoint's current one-second window, unless
+-- the window is full (no row: wait for the next one). One row holds the
+-- count, so every replica honours the same limit.
+WITH o AS (SELECT @now::timestamptz AS at)
+UPDATE webhook_endpoints e
+   SET rate_window = CASE WHEN e.rate_window IS NULL OR e.rate_window <= o.at - interval '1 second'
+                          THEN o.at ELSE e.rate_window END,
+       rate_count = CASE WHEN e.rate_window IS NULL OR e.rate_window <= o.at - interval '1 second'
+                         THEN 1 ELSE e.rate_count + 1 END
+  FROM o
+ WHERE e.tenant_id = @tenant_id AND e.id = @id
+   AND (e.rate_limit IS NULL OR e.rate_window IS NULL OR e.rate_window <= o.at - interval '1 second'
+        OR e.rate_count < e.rate_limit)
+RETURNING e.id;
+
+-- name: WebhookEndpointHourAdd :exec
+-- Tallies one attempt's outcome in its hour, for the 24 h success rate.
+INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, succeeded, failed)
+VALUES (@tenant_id, @endpoint_id, date_trunc('hour', @now::timestamptz), CASE WHEN @ok::boolean THEN 1 ELSE 0 END,
+        CASE WHEN @ok::boolean THEN 0 ELSE 1 END)
+ON CONFLICT (tenant_id, endpoint_id, hour) DO UPDATE
+   SET succeeded = webhook_endpoint_hours.succeeded + excluded.succeeded,
+       failed = webhook_endpoint_hours.failed + excluded.failed;
+
+-- name: WebhookEndpointHourTotals :many
+-- Attempt outcomes of the given endpoints since @since (at most 24 rows
+-- per endpoint).
+SELECT endpoint_id, sum(succeeded)::bigint AS succeeded, sum(failed)::bigint AS failed
+  FROM webhook_endpoint_hours
+ WHERE tenant_id = @tenant_id AND endpoint_id = ANY(@endpoint_ids::bigint[]) AND hour >= @since::timestamptz
+ GROUP BY endpoint_id;
 
 -- name: WebhookEndpointRotate :one
 -- The old secret keeps signing until @overlap_until, beside the new one.
 UPDATE webhook_endpoints
    SET previous_secret = secret, previous_secret_expires_at = @overlap_until::timestamptz,
        secret = @secret, updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
- WHERE tenant_id = @tenant_id AND id = @id
+ WHERE tenant_id = @tenant_id AND id = @id AND deleted_at IS NULL
 RETURNING *;
 
 -- name: WebhookEndpointsMatching :many
 SELECT id FROM webhook_endpoints
- WHERE tenant_id = @tenant_id AND enabled AND (@event_type::text = ANY(events) OR '*' = ANY(events))
+ WHERE tenant_id = @tenant_id AND enabled AND deleted_at IS NULL AND (@event_type::text = ANY(events) OR '*' = ANY(events))
  ORDER BY id;
 
 -- name: WebhookDeliveryInsert :one
 -- One delivery per (event, endpoint): a redelivered event inserts nothing
 -- and gets the existing delivery back (inserted = false).
-INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, next_attempt_at, created_at, updated_at)
-VALUES (@tenant_id, @endpoint_id, @event_id, @event_type, @body,
+INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at)
+VALUES (@tenant_id, @endpoint_id, @event_id, @event_type, @body, sqlc.narg('aggregate'),
         coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()))
 ON CONFLICT (tenant_id, endpoint_id, event_id) DO UPDATE SET updated_at = webhook_deliveries.updated_at
 RETURNING id, (xmax = 0)::boolean AS inserted;
 
 -- name: WebhookDeliveryForAttempt :one
 SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.state, d.attempts,
-       e.url, e.enabled, e.secret, e.previous_secret, e.previous_secret_expires_at
+       d.aggregate, e.url, e.enabled, e.secret, e.previous_secret, e.previous_secret_expires_at,
+       (e.deleted_at IS NOT NULL)::boolean AS deleted, e.consecutive_failures, e.failing_since, e.breaker_open_until,
+       e.rate_limit, e.ordered
   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.tenant_id = d.tenant_id
  WHERE d.tenant_id = @tenant_id AND d.id = @id;
 
@@ -81,3 +166,48 @@ SELECT * FROM webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id;
 SELECT * FROM webhook_attempts
  WHERE tenant_id = @tenant_id AND delivery_id = ANY(@delivery_ids::bigint[])
  ORDER BY delivery_id DESC, attempt DESC;
+
+-- name: WebhookDeliveryEarlierPending :one
+-- Whether an earlier delivery of the same aggregate to the same endpoint
+-- is unfinished (an ordered endpoint then holds this one).
+SELECT EXISTS (SELECT 1 FROM webhook_deliveries
+                WHERE tenant_id = @tenant_id AND endpoint_id = @endpoint_id AND aggregate = @aggregate::text
+                  AND state = 'pending' AND id < @id);
+
+-- name: WebhookDeliveryRecover :many
+-- Puts an endpoint's failed deliveries made since @since back to pending
+-- (at most @lim, oldest first); those already pending are not touched, so
+-- asking twice sends each once.
+UPDATE webhook_deliveries d
+   SET state = 'pending', next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+       updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+ WHERE d.tenant_id = @tenant_id AND d.id IN (
+       SELECT x.id FROM webhook_deliveries x
+        WHERE x.tenant_id = @tenant_id AND x.endpoint_id = @endpoint_id AND x.state = 'failed'
+          AND x.created_at >= @since::timestamptz
+        ORDER BY x.created_at, x.id LIMIT @lim::int)
+RETURNING d.id, d.attempts;
+
+-- name: WebhookEndpointReadableSecrets :many
+-- Endpoints whose secrets are still stored readable (before sealing).
+SELECT id, tenant_id, secret, previous_secret FROM webhook_endpoints
+ WHERE secret LIKE 'whsec\_%' OR previous_secret LIKE 'whsec\_%';
+
+-- name: WebhookEndpointSealSecret :execrows
+-- Replaces a readable secret by its sealed form, unless it changed since
+-- it was read (a rotation, or another replica sealing it).
+UPDATE webhook_endpoints
+   SET secret = @sealed, previous_secret = sqlc.narg('sealed_previous')
+ WHERE tenant_id = @tenant_id AND id = @id AND secret = @readable;
+
+-- name: WebhookOwnerEmails :many
+-- Who hears that Jejak disabled an endpoint: the tenant's owners and
+-- admins who can still sign in.
+SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
+ WHERE m.tenant_id = @tenant_id AND m.role IN ('owner', 'admin') AND u.active
+ ORDER BY u.email;
+
+-- name: WebhookEndpointHoursPrune :execrows
+-- Deletes attempt tallies of hours before @before (every tenant's: the
+-- maintenance leader runs it through the cross-tenant pool).
+DELETE FROM webhook_endpoint_hours WHERE hour < @before::timestamptz;

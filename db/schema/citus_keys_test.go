@@ -23,7 +23,7 @@ var distributed = []string{
 	"job_traces",
 	"audit_heads", "audit_events", "audit_day_counts", "audit_unsealed", "audit_search", "audit_leaves", "audit_trees", "audit_checkpoints", "audit_tokens",
 	"mail_messages", "subscription_status_changes", "processed_messages", "points_ledger", "points_balances",
-	"outbox_messages", "outbox_traces", "webhook_endpoints", "webhook_deliveries", "webhook_attempts",
+	"outbox_messages", "outbox_traces", "webhook_endpoints", "webhook_deliveries", "webhook_attempts", "webhook_endpoint_hours",
 	"approvals", "idempotency_keys", "staff_audit_views", "invoices", "payment_refunds",
 	"alert_principal_minute", "tenant_settings",
 }

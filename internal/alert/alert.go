@@ -257,6 +257,15 @@ type Service struct {
 	// secretFromEnv: staff gave the staff webhook's secret themselves, so
 	// the page does not repeat it.
 	secretFromEnv bool
+	// sealer opens the staff webhook's sealed secret.
+	sealer *webhook.Sealer
+}
+
+// OpenSecretsWith gives the service the key that opens the staff webhook's
+// sealed signing secret.
+func (s *Service) OpenSecretsWith(sealer *webhook.Sealer) *Service {
+	s.sealer = sealer
+	return s
 }
 
 // SecretFromEnv tells the service that the staff webhook's signing secret
@@ -331,7 +340,7 @@ func (s *Service) Overview(ctx context.Context, historyLimit int) (*Overview, er
 		if historyLimit == 0 {
 			return nil // the overview's banner needs no webhook
 		}
-		wh, ok, err := webhook.SystemEndpointStatus(ctx, tx)
+		wh, ok, err := webhook.SystemEndpointStatus(ctx, tx, s.sealer)
 		if err != nil || !ok {
 			return err
 		}

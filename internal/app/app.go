@@ -51,6 +51,9 @@ type Env struct {
 	System  *pgxpool.Pool // cross-tenant (jejak_system)
 	cluster *pgcluster.Cluster
 	log     *slog.Logger
+	// WebhookSealer seals webhook signing secrets at rest, with the key
+	// in JEJAK_WEBHOOK_KEY_FILE.
+	WebhookSealer *webhook.Sealer
 }
 
 // Open starts the embedded cluster when cfg has no DatabaseURL, applies
@@ -98,6 +101,25 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Env, error) {
 	return env, nil
 }
 
+// sealWebhookSecrets loads (or creates) the key that seals webhook signing
+// secrets and seals the ones still stored readable. Only serve needs it
+// (the other commands never read or write a secret).
+func (e *Env) sealWebhookSecrets(ctx context.Context, cfg Config) error {
+	s, err := webhook.LoadSealer(cfg.WebhookKeyPath())
+	if err != nil {
+		return err
+	}
+	e.WebhookSealer = s
+	n, err := webhook.SealStored(ctx, e.System, s)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		e.log.Info("sealed webhook signing secrets", "endpoints", n)
+	}
+	return nil
+}
+
 // Close closes the pools and stops the embedded cluster if Open started it.
 func (e *Env) Close() {
 	if e.App != nil {
@@ -132,6 +154,9 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 		return err
 	}
 	defer env.Close()
+	if err := env.sealWebhookSecrets(ctx, cfg); err != nil {
+		return err
+	}
 	clk := clock.Database{}
 	if cfg.Demo {
 		if err := seedDemo(ctx, env, out); err != nil {
@@ -212,7 +237,8 @@ func stopEngine(engine *job.Engine, log *slog.Logger) {
 // workers), the mailer and the metrics.
 func serveDeps(ctx context.Context, cfg Config, env *Env, engine *job.Engine, ext *extras, clk clock.Clock, log *slog.Logger, reg *metrics.Registry) (web.Deps, error) {
 	deps := NewDeps(env.App, env.System, engine, clk, log)
-	deps.Webhooks = webhook.NewService(env.App, clk, webhookJobs(engine)).LimitEndpoints(cfg.WebhookMaxEndpoints)
+	deps.Webhooks = webhook.NewService(env.App, clk, webhookJobs(engine)).LimitEndpoints(cfg.WebhookMaxEndpoints).
+		SealWith(env.WebhookSealer)
 	WithPayments(&deps, ext.payments)
 	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies
@@ -234,7 +260,7 @@ func serveDeps(ctx context.Context, cfg Config, env *Env, engine *job.Engine, ex
 	}
 	deps.Members = member.NewService(env.App, env.System, clk, mailer, deps.Tenants)
 	deps.Metrics, deps.MetricsToken = reg, cfg.MetricsToken
-	deps.Alerts.SecretFromEnv(cfg.AlertWebhookSecret != "")
+	deps.Alerts.SecretFromEnv(cfg.AlertWebhookSecret != "").OpenSecretsWith(env.WebhookSealer)
 	return deps, nil
 }
 
@@ -309,7 +335,8 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 	}
 	kinds.Register(engine, kinds.Deps{App: env.App, System: env.System, Clock: clk, Mailer: mailer,
 		Jobs: webhookJobs(engine), WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow, AllowAddrs: cfg.WebhookAllowAddrs}, Payments: ext.payments,
-		WebhookOutcome: reg.WebhookDelivered, Webhooks: wh, WebhookTenantLimit: cfg.WebhookTenantConcurrency})
+		WebhookOutcome: reg.WebhookDelivered, Webhooks: wh, WebhookTenantLimit: cfg.WebhookTenantConcurrency,
+		WebhookBreaker: cfg.WebhookBreaker, WebhookSealer: env.WebhookSealer})
 	if cfg.ChaosKind {
 		chaos.Register(engine, env.App)
 	}

@@ -34,6 +34,9 @@ type Config struct {
 	Heartbeat time.Duration // JEJAK_HEARTBEAT; lease renewal interval, 0 = min(5s, lease/3)
 
 	AnchorDir string // JEJAK_ANCHOR_DIR; signed audit checkpoints, default <data dir>/anchors
+	// WebhookKeyFile (JEJAK_WEBHOOK_KEY_FILE) holds the key sealing webhook
+	// signing secrets; default <anchor dir>/webhook-secrets.key.
+	WebhookKeyFile string
 
 	ChaosKind bool // JEJAK_CHAOS_KIND; registers the chaos suite's test kind (never in production)
 
@@ -55,6 +58,10 @@ type Config struct {
 	// (JEJAK_WEBHOOK_WORKERS); WebhookTenantConcurrency caps one tenant's
 	// deliveries in flight per replica (JEJAK_WEBHOOK_TENANT_CONCURRENCY).
 	WebhookWorkers, WebhookTenantConcurrency int
+	// WebhookBreaker is the per-endpoint circuit breaker: failures in a
+	// row that open it (JEJAK_WEBHOOK_BREAKER_FAILURES) and how long an
+	// endpoint fails before it is disabled (JEJAK_WEBHOOK_DISABLE_AFTER).
+	WebhookBreaker webhook.Breaker
 	// AlertWebhookURL (JEJAK_ALERT_WEBHOOK_URL) receives alert transitions
 	// as signed webhooks; "" = none (the staff endpoint is disabled).
 	AlertWebhookURL string
@@ -111,6 +118,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.AnchorDir = getenv("JEJAK_ANCHOR_DIR")
+	c.WebhookKeyFile = getenv("JEJAK_WEBHOOK_KEY_FILE")
 	for name, dst := range map[string]*time.Duration{"JEJAK_LEASE": &c.Lease, "JEJAK_HEARTBEAT": &c.Heartbeat} {
 		if v := getenv(name); v != "" {
 			if *dst, err = time.ParseDuration(v); err != nil || *dst <= 0 {
@@ -179,6 +187,15 @@ func or(v, def string) string {
 	return v
 }
 
+// WebhookKeyPath is JEJAK_WEBHOOK_KEY_FILE, or webhook-secrets.key beside
+// the anchor key.
+func (c Config) WebhookKeyPath() string {
+	if c.WebhookKeyFile != "" {
+		return c.WebhookKeyFile
+	}
+	return filepath.Join(c.AnchorDirectory(), "webhook-secrets.key")
+}
+
 // AnchorDirectory is JEJAK_ANCHOR_DIR, or anchors/ under the data directory.
 func (c Config) AnchorDirectory() string {
 	if c.AnchorDir != "" {
@@ -195,13 +212,21 @@ func (c *Config) webhookLimits(getenv func(string) string) error {
 		dst  *int
 		max  int
 	}{{"JEJAK_WEBHOOK_MAX_ENDPOINTS", &c.WebhookMaxEndpoints, 10000}, {"JEJAK_WEBHOOK_WORKERS", &c.WebhookWorkers, 1000},
-		{"JEJAK_WEBHOOK_TENANT_CONCURRENCY", &c.WebhookTenantConcurrency, 1000}} {
+		{"JEJAK_WEBHOOK_TENANT_CONCURRENCY", &c.WebhookTenantConcurrency, 1000},
+		{"JEJAK_WEBHOOK_BREAKER_FAILURES", &c.WebhookBreaker.Failures, 1000}} {
 		if v := getenv(n.name); v != "" {
 			var err error
 			if *n.dst, err = strconv.Atoi(v); err != nil || *n.dst < 1 || *n.dst > n.max {
 				return fmt.Errorf("%s must be a whole number from 1 to %d, got %q", n.name, n.max, v)
 			}
 		}
+	}
+	if v := getenv("JEJAK_WEBHOOK_DISABLE_AFTER"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Hour || d > 90*24*time.Hour {
+			return fmt.Errorf("JEJAK_WEBHOOK_DISABLE_AFTER must be a duration from 1h to 2160h (90 days), got %q", v)
+		}
+		c.WebhookBreaker.DisableAfter = d
 	}
 	return nil
 }

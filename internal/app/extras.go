@@ -3,18 +3,20 @@ package app
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/payment"
 	"github.com/jejakhq/jejak/internal/schedule"
+	"github.com/jejakhq/jejak/internal/webhook"
 )
 
 // extras are the parts around the engine for sensitive work: payments (the
 // provider at JEJAK_PAYMENT_URL or the built-in simulator on loopback),
-// the scheduler and the failure-rate guard, both run by the maintenance
-// leader.
+// the scheduler, the failure-rate guard and the pruning of webhook attempt
+// tallies, run by the maintenance leader.
 type extras struct {
 	payments  *payment.Service
 	scheduler *schedule.Scheduler
@@ -48,6 +50,17 @@ func wireExtras(cfg Config, env *Env, engine *job.Engine, clk clock.Clock, log *
 	guard := job.FailureGuard{}
 	engine.OnMaintenance(func(ctx context.Context) error {
 		_, err := engine.CheckFailureRates(ctx, guard)
+		return err
+	})
+	// The webhook success rates read 24 hours of tallies; older ones go,
+	// once an hour (a pass runs every few seconds).
+	var prunedHours time.Time
+	engine.OnMaintenance(func(ctx context.Context) error {
+		if time.Since(prunedHours) < time.Hour {
+			return nil
+		}
+		prunedHours = time.Now()
+		_, err := webhook.PruneHours(ctx, env.System, clk)
 		return err
 	})
 	return ext, nil

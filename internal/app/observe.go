@@ -77,7 +77,7 @@ func outboxLag(env *Env) func(context.Context) (time.Duration, error) {
 // is configured.
 func staffWebhook(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log *slog.Logger) (*alert.Notifier, error) {
 	ep, err := webhook.SyncSystemEndpoint(ctx, env.System, clk, webhook.SystemConfig{URL: cfg.AlertWebhookURL,
-		Secret: cfg.AlertWebhookSecret, Events: []string{alert.EventType}})
+		Secret: cfg.AlertWebhookSecret, Events: []string{alert.EventType}, Sealer: env.WebhookSealer})
 	if err != nil {
 		return nil, err
 	}

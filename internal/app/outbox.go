@@ -129,11 +129,16 @@ func OutboxRetryFailed(ctx context.Context, cfg Config, log *slog.Logger, out io
 // startDemoHooks starts the demo's webhook receiver and points the demo
 // tenants' endpoints at it.
 func startDemoHooks(ctx context.Context, env *Env, log *slog.Logger, out io.Writer) (*demo.HookReceiver, error) {
-	h, err := demo.StartHookReceiver(env.System, log)
+	h, err := demo.StartHookReceiver(env.System, env.WebhookSealer, log)
 	if err != nil {
 		return nil, err
 	}
 	if err := h.SeedEndpoints(ctx); err != nil {
+		h.Close()
+		return nil, err
+	}
+	// The demo writes its endpoints' secrets readable; seal them now.
+	if _, err := webhook.SealStored(ctx, env.System, env.WebhookSealer); err != nil {
 		h.Close()
 		return nil, err
 	}

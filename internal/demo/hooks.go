@@ -27,9 +27,11 @@ import (
 // retry on the schedule and finally fail.
 type HookReceiver struct {
 	system *pgxpool.Pool
-	srv    *http.Server
-	ln     net.Listener
-	log    *slog.Logger
+	// secrets opens the endpoints' sealed signing secrets.
+	secrets *webhook.Sealer
+	srv     *http.Server
+	ln      net.Listener
+	log     *slog.Logger
 
 	mu  sync.Mutex
 	got []receivedHook
@@ -46,12 +48,12 @@ type receivedHook struct {
 
 // StartHookReceiver listens on 127.0.0.1 (random port) and serves until
 // Close.
-func StartHookReceiver(system *pgxpool.Pool, log *slog.Logger) (*HookReceiver, error) {
+func StartHookReceiver(system *pgxpool.Pool, secrets *webhook.Sealer, log *slog.Logger) (*HookReceiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("demo webhook receiver: %w", err)
 	}
-	h := &HookReceiver{system: system, ln: ln, log: log}
+	h := &HookReceiver{system: system, secrets: secrets, ln: ln, log: log}
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = h.srv.Serve(ln) }()
 	return h, nil
@@ -140,17 +142,21 @@ func (h *HookReceiver) verify(ctx context.Context, r *http.Request, body []byte)
 	if err != nil || time.Since(time.Unix(ts, 0)).Abs() > 5*time.Minute {
 		return false
 	}
-	rows, err := h.system.Query(ctx, `SELECT secret, coalesce(previous_secret, '') FROM webhook_endpoints WHERE url = $1`, h.URL()+r.URL.Path)
+	rows, err := h.system.Query(ctx, `SELECT tenant_id, secret, coalesce(previous_secret, '') FROM webhook_endpoints WHERE url = $1`, h.URL()+r.URL.Path)
 	if err != nil {
 		return false
 	}
 	defer rows.Close()
 	for rows.Next() {
+		var tenantID int64
 		var cur, prev string
-		if rows.Scan(&cur, &prev) != nil {
+		if rows.Scan(&tenantID, &cur, &prev) != nil {
 			return false
 		}
 		for _, s := range []string{cur, prev} {
+			if s, err = h.secrets.Open(tenantID, s); err != nil {
+				return false
+			}
 			if s != "" && webhook.Verify(s, r.Header.Get("webhook-id"), ts, body, r.Header.Get("webhook-signature")) {
 				return true
 			}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,8 +16,9 @@ import (
 	"github.com/jejakhq/jejak/internal/webhook"
 )
 
-// The demo's receiver verifies real deliveries with the endpoint's secret;
-// its flaky endpoint answers 503 so deliveries retry.
+// The demo's receiver verifies real deliveries with the endpoint's secret
+// (sealed in the table, as serve keeps it); its flaky endpoint answers 503
+// so deliveries retry.
 func TestDemoHookReceiverVerifiesDeliveries(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -25,7 +27,11 @@ func TestDemoHookReceiverVerifiesDeliveries(t *testing.T) {
 	if err := demo.Seed(ctx, db.System); err != nil {
 		t.Fatal(err)
 	}
-	h, err := demo.StartHookReceiver(db.System, log)
+	key, err := webhook.LoadSealer(filepath.Join(t.TempDir(), "webhook-secrets.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := demo.StartHookReceiver(db.System, key, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +41,11 @@ func TestDemoHookReceiverVerifiesDeliveries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := webhook.SealStored(ctx, db.System, key); err != nil {
+		t.Fatal(err)
+	}
 	var n int
-	if err := db.Admin.QueryRow(ctx, "SELECT count(*) FROM webhook_endpoints").Scan(&n); err != nil || n != 2*len(demo.Tenants) {
+	if err := db.Admin.QueryRow(ctx, "SELECT count(*) FROM webhook_endpoints WHERE secret LIKE 'jejak-sealed:%'").Scan(&n); err != nil || n != 2*len(demo.Tenants) {
 		t.Fatalf("%d demo endpoints, want %d (%v)", n, 2*len(demo.Tenants), err)
 	}
 	e, err := job.New(job.Config{Pool: db.System, Logger: log})
@@ -49,7 +58,7 @@ func TestDemoHookReceiverVerifiesDeliveries(t *testing.T) {
 	if c, err := fan.HandleEvent(ctx, tid, 5, "project.created", []byte(`{"id":"evt_5"}`), ""); err != nil || c != 2 {
 		t.Fatalf("fan-out: %d %v", c, err)
 	}
-	d := &webhook.Deliverer{App: db.App, Jobs: e, Logger: log,
+	d := &webhook.Deliverer{App: db.App, Jobs: e, Logger: log, Sealer: key,
 		Client: webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}.Client()}
 	jobs, err := e.Claim(ctx, "w", 10)
 	if err != nil || len(jobs) != 2 {

@@ -68,6 +68,11 @@ type Deps struct {
 	// WebhookTenantLimit caps one tenant's deliveries in flight per
 	// process (webhook.Deliverer.TenantLimit; 0 = none).
 	WebhookTenantLimit int
+	// WebhookBreaker configures the per-endpoint circuit breaker (zero
+	// fields: webhook.DefaultBreaker's).
+	WebhookBreaker webhook.Breaker
+	// WebhookSealer opens the endpoints' sealed signing secrets.
+	WebhookSealer *webhook.Sealer
 }
 
 // Options holds each shipped kind's settings: mail may wait out an SMTP
@@ -121,7 +126,7 @@ func Register(e Registrar, d Deps) {
 	}
 	if d.Jobs != nil {
 		wh := &webhook.Deliverer{App: d.App, Jobs: d.Jobs, Clock: c, Client: d.WebhookGuard.Client(), OnOutcome: d.WebhookOutcome,
-			TenantLimit: d.WebhookTenantLimit}
+			TenantLimit: d.WebhookTenantLimit, Breaker: d.WebhookBreaker, Sealer: d.WebhookSealer, Mailer: mailer}
 		e.Register(WebhookDeliver, wh.Handle, Options[WebhookDeliver])
 		if d.Webhooks != nil {
 			d.Webhooks.Register(WebhookDeliver, wh.Handle, Options[WebhookDeliver])

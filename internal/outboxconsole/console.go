@@ -200,3 +200,27 @@ func (c *Console) Retry(ctx context.Context, op Operator, reason, tenantSlug str
 func (c *Console) OtherReplicas(ctx context.Context, workerID string) (int64, error) {
 	return storeOtherReplicas(ctx, c.system, workerID, c.clk.Now())
 }
+
+// FailingEndpoint is a tenant's webhook endpoint whose last attempt failed.
+type FailingEndpoint struct {
+	ID                  int64
+	TenantSlug          string
+	URL                 string
+	Enabled             bool
+	DisabledReason      string
+	ConsecutiveFailures int
+	FailingSince        *time.Time
+	// BreakerOpen: its deliveries are held until BreakerOpenUntil.
+	BreakerOpen      bool
+	BreakerOpenUntil *time.Time
+}
+
+// FailingEndpoints lists the webhook endpoints of every tenant whose last
+// attempt failed, the longest failure runs first, with their breakers.
+func (c *Console) FailingEndpoints(ctx context.Context, limit int) ([]FailingEndpoint, error) {
+	eps, err := storeFailingEndpoints(ctx, c.system, c.clk.Now(), min(max(limit, 1), 200))
+	if err != nil {
+		return nil, fmt.Errorf("failing webhook endpoints: %w", err)
+	}
+	return eps, nil
+}

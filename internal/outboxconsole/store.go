@@ -71,3 +71,17 @@ func storeRetry(ctx context.Context, db queries.DBTX, now *time.Time, tenantID, 
 func storeOtherReplicas(ctx context.Context, db queries.DBTX, workerID string, now *time.Time) (int64, error) {
 	return queries.New(db).OutboxConsoleOtherReplicas(ctx, queries.OutboxConsoleOtherReplicasParams{WorkerID: workerID, Now: now})
 }
+
+func storeFailingEndpoints(ctx context.Context, db queries.DBTX, now *time.Time, limit int) ([]FailingEndpoint, error) {
+	rows, err := queries.New(db).OutboxConsoleFailingEndpoints(ctx, queries.OutboxConsoleFailingEndpointsParams{Now: now, Lim: int32(limit)})
+	out := make([]FailingEndpoint, len(rows))
+	for i, r := range rows {
+		out[i] = FailingEndpoint{ID: r.ID, TenantSlug: r.Slug, URL: r.Url, Enabled: r.Enabled, DisabledReason: r.DisabledReason,
+			ConsecutiveFailures: int(r.ConsecutiveFailures), FailingSince: r.FailingSince,
+			BreakerOpen: r.BreakerOpenUntil != nil && r.BreakerOpenUntil.After(r.Now)}
+		if out[i].BreakerOpen {
+			out[i].BreakerOpenUntil = r.BreakerOpenUntil
+		}
+	}
+	return out, err
+}

@@ -570,6 +570,7 @@ type WebhookDelivery struct {
 	LastError     *string
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	Aggregate     *string
 }
 
 type WebhookEndpoint struct {
@@ -584,4 +585,20 @@ type WebhookEndpoint struct {
 	PreviousSecretExpiresAt *time.Time
 	CreatedAt               time.Time
 	UpdatedAt               time.Time
+	ConsecutiveFailures     int32
+	FailingSince            *time.Time
+	BreakerOpenUntil        *time.Time
+	RateLimit               *int32
+	RateWindow              *time.Time
+	RateCount               int32
+	Ordered                 bool
+	DeletedAt               *time.Time
+}
+
+type WebhookEndpointHour struct {
+	TenantID   int64
+	EndpointID int64
+	Hour       time.Time
+	Succeeded  int32
+	Failed     int32
 }

@@ -105,6 +105,65 @@ func (q *Queries) OutboxConsoleFailed(ctx context.Context, arg OutboxConsoleFail
 	return items, nil
 }
 
+const outboxConsoleFailingEndpoints = `-- name: OutboxConsoleFailingEndpoints :many
+SELECT e.id, t.slug, e.url, e.enabled, coalesce(e.disabled_reason, '')::text AS disabled_reason,
+       e.consecutive_failures, e.failing_since, e.breaker_open_until,
+       coalesce($1::timestamptz, now())::timestamptz AS now
+  FROM webhook_endpoints e JOIN tenants t ON t.id = e.tenant_id
+ WHERE e.consecutive_failures > 0 AND e.deleted_at IS NULL
+ ORDER BY e.consecutive_failures DESC, e.tenant_id, e.id
+ LIMIT $2
+`
+
+type OutboxConsoleFailingEndpointsParams struct {
+	Now *time.Time
+	Lim int32
+}
+
+type OutboxConsoleFailingEndpointsRow struct {
+	ID                  int64
+	Slug                string
+	Url                 string
+	Enabled             bool
+	DisabledReason      string
+	ConsecutiveFailures int32
+	FailingSince        *time.Time
+	BreakerOpenUntil    *time.Time
+	Now                 time.Time
+}
+
+// Webhook endpoints of every tenant whose last attempt failed, the longest
+// failure runs first (from webhook_endpoints_failing_idx).
+func (q *Queries) OutboxConsoleFailingEndpoints(ctx context.Context, arg OutboxConsoleFailingEndpointsParams) ([]OutboxConsoleFailingEndpointsRow, error) {
+	rows, err := q.db.Query(ctx, outboxConsoleFailingEndpoints, arg.Now, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OutboxConsoleFailingEndpointsRow{}
+	for rows.Next() {
+		var i OutboxConsoleFailingEndpointsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Slug,
+			&i.Url,
+			&i.Enabled,
+			&i.DisabledReason,
+			&i.ConsecutiveFailures,
+			&i.FailingSince,
+			&i.BreakerOpenUntil,
+			&i.Now,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const outboxConsoleOtherReplicas = `-- name: OutboxConsoleOtherReplicas :one
 SELECT count(*)::bigint FROM job_workers
  WHERE worker_id <> $1::text

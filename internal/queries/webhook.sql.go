@@ -80,9 +80,38 @@ func (q *Queries) WebhookAttemptList(ctx context.Context, arg WebhookAttemptList
 	return items, nil
 }
 
+const webhookDeliveryEarlierPending = `-- name: WebhookDeliveryEarlierPending :one
+SELECT EXISTS (SELECT 1 FROM webhook_deliveries
+                WHERE tenant_id = $1 AND endpoint_id = $2 AND aggregate = $3::text
+                  AND state = 'pending' AND id < $4)
+`
+
+type WebhookDeliveryEarlierPendingParams struct {
+	TenantID   int64
+	EndpointID int64
+	Aggregate  string
+	ID         int64
+}
+
+// Whether an earlier delivery of the same aggregate to the same endpoint
+// is unfinished (an ordered endpoint then holds this one).
+func (q *Queries) WebhookDeliveryEarlierPending(ctx context.Context, arg WebhookDeliveryEarlierPendingParams) (bool, error) {
+	row := q.db.QueryRow(ctx, webhookDeliveryEarlierPending,
+		arg.TenantID,
+		arg.EndpointID,
+		arg.Aggregate,
+		arg.ID,
+	)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const webhookDeliveryForAttempt = `-- name: WebhookDeliveryForAttempt :one
 SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.state, d.attempts,
-       e.url, e.enabled, e.secret, e.previous_secret, e.previous_secret_expires_at
+       d.aggregate, e.url, e.enabled, e.secret, e.previous_secret, e.previous_secret_expires_at,
+       (e.deleted_at IS NOT NULL)::boolean AS deleted, e.consecutive_failures, e.failing_since, e.breaker_open_until,
+       e.rate_limit, e.ordered
   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.tenant_id = d.tenant_id
  WHERE d.tenant_id = $1 AND d.id = $2
 `
@@ -101,11 +130,18 @@ type WebhookDeliveryForAttemptRow struct {
 	Body                    string
 	State                   string
 	Attempts                int32
+	Aggregate               *string
 	Url                     string
 	Enabled                 bool
 	Secret                  string
 	PreviousSecret          *string
 	PreviousSecretExpiresAt *time.Time
+	Deleted                 bool
+	ConsecutiveFailures     int32
+	FailingSince            *time.Time
+	BreakerOpenUntil        *time.Time
+	RateLimit               *int32
+	Ordered                 bool
 }
 
 func (q *Queries) WebhookDeliveryForAttempt(ctx context.Context, arg WebhookDeliveryForAttemptParams) (WebhookDeliveryForAttemptRow, error) {
@@ -120,17 +156,24 @@ func (q *Queries) WebhookDeliveryForAttempt(ctx context.Context, arg WebhookDeli
 		&i.Body,
 		&i.State,
 		&i.Attempts,
+		&i.Aggregate,
 		&i.Url,
 		&i.Enabled,
 		&i.Secret,
 		&i.PreviousSecret,
 		&i.PreviousSecretExpiresAt,
+		&i.Deleted,
+		&i.ConsecutiveFailures,
+		&i.FailingSince,
+		&i.BreakerOpenUntil,
+		&i.RateLimit,
+		&i.Ordered,
 	)
 	return i, err
 }
 
 const webhookDeliveryGet = `-- name: WebhookDeliveryGet :one
-SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2
 `
 
 type WebhookDeliveryGetParams struct {
@@ -155,14 +198,15 @@ func (q *Queries) WebhookDeliveryGet(ctx context.Context, arg WebhookDeliveryGet
 		&i.LastError,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Aggregate,
 	)
 	return i, err
 }
 
 const webhookDeliveryInsert = `-- name: WebhookDeliveryInsert :one
-INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, next_attempt_at, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5,
-        coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()))
+INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6,
+        coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now()))
 ON CONFLICT (tenant_id, endpoint_id, event_id) DO UPDATE SET updated_at = webhook_deliveries.updated_at
 RETURNING id, (xmax = 0)::boolean AS inserted
 `
@@ -173,6 +217,7 @@ type WebhookDeliveryInsertParams struct {
 	EventID    int64
 	EventType  string
 	Body       string
+	Aggregate  *string
 	Now        *time.Time
 }
 
@@ -190,6 +235,7 @@ func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDelivery
 		arg.EventID,
 		arg.EventType,
 		arg.Body,
+		arg.Aggregate,
 		arg.Now,
 	)
 	var i WebhookDeliveryInsertRow
@@ -198,7 +244,7 @@ func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDelivery
 }
 
 const webhookDeliveryList = `-- name: WebhookDeliveryList :many
-SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at FROM webhook_deliveries
+SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate FROM webhook_deliveries
  WHERE tenant_id = $1 AND endpoint_id = $2
  ORDER BY id DESC LIMIT $3
 `
@@ -232,7 +278,62 @@ func (q *Queries) WebhookDeliveryList(ctx context.Context, arg WebhookDeliveryLi
 			&i.LastError,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Aggregate,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookDeliveryRecover = `-- name: WebhookDeliveryRecover :many
+UPDATE webhook_deliveries d
+   SET state = 'pending', next_attempt_at = coalesce($1::timestamptz, now()),
+       updated_at = coalesce($1::timestamptz, now())
+ WHERE d.tenant_id = $2 AND d.id IN (
+       SELECT x.id FROM webhook_deliveries x
+        WHERE x.tenant_id = $2 AND x.endpoint_id = $3 AND x.state = 'failed'
+          AND x.created_at >= $4::timestamptz
+        ORDER BY x.created_at, x.id LIMIT $5::int)
+RETURNING d.id, d.attempts
+`
+
+type WebhookDeliveryRecoverParams struct {
+	Now        *time.Time
+	TenantID   int64
+	EndpointID int64
+	Since      time.Time
+	Lim        int32
+}
+
+type WebhookDeliveryRecoverRow struct {
+	ID       int64
+	Attempts int32
+}
+
+// Puts an endpoint's failed deliveries made since @since back to pending
+// (at most @lim, oldest first); those already pending are not touched, so
+// asking twice sends each once.
+func (q *Queries) WebhookDeliveryRecover(ctx context.Context, arg WebhookDeliveryRecoverParams) ([]WebhookDeliveryRecoverRow, error) {
+	rows, err := q.db.Query(ctx, webhookDeliveryRecover,
+		arg.Now,
+		arg.TenantID,
+		arg.EndpointID,
+		arg.Since,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookDeliveryRecoverRow{}
+	for rows.Next() {
+		var i WebhookDeliveryRecoverRow
+		if err := rows.Scan(&i.ID, &i.Attempts); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -248,7 +349,7 @@ UPDATE webhook_deliveries
    SET state = $1, attempts = $2, last_status = $3, last_error = $4,
        next_attempt_at = $5, updated_at = coalesce($6::timestamptz, now())
  WHERE tenant_id = $7 AND id = $8
-RETURNING id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at
+RETURNING id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate
 `
 
 type WebhookDeliveryUpdateParams struct {
@@ -288,12 +389,91 @@ func (q *Queries) WebhookDeliveryUpdate(ctx context.Context, arg WebhookDelivery
 		&i.LastError,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Aggregate,
+	)
+	return i, err
+}
+
+const webhookEndpointClaimProbe = `-- name: WebhookEndpointClaimProbe :one
+UPDATE webhook_endpoints
+   SET breaker_open_until = $1::timestamptz
+ WHERE tenant_id = $2 AND id = $3 AND breaker_open_until IS NOT NULL
+   AND breaker_open_until <= $4::timestamptz
+RETURNING id
+`
+
+type WebhookEndpointClaimProbeParams struct {
+	Until    time.Time
+	TenantID int64
+	ID       int64
+	Now      time.Time
+}
+
+// One delivery, on one replica, gets to probe a half-open breaker: the
+// winner pushes the breaker's end past its attempt so the others keep
+// waiting.
+func (q *Queries) WebhookEndpointClaimProbe(ctx context.Context, arg WebhookEndpointClaimProbeParams) (int64, error) {
+	row := q.db.QueryRow(ctx, webhookEndpointClaimProbe,
+		arg.Until,
+		arg.TenantID,
+		arg.ID,
+		arg.Now,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const webhookEndpointConfigure = `-- name: WebhookEndpointConfigure :one
+UPDATE webhook_endpoints
+   SET rate_limit = $1, ordered = $2, updated_at = coalesce($3::timestamptz, now())
+ WHERE tenant_id = $4 AND id = $5 AND deleted_at IS NULL
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at
+`
+
+type WebhookEndpointConfigureParams struct {
+	RateLimit *int32
+	Ordered   bool
+	Now       *time.Time
+	TenantID  int64
+	ID        int64
+}
+
+func (q *Queries) WebhookEndpointConfigure(ctx context.Context, arg WebhookEndpointConfigureParams) (WebhookEndpoint, error) {
+	row := q.db.QueryRow(ctx, webhookEndpointConfigure,
+		arg.RateLimit,
+		arg.Ordered,
+		arg.Now,
+		arg.TenantID,
+		arg.ID,
+	)
+	var i WebhookEndpoint
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Url,
+		&i.Events,
+		&i.Enabled,
+		&i.DisabledReason,
+		&i.Secret,
+		&i.PreviousSecret,
+		&i.PreviousSecretExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ConsecutiveFailures,
+		&i.FailingSince,
+		&i.BreakerOpenUntil,
+		&i.RateLimit,
+		&i.RateWindow,
+		&i.RateCount,
+		&i.Ordered,
+		&i.DeletedAt,
 	)
 	return i, err
 }
 
 const webhookEndpointCount = `-- name: WebhookEndpointCount :one
-SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $1
+SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $1 AND deleted_at IS NULL
 `
 
 func (q *Queries) WebhookEndpointCount(ctx context.Context, tenantID int64) (int64, error) {
@@ -303,8 +483,52 @@ func (q *Queries) WebhookEndpointCount(ctx context.Context, tenantID int64) (int
 	return count, err
 }
 
+const webhookEndpointDelete = `-- name: WebhookEndpointDelete :one
+UPDATE webhook_endpoints
+   SET deleted_at = coalesce($1::timestamptz, now()), enabled = false, disabled_reason = 'deleted',
+       previous_secret = NULL, previous_secret_expires_at = NULL,
+       updated_at = coalesce($1::timestamptz, now())
+ WHERE tenant_id = $2 AND id = $3 AND deleted_at IS NULL
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at
+`
+
+type WebhookEndpointDeleteParams struct {
+	Now      *time.Time
+	TenantID int64
+	ID       int64
+}
+
+// The row stays (its deliveries and their attempts reference it) but
+// leaves every list, count and match, and its secret is forgotten.
+func (q *Queries) WebhookEndpointDelete(ctx context.Context, arg WebhookEndpointDeleteParams) (WebhookEndpoint, error) {
+	row := q.db.QueryRow(ctx, webhookEndpointDelete, arg.Now, arg.TenantID, arg.ID)
+	var i WebhookEndpoint
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Url,
+		&i.Events,
+		&i.Enabled,
+		&i.DisabledReason,
+		&i.Secret,
+		&i.PreviousSecret,
+		&i.PreviousSecretExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ConsecutiveFailures,
+		&i.FailingSince,
+		&i.BreakerOpenUntil,
+		&i.RateLimit,
+		&i.RateWindow,
+		&i.RateCount,
+		&i.Ordered,
+		&i.DeletedAt,
+	)
+	return i, err
+}
+
 const webhookEndpointGet = `-- name: WebhookEndpointGet :one
-SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL
 `
 
 type WebhookEndpointGetParams struct {
@@ -327,15 +551,105 @@ func (q *Queries) WebhookEndpointGet(ctx context.Context, arg WebhookEndpointGet
 		&i.PreviousSecretExpiresAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ConsecutiveFailures,
+		&i.FailingSince,
+		&i.BreakerOpenUntil,
+		&i.RateLimit,
+		&i.RateWindow,
+		&i.RateCount,
+		&i.Ordered,
+		&i.DeletedAt,
 	)
 	return i, err
 }
 
+const webhookEndpointHourAdd = `-- name: WebhookEndpointHourAdd :exec
+INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, succeeded, failed)
+VALUES ($1, $2, date_trunc('hour', $3::timestamptz), CASE WHEN $4::boolean THEN 1 ELSE 0 END,
+        CASE WHEN $4::boolean THEN 0 ELSE 1 END)
+ON CONFLICT (tenant_id, endpoint_id, hour) DO UPDATE
+   SET succeeded = webhook_endpoint_hours.succeeded + excluded.succeeded,
+       failed = webhook_endpoint_hours.failed + excluded.failed
+`
+
+type WebhookEndpointHourAddParams struct {
+	TenantID   int64
+	EndpointID int64
+	Now        time.Time
+	Ok         bool
+}
+
+// Tallies one attempt's outcome in its hour, for the 24 h success rate.
+func (q *Queries) WebhookEndpointHourAdd(ctx context.Context, arg WebhookEndpointHourAddParams) error {
+	_, err := q.db.Exec(ctx, webhookEndpointHourAdd,
+		arg.TenantID,
+		arg.EndpointID,
+		arg.Now,
+		arg.Ok,
+	)
+	return err
+}
+
+const webhookEndpointHourTotals = `-- name: WebhookEndpointHourTotals :many
+SELECT endpoint_id, sum(succeeded)::bigint AS succeeded, sum(failed)::bigint AS failed
+  FROM webhook_endpoint_hours
+ WHERE tenant_id = $1 AND endpoint_id = ANY($2::bigint[]) AND hour >= $3::timestamptz
+ GROUP BY endpoint_id
+`
+
+type WebhookEndpointHourTotalsParams struct {
+	TenantID    int64
+	EndpointIds []int64
+	Since       time.Time
+}
+
+type WebhookEndpointHourTotalsRow struct {
+	EndpointID int64
+	Succeeded  int64
+	Failed     int64
+}
+
+// Attempt outcomes of the given endpoints since @since (at most 24 rows
+// per endpoint).
+func (q *Queries) WebhookEndpointHourTotals(ctx context.Context, arg WebhookEndpointHourTotalsParams) ([]WebhookEndpointHourTotalsRow, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointHourTotals, arg.TenantID, arg.EndpointIds, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookEndpointHourTotalsRow{}
+	for rows.Next() {
+		var i WebhookEndpointHourTotalsRow
+		if err := rows.Scan(&i.EndpointID, &i.Succeeded, &i.Failed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookEndpointHoursPrune = `-- name: WebhookEndpointHoursPrune :execrows
+DELETE FROM webhook_endpoint_hours WHERE hour < $1::timestamptz
+`
+
+// Deletes attempt tallies of hours before @before (every tenant's: the
+// maintenance leader runs it through the cross-tenant pool).
+func (q *Queries) WebhookEndpointHoursPrune(ctx context.Context, before time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, webhookEndpointHoursPrune, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const webhookEndpointInsert = `-- name: WebhookEndpointInsert :one
 
-INSERT INTO webhook_endpoints (tenant_id, url, events, secret, created_at, updated_at)
-VALUES ($1, $2, $3::text[], $4, coalesce($5::timestamptz, now()), coalesce($5::timestamptz, now()))
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at
+INSERT INTO webhook_endpoints (tenant_id, url, events, secret, ordered, created_at, updated_at)
+VALUES ($1, $2, $3::text[], $4, $5, coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()))
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at
 `
 
 type WebhookEndpointInsertParams struct {
@@ -343,6 +657,7 @@ type WebhookEndpointInsertParams struct {
 	Url      string
 	Events   []string
 	Secret   string
+	Ordered  bool
 	Now      *time.Time
 }
 
@@ -353,6 +668,7 @@ func (q *Queries) WebhookEndpointInsert(ctx context.Context, arg WebhookEndpoint
 		arg.Url,
 		arg.Events,
 		arg.Secret,
+		arg.Ordered,
 		arg.Now,
 	)
 	var i WebhookEndpoint
@@ -368,13 +684,21 @@ func (q *Queries) WebhookEndpointInsert(ctx context.Context, arg WebhookEndpoint
 		&i.PreviousSecretExpiresAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ConsecutiveFailures,
+		&i.FailingSince,
+		&i.BreakerOpenUntil,
+		&i.RateLimit,
+		&i.RateWindow,
+		&i.RateCount,
+		&i.Ordered,
+		&i.DeletedAt,
 	)
 	return i, err
 }
 
 const webhookEndpointList = `-- name: WebhookEndpointList :many
-SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at FROM webhook_endpoints
- WHERE tenant_id = $1 AND ($2::bigint = 0 OR id < $2::bigint)
+SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at FROM webhook_endpoints
+ WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
  ORDER BY id DESC LIMIT $3::int
 `
 
@@ -407,6 +731,14 @@ func (q *Queries) WebhookEndpointList(ctx context.Context, arg WebhookEndpointLi
 			&i.PreviousSecretExpiresAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.ConsecutiveFailures,
+			&i.FailingSince,
+			&i.BreakerOpenUntil,
+			&i.RateLimit,
+			&i.RateWindow,
+			&i.RateCount,
+			&i.Ordered,
+			&i.DeletedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -429,12 +761,101 @@ func (q *Queries) WebhookEndpointLockTenant(ctx context.Context, tenantID int64)
 	return err
 }
 
+const webhookEndpointReadableSecrets = `-- name: WebhookEndpointReadableSecrets :many
+SELECT id, tenant_id, secret, previous_secret FROM webhook_endpoints
+ WHERE secret LIKE 'whsec\_%' OR previous_secret LIKE 'whsec\_%'
+`
+
+type WebhookEndpointReadableSecretsRow struct {
+	ID             int64
+	TenantID       int64
+	Secret         string
+	PreviousSecret *string
+}
+
+// Endpoints whose secrets are still stored readable (before sealing).
+func (q *Queries) WebhookEndpointReadableSecrets(ctx context.Context) ([]WebhookEndpointReadableSecretsRow, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointReadableSecrets)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookEndpointReadableSecretsRow{}
+	for rows.Next() {
+		var i WebhookEndpointReadableSecretsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.Secret,
+			&i.PreviousSecret,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookEndpointRecordOutcome = `-- name: WebhookEndpointRecordOutcome :one
+WITH o AS (SELECT $3::boolean AS ok, $4::timestamptz AS at, $5::int AS threshold,
+                  $6::float8 AS cooldown_s, $7::float8 AS max_cooldown_s)
+UPDATE webhook_endpoints e
+   SET consecutive_failures = CASE WHEN o.ok THEN 0 ELSE e.consecutive_failures + 1 END,
+       failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(e.failing_since, o.at) END,
+       breaker_open_until = CASE
+           WHEN o.ok THEN NULL
+           WHEN e.consecutive_failures + 1 >= o.threshold THEN o.at + interval '1 second' *
+               least(o.max_cooldown_s, o.cooldown_s * power(2, least(e.consecutive_failures + 1 - o.threshold, 20)))
+           ELSE NULL END
+  FROM o
+ WHERE e.tenant_id = $1 AND e.id = $2
+RETURNING e.consecutive_failures, e.failing_since, e.breaker_open_until
+`
+
+type WebhookEndpointRecordOutcomeParams struct {
+	TenantID     int64
+	ID           int64
+	Ok           bool
+	Now          time.Time
+	Threshold    int32
+	CooldownS    float64
+	MaxCooldownS float64
+}
+
+type WebhookEndpointRecordOutcomeRow struct {
+	ConsecutiveFailures int32
+	FailingSince        *time.Time
+	BreakerOpenUntil    *time.Time
+}
+
+// An attempt's outcome moves the endpoint's breaker: a success closes it
+// and ends the failure run; the failure that reaches @threshold in a row
+// (and every one after it) opens it for a cool-down that doubles per
+// further failure, up to @max_cooldown_s.
+func (q *Queries) WebhookEndpointRecordOutcome(ctx context.Context, arg WebhookEndpointRecordOutcomeParams) (WebhookEndpointRecordOutcomeRow, error) {
+	row := q.db.QueryRow(ctx, webhookEndpointRecordOutcome,
+		arg.TenantID,
+		arg.ID,
+		arg.Ok,
+		arg.Now,
+		arg.Threshold,
+		arg.CooldownS,
+		arg.MaxCooldownS,
+	)
+	var i WebhookEndpointRecordOutcomeRow
+	err := row.Scan(&i.ConsecutiveFailures, &i.FailingSince, &i.BreakerOpenUntil)
+	return i, err
+}
+
 const webhookEndpointRotate = `-- name: WebhookEndpointRotate :one
 UPDATE webhook_endpoints
    SET previous_secret = secret, previous_secret_expires_at = $1::timestamptz,
        secret = $2, updated_at = coalesce($3::timestamptz, now())
- WHERE tenant_id = $4 AND id = $5
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at
+ WHERE tenant_id = $4 AND id = $5 AND deleted_at IS NULL
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at
 `
 
 type WebhookEndpointRotateParams struct {
@@ -467,16 +888,57 @@ func (q *Queries) WebhookEndpointRotate(ctx context.Context, arg WebhookEndpoint
 		&i.PreviousSecretExpiresAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ConsecutiveFailures,
+		&i.FailingSince,
+		&i.BreakerOpenUntil,
+		&i.RateLimit,
+		&i.RateWindow,
+		&i.RateCount,
+		&i.Ordered,
+		&i.DeletedAt,
 	)
 	return i, err
+}
+
+const webhookEndpointSealSecret = `-- name: WebhookEndpointSealSecret :execrows
+UPDATE webhook_endpoints
+   SET secret = $1, previous_secret = $2
+ WHERE tenant_id = $3 AND id = $4 AND secret = $5
+`
+
+type WebhookEndpointSealSecretParams struct {
+	Sealed         string
+	SealedPrevious *string
+	TenantID       int64
+	ID             int64
+	Readable       string
+}
+
+// Replaces a readable secret by its sealed form, unless it changed since
+// it was read (a rotation, or another replica sealing it).
+func (q *Queries) WebhookEndpointSealSecret(ctx context.Context, arg WebhookEndpointSealSecretParams) (int64, error) {
+	result, err := q.db.Exec(ctx, webhookEndpointSealSecret,
+		arg.Sealed,
+		arg.SealedPrevious,
+		arg.TenantID,
+		arg.ID,
+		arg.Readable,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const webhookEndpointSetEnabled = `-- name: WebhookEndpointSetEnabled :one
 UPDATE webhook_endpoints
    SET enabled = $1, disabled_reason = $2,
+       consecutive_failures = CASE WHEN $1 THEN 0 ELSE consecutive_failures END,
+       failing_since = CASE WHEN $1 THEN NULL ELSE failing_since END,
+       breaker_open_until = CASE WHEN $1 THEN NULL ELSE breaker_open_until END,
        updated_at = coalesce($3::timestamptz, now())
- WHERE tenant_id = $4 AND id = $5
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at
+ WHERE tenant_id = $4 AND id = $5 AND deleted_at IS NULL
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at
 `
 
 type WebhookEndpointSetEnabledParams struct {
@@ -487,6 +949,8 @@ type WebhookEndpointSetEnabledParams struct {
 	ID             int64
 }
 
+// Enabling starts afresh: the breaker closes and the failure run is
+// forgotten, so the next delivery is attempted at once.
 func (q *Queries) WebhookEndpointSetEnabled(ctx context.Context, arg WebhookEndpointSetEnabledParams) (WebhookEndpoint, error) {
 	row := q.db.QueryRow(ctx, webhookEndpointSetEnabled,
 		arg.Enabled,
@@ -508,13 +972,51 @@ func (q *Queries) WebhookEndpointSetEnabled(ctx context.Context, arg WebhookEndp
 		&i.PreviousSecretExpiresAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ConsecutiveFailures,
+		&i.FailingSince,
+		&i.BreakerOpenUntil,
+		&i.RateLimit,
+		&i.RateWindow,
+		&i.RateCount,
+		&i.Ordered,
+		&i.DeletedAt,
 	)
 	return i, err
 }
 
+const webhookEndpointTakeRate = `-- name: WebhookEndpointTakeRate :one
+WITH o AS (SELECT $3::timestamptz AS at)
+UPDATE webhook_endpoints e
+   SET rate_window = CASE WHEN e.rate_window IS NULL OR e.rate_window <= o.at - interval '1 second'
+                          THEN o.at ELSE e.rate_window END,
+       rate_count = CASE WHEN e.rate_window IS NULL OR e.rate_window <= o.at - interval '1 second'
+                         THEN 1 ELSE e.rate_count + 1 END
+  FROM o
+ WHERE e.tenant_id = $1 AND e.id = $2
+   AND (e.rate_limit IS NULL OR e.rate_window IS NULL OR e.rate_window <= o.at - interval '1 second'
+        OR e.rate_count < e.rate_limit)
+RETURNING e.id
+`
+
+type WebhookEndpointTakeRateParams struct {
+	TenantID int64
+	ID       int64
+	Now      time.Time
+}
+
+// Counts one message in the endpoint's current one-second window, unless
+// the window is full (no row: wait for the next one). One row holds the
+// count, so every replica honours the same limit.
+func (q *Queries) WebhookEndpointTakeRate(ctx context.Context, arg WebhookEndpointTakeRateParams) (int64, error) {
+	row := q.db.QueryRow(ctx, webhookEndpointTakeRate, arg.TenantID, arg.ID, arg.Now)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const webhookEndpointsMatching = `-- name: WebhookEndpointsMatching :many
 SELECT id FROM webhook_endpoints
- WHERE tenant_id = $1 AND enabled AND ($2::text = ANY(events) OR '*' = ANY(events))
+ WHERE tenant_id = $1 AND enabled AND deleted_at IS NULL AND ($2::text = ANY(events) OR '*' = ANY(events))
  ORDER BY id
 `
 
@@ -536,6 +1038,34 @@ func (q *Queries) WebhookEndpointsMatching(ctx context.Context, arg WebhookEndpo
 			return nil, err
 		}
 		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookOwnerEmails = `-- name: WebhookOwnerEmails :many
+SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
+ WHERE m.tenant_id = $1 AND m.role IN ('owner', 'admin') AND u.active
+ ORDER BY u.email
+`
+
+// Who hears that Jejak disabled an endpoint: the tenant's owners and
+// admins who can still sign in.
+func (q *Queries) WebhookOwnerEmails(ctx context.Context, tenantID int64) ([]string, error) {
+	rows, err := q.db.Query(ctx, webhookOwnerEmails, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var email string
+		if err := rows.Scan(&email); err != nil {
+			return nil, err
+		}
+		items = append(items, email)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

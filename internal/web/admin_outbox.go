@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -55,7 +56,30 @@ func (s *Server) outboxVM(c echo.Context, tenantSlug string) (admin.OutboxVM, er
 			Aggregate: f.AggregateType + ":" + f.AggregateID, Attempts: i18n.Number(c.Request().Context(), int64(f.Attempts)), LastError: f.LastError,
 			Created: components.When(c.Request().Context(), f.CreatedAt)})
 	}
+	eps, err := s.Outbox.FailingEndpoints(c.Request().Context(), 50)
+	if err != nil {
+		return vm, err
+	}
+	for _, e := range eps {
+		vm.Endpoints = append(vm.Endpoints, failingEndpointRow(c.Request().Context(), e))
+	}
 	return vm, nil
+}
+
+// failingEndpointRow says what state a failing endpoint is in.
+func failingEndpointRow(ctx context.Context, e outboxconsole.FailingEndpoint) admin.OutboxEndpointRow {
+	r := admin.OutboxEndpointRow{Tenant: e.TenantSlug, URL: e.URL, Failures: i18n.Number(ctx, int64(e.ConsecutiveFailures)),
+		State: i18n.T(ctx, "webhooks.breaker_failing")}
+	if e.FailingSince != nil {
+		r.FailingSince = i18n.T(ctx, "admin.failing_since", components.When(ctx, *e.FailingSince))
+	}
+	switch {
+	case !e.Enabled:
+		r.State = i18n.T(ctx, "webhooks.disabled") + ": " + i18n.T(ctx, e.DisabledReason)
+	case e.BreakerOpen:
+		r.State = i18n.T(ctx, "webhooks.breaker_open") + " · " + i18n.T(ctx, "webhooks.breaker_until", components.When(ctx, *e.BreakerOpenUntil))
+	}
+	return r
 }
 
 // adminOutbox is /admin/outbox; ?partial=live answers the cards and chart

@@ -91,6 +91,10 @@ func (s *Server) tenantRoutes(t *echo.Group) {
 	t.POST("/webhooks/:id/enable", s.tenantWebhookSetEnabled(true))
 	t.POST("/webhooks/:id/disable", s.tenantWebhookSetEnabled(false))
 	t.POST("/webhooks/:id/rotate", s.tenantWebhookRotate)
+	t.POST("/webhooks/:id/delete", s.tenantWebhookDelete)
+	t.POST("/webhooks/:id/settings", s.tenantWebhookSettings)
+	t.POST("/webhooks/:id/recover", s.tenantWebhookRecover)
+	t.POST("/webhooks/:id/test", s.tenantWebhookTest)
 	t.POST("/webhooks/:id/deliveries/:delivery/resend", s.tenantWebhookResend)
 }
 

@@ -55,6 +55,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	owner.post("/t/toko-bunga-melati/members/invite", owner.withCSRF(url.Values{"email": {"tamu@example.com"}, "role": {"member"}}), false)
 	// Addressed to nobody in the matrix: accepting it is a 404 for all.
 	guestInvitation := f.count(`SELECT id FROM invitations WHERE email = 'tamu@example.com'`)
+	hookDel, _ := f.webhookWithDelivery("toko-bunga-melati")
 	hook, delivery := f.webhookWithDelivery("toko-bunga-melati")
 	f.seal() // the log routes answer for sealed events
 	// Each role retries one dead job and discards another (support may
@@ -69,7 +70,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := matrixIDs{project: project, eko: eko, leaving: leaving, invitation: int64(invitation), guestInvitation: int64(guestInvitation),
-		hook: hook, delivery: delivery, approvals: approvalIDs, rina: rina, token: token.ID}
+		hook: hook, hookDel: hookDel, delivery: delivery, approvals: approvalIDs, rina: rina, token: token.ID}
 	rules := tenantMatrixRules(ids)
 	for k, r := range staffMatrixRules(ids) {
 		rules[k] = r
@@ -80,8 +81,8 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 
 // matrixIDs are the rows the matrix routes act on.
 type matrixIDs struct {
-	project, eko, leaving, invitation, guestInvitation, hook, delivery, rina, token int64
-	approvals                                                                       []int64
+	project, eko, leaving, invitation, guestInvitation, hook, hookDel, delivery, rina, token int64
+	approvals                                                                                []int64
 }
 
 // matrixRule is a concrete request for a route and who may make it.
@@ -158,6 +159,10 @@ func tenantMatrixRules(ids matrixIDs) map[string]matrixRule {
 		"POST /t/:slug/webhooks/:id/enable":                      {hookPath(ids.hook) + "/enable", nil, tenantWrite},
 		"POST /t/:slug/webhooks/:id/disable":                     {hookPath(ids.hook) + "/disable", nil, tenantWrite},
 		"POST /t/:slug/webhooks/:id/rotate":                      {hookPath(ids.hook) + "/rotate", nil, tenantWrite},
+		"POST /t/:slug/webhooks/:id/delete":                      {hookPath(ids.hookDel) + "/delete", nil, tenantWrite},
+		"POST /t/:slug/webhooks/:id/settings":                    {hookPath(ids.hook) + "/settings", url.Values{"rate_limit": {"5"}}, tenantWrite},
+		"POST /t/:slug/webhooks/:id/recover":                     {hookPath(ids.hook) + "/recover", url.Values{"hours": {"24"}}, tenantWrite},
+		"POST /t/:slug/webhooks/:id/test":                        {hookPath(ids.hook) + "/test", url.Values{"type": {"project.created"}}, tenantWrite},
 		"POST /t/:slug/webhooks/:id/deliveries/:delivery/resend": {fmt.Sprintf("%s/deliveries/%d/resend", hookPath(ids.hook), ids.delivery), nil, tenantWrite},
 	}
 }

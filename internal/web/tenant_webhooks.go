@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/clip"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/reqctx"
@@ -45,8 +46,11 @@ func (s *Server) webhooksVM(c echo.Context) (viewtenant.WebhooksVM, error) {
 		return viewtenant.WebhooksVM{}, err
 	}
 	vm := viewtenant.WebhooksVM{Slug: t.Slug, TenantName: t.Name, Flash: s.popFlash(c)}
+	for _, e := range webhook.Catalog {
+		vm.Catalog = append(vm.Catalog, viewtenant.CatalogRow{Type: e.Type, Schema: e.Schema, Example: e.Example})
+	}
 	for _, ep := range page.Rows {
-		vm.Rows = append(vm.Rows, webhookRow(t.Slug, ep, t.Location(), i18n.Lang(c.Request().Context())))
+		vm.Rows = append(vm.Rows, webhookRow(c.Request().Context(), t.Slug, ep, t.Location()))
 	}
 	if page.Next != 0 {
 		vm.OlderURL = "/t/" + t.Slug + "/webhooks?before=" + keyset.Format(page.Next)
@@ -57,11 +61,25 @@ func (s *Server) webhooksVM(c echo.Context) (viewtenant.WebhooksVM, error) {
 	return vm, nil
 }
 
-func webhookRow(slug string, ep webhook.Endpoint, loc *time.Location, lang string) viewtenant.WebhookRow {
+func webhookRow(ctx context.Context, slug string, ep webhook.Endpoint, loc *time.Location) viewtenant.WebhookRow {
+	lang := i18n.Lang(ctx)
 	base := fmt.Sprintf("/t/%s/webhooks/%d", slug, ep.ID)
 	r := viewtenant.WebhookRow{ID: strconv.FormatInt(ep.ID, 10), URL: ep.URL, Events: strings.Join(ep.Events, ", "),
 		Enabled: ep.Enabled, DisabledReason: ep.DisabledReason,
-		Created: components.Stamp(ep.CreatedAt, loc, lang), DetailURL: base, RotateURL: base + "/rotate"}
+		Created: components.Stamp(ep.CreatedAt, loc, lang), DetailURL: base, RotateURL: base + "/rotate",
+		DeleteURL: base + "/delete", SettingsURL: base + "/settings", RecoverURL: base + "/recover",
+		Breaker: "webhooks.breaker_" + ep.Health.Breaker, BreakerState: ep.Health.Breaker, BreakerBad: ep.Health.Breaker != webhook.BreakerClosed && ep.Health.Breaker != "",
+		SuccessRate: "—", Ordered: ep.Ordered}
+	if pct, ok := ep.Health.SuccessRate(); ok {
+		r.SuccessRate = strconv.Itoa(pct) + "%"
+		r.Attempts24h = strconv.FormatInt(ep.Health.Succeeded+ep.Health.Failed, 10)
+	}
+	if ep.Health.Breaker == webhook.BreakerOpen && ep.BreakerOpenUntil != nil {
+		r.BreakerUntil = components.Stamp(*ep.BreakerOpenUntil, loc, lang)
+	}
+	if ep.RateLimit > 0 {
+		r.RateLimit = strconv.Itoa(ep.RateLimit)
+	}
 	if ep.PreviousUntil != nil {
 		r.PreviousUntil = components.Stamp(*ep.PreviousUntil, loc, lang)
 	}
@@ -160,27 +178,134 @@ func (s *Server) tenantWebhookDeliveries(c echo.Context) error {
 		return err
 	}
 	t := currentTenant(c)
-	ep, ds, err := s.Webhooks.EndpointDeliveries(c.Request().Context(), t.ID, webhookActor(c), id, 50)
+	ctx := c.Request().Context()
+	ep, ds, err := s.Webhooks.EndpointDeliveries(ctx, t.ID, webhookActor(c), id, 50)
 	if err != nil {
 		return err
 	}
-	loc, lang := t.Location(), i18n.Lang(c.Request().Context())
-	vm := viewtenant.WebhookDeliveriesVM{Slug: t.Slug, TenantName: t.Name, Endpoint: webhookRow(t.Slug, ep, loc, lang), Flash: s.popFlash(c)}
+	loc := t.Location()
+	vm := viewtenant.WebhookDeliveriesVM{Slug: t.Slug, TenantName: t.Name, Endpoint: webhookRow(ctx, t.Slug, ep, loc),
+		Flash: s.popFlash(c), MaxRate: strconv.Itoa(webhook.MaxRateLimit)}
+	vm.TestURL = fmt.Sprintf("/t/%s/webhooks/%d/test", t.Slug, ep.ID)
+	for _, e := range webhook.Catalog {
+		vm.TestTypes = append(vm.TestTypes, e.Type)
+	}
+	for _, w := range webhook.RecoverWindows {
+		vm.Recover = append(vm.Recover, viewtenant.RecoverChoice{Hours: strconv.Itoa(int(w.Hours())), Label: i18n.Duration(ctx, w)})
+	}
 	for _, d := range ds {
-		row := viewtenant.WebhookDeliveryRow{ID: strconv.FormatInt(d.ID, 10), EventID: d.EventID, EventType: d.EventType,
-			State: d.State, Attempts: strconv.Itoa(d.Attempts), LastStatus: statusText(c.Request().Context(), d.LastStatus), LastError: d.LastError,
-			NextAttempt: "—", Created: components.Stamp(d.CreatedAt, loc, lang),
-			ResendURL: fmt.Sprintf("/t/%s/webhooks/%d/deliveries/%d/resend", t.Slug, ep.ID, d.ID)}
-		if d.NextAttempt != nil && d.State == webhook.StatePending {
-			row.NextAttempt = components.Stamp(*d.NextAttempt, loc, lang)
-		}
-		for _, a := range d.Log {
-			row.Log = append(row.Log, viewtenant.WebhookAttemptRow{N: strconv.Itoa(a.N), At: components.Stamp(a.At, loc, lang),
-				Status: statusText(c.Request().Context(), a.StatusCode), Latency: a.Latency.String(), Response: a.Response, Error: a.Error})
-		}
-		vm.Rows = append(vm.Rows, row)
+		vm.Rows = append(vm.Rows, deliveryRow(ctx, t.Slug, ep.ID, d, loc))
 	}
 	return render(c, http.StatusOK, viewtenant.WebhookDeliveriesPage(vm))
+}
+
+// deliveryRow shows a delivery the way an owner reads it: a pending one
+// that already failed is "retrying" (red) with when it is tried next.
+func deliveryRow(ctx context.Context, slug string, endpointID int64, d webhook.Delivery, loc *time.Location) viewtenant.WebhookDeliveryRow {
+	row := viewtenant.WebhookDeliveryRow{ID: strconv.FormatInt(d.ID, 10), EventID: d.EventID, EventType: d.EventType,
+		State: d.State, StateLabel: i18n.Enum(ctx, "delivery", d.State), StateClass: "pending",
+		Attempts: strconv.Itoa(d.Attempts), Created: components.Stamp(d.CreatedAt, loc, i18n.Lang(ctx)),
+		ResendURL: fmt.Sprintf("/t/%s/webhooks/%d/deliveries/%d/resend", slug, endpointID, d.ID)}
+	// Each attempt shows its own answer; the last error is shown only when
+	// no attempt says it (e.g. the endpoint was disabled or deleted).
+	if len(d.Log) == 0 || (d.Log[0].Error != d.LastError && statusText(ctx, d.Log[0].StatusCode) != d.LastError) {
+		row.LastError = d.LastError
+	}
+	switch {
+	case d.State == webhook.StateSucceeded:
+		row.StateClass = "succeeded"
+	case d.State == webhook.StateFailed:
+		row.StateClass = "dead"
+	case d.Attempts > 0:
+		row.State, row.StateLabel, row.StateClass = "retrying", i18n.T(ctx, "delivery.retrying"), "dead"
+		row.NextIn = i18n.T(ctx, "webhooks.next_in", i18n.Duration(ctx, d.NextIn.Round(time.Second)))
+	}
+	for _, a := range d.Log {
+		row.Log = append(row.Log, viewtenant.WebhookAttemptRow{N: strconv.Itoa(a.N), At: components.Stamp(a.At, loc, i18n.Lang(ctx)),
+			Status: statusText(ctx, a.StatusCode), OK: a.StatusCode >= 200 && a.StatusCode < 300,
+			Latency: latencyText(a.Latency), Response: clip.Bytes(a.Response, 300), Error: a.Error})
+	}
+	return row
+}
+
+// latencyText is an attempt's duration in milliseconds below ten seconds.
+func latencyText(d time.Duration) string {
+	if d < time.Millisecond {
+		return "<1 ms"
+	}
+	if d < 10*time.Second {
+		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+}
+
+// tenantWebhookDelete deletes an endpoint.
+func (s *Server) tenantWebhookDelete(c echo.Context) error {
+	id, err := webhookID(c, "id")
+	if err != nil {
+		return err
+	}
+	t := currentTenant(c)
+	ep, err := s.Webhooks.Delete(c.Request().Context(), t.ID, webhookActor(c), id)
+	if err != nil {
+		return err
+	}
+	s.setFlash(c, i18n.T(c.Request().Context(), "webhooks.flash_deleted", ep.URL))
+	return c.Redirect(http.StatusSeeOther, "/t/"+t.Slug+"/webhooks")
+}
+
+// tenantWebhookSettings sets an endpoint's rate limit and ordering.
+func (s *Server) tenantWebhookSettings(c echo.Context) error {
+	id, err := webhookID(c, "id")
+	if err != nil {
+		return err
+	}
+	rate, err := webhook.ParseRateLimit(c.FormValue("rate_limit"))
+	if err != nil {
+		return err
+	}
+	t := currentTenant(c)
+	settings := webhook.Settings{RateLimit: rate, Ordered: c.FormValue("ordered") != ""}
+	if err := s.Webhooks.Configure(c.Request().Context(), t.ID, webhookActor(c), id, settings); err != nil {
+		return err
+	}
+	s.setFlash(c, i18n.T(c.Request().Context(), "webhooks.flash_saved"))
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/t/%s/webhooks/%d", t.Slug, id))
+}
+
+// tenantWebhookTest sends the catalog's example of the chosen type.
+func (s *Server) tenantWebhookTest(c echo.Context) error {
+	id, err := webhookID(c, "id")
+	if err != nil {
+		return err
+	}
+	t := currentTenant(c)
+	d, err := s.Webhooks.SendTest(c.Request().Context(), t.ID, webhookActor(c), id, c.FormValue("type"))
+	if err != nil {
+		return err
+	}
+	s.setFlash(c, i18n.T(c.Request().Context(), "webhooks.flash_test", d.EventType, d.EventID))
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/t/%s/webhooks/%d", t.Slug, id))
+}
+
+// tenantWebhookRecover sends again the endpoint's failed deliveries of the
+// chosen span.
+func (s *Server) tenantWebhookRecover(c echo.Context) error {
+	id, err := webhookID(c, "id")
+	if err != nil {
+		return err
+	}
+	window, err := webhook.ParseRecoverWindow(c.FormValue("hours"))
+	if err != nil {
+		return err
+	}
+	t := currentTenant(c)
+	n, err := s.Webhooks.RecoverLast(c.Request().Context(), t.ID, webhookActor(c), id, window)
+	if err != nil {
+		return err
+	}
+	s.setFlash(c, i18n.T(c.Request().Context(), "webhooks.flash_recovered", n))
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/t/%s/webhooks/%d", t.Slug, id))
 }
 
 func statusText(ctx context.Context, code int) string {

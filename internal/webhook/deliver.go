@@ -20,8 +20,11 @@ import (
 	"github.com/jejakhq/jejak/internal/clip"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/inflight"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/tracing"
 )
 
@@ -68,9 +71,21 @@ type Deliverer struct {
 	// (0 = no cap): a tenant whose receivers hang holds at most this many
 	// delivery workers, and the others stay free for other tenants. A
 	// delivery over the cap is put back for TenantBusyDelay, its attempt
-	// not counted.
+	// not counted. Within the cap one endpoint gets at most TenantLimit-1
+	// places and failing endpoints together too, so one place is always
+	// left for the tenant's other, healthy endpoints.
 	TenantLimit int
-	inFlight    inflight.Counter
+	// Breaker configures the per-endpoint circuit breaker and automatic
+	// disabling; zero fields take DefaultBreaker's.
+	Breaker Breaker
+	// Mailer, when set, tells the tenant's owners and admins when Jejak
+	// disables one of their endpoints.
+	Mailer mail.Mailer
+	// Sealer opens the endpoints' sealed secrets (nil: stored readable).
+	Sealer    *Sealer
+	inFlight  inflight.Counter // per tenant
+	failing   inflight.Counter // per tenant: attempts to failing endpoints
+	endpoints inflight.Counter // per endpoint
 }
 
 func jobPayloadJSON(tenantID, deliveryID int64) json.RawMessage {
@@ -85,49 +100,151 @@ func jobParams(tenantID int64, p json.RawMessage, at *time.Time, traceID, key st
 		TraceID: traceID, IdempotencyKey: key}
 }
 
-// Handle is the job.Handler of webhook.deliver.
-func (d *Deliverer) Handle(ctx context.Context, j *job.Job) error {
-	if d.TenantLimit > 0 {
-		release, ok := d.inFlight.Take(j.TenantID, d.TenantLimit)
-		if !ok {
-			return job.Delay(TenantBusyDelay, "tenant_busy")
-		}
-		defer release()
+func (d *Deliverer) clock() clock.Clock {
+	if d.Clock == nil {
+		return clock.Database{}
 	}
-	return d.handle(ctx, j)
+	return d.Clock
 }
 
-func (d *Deliverer) handle(ctx context.Context, j *job.Job) error {
+// Handle is the job.Handler of webhook.deliver. A delivery that may not go
+// now (breaker open, an earlier event of its aggregate unfinished, its
+// tenant's or endpoint's places taken, the endpoint's rate spent) is put
+// back with job.Delay: its attempt is not counted and no worker waits.
+func (d *Deliverer) Handle(ctx context.Context, j *job.Job) error {
 	var p jobPayload
 	if err := json.Unmarshal(j.Payload, &p); err != nil || p.DeliveryID <= 0 || p.TenantID != j.TenantID {
 		return job.Permanent(fmt.Errorf("webhook.deliver payload: want {tenant_id, delivery_id}"))
 	}
-	clk := d.Clock
-	if clk == nil {
-		clk = clock.Database{}
-	}
-	var t attemptTarget
-	var now time.Time
-	err := database.InTenantTx(ctx, d.App, j.TenantID, func(tx pgx.Tx) error {
-		var err error
-		if t, err = newStore(tx).forAttempt(ctx, j.TenantID, p.DeliveryID); err != nil {
-			return err
-		}
-		now, err = dbNow(ctx, tx, clk)
-		return err
-	})
+	t, now, wait, why, err := d.load(ctx, j, p.DeliveryID)
 	if errors.Is(err, ErrNotFound) {
 		return job.Permanent(fmt.Errorf("webhook delivery %d not found", p.DeliveryID))
 	}
 	if err != nil {
 		return err
 	}
-	if t.State != StatePending {
+	switch {
+	case t.State != StatePending:
 		return nil // settled meanwhile (a duplicate job)
+	case t.Deleted:
+		return d.settle(ctx, j, t, Attempt{}, now, StateFailed, "endpoint deleted", nil, "")
+	case !t.Enabled:
+		return d.settle(ctx, j, t, Attempt{}, now, StateFailed, "endpoint disabled", nil, "")
+	case wait > 0:
+		return job.Delay(wait, why)
 	}
-	if !t.Enabled {
-		return d.settle(ctx, j, t, Attempt{}, StateFailed, "endpoint disabled", nil, false)
+	release, ok := d.take(j.TenantID, t)
+	if !ok {
+		return job.Delay(TenantBusyDelay, "tenant_busy")
 	}
+	defer release()
+	if wait, why, err := d.admit(ctx, j, t, now); err != nil || wait > 0 {
+		if err != nil {
+			return err
+		}
+		return job.Delay(wait, why)
+	}
+	return d.attempt(ctx, j, t, now)
+}
+
+// load reads the delivery and its endpoint, and whether it must wait
+// without taking a place: the breaker is open, or (ordered endpoints) an
+// earlier delivery of the same aggregate is unfinished.
+func (d *Deliverer) load(ctx context.Context, j *job.Job, id int64) (t attemptTarget, now time.Time, wait time.Duration, why string, err error) {
+	err = database.InTenantTx(ctx, d.App, j.TenantID, func(tx pgx.Tx) error {
+		st := newStore(tx)
+		var err error
+		if t, err = st.forAttempt(ctx, j.TenantID, id); err != nil {
+			return err
+		}
+		if now, err = dbNow(ctx, tx, d.clock()); err != nil {
+			return err
+		}
+		if t.BreakerOpenUntil != nil && t.BreakerOpenUntil.After(now) {
+			wait, why = t.BreakerOpenUntil.Sub(now), "breaker_open"
+			return nil
+		}
+		if t.Ordered && t.Aggregate != nil && t.State == StatePending {
+			earlier, err := st.earlierPending(ctx, j.TenantID, t.EndpointID, t.ID, *t.Aggregate)
+			if err != nil {
+				return fmt.Errorf("check delivery order: %w", err)
+			}
+			if earlier {
+				wait, why = OrderedWait, "ordered"
+			}
+		}
+		return nil
+	})
+	return t, now, wait, why, err
+}
+
+// take counts the attempt against its tenant's and endpoint's places in
+// this process.
+func (d *Deliverer) take(tenantID int64, t attemptTarget) (release func(), ok bool) {
+	if d.TenantLimit <= 0 {
+		return func() {}, true
+	}
+	share := max(1, d.TenantLimit-1)
+	perEndpoint := share
+	failing := t.ConsecutiveFailures > 0 || t.BreakerOpenUntil != nil
+	if failing {
+		perEndpoint = 1
+	}
+	relEndpoint, ok := d.endpoints.Take(t.EndpointID, perEndpoint)
+	if !ok {
+		return nil, false
+	}
+	relFailing := func() {}
+	if failing {
+		if relFailing, ok = d.failing.Take(tenantID, share); !ok {
+			relEndpoint()
+			return nil, false
+		}
+	}
+	relTenant, ok := d.inFlight.Take(tenantID, d.TenantLimit)
+	if !ok {
+		relFailing()
+		relEndpoint()
+		return nil, false
+	}
+	return func() { relTenant(); relFailing(); relEndpoint() }, true
+}
+
+// admit spends the endpoint's rate and, when its breaker is half-open,
+// claims the one probe; wait > 0 when the attempt must wait.
+func (d *Deliverer) admit(ctx context.Context, j *job.Job, t attemptTarget, now time.Time) (wait time.Duration, why string, err error) {
+	halfOpen := t.BreakerOpenUntil != nil
+	if t.RateLimit == nil && !halfOpen {
+		return 0, "", nil
+	}
+	err = database.InTenantTx(ctx, d.App, j.TenantID, func(tx pgx.Tx) error {
+		st := newStore(tx)
+		if t.RateLimit != nil {
+			ok, err := st.takeRate(ctx, j.TenantID, t.EndpointID, now)
+			if err != nil {
+				return fmt.Errorf("endpoint rate: %w", err)
+			}
+			if !ok {
+				wait, why = RateWait, "rate_limited"
+				return nil
+			}
+		}
+		if halfOpen {
+			won, err := st.claimProbe(ctx, j.TenantID, t.EndpointID, now, now.Add(Timeout+probeSlack))
+			if err != nil {
+				return fmt.Errorf("claim breaker probe: %w", err)
+			}
+			if !won {
+				wait, why = Timeout, "breaker_probing"
+			}
+		}
+		return nil
+	})
+	return wait, why, err
+}
+
+// attempt POSTs the delivery and settles its outcome.
+func (d *Deliverer) attempt(ctx context.Context, j *job.Job, t attemptTarget, now time.Time) error {
 	// The attempt's span is a child of the job attempt's (ctx carries it),
 	// so an exported trace ends with the HTTP call to the receiver.
 	sctx, span := tracing.Start(ctx, "webhook.deliver", "",
@@ -138,24 +255,24 @@ func (d *Deliverer) handle(ctx context.Context, j *job.Job) error {
 	a.At = now
 	span.Set(attribute.Int("http.response.status_code", a.StatusCode))
 	var spanErr error
-	if a.StatusCode < 200 || a.StatusCode >= 300 {
+	if !a.ok() {
 		spanErr = errors.New(a.summary())
 	}
 	span.End(spanErr)
 	switch {
-	case a.StatusCode >= 200 && a.StatusCode < 300:
+	case a.ok():
 		d.outcome("succeeded")
-		return d.settle(ctx, j, t, a, StateSucceeded, "", nil, false)
+		return d.settle(ctx, j, t, a, now, StateSucceeded, "", nil, "")
 	case a.StatusCode == http.StatusGone:
 		d.outcome("gone")
-		return d.settle(ctx, j, t, a, StateFailed, errGone.Error(), nil, true)
+		return d.settle(ctx, j, t, a, now, StateFailed, errGone.Error(), nil, ReasonGone)
 	case a.N >= MaxAttempts:
 		d.outcome("failed")
-		return d.settle(ctx, j, t, a, StateFailed, a.summary(), nil, false)
+		return d.settle(ctx, j, t, a, now, StateFailed, a.summary(), nil, "")
 	default:
 		d.outcome("retry")
 		next := now.Add(retryDelay(a.N, retryAfter))
-		return d.settle(ctx, j, t, a, StatePending, a.summary(), &next, false)
+		return d.settle(ctx, j, t, a, now, StatePending, a.summary(), &next, "")
 	}
 }
 
@@ -168,15 +285,23 @@ func (d *Deliverer) outcome(o string) {
 // post sends one signed attempt. It never returns an error: every failure
 // is an attempt outcome.
 func (d *Deliverer) post(ctx context.Context, t attemptTarget, now time.Time) (Attempt, time.Duration) {
-	msgID := fmt.Sprintf("evt_%d", t.EventID)
+	msgID := eventID(t.EventID)
 	ts := now.Unix()
 	body := []byte(t.Body)
-	sig, err := Sign(t.Secret, msgID, ts, body)
+	secret, err := d.Sealer.Open(t.TenantID, t.Secret)
+	if err != nil {
+		return Attempt{Error: err.Error()}, 0
+	}
+	sig, err := Sign(secret, msgID, ts, body)
 	if err != nil {
 		return Attempt{Error: err.Error()}, 0
 	}
 	if t.PreviousSecret != nil && t.PreviousSecretExpiresAt != nil && now.Before(*t.PreviousSecretExpiresAt) {
-		if old, err := Sign(*t.PreviousSecret, msgID, ts, body); err == nil {
+		prev, err := d.Sealer.Open(t.TenantID, *t.PreviousSecret)
+		if err != nil {
+			return Attempt{Error: err.Error()}, 0
+		}
+		if old, err := Sign(prev, msgID, ts, body); err == nil {
 			sig += " " + old
 		}
 	}
@@ -217,6 +342,9 @@ func (d *Deliverer) post(ctx context.Context, t attemptTarget, now time.Time) (A
 	return a, retryAfter
 }
 
+// ok is a 2xx answer.
+func (a Attempt) ok() bool { return a.StatusCode >= 200 && a.StatusCode < 300 }
+
 func (a Attempt) summary() string {
 	if a.Error != "" {
 		return a.Error
@@ -239,14 +367,16 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// settle records the attempt (when one was made), moves the delivery and,
-// for a retry, enqueues the next attempt, in one transaction.
-func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a Attempt, state, lastErr string, next *time.Time, gone bool) error {
-	clk := d.Clock
-	if clk == nil {
-		clk = clock.Database{}
-	}
-	return database.InTenantTx(ctx, d.App, j.TenantID, func(tx pgx.Tx) error {
+// settle records the attempt (when one was made) and what it did to the
+// endpoint's breaker, moves the delivery and, for a retry, enqueues the
+// next attempt, in one transaction. disable ("" = no) disables the
+// endpoint for that reason; a failure that ends a run of Breaker.DisableAfter
+// without success disables it too.
+func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a Attempt, now time.Time, state, lastErr string, next *time.Time, disable string) error {
+	clk := d.clock()
+	disabled := ""
+	err := database.InTenantTx(ctx, d.App, j.TenantID, func(tx pgx.Tx) error {
+		disabled = ""
 		st := newStore(tx)
 		attempts := int(t.Attempts)
 		if a.N > 0 {
@@ -254,6 +384,13 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 				return fmt.Errorf("record webhook attempt: %w", err)
 			}
 			attempts = a.N
+			out, err := st.recordOutcome(ctx, j.TenantID, t.EndpointID, a.ok(), now, d.Breaker.withDefaults())
+			if err != nil {
+				return err
+			}
+			if disable == "" && !a.ok() && out.failingSince != nil && now.Sub(*out.failingSince) >= d.Breaker.withDefaults().DisableAfter {
+				disable = ReasonFailing
+			}
 		}
 		if _, err := st.updateDelivery(ctx, j.TenantID, t.ID, state, attempts, a.StatusCode, lastErr, next, clk.Now()); err != nil {
 			return fmt.Errorf("update webhook delivery: %w", err)
@@ -264,18 +401,75 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 				return err
 			}
 		}
-		if gone {
-			if _, err := st.setEnabled(ctx, j.TenantID, t.EndpointID, clk.Now(), false, "the receiver answered 410 Gone"); err != nil {
-				return fmt.Errorf("disable webhook endpoint: %w", err)
-			}
-			detail, _ := json.Marshal(map[string]any{"url": t.Url, "reason": "410 Gone", "delivery_id": t.ID})
-			jid := j.ID
-			if err := audit.NewRecorder(clk).Append(ctx, tx, audit.Event{TenantID: j.TenantID, ActorKind: audit.ActorSystem,
-				Action: "webhook.endpoint.disable", Entity: "webhook_endpoint", EntityID: itoa(t.EndpointID),
-				Detail: detail, TraceID: j.TraceID, JobID: &jid}); err != nil {
-				return fmt.Errorf("audit endpoint disable: %w", err)
-			}
+		if disable != "" {
+			disabled = disable
+			return d.disable(ctx, tx, j, t, disable)
 		}
 		return nil
 	})
+	if err == nil && disabled != "" {
+		d.notifyDisabled(ctx, j.TenantID, t, disabled)
+	}
+	return err
+}
+
+// notifyDisabled mails the tenant's owners and admins that Jejak disabled
+// an endpoint, after the change committed. The trail and the
+// webhook.endpoint.disabled event are the lasting record, so a mail that
+// cannot go out is logged, not retried.
+func (d *Deliverer) notifyDisabled(ctx context.Context, tenantID int64, t attemptTarget, reason string) {
+	if d.Mailer == nil {
+		return
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	var to []string
+	err := database.InTenantTx(ctx, d.App, tenantID, func(tx pgx.Tx) error {
+		var err error
+		to, err = newStore(tx).ownerEmails(ctx, tenantID)
+		return err
+	})
+	if err != nil || len(to) == 0 {
+		log.Warn("webhook endpoint disabled: no owner to tell", "tenant_id", tenantID, "endpoint_id", t.EndpointID, "err", err)
+		return
+	}
+	m := mail.Message{TenantID: tenantID, ID: fmt.Sprintf("webhook-disabled.%d.%d@jejak", t.EndpointID, t.ID),
+		From: mail.DefaultFrom, To: to, Subject: i18n.In("en", "mail.webhook_disabled.subject", t.Url),
+		Text: i18n.In("en", "mail.webhook_disabled.body", t.Url, i18n.In("en", reason))}
+	if err := d.Mailer.Send(ctx, m); err != nil {
+		log.Warn("webhook endpoint disabled: notice not sent", "tenant_id", tenantID, "endpoint_id", t.EndpointID, "err", err.Error())
+	}
+}
+
+// disable turns the endpoint off for reason, records it in the tenant's
+// trail with the system as actor, and tells the tenant's other endpoints
+// with a webhook.endpoint.disabled event.
+func (d *Deliverer) disable(ctx context.Context, tx pgx.Tx, j *job.Job, t attemptTarget, reason string) error {
+	clk := d.clock()
+	ep, err := newStore(tx).setEnabled(ctx, j.TenantID, t.EndpointID, clk.Now(), false, reason)
+	if err != nil {
+		return fmt.Errorf("disable webhook endpoint: %w", err)
+	}
+	detail := map[string]any{"endpoint_id": ep.ID, "url": ep.URL, "reason": reason, "delivery_id": t.ID,
+		"consecutive_failures": ep.ConsecutiveFailures}
+	if ep.FailingSince != nil {
+		detail["failing_since"] = ep.FailingSince.UTC()
+	}
+	raw, err := json.Marshal(detail)
+	if err != nil {
+		return fmt.Errorf("encode disable detail: %w", err)
+	}
+	jid := j.ID
+	if err := audit.NewRecorder(clk).Append(ctx, tx, audit.Event{TenantID: j.TenantID, ActorKind: audit.ActorSystem,
+		Action: "webhook.endpoint.disable", Entity: "webhook_endpoint", EntityID: itoa(t.EndpointID),
+		Detail: raw, TraceID: j.TraceID, JobID: &jid}); err != nil {
+		return fmt.Errorf("audit endpoint disable: %w", err)
+	}
+	if _, err := outbox.NewWriter(clk).Publish(ctx, tx, j.TenantID, outbox.Message{Type: EventEndpointDisabled,
+		AggregateType: "webhook_endpoint", AggregateID: itoa(ep.ID), Payload: raw, TraceID: j.TraceID}); err != nil {
+		return fmt.Errorf("publish endpoint disabled: %w", err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/natsbus"
+	"github.com/jejakhq/jejak/internal/outbox"
 )
 
 // ConsumerName is the durable JetStream consumer that fans events out to
@@ -46,8 +48,9 @@ func (f *Fanout) HandleEvent(ctx context.Context, tenantID, eventID int64, event
 		if err != nil {
 			return fmt.Errorf("match webhook endpoints: %w", err)
 		}
+		agg := aggregateOf(body)
 		for _, ep := range eps {
-			did, _, err := st.insertDelivery(ctx, tenantID, ep, eventID, eventType, string(body), clk.Now())
+			did, _, err := st.insertDelivery(ctx, tenantID, ep, eventID, eventType, string(body), agg, clk.Now())
 			if err != nil {
 				return fmt.Errorf("record webhook delivery: %w", err)
 			}
@@ -64,6 +67,19 @@ func (f *Fanout) HandleEvent(ctx context.Context, tenantID, eventID int64, event
 		return nil
 	})
 	return created, err
+}
+
+// aggregateOf is "type/id" of the event body's aggregate, which ordered
+// endpoints keep in order; nil when the body names none.
+func aggregateOf(body []byte) *string {
+	var b struct {
+		Aggregate outbox.BodyAggregate `json:"aggregate"`
+	}
+	if json.Unmarshal(body, &b) != nil || b.Aggregate.Type == "" || b.Aggregate.ID == "" {
+		return nil
+	}
+	s := b.Aggregate.Type + "/" + b.Aggregate.ID
+	return &s
 }
 
 // Run consumes the stream until ctx ends. A message is acknowledged only

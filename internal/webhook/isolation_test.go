@@ -170,3 +170,50 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestHangingEndpointLeavesTheTenantsOtherEndpoints: with the tenant's
+// concurrency at 2, one endpoint that hangs holds one delivery worker at
+// most, so the same tenant's healthy endpoint keeps receiving.
+func TestHangingEndpointLeavesTheTenantsOtherEndpoints(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tn := seedTenant(t, db, "mixed")
+	hang := newHangingReceiver(t)
+	ok := newReceiver(t, nil, 200)
+	wh, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "wh", Queues: []string{webhook.Queue},
+		PollInterval: 20 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := webhook.OnQueue(wh, webhook.Queue)
+	d := &webhook.Deliverer{App: db.App, Jobs: jobs, Client: webhook.Guard{Allow: loopback}.Client(), Logger: quiet, TenantLimit: 2}
+	wh.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
+	svc := webhook.NewService(db.App, nil, jobs)
+	if _, err := svc.Create(ctx, tn.tenant, tn.owner, hang.URL+"/stuck", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(ctx, tn.tenant, tn.owner, ok.URL+"/fine", "*"); err != nil {
+		t.Fatal(err)
+	}
+	fan := &webhook.Fanout{System: db.System, Jobs: jobs, Logger: quiet}
+	const events = 6
+	for i := 1; i <= events; i++ {
+		if _, err := fan.HandleEvent(ctx, tn.tenant, int64(i), "project.created", []byte(fmt.Sprintf(`{"id":"evt_%d"}`, i)), "t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wh.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = wh.Stop(stopCtx)
+	})
+	t.Cleanup(hang.answer)
+	waitFor(t, "every event at the healthy endpoint", func() bool { return len(ok.all()) == events })
+	if n, most := hang.counts(); n != 1 || most != 1 {
+		t.Fatalf("the hanging endpoint holds %d requests (at most %d), want 1", n, most)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,7 @@ type Service struct {
 	jobs         Enqueuer
 	audit        *audit.Recorder
 	maxEndpoints int
+	sealer       *Sealer
 }
 
 // NewService returns a Service over the tenant-facing pool, with
@@ -61,6 +63,12 @@ func (s *Service) LimitEndpoints(n int) *Service {
 	if n > 0 {
 		s.maxEndpoints = n
 	}
+	return s
+}
+
+// SealWith makes the Service store new and rotated secrets sealed by s.
+func (s *Service) SealWith(sealer *Sealer) *Service {
+	s.sealer = sealer
 	return s
 }
 
@@ -98,7 +106,11 @@ func (s *Service) Create(ctx context.Context, tenantID int64, actor Actor, rawUR
 		if n >= int64(s.maxEndpoints) {
 			return apperr.Invalidf("url", "This workspace already has %d webhook endpoints, the most it may have.", n)
 		}
-		ep, err := st.insertEndpoint(ctx, tenantID, s.clk.Now(), u, events, secret)
+		stored, err := s.sealer.seal(tenantID, secret)
+		if err != nil {
+			return err
+		}
+		ep, err := st.insertEndpoint(ctx, tenantID, s.clk.Now(), u, events, stored, false)
 		if err != nil {
 			return fmt.Errorf("create webhook endpoint: %w", err)
 		}
@@ -117,9 +129,16 @@ func (s *Service) Endpoints(ctx context.Context, tenantID int64, actor Actor, be
 	limit := keyset.Limit(0)
 	var rows []Endpoint
 	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		st := newStore(tx)
 		var err error
-		rows, err = newStore(tx).endpoints(ctx, tenantID, before, limit+1)
-		return err
+		if rows, err = st.endpoints(ctx, tenantID, before, limit+1); err != nil {
+			return err
+		}
+		now, err := dbNow(ctx, tx, s.clk)
+		if err != nil {
+			return err
+		}
+		return st.health(ctx, tenantID, rows, now)
 	})
 	return keyset.Cut(rows, limit, func(e *Endpoint) int64 { return e.ID }), err
 }
@@ -130,7 +149,7 @@ func (s *Service) SetEnabled(ctx context.Context, tenantID int64, actor Actor, i
 		return ErrReadOnly
 	}
 	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
-		ep, err := newStore(tx).setEnabled(ctx, tenantID, id, s.clk.Now(), enabled, "disabled by the owner")
+		ep, err := newStore(tx).setEnabled(ctx, tenantID, id, s.clk.Now(), enabled, ReasonOwner)
 		if err != nil {
 			return err
 		}
@@ -157,7 +176,11 @@ func (s *Service) Rotate(ctx context.Context, tenantID int64, actor Actor, id in
 		if err != nil {
 			return err
 		}
-		ep, err := newStore(tx).rotate(ctx, tenantID, id, s.clk.Now(), now.Add(RotationOverlap), secret)
+		stored, err := s.sealer.seal(tenantID, secret)
+		if err != nil {
+			return err
+		}
+		ep, err := newStore(tx).rotate(ctx, tenantID, id, s.clk.Now(), now.Add(RotationOverlap), stored)
 		if err != nil {
 			return err
 		}
@@ -184,8 +207,24 @@ func (s *Service) EndpointDeliveries(ctx context.Context, tenantID int64, actor 
 		if ep, err = st.endpoint(ctx, tenantID, id); err != nil {
 			return err
 		}
-		ds, err = st.deliveries(ctx, tenantID, id, min(max(limit, 1), 200))
-		return err
+		now, err := dbNow(ctx, tx, s.clk)
+		if err != nil {
+			return err
+		}
+		eps := []Endpoint{ep}
+		if err := st.health(ctx, tenantID, eps, now); err != nil {
+			return err
+		}
+		ep = eps[0]
+		if ds, err = st.deliveries(ctx, tenantID, id, min(max(limit, 1), 200)); err != nil {
+			return err
+		}
+		for i := range ds {
+			if ds[i].State == StatePending && ds[i].NextAttempt != nil {
+				ds[i].NextIn = max(ds[i].NextAttempt.Sub(now), 0)
+			}
+		}
+		return nil
 	})
 	return ep, ds, err
 }
@@ -206,6 +245,9 @@ func (s *Service) Resend(ctx context.Context, tenantID int64, actor Actor, endpo
 		if d.EndpointID != endpointID {
 			return ErrNotFound
 		}
+		if _, err := st.endpoint(ctx, tenantID, endpointID); err != nil {
+			return err // deleted: its log is kept, not resent
+		}
 		now := s.clk.Now()
 		if d, err = st.updateDelivery(ctx, tenantID, d.ID, StatePending, d.Attempts, d.LastStatus, d.LastError, nil, now); err != nil {
 			return err
@@ -218,6 +260,138 @@ func (s *Service) Resend(ctx context.Context, tenantID int64, actor Actor, endpo
 			map[string]any{"endpoint_id": d.EndpointID, "event_id": d.EventID, "event_type": d.EventType})
 	})
 	return d, err
+}
+
+// Delete removes an endpoint: it leaves the list and the count (freeing its
+// place under the limit), receives nothing more, and its pending
+// deliveries fail; its delivery log stays in the database.
+func (s *Service) Delete(ctx context.Context, tenantID int64, actor Actor, id int64) (Endpoint, error) {
+	if !actor.canManage() {
+		return Endpoint{}, ErrReadOnly
+	}
+	var ep Endpoint
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		var err error
+		if ep, err = newStore(tx).deleteEndpoint(ctx, tenantID, id, s.clk.Now()); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, tenantID, actor, "webhook.endpoint.delete", ep.ID, map[string]any{"url": ep.URL})
+	})
+	return ep, err
+}
+
+// ParseRateLimit reads the rate field: empty or 0 = no limit, else whole
+// messages per second from 1 to MaxRateLimit.
+func ParseRateLimit(raw string) (int, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 || n > MaxRateLimit {
+		return 0, apperr.Invalidf("rate_limit", "Enter a whole number of messages per second from 1 to %d, or leave it empty for no limit.", MaxRateLimit)
+	}
+	return n, nil
+}
+
+// Settings are an endpoint's delivery options.
+type Settings struct {
+	// RateLimit is at most this many messages per second (0 = no limit),
+	// across every replica.
+	RateLimit int
+	// Ordered delivers one aggregate's events one at a time, in order.
+	Ordered bool
+}
+
+// Configure sets an endpoint's delivery options.
+func (s *Service) Configure(ctx context.Context, tenantID int64, actor Actor, id int64, c Settings) error {
+	if !actor.canManage() {
+		return ErrReadOnly
+	}
+	if c.RateLimit < 0 || c.RateLimit > MaxRateLimit {
+		return apperr.Invalidf("rate_limit", "Enter a whole number of messages per second from 1 to %d, or leave it empty for no limit.", MaxRateLimit)
+	}
+	return database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		ep, err := newStore(tx).configure(ctx, tenantID, id, c, s.clk.Now())
+		if err != nil {
+			return err
+		}
+		return s.record(ctx, tx, tenantID, actor, "webhook.endpoint.configure", ep.ID,
+			map[string]any{"url": ep.URL, "rate_limit_per_second": c.RateLimit, "ordered": c.Ordered})
+	})
+}
+
+// RecoverWindows are how far back an owner may recover from the page.
+var RecoverWindows = []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 14 * 24 * time.Hour}
+
+// ParseRecoverWindow reads the recover form's choice, in hours, which must
+// be one of RecoverWindows.
+func ParseRecoverWindow(rawHours string) (time.Duration, error) {
+	h, err := strconv.Atoi(strings.TrimSpace(rawHours))
+	if err == nil {
+		for _, w := range RecoverWindows {
+			if w == time.Duration(h)*time.Hour {
+				return w, nil
+			}
+		}
+	}
+	return 0, apperr.Invalid("hours", "Choose how far back to recover from the list.")
+}
+
+// RecoverLast is Recover of the failed deliveries made within window
+// before now.
+func (s *Service) RecoverLast(ctx context.Context, tenantID int64, actor Actor, id int64, window time.Duration) (int, error) {
+	now, err := dbNow(ctx, s.app, s.clk)
+	if err != nil {
+		return 0, err
+	}
+	return s.Recover(ctx, tenantID, actor, id, now.Add(-window))
+}
+
+// MaxRecover bounds one recover: a larger backlog takes several.
+const MaxRecover = 10000
+
+// Recover sends again every delivery to the endpoint that failed and was
+// made since the given time (at most MaxRecover, oldest first), and
+// returns how many. Asking twice sends each once: the second finds them
+// pending.
+func (s *Service) Recover(ctx context.Context, tenantID int64, actor Actor, id int64, since time.Time) (int, error) {
+	if !actor.canManage() {
+		return 0, ErrReadOnly
+	}
+	n := 0
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		st := newStore(tx)
+		ep, err := st.endpoint(ctx, tenantID, id)
+		if err != nil {
+			return err
+		}
+		now, err := dbNow(ctx, tx, s.clk)
+		if err != nil {
+			return err
+		}
+		if since.After(now) {
+			return apperr.Invalid("since", "Choose a time in the past.")
+		}
+		if !ep.Enabled {
+			// Its deliveries would fail again at once, as "endpoint disabled".
+			return apperr.Invalid("hours", "Enable the endpoint before recovering its deliveries.")
+		}
+		rs, err := st.recoverFailed(ctx, tenantID, id, since, MaxRecover, s.clk.Now())
+		if err != nil {
+			return fmt.Errorf("recover deliveries: %w", err)
+		}
+		for _, r := range rs {
+			if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, r.id, nil, actor.TraceID,
+				fmt.Sprintf("dlv_%d:resend_after_%d", r.id, r.attempts)); err != nil {
+				return err
+			}
+		}
+		n = len(rs)
+		return s.record(ctx, tx, tenantID, actor, "webhook.endpoint.recover", ep.ID,
+			map[string]any{"url": ep.URL, "since": since.UTC(), "deliveries": n})
+	})
+	return n, err
 }
 
 func (s *Service) record(ctx context.Context, tx pgx.Tx, tenantID int64, actor Actor, action string, id int64, detail map[string]any) error {

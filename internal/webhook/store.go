@@ -35,11 +35,17 @@ func toEndpoint(r queries.WebhookEndpoint) Endpoint {
 	if r.PreviousSecret != nil {
 		e.PreviousUntil = r.PreviousSecretExpiresAt
 	}
+	e.ConsecutiveFailures, e.FailingSince, e.BreakerOpenUntil = int(r.ConsecutiveFailures), r.FailingSince, r.BreakerOpenUntil
+	if r.RateLimit != nil {
+		e.RateLimit = int(*r.RateLimit)
+	}
+	e.Ordered = r.Ordered
 	return e
 }
 
-func (s store) insertEndpoint(ctx context.Context, tenantID int64, now *time.Time, url string, events []string, secret string) (Endpoint, error) {
-	r, err := s.q.WebhookEndpointInsert(ctx, queries.WebhookEndpointInsertParams{TenantID: tenantID, Url: url, Events: events, Secret: secret, Now: now})
+func (s store) insertEndpoint(ctx context.Context, tenantID int64, now *time.Time, url string, events []string, secret string, ordered bool) (Endpoint, error) {
+	r, err := s.q.WebhookEndpointInsert(ctx, queries.WebhookEndpointInsertParams{TenantID: tenantID, Url: url, Events: events,
+		Secret: secret, Ordered: ordered, Now: now})
 	return toEndpoint(r), err
 }
 
@@ -86,13 +92,114 @@ func (s store) rotate(ctx context.Context, tenantID, id int64, now *time.Time, o
 	return toEndpoint(r), notFound(err)
 }
 
+func (s store) deleteEndpoint(ctx context.Context, tenantID, id int64, now *time.Time) (Endpoint, error) {
+	r, err := s.q.WebhookEndpointDelete(ctx, queries.WebhookEndpointDeleteParams{TenantID: tenantID, ID: id, Now: now})
+	return toEndpoint(r), notFound(err)
+}
+
+func (s store) configure(ctx context.Context, tenantID, id int64, c Settings, now *time.Time) (Endpoint, error) {
+	perSecond := c.RateLimit
+	var rl *int32
+	if perSecond > 0 {
+		v := int32(perSecond)
+		rl = &v
+	}
+	r, err := s.q.WebhookEndpointConfigure(ctx, queries.WebhookEndpointConfigureParams{TenantID: tenantID, ID: id, RateLimit: rl,
+		Ordered: c.Ordered, Now: now})
+	return toEndpoint(r), notFound(err)
+}
+
+// claimProbe reports whether this attempt won the half-open breaker's one
+// probe; the breaker then stays shut to others until until.
+func (s store) claimProbe(ctx context.Context, tenantID, id int64, now, until time.Time) (bool, error) {
+	_, err := s.q.WebhookEndpointClaimProbe(ctx, queries.WebhookEndpointClaimProbeParams{TenantID: tenantID, ID: id, Now: now, Until: until})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// outcome is an endpoint's breaker after an attempt.
+type outcome struct {
+	failures     int
+	failingSince *time.Time
+	openUntil    *time.Time
+}
+
+func (s store) recordOutcome(ctx context.Context, tenantID, id int64, ok bool, now time.Time, b Breaker) (outcome, error) {
+	r, err := s.q.WebhookEndpointRecordOutcome(ctx, queries.WebhookEndpointRecordOutcomeParams{TenantID: tenantID, ID: id, Ok: ok,
+		Now: now, Threshold: int32(b.Failures), CooldownS: b.Cooldown.Seconds(), MaxCooldownS: b.MaxCooldown.Seconds()})
+	if err != nil {
+		return outcome{}, fmt.Errorf("record endpoint outcome: %w", err)
+	}
+	if err := s.q.WebhookEndpointHourAdd(ctx, queries.WebhookEndpointHourAddParams{TenantID: tenantID, EndpointID: id, Now: now, Ok: ok}); err != nil {
+		return outcome{}, fmt.Errorf("tally endpoint outcome: %w", err)
+	}
+	return outcome{failures: int(r.ConsecutiveFailures), failingSince: r.FailingSince, openUntil: r.BreakerOpenUntil}, nil
+}
+
+// takeRate counts one message in the endpoint's rate window; false when
+// the window is full.
+func (s store) takeRate(ctx context.Context, tenantID, id int64, now time.Time) (bool, error) {
+	_, err := s.q.WebhookEndpointTakeRate(ctx, queries.WebhookEndpointTakeRateParams{TenantID: tenantID, ID: id, Now: now})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s store) earlierPending(ctx context.Context, tenantID, endpointID, id int64, aggregate string) (bool, error) {
+	return s.q.WebhookDeliveryEarlierPending(ctx, queries.WebhookDeliveryEarlierPendingParams{
+		TenantID: tenantID, EndpointID: endpointID, Aggregate: aggregate, ID: id})
+}
+
+// health fills each endpoint's breaker state and 24 h outcomes.
+func (s store) health(ctx context.Context, tenantID int64, eps []Endpoint, now time.Time) error {
+	if len(eps) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(eps))
+	for i, e := range eps {
+		ids[i] = e.ID
+	}
+	rows, err := s.q.WebhookEndpointHourTotals(ctx, queries.WebhookEndpointHourTotalsParams{TenantID: tenantID, EndpointIds: ids,
+		Since: now.Add(-24 * time.Hour).Truncate(time.Hour)})
+	if err != nil {
+		return fmt.Errorf("endpoint success rates: %w", err)
+	}
+	for i := range eps {
+		eps[i].Health.Breaker = eps[i].BreakerState(now)
+		for _, r := range rows {
+			if r.EndpointID == eps[i].ID {
+				eps[i].Health.Succeeded, eps[i].Health.Failed = r.Succeeded, r.Failed
+			}
+		}
+	}
+	return nil
+}
+
+type recovered struct {
+	id       int64
+	attempts int
+}
+
+func (s store) recoverFailed(ctx context.Context, tenantID, endpointID int64, since time.Time, limit int, now *time.Time) ([]recovered, error) {
+	rows, err := s.q.WebhookDeliveryRecover(ctx, queries.WebhookDeliveryRecoverParams{TenantID: tenantID, EndpointID: endpointID,
+		Since: since, Lim: int32(limit), Now: now})
+	out := make([]recovered, len(rows))
+	for i, r := range rows {
+		out[i] = recovered{r.ID, int(r.Attempts)}
+	}
+	return out, err
+}
+
 func (s store) matching(ctx context.Context, tenantID int64, eventType string) ([]int64, error) {
 	return s.q.WebhookEndpointsMatching(ctx, queries.WebhookEndpointsMatchingParams{TenantID: tenantID, EventType: eventType})
 }
 
-func (s store) insertDelivery(ctx context.Context, tenantID, endpointID, eventID int64, eventType, body string, now *time.Time) (int64, bool, error) {
+func (s store) insertDelivery(ctx context.Context, tenantID, endpointID, eventID int64, eventType, body string, aggregate *string, now *time.Time) (int64, bool, error) {
 	r, err := s.q.WebhookDeliveryInsert(ctx, queries.WebhookDeliveryInsertParams{
-		TenantID: tenantID, EndpointID: endpointID, EventID: eventID, EventType: eventType, Body: body, Now: now})
+		TenantID: tenantID, EndpointID: endpointID, EventID: eventID, EventType: eventType, Body: body, Aggregate: aggregate, Now: now})
 	return r.ID, r.Inserted, err
 }
 
@@ -138,7 +245,7 @@ func (s store) updateDelivery(ctx context.Context, tenantID, id int64, state str
 }
 
 func toDelivery(r queries.WebhookDelivery) Delivery {
-	d := Delivery{ID: r.ID, EndpointID: r.EndpointID, EventID: "evt_" + itoa(r.EventID), EventType: r.EventType,
+	d := Delivery{ID: r.ID, EndpointID: r.EndpointID, EventID: eventID(r.EventID), EventType: r.EventType,
 		State: r.State, Attempts: int(r.Attempts), NextAttempt: r.NextAttemptAt, CreatedAt: r.CreatedAt}
 	if r.LastStatus != nil {
 		d.LastStatus = int(*r.LastStatus)
@@ -212,12 +319,16 @@ type systemRow struct {
 	secret string
 }
 
-func (s store) systemEndpoint(ctx context.Context, tenantID int64) (systemRow, error) {
+func (s store) systemEndpoint(ctx context.Context, tenantID int64, sealer *Sealer) (systemRow, error) {
 	r, err := s.q.WebhookSystemEndpoint(ctx, tenantID)
 	if err != nil {
 		return systemRow{}, notFound(err)
 	}
-	return systemRow{Endpoint: toEndpoint(r), secret: r.Secret}, nil
+	secret, err := sealer.Open(tenantID, r.Secret)
+	if err != nil {
+		return systemRow{}, err
+	}
+	return systemRow{Endpoint: toEndpoint(r), secret: secret}, nil
 }
 
 func (s store) setSystemEndpoint(ctx context.Context, tenantID int64, cur systemRow, url string, events []string, secret string,
@@ -239,6 +350,24 @@ func (s store) systemLastDelivery(ctx context.Context, tenantID, endpointID int6
 	if err != nil {
 		return nil, err
 	}
-	return &Delivery{ID: r.ID, EndpointID: endpointID, EventID: "evt_" + itoa(r.EventID), State: r.State,
+	return &Delivery{ID: r.ID, EndpointID: endpointID, EventID: eventID(r.EventID), State: r.State,
 		Attempts: int(r.Attempts), LastStatus: int(r.LastStatus), LastError: r.LastError, CreatedAt: r.UpdatedAt}, nil
+}
+
+func (s store) readableSecrets(ctx context.Context) ([]queries.WebhookEndpointReadableSecretsRow, error) {
+	return s.q.WebhookEndpointReadableSecrets(ctx)
+}
+
+func (s store) sealSecret(ctx context.Context, tenantID, id int64, readable, sealed string, sealedPrevious *string) (bool, error) {
+	n, err := s.q.WebhookEndpointSealSecret(ctx, queries.WebhookEndpointSealSecretParams{TenantID: tenantID, ID: id,
+		Readable: readable, Sealed: sealed, SealedPrevious: sealedPrevious})
+	return n == 1, err
+}
+
+func (s store) ownerEmails(ctx context.Context, tenantID int64) ([]string, error) {
+	return s.q.WebhookOwnerEmails(ctx, tenantID)
+}
+
+func (s store) pruneHours(ctx context.Context, before time.Time) (int64, error) {
+	return s.q.WebhookEndpointHoursPrune(ctx, before)
 }

@@ -35,6 +35,8 @@ type SystemConfig struct {
 	// "" keeps the stored one, or generates one the first time.
 	Secret string
 	Events []string // event types the endpoint receives
+	// Sealer seals the secret at rest (nil: stored readable).
+	Sealer *Sealer
 }
 
 // ParseSecret checks a signing secret given by configuration: "whsec_"
@@ -84,7 +86,7 @@ func SyncSystemEndpoint(ctx context.Context, system database.Pool, clk clock.Clo
 			return fmt.Errorf("find the system tenant: %w", err)
 		}
 		out.TenantID = tid
-		cur, err := st.systemEndpoint(ctx, tid)
+		cur, err := st.systemEndpoint(ctx, tid, cfg.Sealer)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			if u == "" {
@@ -96,7 +98,10 @@ func SyncSystemEndpoint(ctx context.Context, system database.Pool, clk clock.Clo
 					return err
 				}
 			}
-			out.Endpoint, err = st.insertEndpoint(ctx, tid, clk.Now(), u, cfg.Events, secret)
+			if secret, err = cfg.Sealer.seal(tid, secret); err != nil {
+				return err
+			}
+			out.Endpoint, err = st.insertEndpoint(ctx, tid, clk.Now(), u, cfg.Events, secret, false)
 			out.Configured = err == nil
 			return err
 		case err != nil:
@@ -107,13 +112,20 @@ func SyncSystemEndpoint(ctx context.Context, system database.Pool, clk clock.Clo
 				out.Endpoint = cur.Endpoint
 				return nil
 			}
-			out.Endpoint, err = st.setSystemEndpoint(ctx, tid, cur, cur.URL, cur.Events, cur.secret, false,
+			sealed, err := cfg.Sealer.seal(tid, cur.secret)
+			if err != nil {
+				return err
+			}
+			out.Endpoint, err = st.setSystemEndpoint(ctx, tid, cur, cur.URL, cur.Events, sealed, false,
 				"JEJAK_ALERT_WEBHOOK_URL is not set", clk.Now())
 			return err
 		}
 		secret := cur.secret
 		if cfg.Secret != "" {
 			secret = cfg.Secret
+		}
+		if secret, err = cfg.Sealer.seal(tid, secret); err != nil {
+			return err
 		}
 		out.Endpoint, err = st.setSystemEndpoint(ctx, tid, cur, u, cfg.Events, secret, true, "", clk.Now())
 		out.Configured = err == nil
@@ -136,14 +148,15 @@ type SystemStatus struct {
 }
 
 // SystemEndpointStatus reads the staff endpoint's state through q (a
-// system-pool transaction); ok is false when none was ever configured.
-func SystemEndpointStatus(ctx context.Context, q database.Querier) (SystemStatus, bool, error) {
+// system-pool transaction), its secret opened with sealer; ok is false
+// when none was ever configured.
+func SystemEndpointStatus(ctx context.Context, q database.Querier, sealer *Sealer) (SystemStatus, bool, error) {
 	st := newStore(q)
 	tid, err := st.systemTenant(ctx)
 	if err != nil {
 		return SystemStatus{}, false, fmt.Errorf("find the system tenant: %w", err)
 	}
-	cur, err := st.systemEndpoint(ctx, tid)
+	cur, err := st.systemEndpoint(ctx, tid, sealer)
 	if errors.Is(err, ErrNotFound) {
 		return SystemStatus{}, false, nil
 	}

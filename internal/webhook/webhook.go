@@ -79,6 +79,54 @@ type Endpoint struct {
 	// rotated).
 	PreviousUntil *time.Time
 	CreatedAt     time.Time
+	// ConsecutiveFailures counts failed attempts since the last success;
+	// FailingSince is the first of them (nil when the last one succeeded).
+	ConsecutiveFailures int
+	FailingSince        *time.Time
+	// BreakerOpenUntil: while in the future no attempt is made.
+	BreakerOpenUntil *time.Time
+	// RateLimit is the owner's cap in messages per second (0 = none).
+	RateLimit int
+	// Ordered endpoints get one aggregate's events one at a time, in order.
+	Ordered bool
+	// Health is filled by listings: the breaker's state and the last 24
+	// hours' attempt outcomes.
+	Health Health
+}
+
+// Breaker states, as shown to owners.
+const (
+	BreakerClosed  = "closed"  // delivering normally
+	BreakerFailing = "failing" // failing, below the threshold: one attempt at a time
+	BreakerOpen    = "open"    // holding deliveries until BreakerOpenUntil, then a probe
+)
+
+// Health is an endpoint's state for its owner.
+type Health struct {
+	Breaker string
+	// Succeeded and Failed count attempts over the last 24 hours.
+	Succeeded, Failed int64
+}
+
+// SuccessRate is the share of the last 24 hours' attempts that succeeded,
+// in percent; ok is false when there were none.
+func (h Health) SuccessRate() (pct int, ok bool) {
+	n := h.Succeeded + h.Failed
+	if n == 0 {
+		return 0, false
+	}
+	return int(h.Succeeded * 100 / n), true
+}
+
+// BreakerState is the endpoint's breaker state at now.
+func (e Endpoint) BreakerState(now time.Time) string {
+	switch {
+	case e.BreakerOpenUntil != nil && e.BreakerOpenUntil.After(now):
+		return BreakerOpen
+	case e.BreakerOpenUntil != nil, e.ConsecutiveFailures > 0:
+		return BreakerFailing
+	}
+	return BreakerClosed
 }
 
 // Delivery is one event sent (or being sent) to one endpoint.
@@ -90,10 +138,13 @@ type Delivery struct {
 	State       string
 	Attempts    int
 	NextAttempt *time.Time
-	LastStatus  int // 0 = no HTTP answer
-	LastError   string
-	CreatedAt   time.Time
-	Log         []Attempt
+	// NextIn is how long until NextAttempt, for pending deliveries shown
+	// to owners.
+	NextIn     time.Duration
+	LastStatus int // 0 = no HTTP answer
+	LastError  string
+	CreatedAt  time.Time
+	Log        []Attempt
 }
 
 // Attempt is one POST of a delivery.
@@ -164,7 +215,7 @@ func ParseURL(raw string) (string, error) {
 }
 
 // ParseEvents reads the events field: "*" or a comma-separated list of
-// event types. It returns a sorted, de-duplicated list.
+// event types from the Catalog. It returns a sorted, de-duplicated list.
 func ParseEvents(raw string) ([]string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
@@ -178,6 +229,9 @@ func ParseEvents(raw string) ([]string, error) {
 		}
 		if p != "*" && !outbox.ValidType(p) {
 			return nil, apperr.Invalid("events", fmt.Sprintf("%q is not an event type (lower-case words separated by dots)", clip.Bytes(p, 60)))
+		}
+		if p != "*" && !KnownEventType(p) {
+			return nil, apperr.Invalid("events", fmt.Sprintf("%q is not an event type Jejak sends: choose from the catalog below", clip.Bytes(p, 60)))
 		}
 		seen[p] = true
 	}

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/webhook"
+)
+
+// webhook_isolation: one tenant has 40 endpoints whose receiver accepts
+// the connection and never answers (each attempt holds its worker for the
+// 15 s timeout), and keeps publishing events to them; another tenant has
+// one healthy endpoint and publishes 20 events a second for the measured
+// window. The figures are the healthy tenant's delivery latency (event
+// committed → request at its receiver): with deliveries on their own
+// queue, a per-tenant cap and per-endpoint places it stays near an
+// unloaded delivery's, whatever the first tenant's receivers do. The
+// client (receivers, engine) shares the machine with PostgreSQL.
+func init() {
+	register(Bench{Name: "webhook_isolation", Labels: "hanging_endpoints=40", Run: runWebhookIsolation})
+}
+
+// hangingEndpoints is how many endpoints of the flooding tenant hang.
+const hangingEndpoints = 40
+
+func runWebhookIsolation(ctx context.Context, env *Env, _ string) (Result, error) {
+	name := env.DBName("bench_webhooks")
+	db, err := env.newJejakDB(ctx, name, 2)
+	if err != nil {
+		return Result{}, err
+	}
+	defer env.DropDatabase(context.WithoutCancel(ctx), name) //nolint:errcheck
+	defer db.Close()
+	app, err := database.Open(ctx, db.URL, int32(env.Cfg.Conns))
+	if err != nil {
+		return Result{}, err
+	}
+	defer app.Close()
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hang.Close()
+	var mu sync.Mutex
+	arrived := map[string]time.Time{}
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrived[r.Header.Get("webhook-id")] = time.Now()
+		mu.Unlock()
+	}))
+	defer ok.Close()
+	flood, calm := db.Tenants[0], db.Tenants[1]
+	for i := 0; i < hangingEndpoints; i++ {
+		if err := addEndpoint(ctx, db, flood, fmt.Sprintf("%s/hang/%d", hang.URL, i)); err != nil {
+			return Result{}, err
+		}
+	}
+	if err := addEndpoint(ctx, db, calm, ok.URL+"/hook"); err != nil {
+		return Result{}, err
+	}
+	dl, err := newDeliveries(env, db, app, 2)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := dl.eng.Start(ctx); err != nil {
+		return Result{}, err
+	}
+	defer dl.stop(ctx)
+	defer close(release) // before stop: the engine waits for deliveries in flight
+	fan := dl.fan
+	res := Result{}
+	sent, err := publishBoth(ctx, fan, flood, calm, env.Cfg.Duration)
+	if err != nil {
+		return Result{}, err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		mu.Lock()
+		n := len(arrived)
+		mu.Unlock()
+		if n >= len(sent) || waitCtx.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polling the receiver with a deadline
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var lat []float64
+	for id, at := range sent {
+		if got, ok := arrived[id]; ok {
+			lat = append(lat, float64(got.Sub(at).Microseconds())/1000)
+		}
+	}
+	if len(lat) < len(sent) {
+		return Result{}, fmt.Errorf("webhook_isolation: %d of %d healthy deliveries arrived", len(lat), len(sent))
+	}
+	sort.Float64s(lat)
+	res.Metrics = []Metric{{"p95_ms", percentile(lat, 95)}, {"p50_ms", percentile(lat, 50)}, {"p99_ms", percentile(lat, 99)},
+		{"deliveries", float64(len(lat))}}
+	return res, nil
+}
+
+// publishBoth publishes an event to the flooding tenant's 40 endpoints
+// and one to the calm tenant's endpoint every 50 ms for dur; it returns
+// when each calm event committed, by webhook-id.
+func publishBoth(ctx context.Context, fan *webhook.Fanout, flood, calm int64, dur time.Duration) (map[string]time.Time, error) {
+	sent := map[string]time.Time{}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	end := time.Now().Add(dur)
+	for id := int64(1); time.Now().Before(end); id += 2 {
+		if _, err := fan.HandleEvent(ctx, flood, id, "project.created", []byte(`{}`), ""); err != nil {
+			return nil, err
+		}
+		if _, err := fan.HandleEvent(ctx, calm, id+1, "project.created", []byte(`{}`), ""); err != nil {
+			return nil, err
+		}
+		sent[fmt.Sprintf("evt_%d", id+1)] = time.Now()
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return sent, nil
+}
+
+func addEndpoint(ctx context.Context, db *JejakDB, tenant int64, url string) error {
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		return err
+	}
+	_, err = db.Admin.Exec(ctx, `INSERT INTO webhook_endpoints (tenant_id, url, events, secret, created_at, updated_at)
+		VALUES ($1, $2, '{*}', $3, now(), now())`, tenant, url, secret)
+	return err
+}
+
+// webhook_ordered: one endpoint whose receiver refuses every event of one
+// aggregate (project/stuck: its first delivery retries on the schedule)
+// and takes the others; a backlog of events, one in ten for the stuck
+// aggregate, the rest spread over 50 other projects. msgs_per_sec is how
+// fast the other aggregates' deliveries arrive, for an ordered endpoint
+// (the stuck aggregate's later events wait behind its first) and an
+// unordered one: ordering must cost the other aggregates nothing.
+func init() {
+	for _, ordered := range []bool{false, true} {
+		register(Bench{Name: "webhook_ordered", Labels: fmt.Sprintf("ordered=%v", ordered), Run: runWebhookOrdered(ordered)})
+	}
+}
+
+// orderedEvents is the backlog size.
+const orderedEvents = 2000
+
+func runWebhookOrdered(ordered bool) func(ctx context.Context, env *Env, _ string) (Result, error) {
+	return func(ctx context.Context, env *Env, _ string) (Result, error) {
+		// 100 events per second of -duration, at most orderedEvents: the
+		// smoke tests' one second makes 100.
+		n := min(orderedEvents, max(100, int(env.Cfg.Duration.Seconds())*100))
+		name := env.DBName("bench_webhooks_ordered")
+		db, err := env.newJejakDB(ctx, name, 1)
+		if err != nil {
+			return Result{}, err
+		}
+		defer env.DropDatabase(context.WithoutCancel(ctx), name) //nolint:errcheck
+		defer db.Close()
+		app, err := database.Open(ctx, db.URL, int32(env.Cfg.Conns))
+		if err != nil {
+			return Result{}, err
+		}
+		defer app.Close()
+		var mu sync.Mutex
+		var first, last time.Time
+		got := 0
+		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b := make([]byte, 512)
+			k, _ := r.Body.Read(b)
+			if bytes.Contains(b[:k], []byte(`"stuck"`)) {
+				w.WriteHeader(http.StatusInternalServerError)
+				return
+			}
+			mu.Lock()
+			if got == 0 {
+				first = time.Now()
+			}
+			got++
+			last = time.Now()
+			mu.Unlock()
+		}))
+		defer rcv.Close()
+		tenant := db.Tenants[0]
+		if err := addEndpoint(ctx, db, tenant, rcv.URL+"/hook"); err != nil {
+			return Result{}, err
+		}
+		if _, err := db.Admin.Exec(ctx, `UPDATE webhook_endpoints SET ordered = $1`, ordered); err != nil {
+			return Result{}, err
+		}
+		dl, err := newDeliveries(env, db, app, 4)
+		if err != nil {
+			return Result{}, err
+		}
+		others, err := publishOrdered(ctx, dl.fan, tenant, n)
+		if err != nil {
+			return Result{}, err
+		}
+		start := time.Now()
+		if err := dl.eng.Start(ctx); err != nil {
+			return Result{}, err
+		}
+		defer dl.stop(ctx)
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			mu.Lock()
+			done := got
+			mu.Unlock()
+			if done >= others {
+				break
+			}
+			if time.Now().After(deadline) {
+				return Result{}, fmt.Errorf("webhook_ordered: %d of %d deliveries of other aggregates arrived", done, others)
+			}
+			time.Sleep(10 * time.Millisecond) // polling the receiver with a deadline
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		secs := last.Sub(start).Seconds()
+		return Result{Metrics: []Metric{{"msgs_per_sec", float64(got) / secs}, {"seconds", secs},
+			{"first_ms", float64(first.Sub(start).Microseconds()) / 1000}, {"msgs", float64(got)}}}, nil
+	}
+}
+
+// publishOrdered publishes n events, one in ten for project/stuck and the
+// rest over 50 other projects; it returns how many are not stuck.
+func publishOrdered(ctx context.Context, fan *webhook.Fanout, tenant int64, n int) (others int, err error) {
+	for id := 1; id <= n; id++ {
+		agg := fmt.Sprintf("p%d", id%50)
+		if id%10 == 1 {
+			agg = "stuck"
+		} else {
+			others++
+		}
+		body := fmt.Sprintf(`{"aggregate":{"type":"project","id":%q}}`, agg)
+		if _, err := fan.HandleEvent(ctx, tenant, int64(id), "project.created", []byte(body), ""); err != nil {
+			return 0, err
+		}
+	}
+	return others, nil
+}
+
+// deliveries is a benchmark's delivery engine (webhook.Queue, 4 workers)
+// and the fan-out feeding it.
+type deliveries struct {
+	eng *job.Engine
+	fan *webhook.Fanout
+}
+
+// newDeliveries builds the engine with a tenant concurrency of
+// tenantLimit, not started.
+func newDeliveries(env *Env, db *JejakDB, app *pgxpool.Pool, tenantLimit int) (*deliveries, error) {
+	eng, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "bench/webhooks", Queues: []string{webhook.Queue},
+		NoMaintenance: true, PollInterval: env.Cfg.PollInterval, Logger: env.Log})
+	if err != nil {
+		return nil, err
+	}
+	jobs := webhook.OnQueue(eng, webhook.Queue)
+	d := &webhook.Deliverer{App: app, Jobs: jobs, Logger: env.Log, TenantLimit: tenantLimit,
+		Client: webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}.Client()}
+	eng.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
+	return &deliveries{eng: eng, fan: &webhook.Fanout{System: db.System, Jobs: jobs, Logger: env.Log}}, nil
+}
+
+// stop lets deliveries in flight finish (within a minute).
+func (d *deliveries) stop(ctx context.Context) {
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	_ = d.eng.Stop(stopCtx)
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestWebhookIsolationSmoke runs webhook_isolation once for a short window
+// on a real PostgreSQL: every healthy delivery arrives while the other
+// tenant's 40 endpoints hang, and the figures are printed.
+func TestWebhookIsolationSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	ctx := context.Background()
+	url, cleanup, err := resolveServer(ctx, os.Getenv("BENCH_DATABASE_URL"), filepath.Join(os.TempDir(), "jejak-bench-pg"), false)
+	if err != nil {
+		t.Fatalf("resolve server: %v", err)
+	}
+	t.Cleanup(cleanup)
+	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smokehooks_%d", os.Getpid()), Cfg: Config{
+		Duration: time.Second, PollInterval: 20 * time.Millisecond, Conns: 4}}
+	res, err := runWebhookIsolation(ctx, env, "jejak")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := res.Get("deliveries")
+	p95, _ := res.Get("p95_ms")
+	if n < 5 || !(p95 > 0) {
+		t.Fatalf("webhook_isolation: %+v", res.Metrics)
+	}
+	t.Logf("webhook_isolation: %+v", res.Metrics)
+}
+
+// TestWebhookOrderedSmoke runs webhook_ordered both ways on a small
+// backlog: every other aggregate's delivery arrives, ordered or not.
+func TestWebhookOrderedSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	ctx := context.Background()
+	url, cleanup, err := resolveServer(ctx, os.Getenv("BENCH_DATABASE_URL"), filepath.Join(os.TempDir(), "jejak-bench-pg"), false)
+	if err != nil {
+		t.Fatalf("resolve server: %v", err)
+	}
+	t.Cleanup(cleanup)
+	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smokeordered_%d", os.Getpid()), Cfg: Config{
+		Duration: time.Second, PollInterval: 20 * time.Millisecond, Conns: 4}}
+	for _, ordered := range []bool{false, true} {
+		res, err := runWebhookOrdered(ordered)(ctx, env, "jejak")
+		if err != nil {
+			t.Fatalf("ordered=%v: %v", ordered, err)
+		}
+		if n, _ := res.Get("msgs"); n != 90 {
+			t.Fatalf("ordered=%v: %v deliveries of other aggregates, want 90", ordered, res.Metrics)
+		}
+		t.Logf("ordered=%v: %+v", ordered, res.Metrics)
+	}
+}

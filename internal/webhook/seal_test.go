@@ -1,0 +1,210 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/webhook"
+)
+
+// specVerify is a receiver's check written from the Standard Webhooks
+// spec, not with Jejak's code: HMAC-SHA256 of id.timestamp.body under the
+// base64 key after "whsec_", any of the space-separated v1 entries.
+func specVerify(secret string, r received) bool {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "%s.%s.%s", r.id, r.ts, r.body)
+	want := "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+	for _, s := range strings.Fields(r.sig) {
+		if hmac.Equal([]byte(s), []byte(want)) {
+			return true
+		}
+	}
+	return false
+}
+
+func newKey(t *testing.T) *webhook.Sealer {
+	t.Helper()
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		t.Fatal(err)
+	}
+	s, err := webhook.NewSealer(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestSecretsSealedAtRest: a superuser reading webhook_endpoints sees no
+// signing secret, only sealed values; secrets stored readable before are
+// sealed at start; deliveries (also during a rotation, signed with both
+// secrets) verify with the secrets the owner was shown; a server with
+// another key cannot sign, and sends nothing.
+func TestSecretsSealedAtRest(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	ctx := context.Background()
+	rcv := newReceiver(t, nil, 200)
+	old, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/old", "*") // before sealing existed
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := newKey(t)
+	if n, err := webhook.SealStored(ctx, v.db.System, key); err != nil || n != 1 {
+		t.Fatalf("sealed %d stored secrets (%v), want 1", n, err)
+	}
+	if n, _ := webhook.SealStored(ctx, v.db.System, key); n != 0 {
+		t.Fatalf("a second start sealed %d again", n)
+	}
+	v.svc.SealWith(key)
+	v.deliver.Sealer = key
+	created, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/new", "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := v.svc.Rotate(ctx, v.tenant, v.owner, created.Endpoint.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := v.db.Admin.Query(ctx, "SELECT secret || ' ' || coalesce(previous_secret, '') FROM webhook_endpoints")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var stored string
+		if err := rows.Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{old.Secret, created.Secret, rotated} {
+			if strings.Contains(stored, strings.TrimPrefix(secret, "whsec_")) {
+				t.Fatalf("a secret is readable in the table: %s", stored)
+			}
+		}
+		if !strings.HasPrefix(stored, "jejak-sealed:v1:") {
+			t.Fatalf("stored secret not sealed: %s", stored)
+		}
+	}
+	v.emit(t, 1, 1, nil)
+	v.work(t)
+	got := rcv.all()
+	if len(got) != 2 {
+		t.Fatalf("the receiver got %d requests, want 2", len(got))
+	}
+	for _, r := range got {
+		secrets := []string{old.Secret}
+		if r.sig != "" && strings.Count(r.sig, "v1,") == 2 {
+			secrets = []string{rotated, created.Secret} // the rotated endpoint signs with both
+		}
+		for _, s := range secrets {
+			if !specVerify(s, r) {
+				t.Fatalf("a delivery does not verify with a secret its owner was shown (signature %q)", r.sig)
+			}
+		}
+	}
+
+	// Another server key opens nothing: the attempt fails and nothing is sent.
+	v.deliver.Sealer = newKey(t)
+	v.emit(t, 2, 1, nil)
+	v.work(t)
+	if len(rcv.all()) != 2 {
+		t.Fatal("a delivery went out signed without the right key")
+	}
+	if n := v.count(t, "SELECT count(*) FROM webhook_attempts WHERE error LIKE '%sealing key%'"); n != 2 {
+		t.Fatalf("%d attempts failed for the key, want 2", n)
+	}
+}
+
+// TestLoadSealerKeepsItsKey: the key file is created once, private to its
+// owner, and read back the same on the next start.
+func TestLoadSealerKeepsItsKey(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "keys", "webhook-secrets.key")
+	a, err := webhook.LoadSealer(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", st, err)
+	}
+	b, err := webhook.LoadSealer(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a sealed a stored secret, b opens: the same key.
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	v.svc.SealWith(a)
+	c, err := v.svc.Create(context.Background(), v.tenant, v.owner, "https://hooks.example/x", "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	if err := v.db.Admin.QueryRow(context.Background(), "SELECT secret FROM webhook_endpoints").Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Open(v.tenant, stored); err != nil || got != c.Secret {
+		t.Fatalf("reloaded key opens %q, %v", got, err)
+	}
+	if _, err := b.Open(v.tenant+1, stored); err == nil {
+		t.Fatal("a sealed secret opened for another tenant's row")
+	}
+}
+
+// TestSendTestEvent: "send test event" delivers the catalog's example of
+// the chosen type to one endpoint, signed (verified from the spec), as
+// evt_test_…; an unknown type is refused, another tenant gets 404, and it
+// is audited.
+func TestSendTestEvent(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	ctx := context.Background()
+	rcv := newReceiver(t, nil, 200)
+	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "project.created")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.svc.SendTest(ctx, v.tenant, v.owner, c.Endpoint.ID, "invoice.paid"); apperr.CodeOf(err) != apperr.CodeInvalid {
+		t.Fatalf("unknown type: %v", err)
+	}
+	other := seedTenant(t, v.db, "other")
+	if _, err := v.svc.SendTest(ctx, other.tenant, other.owner, c.Endpoint.ID, "project.deleted"); !errors.Is(err, webhook.ErrNotFound) {
+		t.Fatalf("another tenant: %v", err)
+	}
+	d, err := v.svc.SendTest(ctx, v.tenant, v.owner, c.Endpoint.ID, "project.deleted")
+	if err != nil || !strings.HasPrefix(d.EventID, "evt_test_") {
+		t.Fatalf("send test: %+v %v", d, err)
+	}
+	v.work(t)
+	got := rcv.all()
+	if len(got) != 1 || got[0].id != d.EventID || !specVerify(c.Secret, got[0]) {
+		t.Fatalf("the receiver got %d requests (%+v)", len(got), got)
+	}
+	var body struct {
+		Type string
+		Test bool
+		Data struct {
+			Name string `json:"name"`
+		}
+	}
+	if err := json.Unmarshal(got[0].body, &body); err != nil || body.Type != "project.deleted" || !body.Test || body.Data.Name != "Katalog Musim Hujan" {
+		t.Fatalf("test body %s (%v)", got[0].body, err)
+	}
+	if n := v.count(t, "SELECT count(*) FROM audit_events WHERE action = 'webhook.endpoint.test'"); n != 1 {
+		t.Fatalf("%d test events in the trail, want 1", n)
+	}
+}
