@@ -170,7 +170,7 @@ func (a *Activity) pickTenant(ctx context.Context) (demoTenant, error) {
 // changePlan moves the tenant to a plan other than its current one (the
 // service refuses a change that changes nothing).
 func (a *Activity) changePlan(ctx context.Context, t demoTenant, actor tenant.Actor) error {
-	_, plan, err := a.Tenants.Home(ctx, t.id)
+	_, plan, err := a.Tenants.Home(ctx, t.id, 0)
 	if err != nil {
 		return err
 	}

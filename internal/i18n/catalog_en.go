@@ -86,6 +86,8 @@ var en = map[string]string{
 	"home.new_project":          "New project",
 	"home.create":               "Create",
 	"home.no_projects":          "No projects yet.",
+	"home.older_projects":       "Older projects →",
+	"home.newest_projects":      "← Newest projects",
 	"home.created":              "created %s",
 	"home.delete":               "Delete",
 	"home.delete_label":         "Delete project %s",

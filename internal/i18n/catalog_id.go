@@ -81,6 +81,8 @@ var id = map[string]string{
 	"home.new_project":          "Proyek baru",
 	"home.create":               "Buat",
 	"home.no_projects":          "Belum ada proyek.",
+	"home.older_projects":       "Proyek lebih lama →",
+	"home.newest_projects":      "← Proyek terbaru",
 	"home.created":              "dibuat %s",
 	"home.delete":               "Hapus",
 	"home.delete_label":         "Hapus proyek %s",

@@ -64,11 +64,22 @@ func (q *Queries) ProjectInsert(ctx context.Context, arg ProjectInsertParams) (P
 }
 
 const projectListByTenant = `-- name: ProjectListByTenant :many
-SELECT tenant_id, id, name, created_by, created_at FROM projects WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC
+SELECT tenant_id, id, name, created_by, created_at FROM projects
+ WHERE tenant_id = $1 AND ($2::bigint IS NULL OR id < $2::bigint)
+ ORDER BY id DESC
+ LIMIT $3
 `
 
-func (q *Queries) ProjectListByTenant(ctx context.Context, tenantID int64) ([]Project, error) {
-	rows, err := q.db.Query(ctx, projectListByTenant, tenantID)
+type ProjectListByTenantParams struct {
+	TenantID int64
+	BeforeID *int64
+	Lim      int32
+}
+
+// Newest first, keyset on id: the home page shows one page, however many
+// projects the tenant has.
+func (q *Queries) ProjectListByTenant(ctx context.Context, arg ProjectListByTenantParams) ([]Project, error) {
+	rows, err := q.db.Query(ctx, projectListByTenant, arg.TenantID, arg.BeforeID, arg.Lim)
 	if err != nil {
 		return nil, err
 	}

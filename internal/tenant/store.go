@@ -71,8 +71,12 @@ func (s store) tenantsOfUser(ctx context.Context, userID int64) ([]UserTenant, e
 	return out, nil
 }
 
-func (s store) projects(ctx context.Context, tenantID int64) ([]Project, error) {
-	rows, err := s.q.ProjectListByTenant(ctx, tenantID)
+func (s store) projects(ctx context.Context, tenantID, before int64, limit int) ([]Project, error) {
+	var beforeID *int64
+	if before > 0 {
+		beforeID = &before
+	}
+	rows, err := s.q.ProjectListByTenant(ctx, queries.ProjectListByTenantParams{TenantID: tenantID, BeforeID: beforeID, Lim: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/jejakhq/jejak/internal/billing"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/plaintext"
 )
@@ -183,11 +184,12 @@ func (s *Service) TenantsOf(ctx context.Context, userID int64) ([]UserTenant, er
 	return newStore(s.system).tenantsOfUser(ctx, userID)
 }
 
-// Projects lists a tenant's projects, newest first.
+// Projects lists a tenant's newest projects (at most keyset.MaxLimit),
+// newest first.
 func (s *Service) Projects(ctx context.Context, tenantID int64) ([]Project, error) {
 	var out []Project
 	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
-		out, err = newStore(tx).projects(ctx, tenantID)
+		out, err = newStore(tx).projects(ctx, tenantID, 0, keyset.MaxLimit)
 		return err
 	})
 	return out, err
@@ -274,17 +276,22 @@ type Plan struct {
 // PlanCodes are the plans a tenant may choose.
 var PlanCodes = []string{"free", "pro"}
 
-// Home is what the tenant home page shows: the projects, newest first,
-// and the current plan (nil when the tenant has no subscription), read in
-// one tenant-scoped transaction.
-func (s *Service) Home(ctx context.Context, tenantID int64) ([]Project, *Plan, error) {
-	var ps []Project
+// HomeProjects is how many projects the home page lists at once.
+const HomeProjects = 50
+
+// Home is what the tenant home page shows: a page of the projects, newest
+// first, below the project id before (0: the newest), and the current plan
+// (nil when the tenant has no subscription), read in one tenant-scoped
+// transaction.
+func (s *Service) Home(ctx context.Context, tenantID, before int64) (keyset.Page[Project], *Plan, error) {
+	var ps keyset.Page[Project]
 	var plan *Plan
 	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
-		var err error
-		if ps, err = newStore(tx).projects(ctx, tenantID); err != nil {
+		rows, err := newStore(tx).projects(ctx, tenantID, before, HomeProjects+1)
+		if err != nil {
 			return err
 		}
+		ps = keyset.Cut(rows, HomeProjects, func(p *Project) int64 { return p.ID })
 		sub, err := billing.Get(ctx, tx, tenantID)
 		switch {
 		case errors.Is(err, billing.ErrNotFound):

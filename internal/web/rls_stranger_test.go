@@ -38,7 +38,7 @@ func TestStrangerReadsNothingThroughRLS(t *testing.T) {
 	}
 	read := func(ctx context.Context) (projects, events, jobRows int, export string) {
 		t.Helper()
-		ps, _, err := tenants.Home(ctx, melati)
+		ps, _, err := tenants.Home(ctx, melati, 0)
 		if err != nil && !strings.Contains(err.Error(), "not found") {
 			t.Fatalf("home: %v", err)
 		}
@@ -54,7 +54,7 @@ func TestStrangerReadsNothingThroughRLS(t *testing.T) {
 		if err := trail.Export(ctx, melati, reqctx.ViewerFrom(ctx).UserID, "csv", audit.Filter{}, &buf); err != nil {
 			t.Fatalf("export: %v", err)
 		}
-		return len(ps), len(tl.Rows), len(page.Rows), buf.String()
+		return len(ps.Rows), len(tl.Rows), len(page.Rows), buf.String()
 	}
 
 	p, e, j, csv := read(as("budi@melati.test"))

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/jejakhq/jejak/internal/keyset"
 	"net/http"
 	"strconv"
 
@@ -25,7 +26,11 @@ func (s *Server) tenantHome(c echo.Context) error {
 
 func (s *Server) homeVM(c echo.Context) (viewtenant.HomeVM, error) {
 	t, m := currentTenant(c), membership(c)
-	ps, plan, err := s.Tenants.Home(c.Request().Context(), t.ID)
+	before, err := keyset.Cursor("before", c.QueryParam("before"))
+	if err != nil {
+		return viewtenant.HomeVM{}, err
+	}
+	ps, plan, err := s.Tenants.Home(c.Request().Context(), t.ID, before)
 	if err != nil {
 		return viewtenant.HomeVM{}, err
 	}
@@ -33,9 +38,13 @@ func (s *Server) homeVM(c echo.Context) (viewtenant.HomeVM, error) {
 	if plan != nil {
 		vm.Plan = &viewtenant.Plan{Code: plan.Code, Status: plan.Status, PeriodEnd: plan.PeriodEnd}
 	}
-	for _, p := range ps {
+	for _, p := range ps.Rows {
 		vm.Projects = append(vm.Projects, viewtenant.Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt})
 	}
+	if ps.Next != 0 {
+		vm.OlderProjectsURL = "/t/" + t.Slug + "/?before=" + keyset.Format(ps.Next) + "#projects"
+	}
+	vm.ProjectsPaged = before > 0
 	return vm, nil
 }
 
