@@ -168,8 +168,8 @@ func TestEndpointDisabledAfterDaysOfFailures(t *testing.T) {
 		t.Fatalf("published %s: %v", webhook.EventEndpointDisabled, err)
 	}
 	if n := v.count(t, `SELECT count(*) FROM mail_messages WHERE to_addrs = '{o@toko.test}' AND subject LIKE '%' || $1 || '%'
-		AND body LIKE '%disabled automatically%'`, rcv.URL); n != 1 {
-		t.Fatalf("%d notices mailed to the owner, want 1", n)
+		AND body LIKE '%disabled automatically%' AND body LIKE '%Jejak menonaktifkan endpoint webhook Anda%'`, rcv.URL); n != 1 {
+		t.Fatalf("%d notices mailed to the owner in Indonesian and English, want 1", n)
 	}
 	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, ep.ID, true); err != nil {
 		t.Fatal(err)

@@ -435,9 +435,15 @@ func (d *Deliverer) notifyDisabled(ctx context.Context, tenantID int64, t attemp
 		log.Warn("webhook endpoint disabled: no owner to tell", "tenant_id", tenantID, "endpoint_id", t.EndpointID, "err", err)
 		return
 	}
+	// Recipients are addresses, not accounts with a chosen language: the
+	// notice is in Bahasa Indonesia and then English, as the weekly report.
+	var subjects, bodies []string
+	for _, lang := range []string{i18n.ID, i18n.EN} {
+		subjects = append(subjects, i18n.In(lang, "mail.webhook_disabled.subject", t.Url))
+		bodies = append(bodies, i18n.In(lang, "mail.webhook_disabled.body", t.Url, i18n.In(lang, reason)))
+	}
 	m := mail.Message{TenantID: tenantID, ID: fmt.Sprintf("webhook-disabled.%d.%d@jejak", t.EndpointID, t.ID),
-		From: mail.DefaultFrom, To: to, Subject: i18n.In("en", "mail.webhook_disabled.subject", t.Url),
-		Text: i18n.In("en", "mail.webhook_disabled.body", t.Url, i18n.In("en", reason))}
+		From: mail.DefaultFrom, To: to, Subject: strings.Join(subjects, " / "), Text: strings.Join(bodies, "\n--------\n\n")}
 	if err := d.Mailer.Send(ctx, m); err != nil {
 		log.Warn("webhook endpoint disabled: notice not sent", "tenant_id", tenantID, "endpoint_id", t.EndpointID, "err", err.Error())
 	}
