@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"testing"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
