@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,5 +244,58 @@ func TestEntityHistoryByName(t *testing.T) {
 	h, err := svc.EntityHistory(context.Background(), tn, "project", "9")
 	if err != nil || h.Name != "Lookbook Lebaran" || len(h.Events) != 1 {
 		t.Errorf("history of project 9 = %+v, %v", h, err)
+	}
+}
+
+// TestNameSearchBelowTheWindow: the search walks a window of the newest
+// sealed events and takes the trigram index below it; with a window of
+// one or two events (jejak.search_window), every page (each size, each
+// cursor, with another filter) gives what a window covering the whole
+// trail gives, newest first.
+func TestNameSearchBelowTheWindow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tn, owner, _ := trailStory(t, f)
+	f.record(t, audit.Event{TenantID: tn, ActorKind: audit.ActorSystem, Action: "project.create", Entity: "project",
+		EntityID: "77", Detail: []byte(`{"name":"Katalog Kemarau"}`)})
+	f.seal(t)
+	ctx := context.Background()
+	ids := func(window string, before any, lim int, action any) []int64 {
+		t.Helper()
+		var out []int64
+		err := database.InTenantUserTx(ctx, f.db.App, tn, owner, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT set_config('jejak.search_window', $1, true)", window); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, `SELECT * FROM audit_search_ids('%katalog%', $1, $2, NULL, $3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
+				before, lim, action)
+			if err != nil {
+				return err
+			}
+			out, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	all := ids("100000", nil, 50, nil)
+	if len(all) != 4 || !slices.IsSortedFunc(all, func(a, b int64) int { return cmp.Compare(b, a) }) {
+		t.Fatalf("whole-window search = %v, want 4 ids newest first", all)
+	}
+	for _, window := range []string{"1", "2"} {
+		for lim := 1; lim <= 5; lim++ {
+			if got := ids(window, nil, lim, nil); !slices.Equal(got, all[:min(lim, len(all))]) {
+				t.Errorf("window %s, limit %d: %v, want %v", window, lim, got, all[:min(lim, len(all))])
+			}
+		}
+		if got := ids(window, all[1], 50, nil); !slices.Equal(got, all[2:]) {
+			t.Errorf("window %s below %d: %v, want %v", window, all[1], got, all[2:])
+		}
+		want := ids("100000", nil, 50, "project.delete")
+		if got := ids(window, nil, 50, "project.delete"); len(want) != 1 || !slices.Equal(got, want) {
+			t.Errorf("window %s with an action filter: %v, want %v (one deletion)", window, got, want)
+		}
 	}
 }
