@@ -147,13 +147,23 @@ func appendFor(ctx context.Context, pool *pgxpool.Pool, writers int, tenant int6
 // analyze runs ANALYZE on tables of database name (all of them when none
 // is named) as its owner.
 func analyze(ctx context.Context, env *Env, name string, tables ...string) error {
+	return asOwner(ctx, env, name, "ANALYZE "+strings.Join(tables, ", "))
+}
+
+// vacuum runs VACUUM on tables of database name as its owner.
+func vacuum(ctx context.Context, env *Env, name string, tables ...string) error {
+	return asOwner(ctx, env, name, "VACUUM "+strings.Join(tables, ", "))
+}
+
+// asOwner runs one maintenance statement on database name as its owner.
+func asOwner(ctx context.Context, env *Env, name, stmt string) error {
 	admin, err := env.Admin(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer admin.Close()
-	if _, err := admin.Exec(ctx, "ANALYZE "+strings.Join(tables, ", ")); err != nil {
-		return fmt.Errorf("analyze %s: %w", name, err)
+	if _, err := admin.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("%s on %s: %w", stmt, name, err)
 	}
 	return nil
 }
