@@ -160,7 +160,10 @@ func (s *Server) loadViewer(next echo.HandlerFunc) echo.HandlerFunc {
 		if id == 0 {
 			return next(c)
 		}
-		u, err := signin.SessionUser(ctx, id), error(nil)
+		// The session's lookup read the user with it; reading it again is
+		// only for a session no sign-in indexed.
+		var err error
+		u := signin.SessionUser(ctx, id)
 		if u == nil {
 			u, err = s.Users.Get(ctx, id)
 		}

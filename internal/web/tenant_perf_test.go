@@ -87,15 +87,20 @@ func TestAuditTimelineQueryBudget(t *testing.T) {
 	c := traced.client()
 	c.login("budi@melati.test")
 
-	const auditSQL, namesSQL = `FROM audit_events`, `FROM users WHERE id = ANY`
+	// The viewer comes with the session's own lookup: a signed-in page
+	// never reads its user by id as well.
+	const auditSQL, namesSQL, viewerSQL = `FROM audit_events`, `FROM users WHERE id = ANY`, `name: UserGetByID`
 	check := func(name string, a answer, wantAudit, wantNames int) {
 		t.Helper()
 		if a.status >= 400 {
 			t.Fatalf("%s: status %d", name, a.status)
 		}
-		got := log.take(auditSQL + `|` + namesSQL)
+		got := log.take(auditSQL + `|` + namesSQL + `|` + viewerSQL)
 		var audits, names int
 		for _, s := range got {
+			if strings.Contains(s, viewerSQL) {
+				t.Fatalf("%s read the signed-in user separately from the session", name)
+			}
 			upper := strings.ToUpper(s)
 			if strings.Contains(upper, "OFFSET") || strings.Contains(upper, "COUNT(") {
 				t.Fatalf("%s runs %q", name, s)
