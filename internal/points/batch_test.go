@@ -29,6 +29,23 @@ func blockCustomer(t *testing.T, db *testdb.DB, tenant int64, customer string) (
 	return func() { _ = tx.Rollback(ctx) }
 }
 
+// noteCommitModes makes every statement that writes ledger rows note the
+// synchronous_commit setting of its transaction in commit_modes.
+func noteCommitModes(t *testing.T, db *testdb.DB) {
+	t.Helper()
+	for _, q := range []string{
+		`CREATE TABLE commit_modes (mode text NOT NULL)`,
+		`GRANT INSERT ON commit_modes TO jejak_app`,
+		`CREATE FUNCTION note_commit_mode() RETURNS trigger LANGUAGE plpgsql AS
+			$$ BEGIN INSERT INTO commit_modes VALUES (current_setting('synchronous_commit')); RETURN NULL; END $$`,
+		`CREATE TRIGGER note_commit_mode AFTER INSERT ON points_ledger FOR EACH STATEMENT EXECUTE FUNCTION note_commit_mode()`,
+	} {
+		if _, err := db.Admin.Exec(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
 // waitFor polls cond until it holds or 10 s pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -63,6 +80,7 @@ func TestAwardsOfOneTenantGoTogether(t *testing.T) {
 	tenant := newTenant(t, db, "acme")
 	other := newTenant(t, db, "other")
 	h := newHandler(db)
+	noteCommitModes(t, db)
 	if err := h.Handle(ctx, awardJob(100, tenant, award(tenant, "msg-old", "c-1", 7))); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +115,12 @@ func TestAwardsOfOneTenantGoTogether(t *testing.T) {
 	}
 	if n := count(t, db, `SELECT count(DISTINCT xmin::text) FROM points_ledger WHERE tenant_id = $1 AND message_id NOT IN ('msg-old', 'msg-first')`, tenant); n != 1 {
 		t.Fatalf("the eight waiting awards were written by %d transactions, want 1", n)
+	}
+	// Alone or together, the awards commit asynchronously (the jobs'
+	// completion flushes them).
+	if n := count(t, db, `SELECT count(*) FROM commit_modes WHERE mode <> 'off'`); n != 0 ||
+		count(t, db, `SELECT count(*) FROM commit_modes`) < 3 {
+		t.Fatalf("%d award transactions committed synchronously", n)
 	}
 	want := map[string]int{"c-0": 10 + 13 + 16, "c-1": 7 + 11 + 14, "c-2": 5 + 12 + 15, "c-blocked": 1}
 	for c, w := range want {
