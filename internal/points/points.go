@@ -111,21 +111,23 @@ func (s *Service) Award(ctx context.Context, tx pgx.Tx, tenantID int64, a Award)
 }
 
 // AwardMany is Award for many awards of one tenant with one statement for
-// the awards and one for their outbox messages. It returns the message ids
-// it applied; a message id given twice is applied once, as given first.
-func (s *Service) AwardMany(ctx context.Context, tx pgx.Tx, tenantID int64, awards []Award) (map[string]bool, error) {
+// the awards and one for their outbox messages. It returns, in order, the
+// indexes of the awards it applied; a message id given twice is applied
+// once, as given first.
+func (s *Service) AwardMany(ctx context.Context, tx pgx.Tx, tenantID int64, awards []Award) ([]int, error) {
 	for _, a := range awards {
 		if err := a.Validate(); err != nil {
 			return nil, err
 		}
 	}
-	applied, err := awardManyTx(ctx, tx, tenantID, awards, s.clock.Now())
-	if err != nil || len(applied) == 0 {
-		return applied, err
+	ids, err := awardManyTx(ctx, tx, tenantID, awards, s.clock.Now())
+	if err != nil || len(ids) == 0 {
+		return nil, err
 	}
-	var msgs []outbox.Message
-	for _, i := range firstApplied(awards, applied) {
-		msgs = append(msgs, awards[i].message())
+	applied := firstApplied(awards, ids)
+	msgs := make([]outbox.Message, len(applied))
+	for k, i := range applied {
+		msgs[k] = awards[i].message()
 	}
 	return applied, s.outbox.PublishMany(ctx, tx, tenantID, msgs)
 }
@@ -204,9 +206,9 @@ func (h *Handler) awardMany(ctx context.Context, tenantID int64, reqs []*request
 		if err != nil || len(applied) == 0 {
 			return err
 		}
-		var works []audit.WorkDone
-		for _, i := range firstApplied(awards, applied) {
-			works = append(works, awardWork(reqs[i].j, reqs[i].a))
+		works := make([]audit.WorkDone, len(applied))
+		for k, i := range applied {
+			works[k] = awardWork(reqs[i].j, reqs[i].a)
 		}
 		return audit.NewRecorder(h.Service.clock).RecordWorks(ctx, tx, works)
 	})
