@@ -12,6 +12,7 @@ import (
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/mail"
 	"github.com/jejakhq/jejak/internal/webhook"
+	"github.com/jejakhq/jejak/internal/webhook/webhooktest"
 )
 
 // work steps the engine once over every due job, as workers would.
@@ -164,7 +165,7 @@ func TestEndpointDisabledAfterDaysOfFailures(t *testing.T) {
 	if err := v.db.Admin.QueryRow(ctx, `SELECT payload::text FROM outbox_messages WHERE event_type = $1`, webhook.EventEndpointDisabled).Scan(&payload); err != nil {
 		t.Fatal(err)
 	}
-	if err := conforms(catalogSchema(t, webhook.EventEndpointDisabled), []byte(payload)); err != nil {
+	if err := webhooktest.Conforms(webhook.EventEndpointDisabled, []byte(payload)); err != nil {
 		t.Fatalf("published %s: %v", webhook.EventEndpointDisabled, err)
 	}
 	if n := v.count(t, `SELECT count(*) FROM mail_messages WHERE to_addrs = '{o@toko.test}' AND subject LIKE '%' || $1 || '%'

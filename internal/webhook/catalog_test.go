@@ -1,14 +1,10 @@
 package webhook_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/job"
@@ -16,41 +12,8 @@ import (
 	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/testdb"
 	"github.com/jejakhq/jejak/internal/webhook"
+	"github.com/jejakhq/jejak/internal/webhook/webhooktest"
 )
-
-// conforms checks data against a catalog schema with a JSON Schema
-// implementation Jejak did not write (santhosh-tekuri/jsonschema, which
-// passes the official test suite), compiling the schema as published.
-func conforms(schema string, data []byte) error {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		return fmt.Errorf("schema %s: %w", schema, err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("catalog.json", doc); err != nil {
-		return err
-	}
-	sch, err := c.Compile("catalog.json")
-	if err != nil {
-		return fmt.Errorf("compile %s: %w", schema, err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("not JSON: %s", data)
-	}
-	return sch.Validate(inst)
-}
-
-func catalogSchema(t *testing.T, typ string) string {
-	t.Helper()
-	for _, e := range webhook.Catalog {
-		if e.Type == typ {
-			return e.Schema
-		}
-	}
-	t.Fatalf("%s is not in the catalog", typ)
-	return ""
-}
 
 // TestCatalogExamplesAndPublishedPayloadsMatchTheirSchemas: every example
 // fits its type's schema, and so do the payloads really published when a
@@ -60,13 +23,13 @@ func catalogSchema(t *testing.T, typ string) string {
 func TestCatalogExamplesAndPublishedPayloadsMatchTheirSchemas(t *testing.T) {
 	t.Parallel()
 	for _, e := range webhook.Catalog {
-		if err := conforms(e.Schema, []byte(e.Example)); err != nil {
+		if err := webhooktest.ConformsTo(e.Schema, []byte(e.Example)); err != nil {
 			t.Errorf("%s example: %v", e.Type, err)
 		}
 	}
 	// The check itself refuses what breaks a schema.
 	for _, bad := range []string{`{"project_id":"7","actor_user_id":1,"name":"x"}`, `{"project_id":7,"name":"x"}`, `[]`} {
-		if conforms(catalogSchema(t, "project.created"), []byte(bad)) == nil {
+		if webhooktest.Conforms("project.created", []byte(bad)) == nil {
 			t.Errorf("project.created accepted %s", bad)
 		}
 	}
@@ -114,7 +77,7 @@ func TestCatalogExamplesAndPublishedPayloadsMatchTheirSchemas(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen[typ] = true
-		if err := conforms(catalogSchema(t, typ), []byte(payload)); err != nil {
+		if err := webhooktest.Conforms(typ, []byte(payload)); err != nil {
 			t.Errorf("published %s: %v", typ, err)
 		}
 	}
