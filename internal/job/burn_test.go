@@ -11,6 +11,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // TestBurnDownThroughput is a quick local throughput probe (the real
@@ -53,8 +54,8 @@ func TestBurnDownThroughput(t *testing.T) {
 	}
 	start := time.Now()
 	startEngine(t, e)
-	waitFor(t, 10*time.Minute, "handlers", func() bool { return done.Load() >= int64(n) })
-	waitFor(t, 10*time.Minute, "burn-down", func() bool {
+	testwait.Within(t, 10*time.Minute, "handlers", func() bool { return done.Load() >= int64(n) })
+	testwait.Within(t, 10*time.Minute, "burn-down", func() bool {
 		var left int
 		_ = db.Admin.QueryRow(context.Background(), "SELECT count(*) FROM jobs WHERE state <> 'succeeded'").Scan(&left)
 		return left == 0

@@ -14,6 +14,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // The claim of an idle queue: when the whole due set fits in the batch the
@@ -393,7 +394,7 @@ func TestIdlePoolClaimsOncePerWake(t *testing.T) {
 	// more, closing the race with inserts that saw it awake); that
 	// transition must be behind us too, so wait for the mark, and let one
 	// more job through uncounted.
-	waitFor(t, 10*time.Second, "producer marked asleep", func() bool {
+	testwait.Within(t, 10*time.Second, "producer marked asleep", func() bool {
 		var asleep bool
 		err := db.Admin.QueryRow(context.Background(),
 			"SELECT coalesce(bool_and(asleep), false) FROM wake_listeners WHERE channel = 'jejak_jobs'").Scan(&asleep)

@@ -11,6 +11,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // TestHeartbeatRenewsWithPoolSaturated: while every connection of the
@@ -68,7 +69,7 @@ func TestHeartbeatRenewsWithPoolSaturated(t *testing.T) {
 			c.Release()
 		}
 	}()
-	waitFor(t, 10*time.Second, "the pool saturated", func() bool {
+	testwait.Within(t, 10*time.Second, "the pool saturated", func() bool {
 		return pool.Stat().AcquiredConns() == pool.Stat().MaxConns()
 	})
 	var first time.Time
@@ -77,7 +78,7 @@ func TestHeartbeatRenewsWithPoolSaturated(t *testing.T) {
 	}
 	// Renewed past the lease it had when the pool filled up: the
 	// heartbeat kept speaking for longer than a whole lease.
-	waitFor(t, 5*lease, "lease renewed while the pool is saturated", func() bool {
+	testwait.Within(t, 5*lease, "lease renewed while the pool is saturated", func() bool {
 		var exp *time.Time
 		if err := db.Admin.QueryRow(ctx, `SELECT lease_expires_at FROM jobs WHERE id = $1`, id).Scan(&exp); err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -93,18 +94,6 @@ func countState(t *testing.T, db *testdb.DB, state job.State) int {
 	return n
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // waitParked waits until e's claim loop is blocked in its own select
 // (waiting for a wake-up, a freed slot or its poll), read from the
 // goroutine stacks: a test that counts claims per wake-up sends the next
@@ -115,7 +104,7 @@ func waitParked(t *testing.T, e *job.Engine) {
 	t.Helper()
 	frame := fmt.Sprintf("internal/job.(*Engine).produce(%p", e)
 	buf := make([]byte, 1<<22)
-	waitFor(t, 30*time.Second, "the claim loop waiting in its select", func() bool {
+	testwait.Within(t, 30*time.Second, "the claim loop waiting in its select", func() bool {
 		n := runtime.Stack(buf, true)
 		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
 			// "goroutine N [select]:" and then its innermost frame (the

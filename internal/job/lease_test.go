@@ -13,6 +13,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // TestLostLeaseCancelsHandler: when the heartbeat learns that a running
@@ -142,13 +143,13 @@ func TestExpiryCheckedAtStart(t *testing.T) {
 		t.Fatalf("started %q first", got)
 	}
 	// The second job is claimed ahead (valid at claim) while the first runs.
-	waitFor(t, 10*time.Second, "second claimed ahead", func() bool {
+	testwait.Within(t, 10*time.Second, "second claimed ahead", func() bool {
 		r, err := e.Get(ctx, second)
 		return err == nil && r.State == job.StateRunning
 	})
 	clk.Advance(2 * time.Minute)
 	close(release)
-	waitFor(t, 10*time.Second, "second refused", func() bool {
+	testwait.Within(t, 10*time.Second, "second refused", func() bool {
 		r, err := e.Get(ctx, second)
 		return err == nil && r.State == job.StateDead
 	})
@@ -180,7 +181,7 @@ func TestTamperedPayloadRefusedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	startEngine(t, e)
-	waitFor(t, 10*time.Second, "tampered job refused", func() bool {
+	testwait.Within(t, 10*time.Second, "tampered job refused", func() bool {
 		r, err := e.Get(ctx, id)
 		return err == nil && r.State == job.StateDead
 	})
@@ -293,7 +294,7 @@ func TestVanishedWorkersJobsRunElsewhere(t *testing.T) {
 	live.Register("k", func(ctx context.Context, j *job.Job) error { return nil }, job.KindOptions{})
 	began := time.Now()
 	startEngine(t, live)
-	waitFor(t, 10*time.Second, "rescued jobs done", func() bool { return countState(t, db, job.StateSucceeded) == 5 })
+	testwait.Within(t, 10*time.Second, "rescued jobs done", func() bool { return countState(t, db, job.StateSucceeded) == 5 })
 	if took := time.Since(began); took > 5*time.Second {
 		t.Fatalf("vanished worker's jobs took %s to run elsewhere with a 1s lease", took)
 	}

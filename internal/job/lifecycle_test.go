@@ -12,6 +12,7 @@ import (
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // stages returns the job's audit events as "stage/worker?/attempt" in trail
@@ -99,7 +100,7 @@ func TestSensitiveKindsAuditEveryStage(t *testing.T) {
 	t.Cleanup(func() { _ = e.Stop(context.Background()) })
 	// One statement: two separate counts can miss a job that fails (running
 	// -> pending for its retry) between them.
-	waitFor(t, 20*time.Second, "all jobs finished", func() bool {
+	testwait.Within(t, 20*time.Second, "all jobs finished", func() bool {
 		var n int
 		if err := db.Admin.QueryRow(context.Background(), "SELECT count(*) FROM jobs WHERE state IN ('pending', 'running')").Scan(&n); err != nil {
 			t.Fatalf("count unfinished: %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 func startEngine(t *testing.T, e *job.Engine) {
@@ -47,7 +48,7 @@ func TestPoolCompletesEveryJobExactlyOnce(t *testing.T) {
 		enqueueBulk(t, db, e, id, "noop", perTenant)
 	}
 	startEngine(t, e)
-	waitFor(t, 60*time.Second, "all jobs succeeded", func() bool { return countState(t, db, job.StateSucceeded) == 4*perTenant })
+	testwait.Within(t, 60*time.Second, "all jobs succeeded", func() bool { return countState(t, db, job.StateSucceeded) == 4*perTenant })
 	if dup.Load() != 0 || total.Load() != 4*perTenant {
 		t.Fatalf("runs = %d, duplicates = %d", total.Load(), dup.Load())
 	}
@@ -91,7 +92,7 @@ func TestTwoEnginesNeverRunTheSameJob(t *testing.T) {
 	for _, e := range engines {
 		startEngine(t, e)
 	}
-	waitFor(t, 60*time.Second, "all jobs succeeded", func() bool { return countState(t, db, job.StateSucceeded) == 2*n })
+	testwait.Within(t, 60*time.Second, "all jobs succeeded", func() bool { return countState(t, db, job.StateSucceeded) == 2*n })
 	if dup.Load() != 0 {
 		t.Fatalf("%d jobs ran twice", dup.Load())
 	}
@@ -111,7 +112,7 @@ func TestPoolWakesOnNotify(t *testing.T) {
 	e.Register("ping", func(ctx context.Context, j *job.Job) error { ran <- j.ID; return nil }, job.KindOptions{})
 	startEngine(t, e)
 	// Let the producer finish its first (empty) claim and go to sleep.
-	waitFor(t, 10*time.Second, "worker registered", func() bool {
+	testwait.Within(t, 10*time.Second, "worker registered", func() bool {
 		w, _ := e.Workers(context.Background())
 		return len(w) == 1
 	})
@@ -150,7 +151,7 @@ func TestPoolFailureHandling(t *testing.T) {
 	expired := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "never-runs", Payload: json.RawMessage(`{}`), ExpiresAt: &past}).ID
 	panicky := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "panics-once", Payload: json.RawMessage(`{}`)}).ID
 	startEngine(t, e)
-	waitFor(t, 20*time.Second, "jobs finished", func() bool {
+	testwait.Within(t, 20*time.Second, "jobs finished", func() bool {
 		return countState(t, db, job.StateDead) == 2 && countState(t, db, job.StateSucceeded) == 1
 	})
 	if r, _ := e.Get(ctx, unknown); r.Class != job.ClassPermanent || r.Attempt != 1 {
@@ -258,12 +259,12 @@ func TestHeartbeatExtendsLeaseOfLongJob(t *testing.T) {
 	id := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "long", Payload: json.RawMessage(`{}`)}).ID
 	startEngine(t, e)
 	j := <-started
-	waitFor(t, 10*time.Second, "lease extended", func() bool {
+	testwait.Within(t, 10*time.Second, "lease extended", func() bool {
 		r, err := e.Get(ctx, id)
 		return err == nil && r.LeaseExpiresAt.After(j.LeaseExpiresAt)
 	})
 	close(finish)
-	waitFor(t, 10*time.Second, "job done", func() bool { return countState(t, db, job.StateSucceeded) == 1 })
+	testwait.Within(t, 10*time.Second, "job done", func() bool { return countState(t, db, job.StateSucceeded) == 1 })
 }
 
 // TestMaintenanceLeaderElection: of two running engines exactly one leads
@@ -274,7 +275,7 @@ func TestMaintenanceLeaderElection(t *testing.T) {
 	a := newEngine(t, db, job.Config{MaintenanceInterval: 20 * time.Millisecond})
 	b := newEngine(t, db, job.Config{MaintenanceInterval: 20 * time.Millisecond})
 	startEngine(t, a)
-	waitFor(t, 10*time.Second, "a leads", a.IsLeader)
+	testwait.Within(t, 10*time.Second, "a leads", a.IsLeader)
 	startEngine(t, b)
 	// b retries every 20ms and keeps losing while a lives.
 	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
@@ -287,5 +288,5 @@ func TestMaintenanceLeaderElection(t *testing.T) {
 	if err := a.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "b takes over", b.IsLeader)
+	testwait.Within(t, 10*time.Second, "b takes over", b.IsLeader)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // asleep reports whether the producer of worker is marked asleep in
@@ -61,7 +62,7 @@ func saturate(t *testing.T, db *testdb.DB, e *job.Engine, tenant int64, worker s
 			t.Fatal("blocking jobs did not start")
 		}
 	}
-	waitFor(t, 10*time.Second, "every worker slot taken and the producer awake", func() bool {
+	testwait.Within(t, 10*time.Second, "every worker slot taken and the producer awake", func() bool {
 		return countState(t, db, job.StateRunning) == 2*workers && !asleep(t, db, worker)
 	})
 }
@@ -134,7 +135,7 @@ func TestIdleEngineIsWokenByInsert(t *testing.T) {
 	blocker(idle, "idle", release, started, ran)
 	startEngine(t, idle)
 	for round := range 3 {
-		waitFor(t, 10*time.Second, "the idle engine marked asleep", func() bool { return asleep(t, db, "idle") })
+		testwait.Within(t, 10*time.Second, "the idle engine marked asleep", func() bool { return asleep(t, db, "idle") })
 		if asleep(t, db, "busy") {
 			t.Fatal("the busy engine is marked asleep")
 		}
@@ -183,13 +184,13 @@ func TestJobInsertedAsProducerFallsAsleepIsClaimed(t *testing.T) {
 	// The blocking jobs end; the producer finds nothing due (the ping is
 	// not committed), stays warm a while and marks itself asleep.
 	close(release)
-	waitFor(t, 10*time.Second, "the producer marked asleep", func() bool { return asleep(t, db, "racer") })
+	testwait.Within(t, 10*time.Second, "the producer marked asleep", func() bool { return asleep(t, db, "racer") })
 	// Marked asleep, the producer has made (or is making) what would be
 	// its last claim. It must not sleep while the insert is open: it keeps
 	// waiting for it and claiming. (Sleeping here, it would leave the job
 	// to the hourly poll.)
 	c0 := e.Stats().Claims
-	waitFor(t, 10*time.Second, "claims while the insert is open", func() bool { return e.Stats().Claims >= c0+2 })
+	testwait.Within(t, 10*time.Second, "claims while the insert is open", func() bool { return e.Stats().Claims >= c0+2 })
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

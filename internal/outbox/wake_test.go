@@ -10,6 +10,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // holdSink reports every message it is given on got and, for messages of
@@ -152,7 +153,7 @@ func TestIdleRelayIsWokenByInsert(t *testing.T) {
 	idle := newRelay(t, db, outbox.RelayConfig{Pool: pool2, Sink: sink, WorkerID: "idle", PollInterval: time.Hour})
 	runRelay(t, idle)
 	for round := range 3 {
-		waitForCond(t, "both loops of the idle relay marked asleep", func() bool { return sleepers(t, db, "idle") == 2 })
+		testwait.For(t, "both loops of the idle relay marked asleep", func() bool { return sleepers(t, db, "idle") == 2 })
 		if n := sleepers(t, db, "busy"); n != 0 {
 			t.Fatal("the busy relay is marked asleep")
 		}
@@ -203,24 +204,12 @@ func TestMessageInsertedAsRelayFallsAsleepIsRelayed(t *testing.T) {
 	// must not sleep while the insert is open: it cannot take the wake
 	// lock the insert holds, so it claims on as an awake loop does.
 	close(sink.release)
-	waitForCond(t, "the loop marked asleep", func() bool { return sleepers(t, db, "racer") == 1 })
+	testwait.For(t, "the loop marked asleep", func() bool { return sleepers(t, db, "racer") == 1 })
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	sink.receive(t, second, "message committed as the loop fell asleep")
 	if got := l.Count(t); got != 0 {
 		t.Fatalf("%d NOTIFYs: the test meant the insert to see the loop awake", got)
-	}
-}
-
-// waitForCond polls cond until it holds, failing after 10 s.
-func waitForCond(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

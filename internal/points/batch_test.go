@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // blockCustomer holds customer's balance row locked in an open transaction
@@ -46,18 +46,6 @@ func noteCommitModes(t *testing.T, db *testdb.DB) {
 	}
 }
 
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func count(t *testing.T, db *testdb.DB, q string, args ...any) int {
 	t.Helper()
 	var n int
@@ -87,7 +75,7 @@ func TestAwardsOfOneTenantGoTogether(t *testing.T) {
 	release := blockCustomer(t, db, tenant, "c-blocked")
 	errs := make(chan error, 20)
 	go func() { errs <- h.Handle(ctx, awardJob(1, tenant, award(tenant, "msg-first", "c-blocked", 1))) }()
-	waitFor(t, "the first award to wait on the lock", func() bool {
+	testwait.For(t, "the first award to wait on the lock", func() bool {
 		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 1
 	})
 	// Ten awards (one of them twice, one a redelivery of msg-old).
@@ -98,7 +86,7 @@ func TestAwardsOfOneTenantGoTogether(t *testing.T) {
 	for i, p := range batch {
 		go func() { errs <- h.Handle(ctx, awardJob(int64(10+i), tenant, p)) }()
 	}
-	waitFor(t, "ten awards waiting", func() bool { return h.Waiting(tenant) == len(batch) })
+	testwait.For(t, "ten awards waiting", func() bool { return h.Waiting(tenant) == len(batch) })
 	// Another tenant is not behind acme's batch.
 	if err := h.Handle(ctx, awardJob(50, other, award(other, "msg-x", "c-1", 3))); err != nil {
 		t.Fatalf("other tenant: %v", err)
@@ -167,7 +155,7 @@ func TestFailedBatchFallsBackToOneByOne(t *testing.T) {
 	release := blockCustomer(t, db, tenant, "c-blocked")
 	errs := make(chan error, 10)
 	go func() { errs <- h.Handle(ctx, awardJob(1, tenant, award(tenant, "msg-first", "c-blocked", 1))) }()
-	waitFor(t, "the first award to wait on the lock", func() bool {
+	testwait.For(t, "the first award to wait on the lock", func() bool {
 		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 1
 	})
 	results := map[string]chan error{}
@@ -176,7 +164,7 @@ func TestFailedBatchFallsBackToOneByOne(t *testing.T) {
 		results[c] = ch
 		go func() { ch <- h.Handle(ctx, awardJob(int64(2+i), tenant, award(tenant, "msg-"+c, c, 5))) }()
 	}
-	waitFor(t, "three awards waiting", func() bool { return h.Waiting(tenant) == 3 })
+	testwait.For(t, "three awards waiting", func() bool { return h.Waiting(tenant) == 3 })
 	release()
 	if err := <-errs; err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 	"github.com/jejakhq/jejak/internal/webhook"
 )
 
@@ -108,12 +109,12 @@ func TestDeliveriesIsolatedFromOtherWork(t *testing.T) {
 		})
 	}
 	t.Cleanup(hang.answer) // before the engines stop: they wait for deliveries in flight
-	waitFor(t, "the flooding tenant's deliveries hanging", func() bool { n, _ := hang.counts(); return n == 2 })
+	testwait.For(t, "the flooding tenant's deliveries hanging", func() bool { n, _ := hang.counts(); return n == 2 })
 
 	if _, err := fan.HandleEvent(ctx, calm.tenant, 2, "project.created", []byte(`{"id":"evt_2"}`), "t2"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the other tenant's delivery", func() bool { return len(ok.all()) == 1 })
+	testwait.For(t, "the other tenant's delivery", func() bool { return len(ok.all()) == 1 })
 	for _, tn := range []int64{flood.tenant, calm.tenant} {
 		if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
 			_, err := main.Enqueue(ctx, tx, job.EnqueueParams{TenantID: tn, Kind: "probe", Payload: []byte(`{}`)})
@@ -159,18 +160,6 @@ func seedTenant(t *testing.T, db *testdb.DB, slug string) seeded {
 	return seeded{tenant: tid, owner: webhook.Actor{UserID: uid, Role: "owner", TraceID: "trace-" + slug}}
 }
 
-// waitFor polls cond until it holds, failing after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestHangingEndpointLeavesTheTenantsOtherEndpoints: with the tenant's
 // concurrency at 2, one endpoint that hangs holds one delivery worker at
 // most, so the same tenant's healthy endpoint keeps receiving.
@@ -212,7 +201,7 @@ func TestHangingEndpointLeavesTheTenantsOtherEndpoints(t *testing.T) {
 		_ = wh.Stop(stopCtx)
 	})
 	t.Cleanup(hang.answer)
-	waitFor(t, "every event at the healthy endpoint", func() bool { return len(ok.all()) == events })
+	testwait.For(t, "every event at the healthy endpoint", func() bool { return len(ok.all()) == events })
 	if n, most := hang.counts(); n != 1 || most != 1 {
 		t.Fatalf("the hanging endpoint holds %d requests (at most %d), want 1", n, most)
 	}
