@@ -36,18 +36,11 @@ func init() {
 const hangingEndpoints = 40
 
 func runWebhookIsolation(ctx context.Context, env *Env, _ string) (Result, error) {
-	name := env.DBName("bench_webhooks")
-	db, err := env.newJejakDB(ctx, name, 2)
+	db, app, done, err := webhookDB(ctx, env, "bench_webhooks", 2)
 	if err != nil {
 		return Result{}, err
 	}
-	defer env.DropDatabase(context.WithoutCancel(ctx), name) //nolint:errcheck
-	defer db.Close()
-	app, err := database.Open(ctx, db.URL, int32(env.Cfg.Conns))
-	if err != nil {
-		return Result{}, err
-	}
-	defer app.Close()
+	defer done()
 	release := make(chan struct{})
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -172,18 +165,11 @@ func runWebhookOrdered(ordered bool) func(ctx context.Context, env *Env, _ strin
 		// 100 events per second of -duration, at most orderedEvents: the
 		// smoke tests' one second makes 100.
 		n := min(orderedEvents, max(100, int(env.Cfg.Duration.Seconds())*100))
-		name := env.DBName("bench_webhooks_ordered")
-		db, err := env.newJejakDB(ctx, name, 1)
+		db, app, done, err := webhookDB(ctx, env, "bench_webhooks_ordered", 1)
 		if err != nil {
 			return Result{}, err
 		}
-		defer env.DropDatabase(context.WithoutCancel(ctx), name) //nolint:errcheck
-		defer db.Close()
-		app, err := database.Open(ctx, db.URL, int32(env.Cfg.Conns))
-		if err != nil {
-			return Result{}, err
-		}
-		defer app.Close()
+		defer done()
 		var mu sync.Mutex
 		var first, last time.Time
 		got := 0
@@ -273,6 +259,27 @@ type deliveries struct {
 
 // newDeliveries builds the engine with a tenant concurrency of
 // tenantLimit, not started.
+// webhookDB creates database base with tenants tenants and opens its
+// tenant-facing pool; done closes both and drops the database.
+func webhookDB(ctx context.Context, env *Env, base string, tenants int) (*JejakDB, *pgxpool.Pool, func(), error) {
+	name := env.DBName(base)
+	db, err := env.newJejakDB(ctx, name, tenants)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	app, err := database.Open(ctx, db.URL, int32(env.Cfg.Conns))
+	if err != nil {
+		db.Close()
+		_ = env.DropDatabase(context.WithoutCancel(ctx), name)
+		return nil, nil, nil, err
+	}
+	return db, app, func() {
+		app.Close()
+		db.Close()
+		_ = env.DropDatabase(context.WithoutCancel(ctx), name)
+	}, nil
+}
+
 func newDeliveries(env *Env, db *JejakDB, app *pgxpool.Pool, tenantLimit int, breaker webhook.Breaker) (*deliveries, error) {
 	eng, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "bench/webhooks", Queues: []string{webhook.Queue},
 		NoMaintenance: true, PollInterval: env.Cfg.PollInterval, Logger: env.Log})
