@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/ptr"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -179,22 +180,15 @@ func (s store) appendMany(ctx context.Context, events []Event, details [][]byte,
 	for i, e := range events {
 		p.TenantIds = append(p.TenantIds, e.TenantID)
 		p.ActorKinds = append(p.ActorKinds, string(e.ActorKind))
-		p.ActorIds = append(p.ActorIds, zeroIfNil(e.ActorID))
+		p.ActorIds = append(p.ActorIds, ptr.Value(e.ActorID))
 		p.Actions = append(p.Actions, e.Action)
 		p.Entities = append(p.Entities, e.Entity)
 		p.EntityIds = append(p.EntityIds, e.EntityID)
 		p.Details = append(p.Details, string(details[i]))
 		p.TraceIds = append(p.TraceIds, e.TraceID)
-		p.JobIds = append(p.JobIds, zeroIfNil(e.JobID))
+		p.JobIds = append(p.JobIds, ptr.Value(e.JobID))
 	}
 	return s.q.AuditEventAppendMany(ctx, p)
-}
-
-func zeroIfNil(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // insert writes one event and returns it as stored.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/ptr"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -38,14 +39,6 @@ func idPtr(id int64) *int64 {
 	return &id
 }
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 func (s store) maxID(ctx context.Context) (int64, error) {
 	id, err := s.q.JobAdminMaxID(ctx)
 	if err != nil {
@@ -70,8 +63,8 @@ func (s store) list(ctx context.Context, f jobFilter, before, floor int64, limit
 			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, Priority: r.Priority,
 			State: job.State(r.State), Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
 			AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
-			LastError: deref(r.LastError), Class: job.Class(deref(r.ErrorClass)), Flagged: r.Flagged,
-			TraceID: r.TraceID, WorkerID: deref(r.WorkerID),
+			LastError: ptr.Value(r.LastError), Class: job.Class(ptr.Value(r.ErrorClass)), Flagged: r.Flagged,
+			TraceID: r.TraceID, WorkerID: ptr.Value(r.WorkerID),
 		}
 	}
 	return out, nil
@@ -91,7 +84,7 @@ func (s store) tenantList(ctx context.Context, tenantID int64, state job.State, 
 		out[i] = Row{
 			ID: r.ID, TenantID: tenantID, Kind: r.Kind, Queue: r.Queue, State: job.State(r.State), Attempt: int(r.Attempt),
 			MaxAttempts: int(r.MaxAttempts), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
-			FinishedAt: r.FinishedAt, LastError: job.TenantError(deref(r.LastError)), Class: job.Class(deref(r.ErrorClass)),
+			FinishedAt: r.FinishedAt, LastError: job.TenantError(ptr.Value(r.LastError)), Class: job.Class(ptr.Value(r.ErrorClass)),
 			TraceID: r.TraceID,
 		}
 	}
@@ -143,7 +136,7 @@ func (s store) deadList(ctx context.Context, f deadFilter, before int64, limit i
 		out[i] = Row{
 			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, State: job.StateDead,
 			Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts), FinishedAt: r.FinishedAt,
-			LastError: deref(r.LastError), Class: job.Class(deref(r.ErrorClass)), Flagged: r.Flagged, TraceID: r.TraceID,
+			LastError: ptr.Value(r.LastError), Class: job.Class(ptr.Value(r.ErrorClass)), Flagged: r.Flagged, TraceID: r.TraceID,
 		}
 	}
 	return out, nil
@@ -180,12 +173,12 @@ func (s store) get(ctx context.Context, id int64) (*Job, error) {
 			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, Priority: r.Priority,
 			Payload: r.Payload, Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
 			TraceID: r.TraceID, RequestedBy: r.RequestedBy, RequestedAt: r.RequestedAt,
-			ExpiresAt: r.ExpiresAt, IdempotencyKey: deref(r.IdempotencyKey), PayloadHash: r.PayloadHash,
-			WorkerID: deref(r.WorkerID), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
-			AttemptedAt: deref(r.AttemptedAt), LeaseExpiresAt: deref(r.LeaseExpiresAt), PayloadVersion: int(r.PayloadVersion),
+			ExpiresAt: r.ExpiresAt, IdempotencyKey: ptr.Value(r.IdempotencyKey), PayloadHash: r.PayloadHash,
+			WorkerID: ptr.Value(r.WorkerID), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
+			AttemptedAt: ptr.Value(r.AttemptedAt), LeaseExpiresAt: ptr.Value(r.LeaseExpiresAt), PayloadVersion: int(r.PayloadVersion),
 		},
-		State: job.State(r.State), FinishedAt: r.FinishedAt, LastError: deref(r.LastError),
-		Class: job.Class(deref(r.ErrorClass)), Flagged: r.Flagged,
+		State: job.State(r.State), FinishedAt: r.FinishedAt, LastError: ptr.Value(r.LastError),
+		Class: job.Class(ptr.Value(r.ErrorClass)), Flagged: r.Flagged,
 	}
 	if err := decodeErrors(r.Errors, &j.Errors); err != nil {
 		return nil, fmt.Errorf("decode attempt history of job %d: %w", id, err)
@@ -213,7 +206,7 @@ func (s store) lockDead(ctx context.Context, f deadFilter, id, cursor int64, n i
 	out := make([]locked, len(rows))
 	for i, r := range rows {
 		out[i] = locked{ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, TraceID: r.TraceID, Attempt: r.Attempt,
-			Class: deref(r.ErrorClass), LastError: deref(r.LastError), Flagged: r.Flagged}
+			Class: ptr.Value(r.ErrorClass), LastError: ptr.Value(r.LastError), Flagged: r.Flagged}
 	}
 	return out, nil
 }

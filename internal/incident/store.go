@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/ptr"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -48,9 +49,9 @@ type jobRow struct {
 }
 
 func (r jobRow) job() Job {
-	return Job{ID: r.JobID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, State: deref(r.State),
+	return Job{ID: r.JobID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, State: ptr.Value(r.State),
 		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
-		Worker: deref(r.WorkerID), LastError: deref(r.LastError), Class: deref(r.ErrorClass), Flagged: r.Flagged,
+		Worker: ptr.Value(r.WorkerID), LastError: ptr.Value(r.LastError), Class: ptr.Value(r.ErrorClass), Flagged: r.Flagged,
 		RequestedBy: r.RequestedBy}
 }
 
@@ -148,12 +149,4 @@ func (s store) trace(ctx context.Context, traceID string) (traceRows, error) {
 		out.users = append(out.users, User(u))
 	}
 	return out, nil
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/ptr"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -127,7 +128,7 @@ func storeExpiredSensitive(ctx context.Context, db Querier, now *time.Time, kind
 	out := make([]*Job, len(rows))
 	for i, r := range rows {
 		out[i] = &Job{ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, TraceID: r.TraceID, Attempt: int(r.Attempt),
-			MaxAttempts: int(r.MaxAttempts), WorkerID: deref(r.WorkerID), ReplayedBy: r.ReplayedBy}
+			MaxAttempts: int(r.MaxAttempts), WorkerID: ptr.Value(r.WorkerID), ReplayedBy: r.ReplayedBy}
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/ptr"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -40,13 +41,13 @@ func (e *Engine) Get(ctx context.Context, id int64) (*Record, error) {
 			ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Queue: r.Queue, Priority: r.Priority,
 			Payload: r.Payload, Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
 			TraceID: r.TraceID, RequestedBy: r.RequestedBy, RequestedAt: r.RequestedAt,
-			ExpiresAt: r.ExpiresAt, IdempotencyKey: deref(r.IdempotencyKey), PayloadHash: r.PayloadHash,
-			WorkerID: deref(r.WorkerID), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
-			AttemptedAt: deref(r.AttemptedAt), LeaseExpiresAt: deref(r.LeaseExpiresAt),
+			ExpiresAt: r.ExpiresAt, IdempotencyKey: ptr.Value(r.IdempotencyKey), PayloadHash: r.PayloadHash,
+			WorkerID: ptr.Value(r.WorkerID), AvailableAt: r.AvailableAt, CreatedAt: r.CreatedAt,
+			AttemptedAt: ptr.Value(r.AttemptedAt), LeaseExpiresAt: ptr.Value(r.LeaseExpiresAt),
 			payloadIntact: r.PayloadIntact,
 		},
-		State: State(r.State), FinishedAt: r.FinishedAt, LastError: deref(r.LastError),
-		Class: Class(deref(r.ErrorClass)), Flagged: r.Flagged,
+		State: State(r.State), FinishedAt: r.FinishedAt, LastError: ptr.Value(r.LastError),
+		Class: Class(ptr.Value(r.ErrorClass)), Flagged: r.Flagged,
 	}
 	if len(r.Errors) > 0 {
 		if err := json.Unmarshal(r.Errors, &rec.Errors); err != nil {
@@ -89,7 +90,7 @@ func (e *Engine) DeadLetters(ctx context.Context, f DeadLetterFilter) ([]DeadLet
 	out := make([]DeadLetter, len(rows))
 	for i, r := range rows {
 		out[i] = DeadLetter{ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, Attempts: int(r.Attempt),
-			LastError: deref(r.LastError), Class: Class(deref(r.ErrorClass)), Flagged: r.Flagged}
+			LastError: ptr.Value(r.LastError), Class: Class(ptr.Value(r.ErrorClass)), Flagged: r.Flagged}
 	}
 	return out, nil
 }

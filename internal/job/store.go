@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/ptr"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -92,7 +93,7 @@ func storeInsert(ctx context.Context, db queries.DBTX, now *time.Time, ps []Enqu
 	}
 	out := make([]insertRow, len(rows))
 	for i, r := range rows {
-		out[i] = insertRow{ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, IdempotencyKey: deref(r.IdempotencyKey)}
+		out[i] = insertRow{ID: r.ID, TenantID: r.TenantID, Kind: r.Kind, IdempotencyKey: ptr.Value(r.IdempotencyKey)}
 	}
 	return out, nil
 }
@@ -251,7 +252,7 @@ func (c *claimedRow) job(workerID string) *Job {
 	j := c.j
 	j.Payload = json.RawMessage(c.payload)
 	j.Attempt, j.MaxAttempts = int(c.attempt), int(c.maxAttempts)
-	j.IdempotencyKey = deref(c.key)
+	j.IdempotencyKey = ptr.Value(c.key)
 	j.PayloadVersion = int(c.version)
 	j.WorkerID = workerID
 	if c.attemptedAt != nil {
@@ -401,14 +402,6 @@ func storeWorkerDelete(ctx context.Context, db queries.DBTX, workerID string) er
 
 func storeWorkerDeleteStale(ctx context.Context, db queries.DBTX, now *time.Time, olderThan time.Duration) (int64, error) {
 	return queries.New(db).JobWorkerDeleteStale(ctx, queries.JobWorkerDeleteStaleParams{Now: now, OlderThanSeconds: olderThan.Seconds()})
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
 
 // storeCountsFold folds the appended unfinished-count deltas into

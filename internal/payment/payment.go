@@ -252,13 +252,6 @@ func (s *Service) event(ctx context.Context, tx pgx.Tx, tenantID int64, action, 
 	return nil
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 type reconcilePayload struct {
 	TenantID int64 `json:"tenant_id"`
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/ptr"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -93,7 +94,7 @@ func listRefunds(ctx context.Context, db database.Querier, tenantID int64, limit
 
 func invoice(r queries.Invoice) Invoice {
 	return Invoice{ID: r.ID, TenantID: r.TenantID, Plan: r.PlanCode, Amount: r.AmountIdr, Status: r.Status,
-		ChargeRef: deref(r.ChargeRef), CreatedAt: r.CreatedAt, PaidAt: r.PaidAt}
+		ChargeRef: ptr.Value(r.ChargeRef), CreatedAt: r.CreatedAt, PaidAt: r.PaidAt}
 }
 
 // activeReconcile locks the tenant's reconcile requests for the rest of tx

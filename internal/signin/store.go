@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/jejakhq/jejak/internal/ptr"
 	"github.com/jejakhq/jejak/internal/queries"
 	"github.com/jejakhq/jejak/internal/user"
 )
@@ -71,18 +72,11 @@ func (s *store) sessionFind(ctx context.Context, token string) (data []byte, exp
 	if r.UserID != nil {
 		// Without the password hash: enough to show and authorize a
 		// request, never to check a password.
-		u = &user.User{ID: *r.UserID, Email: deref(r.UserEmail), Name: deref(r.UserName),
-			StaffRole: deref(r.UserStaffRole), Locale: deref(r.UserLocale), TimeZone: deref(r.UserTimeZone),
+		u = &user.User{ID: *r.UserID, Email: ptr.Value(r.UserEmail), Name: ptr.Value(r.UserName),
+			StaffRole: ptr.Value(r.UserStaffRole), Locale: ptr.Value(r.UserLocale), TimeZone: ptr.Value(r.UserTimeZone),
 			Active: r.UserActive != nil && *r.UserActive}
 	}
 	return r.Data, r.Expiry, u, true, nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func (s *store) sessionCommit(ctx context.Context, token string, b []byte, expiry time.Time) error {
