@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/jejakhq/jejak/internal/testdb"
 	"github.com/jejakhq/jejak/internal/testwait"
 )
@@ -126,13 +128,9 @@ func TestAwardsOfOneTenantGoTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var jobs []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, id)
+	jobs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
 	}
 	if got := fmt.Sprint(jobs); got != "[1 11 13 14 15 16 17 18 19 100]" && got != "[1 12 13 14 15 16 17 18 19 100]" {
 		t.Errorf("audited jobs %v, want [1 11|12 13 14 15 16 17 18 19 100]", jobs)
