@@ -79,6 +79,9 @@ var pages = []page{
 	// index) as an owner uses them.
 	{name: "page /t/{slug}/audit?quick", path: "/t/toko-bunga-melati/audit?quick=deletions", as: "budi@melati.test"},
 	{name: "page /t/{slug}/audit?q", path: "/t/toko-bunga-melati/audit?q=katalog+musim", as: "budi@melati.test"},
+	// A rare name: one project's events, about one in 18,000 of the trail,
+	// most of them below any window of newest events.
+	{name: "page /t/{slug}/audit?q=rare", path: "/t/toko-bunga-melati/audit?q=" + url.QueryEscape(audit.ScaleProjectName(4242)), as: "budi@melati.test"},
 	{name: "page /t/{slug}/jobs", path: "/t/batik-nusantara/jobs", as: "dewi@batik.test"},
 	{name: "page /t/{slug}/jobs?state=succeeded", path: "/t/batik-nusantara/jobs?state=succeeded", as: "dewi@batik.test"},
 	{name: "page /t/{slug}/jobs?state=cancelled", path: "/t/batik-nusantara/jobs?state=cancelled", as: "dewi@batik.test"},
