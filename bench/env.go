@@ -49,6 +49,10 @@ type Config struct {
 	// ScaleNoMigrate leaves a reused scale database's schema as it is
 	// (read-only use of a database another branch seeded).
 	ScaleNoMigrate bool
+	// HTTPScale runs the http family's server over the scale database
+	// (web only: no workers, so the seeded job mix stays as it is)
+	// instead of a fresh demo database.
+	HTTPScale bool
 
 	// Outbox relay benchmark (outbox.go); zero values take small defaults.
 	OutboxMsgs     int           // burn-down: committed messages relayed

@@ -188,15 +188,15 @@ func startHTTPServer(ctx context.Context, env *Env) (*httpServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &httpServer{db: env.DBName("jejak_bench_http"), sessions: map[string][]*httpSession{}}
-	if err := env.FreshDatabase(ctx, s.db); err != nil {
+	s, args, err := httpDatabase(ctx, env)
+	if err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "jejak-bench-http-")
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--demo")
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
@@ -204,6 +204,9 @@ func startHTTPServer(ctx context.Context, env *Env) (*httpServer, error) {
 		"JEJAK_DATA_DIR=" + filepath.Join(dir, "data"),
 		"JEJAK_ADDR=127.0.0.1:0",
 		"JEJAK_LOG_LEVEL=warn",
+	}
+	if env.Cfg.HTTPScale {
+		cmd.Env = append(cmd.Env, "JEJAK_WORKERS=0")
 	}
 	if addr := os.Getenv("JEJAK_PPROF_ADDR"); addr != "" {
 		// Profile the server while a line runs (docs/observability.md).
@@ -226,6 +229,9 @@ func startHTTPServer(ctx context.Context, env *Env) (*httpServer, error) {
 		if s.admin != nil {
 			s.admin.Close(context.Background())
 		}
+		if env.Cfg.HTTPScale {
+			return // the scale database is kept for the next run
+		}
 		if err := env.DropDatabase(context.Background(), s.db); err != nil {
 			env.Log.Warn("drop database", "database", s.db, "err", err)
 		}
@@ -245,6 +251,25 @@ func startHTTPServer(ctx context.Context, env *Env) (*httpServer, error) {
 	fmt.Printf("# http: web serve --demo pid %d on %s, database %s, up in %s; counting %s\n",
 		cmd.Process.Pid, s.base, s.db, time.Since(started).Round(time.Millisecond), counted)
 	return s, nil
+}
+
+// httpDatabase is the server's database and the command line that serves
+// it: a fresh database seeded by `serve --demo` (as `make run` does), or
+// with -http-scale the scale database, seeded, migrated and sealed as the
+// page benchmarks use it, served as it is (`serve`, without demo activity).
+func httpDatabase(ctx context.Context, env *Env) (*httpServer, []string, error) {
+	if env.Cfg.HTTPScale {
+		sc, err := getScale(ctx, env)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &httpServer{db: sc.name, sessions: map[string][]*httpSession{}}, []string{"serve"}, nil
+	}
+	s := &httpServer{db: env.DBName("jejak_bench_http"), sessions: map[string][]*httpSession{}}
+	if err := env.FreshDatabase(ctx, s.db); err != nil {
+		return nil, nil, err
+	}
+	return s, []string{"serve", "--demo"}, nil
 }
 
 // waitListening waits for the line the server prints once it listens.
