@@ -58,6 +58,20 @@ func (h *Handler) awardBatched(ctx context.Context, j *job.Job, a Award) error {
 		case err := <-r.done:
 			return err
 		case <-r.lead:
+		case <-ctx.Done():
+			// A job given up (its lease lost, the engine stopping) stops
+			// waiting, unless a batch already holds its award or it has
+			// been handed the turn (the tenant's queue waits for it).
+			// Leaving is safe either way: awards are deduplicated by
+			// message id, so its retry applies it at most once.
+			if h.batch.leave(j.TenantID, r) {
+				return ctx.Err()
+			}
+			select {
+			case err := <-r.done:
+				return err
+			case <-r.lead:
+			}
 		}
 	}
 	reqs := h.batch.take(j.TenantID, r)
@@ -113,6 +127,27 @@ func (b *batcher) take(tenantID int64, r *request) []*request {
 	reqs := append([]*request{r}, q[:n]...)
 	b.waiting[tenantID] = q[n:]
 	return reqs
+}
+
+// leave takes r out of its tenant's queue and reports whether it was
+// there to take: not when a batch took it, nor when it was handed the turn
+// to write the next one.
+func (b *batcher) leave(tenantID int64, r *request) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-r.lead:
+		return false
+	default:
+	}
+	q := b.waiting[tenantID]
+	for i, w := range q {
+		if w == r {
+			b.waiting[tenantID] = append(q[:i:i], q[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // handOff ends a batch: the first request waiting writes the next one, or

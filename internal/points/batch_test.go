@@ -2,8 +2,10 @@ package points_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -183,5 +185,63 @@ func TestFailedBatchFallsBackToOneByOne(t *testing.T) {
 	}
 	if n := count(t, db, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND action = 'points.awarded'`, tenant); n != 3 {
 		t.Errorf("audit events %d, want 3 (msg-first, ok-1, ok-2)", n)
+	}
+}
+
+// TestGivenUpAwardLeavesTheQueue: an award waiting for its tenant's batch
+// whose job is given up (its context ends) returns at once with the
+// context's error and leaves the queue, its award unwritten; the awards
+// behind it are written when the batch ends, and its retry applies it.
+func TestGivenUpAwardLeavesTheQueue(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenant := newTenant(t, db, "acme")
+	h := newHandler(db)
+	release := blockCustomer(t, db, tenant, "c-blocked")
+	defer release()
+	first := make(chan error, 1)
+	go func() { first <- h.Handle(ctx, awardJob(1, tenant, award(tenant, "msg-first", "c-blocked", 1))) }()
+	testwait.For(t, "the first award to wait on the lock", func() bool {
+		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 1
+	})
+	gctx, giveUp := context.WithCancel(ctx)
+	givenUp := make(chan error, 1)
+	go func() { givenUp <- h.Handle(gctx, awardJob(2, tenant, award(tenant, "msg-given-up", "c-1", 5))) }()
+	testwait.For(t, "the award to wait for the batch", func() bool { return h.Waiting(tenant) == 1 })
+	behind := make(chan error, 1)
+	go func() { behind <- h.Handle(ctx, awardJob(3, tenant, award(tenant, "msg-behind", "c-2", 7))) }()
+	testwait.For(t, "two awards waiting", func() bool { return h.Waiting(tenant) == 2 })
+
+	giveUp()
+	select {
+	case err := <-givenUp:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("given-up award: %v, want context.Canceled", err)
+		}
+	case <-time.After(testwait.Default):
+		t.Fatal("the given-up award still waits for the batch in progress")
+	}
+	if n := h.Waiting(tenant); n != 1 {
+		t.Fatalf("%d awards waiting after one left, want 1", n)
+	}
+
+	release()
+	for name, ch := range map[string]chan error{"first": first, "behind": behind} {
+		if err := <-ch; err != nil {
+			t.Fatalf("%s award: %v", name, err)
+		}
+	}
+	if got := balance(t, db, tenant, "c-1"); got != 0 {
+		t.Fatalf("the given-up award was written (balance %d)", got)
+	}
+	if got := balance(t, db, tenant, "c-2"); got != 7 {
+		t.Fatalf("balance of c-2 = %d, want 7", got)
+	}
+	if err := h.Handle(ctx, awardJob(2, tenant, award(tenant, "msg-given-up", "c-1", 5))); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if got := balance(t, db, tenant, "c-1"); got != 5 {
+		t.Fatalf("balance of c-1 after the retry = %d, want 5", got)
 	}
 }
