@@ -145,9 +145,15 @@ WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq IS NULL
   AND NOT EXISTS (SELECT 1 FROM audit_unsealed u WHERE u.tenant_id = e.tenant_id AND u.event_id = e.id);
 
 -- name: AuditSearchAdd :exec
--- The name search's text of events being sealed (migration 00140), in the
--- sealer's transaction.
-INSERT INTO audit_search (tenant_id, event_id, text)
-SELECT e.tenant_id, e.id, audit_search_text(e.detail) FROM audit_events e
- WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.id = ANY(sqlc.arg('event_ids')::bigint[])
-ON CONFLICT DO NOTHING;
+-- The name search's text of events being sealed (migration 00140) and the
+-- postings of its words (00144), in the sealer's transaction.
+WITH added AS (
+    INSERT INTO audit_search (tenant_id, event_id, text)
+    SELECT e.tenant_id, e.id, audit_search_text(e.detail) FROM audit_events e
+     WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.id = ANY(sqlc.arg('event_ids')::bigint[])
+    ON CONFLICT DO NOTHING
+    RETURNING tenant_id, event_id, text
+)
+INSERT INTO audit_words (tenant_id, word, event_id)
+SELECT a.tenant_id, w, a.event_id FROM added a, unnest(audit_search_words(a.text)) AS w
+ ORDER BY 1, 2, 3;

@@ -248,27 +248,34 @@ func TestEntityHistoryByName(t *testing.T) {
 }
 
 // TestNameSearchBelowTheWindow: the search walks a window of the newest
-// sealed events and takes the trigram index below it; with a window of
-// one or two events (jejak.search_window), every page (each size, each
-// cursor, with another filter) gives what a window covering the whole
-// trail gives, newest first.
+// sealed events, then takes the postings of the term's rarest usable word,
+// or (no usable word, or none rare) a longer walk and the trigram index
+// below it. With each window, the longer walk and the rareness cap set to
+// one or two events (jejak.search_window, jejak.search_deep_window,
+// jejak.search_word_cap), every term, page size, cursor and another filter
+// give what one window covering the whole trail gives, newest first.
 func TestNameSearchBelowTheWindow(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	tn, owner, _ := trailStory(t, f)
-	f.record(t, audit.Event{TenantID: tn, ActorKind: audit.ActorSystem, Action: "project.create", Entity: "project",
-		EntityID: "77", Detail: []byte(`{"name":"Katalog Kemarau"}`)})
+	for id, name := range map[string]string{"77": "Katalog Kemarau", "78": "Senja Senjakala", "79": "katalog musim semi",
+		"80": "Promo Katalog Musim 4242", "81": "promo katalog musim 42"} {
+		f.record(t, audit.Event{TenantID: tn, ActorKind: audit.ActorSystem, Action: "project.create", Entity: "project",
+			EntityID: id, Detail: []byte(`{"name":"` + name + `"}`)})
+	}
 	f.seal(t)
 	ctx := context.Background()
-	ids := func(window string, before any, lim int, action any) []int64 {
+	type settings struct{ window, deep, wordCap string }
+	ids := func(s settings, pattern string, before any, lim int, action any) []int64 {
 		t.Helper()
 		var out []int64
 		err := database.InTenantUserTx(ctx, f.db.App, tn, owner, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT set_config('jejak.search_window', $1, true)", window); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT set_config('jejak.search_window', $1, true), set_config('jejak.search_deep_window', $2, true),
+				set_config('jejak.search_word_cap', $3, true)`, s.window, s.deep, s.wordCap); err != nil {
 				return err
 			}
-			rows, err := tx.Query(ctx, `SELECT * FROM audit_search_ids('%katalog%', $1, $2, NULL, $3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
-				before, lim, action)
+			rows, err := tx.Query(ctx, `SELECT * FROM audit_search_ids($1, $2, $3, NULL, $4, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
+				pattern, before, lim, action)
 			if err != nil {
 				return err
 			}
@@ -280,22 +287,36 @@ func TestNameSearchBelowTheWindow(t *testing.T) {
 		}
 		return out
 	}
-	all := ids("100000", nil, 50, nil)
-	if len(all) != 4 || !slices.IsSortedFunc(all, func(a, b int64) int { return cmp.Compare(b, a) }) {
-		t.Fatalf("whole-window search = %v, want 4 ids newest first", all)
-	}
-	for _, window := range []string{"1", "2"} {
-		for lim := 1; lim <= 5; lim++ {
-			if got := ids(window, nil, lim, nil); !slices.Equal(got, all[:min(lim, len(all))]) {
-				t.Errorf("window %s, limit %d: %v, want %v", window, lim, got, all[:min(lim, len(all))])
+	whole := settings{"100000", "100000", "100000"}
+	newestFirst := func(a, b int64) int { return cmp.Compare(b, a) }
+	// Terms whose usable words are whole words, prefixes, several words
+	// sharing a prefix in one event, none at all (one word; a word cut
+	// on its left), and a word no event has.
+	terms := map[string]int{`%katalog%`: 7, `%katalog musim%`: 6, `%atalog musim 42%`: 2, `%musim hujan%`: 3,
+		`%katalog mus%`: 6, `% senja%`: 1, `%senja senja%`: 1, `%x senja%`: 0, `%talog kemarau%`: 1, `%musim 4242%`: 1}
+	for pattern, n := range terms {
+		all := ids(whole, pattern, nil, 50, nil)
+		if len(all) != n || !slices.IsSortedFunc(all, newestFirst) {
+			t.Fatalf("%s with a whole-trail window = %v, want %d ids newest first", pattern, all, n)
+		}
+		for _, s := range []settings{{"1", "1", "1"}, {"1", "2", "100000"}, {"2", "1", "1"}, {"1", "100000", "1"}} {
+			for lim := 1; lim <= 5; lim++ {
+				if got := ids(s, pattern, nil, lim, nil); !slices.Equal(got, all[:min(lim, len(all))]) {
+					t.Errorf("%s %+v, limit %d: %v, want %v", pattern, s, lim, got, all[:min(lim, len(all))])
+				}
+			}
+			if len(all) > 2 {
+				if got := ids(s, pattern, all[1], 50, nil); !slices.Equal(got, all[2:]) {
+					t.Errorf("%s %+v below %d: %v, want %v", pattern, s, all[1], got, all[2:])
+				}
+			}
+			want := ids(whole, pattern, nil, 50, "project.delete")
+			if got := ids(s, pattern, nil, 50, "project.delete"); !slices.Equal(got, want) {
+				t.Errorf("%s %+v with an action filter: %v, want %v", pattern, s, got, want)
 			}
 		}
-		if got := ids(window, all[1], 50, nil); !slices.Equal(got, all[2:]) {
-			t.Errorf("window %s below %d: %v, want %v", window, all[1], got, all[2:])
-		}
-		want := ids("100000", nil, 50, "project.delete")
-		if got := ids(window, nil, 50, "project.delete"); len(want) != 1 || !slices.Equal(got, want) {
-			t.Errorf("window %s with an action filter: %v, want %v (one deletion)", window, got, want)
-		}
+	}
+	if got := ids(whole, `%katalog musim%`, nil, 50, "project.delete"); len(got) != 1 {
+		t.Errorf("katalog musim with the deletion filter: %v, want the one deletion", got)
 	}
 }

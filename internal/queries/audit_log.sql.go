@@ -304,10 +304,16 @@ func (q *Queries) AuditSealWork(ctx context.Context) ([]int64, error) {
 }
 
 const auditSearchAdd = `-- name: AuditSearchAdd :exec
-INSERT INTO audit_search (tenant_id, event_id, text)
-SELECT e.tenant_id, e.id, audit_search_text(e.detail) FROM audit_events e
- WHERE e.tenant_id = $1 AND e.id = ANY($2::bigint[])
-ON CONFLICT DO NOTHING
+WITH added AS (
+    INSERT INTO audit_search (tenant_id, event_id, text)
+    SELECT e.tenant_id, e.id, audit_search_text(e.detail) FROM audit_events e
+     WHERE e.tenant_id = $1 AND e.id = ANY($2::bigint[])
+    ON CONFLICT DO NOTHING
+    RETURNING tenant_id, event_id, text
+)
+INSERT INTO audit_words (tenant_id, word, event_id)
+SELECT a.tenant_id, w, a.event_id FROM added a, unnest(audit_search_words(a.text)) AS w
+ ORDER BY 1, 2, 3
 `
 
 type AuditSearchAddParams struct {
@@ -315,8 +321,8 @@ type AuditSearchAddParams struct {
 	EventIds []int64
 }
 
-// The name search's text of events being sealed (migration 00140), in the
-// sealer's transaction.
+// The name search's text of events being sealed (migration 00140) and the
+// postings of its words (00144), in the sealer's transaction.
 func (q *Queries) AuditSearchAdd(ctx context.Context, arg AuditSearchAddParams) error {
 	_, err := q.db.Exec(ctx, auditSearchAdd, arg.TenantID, arg.EventIds)
 	return err

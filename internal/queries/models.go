@@ -153,6 +153,12 @@ type AuditUnsealed struct {
 	QueuedAt time.Time
 }
 
+type AuditWord struct {
+	TenantID int64
+	Word     string
+	EventID  int64
+}
+
 type IdempotencyKey struct {
 	TenantID         int64
 	Key              string
