@@ -24,6 +24,7 @@ import (
 	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/plaintext"
+	"github.com/jejakhq/jejak/internal/tz"
 )
 
 // Membership roles within a tenant.
@@ -53,10 +54,10 @@ type Tenant struct {
 
 // Location returns the tenant's time zone, Asia/Jakarta when unknown.
 func (t *Tenant) Location() *time.Location {
-	if loc, err := time.LoadLocation(t.TimeZone); err == nil {
+	if loc, err := tz.Load(t.TimeZone); err == nil {
 		return loc
 	}
-	loc, _ := time.LoadLocation("Asia/Jakarta")
+	loc, _ := tz.Load("Asia/Jakarta")
 	return loc
 }
 
