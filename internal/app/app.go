@@ -398,7 +398,7 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 		Tenants: tenants, Audit: trail, Observer: observer})
 	return web.Deps{
 		DB:          appPool,
-		Sessions:    signin.NewSessionStore(appPool, 30*time.Minute),
+		Sessions:    signin.NewSessionStore(appPool, systemPool, 30*time.Minute),
 		Users:       users,
 		Tenants:     tenants,
 		Audit:       trail,

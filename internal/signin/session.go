@@ -15,6 +15,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 )
 
@@ -25,12 +26,20 @@ import (
 type SessionStore struct {
 	*pgxstore.PostgresStore
 	st *store
+	// gates reads a tenant page's session together with the tenant gate
+	// (nil: tenant pages read the gate themselves, tenant.Service.Enter).
+	gates *store
 }
 
 // NewSessionStore returns a store over pool that deletes expired sessions
-// every cleanup.
-func NewSessionStore(pool *pgxpool.Pool, cleanup time.Duration) *SessionStore {
-	return &SessionStore{PostgresStore: pgxstore.NewWithCleanupInterval(pool, cleanup), st: newStore(pool)}
+// every cleanup. With system (the cross-tenant pool, on which the tenant
+// gate is read anyway) a tenant page's session lookup reads the gate too.
+func NewSessionStore(pool, system *pgxpool.Pool, cleanup time.Duration) *SessionStore {
+	s := &SessionStore{PostgresStore: pgxstore.NewWithCleanupInterval(pool, cleanup), st: newStore(pool)}
+	if system != nil {
+		s.gates = newStore(system)
+	}
+	return s
 }
 
 // RefreshEvery is how far the idle timeout must have moved a session's
@@ -45,6 +54,16 @@ type sessionSeen struct {
 	data   []byte
 	expiry time.Time
 	user   *user.User // the user the session was signed in as, read with it
+	// slug is the tenant page's tenant ("" elsewhere); gate is what the
+	// lookup read about user in it (nil when it did not read it).
+	slug string
+	gate *sessionGate
+}
+
+// sessionGate is a tenant gate read with the session.
+type sessionGate struct {
+	tenant *tenant.Tenant // nil: no such tenant
+	g      tenant.Gate
 }
 
 type seenKey struct{}
@@ -52,18 +71,45 @@ type seenKey struct{}
 // WithSessionMemo returns ctx able to carry, from the session's read to
 // its commit in the same request, what was read, so an unchanged session
 // whose expiry is recent is not written again. Wrap the request before
-// the session middleware loads it.
-func WithSessionMemo(ctx context.Context) context.Context {
-	return context.WithValue(ctx, seenKey{}, &sessionSeen{})
+// the session middleware loads it. slug names the tenant of a tenant page
+// ("" on other pages): the lookup then reads that tenant's gate for the
+// session's user too (SessionMember).
+func WithSessionMemo(ctx context.Context, slug string) context.Context {
+	return context.WithValue(ctx, seenKey{}, &sessionSeen{slug: slug})
 }
 
 // FindCtx returns a live session's data.
 func (s *SessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool, error) {
+	seen, _ := ctx.Value(seenKey{}).(*sessionSeen)
+	if seen != nil && seen.slug != "" && s.gates != nil {
+		b, expiry, u, gate, ok, err := s.gates.sessionFindWithMember(ctx, token, seen.slug)
+		if ok {
+			*seen = sessionSeen{token: token, data: b, expiry: expiry, user: u, slug: seen.slug, gate: gate}
+		}
+		return b, ok, err
+	}
 	b, expiry, u, ok, err := s.st.sessionFind(ctx, token)
-	if seen, _ := ctx.Value(seenKey{}).(*sessionSeen); seen != nil && ok {
+	if seen != nil && ok {
 		*seen = sessionSeen{token: token, data: b, expiry: expiry, user: u}
 	}
 	return b, ok, err
+}
+
+// SessionMember is tenant.Service.Enter as this request's session lookup
+// read it: the tenant named slug and userID's membership in it, or
+// tenant.ErrNotFound. read is false when the lookup did not read that
+// gate (another slug or user, no session store with the system pool, a
+// session no sign-in indexed): the caller then calls Enter itself.
+func SessionMember(ctx context.Context, slug string, userID int64) (t *tenant.Tenant, m *tenant.Membership, read bool, err error) {
+	seen, _ := ctx.Value(seenKey{}).(*sessionSeen)
+	if seen == nil || seen.gate == nil || seen.slug != slug || seen.user == nil || seen.user.ID != userID {
+		return nil, nil, false, nil
+	}
+	if seen.gate.tenant == nil {
+		return nil, nil, true, tenant.ErrNotFound
+	}
+	t, m, err = tenant.Admit(*seen.gate.tenant, seen.gate.g)
+	return t, m, true, err
 }
 
 // SessionUser returns user id as this request's session lookup read it

@@ -169,6 +169,27 @@ func (s *Service) Enter(ctx context.Context, slug string, userID int64) (*Tenant
 	return newStore(s.system).memberBySlug(ctx, slug, userID)
 }
 
+// Gate is what a tenant page's gate read about a user in a tenant: the
+// membership row (Role "" when there is none) and the settings that widen
+// what it may see.
+type Gate struct {
+	UserID            int64
+	Role              string
+	Disabled          bool
+	MembersSeeBilling bool
+}
+
+// Admit decides whether g lets its user into t: no membership and a
+// disabled one answer ErrNotFound alike, as an unknown tenant does. Enter
+// and the session lookup that reads the gate with the session
+// (signin.SessionMember) both decide here.
+func Admit(t Tenant, g Gate) (*Tenant, *Membership, error) {
+	if g.Role == "" || g.Disabled {
+		return nil, nil, ErrNotFound
+	}
+	return &t, &Membership{TenantID: t.ID, UserID: g.UserID, Role: g.Role, MembersSeeBilling: g.MembersSeeBilling}, nil
+}
+
 // Membership returns userID's membership in tenantID, or ErrNotFound.
 func (s *Service) Membership(ctx context.Context, tenantID, userID int64) (*Membership, error) {
 	var m *Membership
