@@ -202,7 +202,14 @@ func Enum(ctx context.Context, group, value string) string {
 func Has(key string) bool { _, ok := en[key]; return ok }
 
 // Number formats n the language's way.
-func Number(ctx context.Context, n int64) string { return In(Lang(ctx), "%d", n) }
+func Number(ctx context.Context, n int64) string {
+	if n > -1000 && n < 1000 {
+		// No digit to group: the Printer would write what strconv does,
+		// at many times the cost (the owner's home prints over a hundred).
+		return strconv.FormatInt(n, 10)
+	}
+	return In(Lang(ctx), "%d", n)
+}
 
 // Decimal formats v the language's way (1.234,5 / 1,234.5) with at most
 // four significant digits: a measured value, not an exact figure.

@@ -1,6 +1,7 @@
 package i18n
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +54,23 @@ func TestDatesName(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
+	}
+}
+
+// TestNumberWithoutGroupsAsThePrinter: a number too small to group is
+// written as the Printer writes it, in both languages; larger ones keep
+// each language's grouping.
+func TestNumberWithoutGroupsAsThePrinter(t *testing.T) {
+	t.Parallel()
+	for _, lang := range []string{EN, ID} {
+		ctx := WithLang(context.Background(), lang)
+		for _, n := range []int64{-1000, -999, -1, 0, 7, 999, 1000, 1234567} {
+			if got, want := Number(ctx, n), printers[lang].Sprintf("%d", n); got != want {
+				t.Fatalf("%s %d: %q, the Printer gives %q", lang, n, got, want)
+			}
+		}
+	}
+	if got := Number(WithLang(context.Background(), ID), 1234); got != "1.234" {
+		t.Fatalf("Indonesian 1234 = %q, want 1.234", got)
 	}
 }
