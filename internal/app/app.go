@@ -141,11 +141,10 @@ func (e *Env) Close() {
 }
 
 // serveGCPercent is the garbage collector's target when GOGC is unset:
-// a page allocates a few hundred kilobytes that die with it, over a live
-// heap of tens of megabytes, so at Go's default (100) collection took
-// about a seventh of the web process's CPU under load. Four times the
-// headroom costs that much more memory at most (GOGC set in the
-// environment wins).
+// pages allocate much that dies with the request over a small live heap,
+// so at Go's default (100) collection took about a seventh of the web
+// process's CPU on the trail under load. The heap may grow to five times
+// the live heap instead of twice (GOGC set in the environment wins).
 const serveGCPercent = 400
 
 // Serve runs the dashboard (unless workers-only) and the worker pool until
