@@ -84,3 +84,73 @@ func (q *Queries) SessionFind(ctx context.Context, token string) (SessionFindRow
 	)
 	return i, err
 }
+
+const sessionFindWithMember = `-- name: SessionFindWithMember :one
+SELECT s.data, s.expiry, u.id AS user_id, u.email AS user_email, u.name AS user_name,
+       u.staff_role AS user_staff_role, u.locale AS user_locale, u.time_zone AS user_time_zone,
+       u.active AS user_active,
+       t.id AS tenant_id, t.slug AS tenant_slug, t.name AS tenant_name, t.time_zone AS tenant_time_zone,
+       m.role AS member_role, (m.disabled_at IS NOT NULL)::boolean AS member_disabled,
+       ts.members_see_billing AS members_see_billing
+  FROM sessions s
+  LEFT JOIN user_sessions us ON us.token = s.token
+  LEFT JOIN users u ON u.id = us.user_id
+  LEFT JOIN tenants t ON t.slug = $1 AND NOT t.is_system
+  LEFT JOIN memberships m ON m.tenant_id = t.id AND m.user_id = u.id
+  LEFT JOIN tenant_settings ts ON ts.tenant_id = t.id
+ WHERE s.token = $2 AND current_timestamp < s.expiry
+`
+
+type SessionFindWithMemberParams struct {
+	Slug  string
+	Token string
+}
+
+type SessionFindWithMemberRow struct {
+	Data              []byte
+	Expiry            time.Time
+	UserID            *int64
+	UserEmail         *string
+	UserName          *string
+	UserStaffRole     *string
+	UserLocale        *string
+	UserTimeZone      *string
+	UserActive        *bool
+	TenantID          *int64
+	TenantSlug        *string
+	TenantName        *string
+	TenantTimeZone    *string
+	MemberRole        *string
+	MemberDisabled    bool
+	MembersSeeBilling *bool
+}
+
+// SessionFind for a tenant page: with the session and its user, the
+// tenant named by the slug and that user's membership in it (the gate
+// TenantMemberBySlug is, same conditions), so a tenant page's session,
+// viewer and membership cost one round trip. Null tenant columns: no such
+// tenant, or the system tenant; null role: no membership. It reads across
+// tenants, so it runs on the system pool.
+func (q *Queries) SessionFindWithMember(ctx context.Context, arg SessionFindWithMemberParams) (SessionFindWithMemberRow, error) {
+	row := q.db.QueryRow(ctx, sessionFindWithMember, arg.Slug, arg.Token)
+	var i SessionFindWithMemberRow
+	err := row.Scan(
+		&i.Data,
+		&i.Expiry,
+		&i.UserID,
+		&i.UserEmail,
+		&i.UserName,
+		&i.UserStaffRole,
+		&i.UserLocale,
+		&i.UserTimeZone,
+		&i.UserActive,
+		&i.TenantID,
+		&i.TenantSlug,
+		&i.TenantName,
+		&i.TenantTimeZone,
+		&i.MemberRole,
+		&i.MemberDisabled,
+		&i.MembersSeeBilling,
+	)
+	return i, err
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/ptr"
 	"github.com/jejakhq/jejak/internal/queries"
+	"github.com/jejakhq/jejak/internal/tenant"
 	"github.com/jejakhq/jejak/internal/user"
 )
 
@@ -69,14 +70,42 @@ func (s *store) sessionFind(ctx context.Context, token string) (data []byte, exp
 	if err != nil {
 		return nil, time.Time{}, nil, false, fmt.Errorf("find session: %w", err)
 	}
-	if r.UserID != nil {
-		// Without the password hash: enough to show and authorize a
-		// request, never to check a password.
-		u = &user.User{ID: *r.UserID, Email: ptr.Value(r.UserEmail), Name: ptr.Value(r.UserName),
-			StaffRole: ptr.Value(r.UserStaffRole), Locale: ptr.Value(r.UserLocale), TimeZone: ptr.Value(r.UserTimeZone),
-			Active: r.UserActive != nil && *r.UserActive}
-	}
+	u = sessionUser(r.UserID, r.UserEmail, r.UserName, r.UserStaffRole, r.UserLocale, r.UserTimeZone, r.UserActive)
 	return r.Data, r.Expiry, u, true, nil
+}
+
+// sessionUser is the user a session lookup joined (nil for none), without
+// the password hash: enough to show and authorize a request, never to
+// check a password.
+func sessionUser(id *int64, email, name, staffRole, locale, zone *string, active *bool) *user.User {
+	if id == nil {
+		return nil
+	}
+	return &user.User{ID: *id, Email: ptr.Value(email), Name: ptr.Value(name), StaffRole: ptr.Value(staffRole),
+		Locale: ptr.Value(locale), TimeZone: ptr.Value(zone), Active: active != nil && *active}
+}
+
+// sessionFindWithMember is sessionFind with the gate of the tenant named
+// slug for the session's user (nil without a user).
+func (s *store) sessionFindWithMember(ctx context.Context, token, slug string) (data []byte, expiry time.Time, u *user.User, gate *sessionGate, ok bool, err error) {
+	r, err := s.q.SessionFindWithMember(ctx, queries.SessionFindWithMemberParams{Token: token, Slug: slug})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, time.Time{}, nil, nil, false, nil
+	}
+	if err != nil {
+		return nil, time.Time{}, nil, nil, false, fmt.Errorf("find session: %w", err)
+	}
+	u = sessionUser(r.UserID, r.UserEmail, r.UserName, r.UserStaffRole, r.UserLocale, r.UserTimeZone, r.UserActive)
+	if u == nil {
+		return r.Data, r.Expiry, nil, nil, true, nil
+	}
+	gate = &sessionGate{g: tenant.Gate{UserID: u.ID, Role: ptr.Value(r.MemberRole), Disabled: r.MemberDisabled,
+		MembersSeeBilling: ptr.Value(r.MembersSeeBilling)}}
+	if r.TenantID != nil {
+		gate.tenant = &tenant.Tenant{ID: *r.TenantID, Slug: ptr.Value(r.TenantSlug), Name: ptr.Value(r.TenantName),
+			TimeZone: ptr.Value(r.TenantTimeZone)}
+	}
+	return r.Data, r.Expiry, u, gate, true, nil
 }
 
 func (s *store) sessionCommit(ctx context.Context, token string, b []byte, expiry time.Time) error {

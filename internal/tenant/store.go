@@ -30,12 +30,8 @@ func (s store) memberBySlug(ctx context.Context, slug string, userID int64) (*Te
 	if err != nil {
 		return nil, nil, mapErr(err, "get tenant membership by slug")
 	}
-	if r.DisabledAt != nil {
-		// A disabled membership admits nobody; it answers like no membership.
-		return nil, nil, ErrNotFound
-	}
-	t := tenantFromRow(r.Tenant)
-	return t, &Membership{TenantID: t.ID, UserID: userID, Role: r.Role, MembersSeeBilling: r.MembersSeeBilling}, nil
+	return Admit(*tenantFromRow(r.Tenant), Gate{UserID: userID, Role: r.Role, Disabled: r.DisabledAt != nil,
+		MembersSeeBilling: r.MembersSeeBilling})
 }
 
 func (s store) membership(ctx context.Context, tenantID, userID int64) (*Membership, error) {

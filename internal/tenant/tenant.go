@@ -24,6 +24,7 @@ import (
 	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/plaintext"
+	"github.com/jejakhq/jejak/internal/tz"
 )
 
 // Membership roles within a tenant.
@@ -53,10 +54,10 @@ type Tenant struct {
 
 // Location returns the tenant's time zone, Asia/Jakarta when unknown.
 func (t *Tenant) Location() *time.Location {
-	if loc, err := time.LoadLocation(t.TimeZone); err == nil {
+	if loc, err := tz.Load(t.TimeZone); err == nil {
 		return loc
 	}
-	loc, _ := time.LoadLocation("Asia/Jakarta")
+	loc, _ := tz.Load("Asia/Jakarta")
 	return loc
 }
 
@@ -166,6 +167,27 @@ func (s *Service) BySlug(ctx context.Context, slug string) (*Tenant, error) {
 // security, which checks the same membership again.
 func (s *Service) Enter(ctx context.Context, slug string, userID int64) (*Tenant, *Membership, error) {
 	return newStore(s.system).memberBySlug(ctx, slug, userID)
+}
+
+// Gate is what a tenant page's gate read about a user in a tenant: the
+// membership row (Role "" when there is none) and the settings that widen
+// what it may see.
+type Gate struct {
+	UserID            int64
+	Role              string
+	Disabled          bool
+	MembersSeeBilling bool
+}
+
+// Admit decides whether g lets its user into t: no membership and a
+// disabled one answer ErrNotFound alike, as an unknown tenant does. Enter
+// and the session lookup that reads the gate with the session
+// (signin.SessionMember) both decide here.
+func Admit(t Tenant, g Gate) (*Tenant, *Membership, error) {
+	if g.Role == "" || g.Disabled {
+		return nil, nil, ErrNotFound
+	}
+	return &t, &Membership{TenantID: t.ID, UserID: g.UserID, Role: g.Role, MembersSeeBilling: g.MembersSeeBilling}, nil
 }
 
 // Membership returns userID's membership in tenantID, or ErrNotFound.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/tz"
 )
 
 // ErrInvalidTimeZone: the zone is not an IANA time zone name.
@@ -23,7 +24,7 @@ func TimeZone(name string) *time.Location {
 	if name == "" {
 		return time.UTC
 	}
-	loc, err := time.LoadLocation(name)
+	loc, err := tz.Load(name)
 	if err != nil {
 		return time.UTC
 	}

@@ -237,8 +237,11 @@ func can(c echo.Context, p staff.Permission) bool {
 // reveals whether a tenant exists.
 func (s *Server) requireMember(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ctx := c.Request().Context()
-		t, m, err := s.Tenants.Enter(ctx, c.Param("slug"), viewer(c).UserID)
+		ctx, slug, uid := c.Request().Context(), c.Param("slug"), viewer(c).UserID
+		t, m, read, err := signin.SessionMember(ctx, slug, uid)
+		if !read {
+			t, m, err = s.Tenants.Enter(ctx, slug, uid)
+		}
 		if err != nil {
 			return err
 		}

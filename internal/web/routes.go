@@ -27,7 +27,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheForever(http.FileServerFS(filesOnly{static.FS})))))
 
 	// Everything below has a session and CSRF protection on every POST.
-	session := []echo.MiddlewareFunc{echo.WrapMiddleware(s.loadAndSave), s.csrf, s.loadViewer, s.locale}
+	session := []echo.MiddlewareFunc{s.loadAndSave, s.csrf, s.loadViewer, s.locale}
 	app := e.Group("", session...)
 	app.GET("/login", s.loginForm)
 	app.POST("/locale", s.localeSet)

@@ -190,10 +190,15 @@ func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
 
 // loadAndSave is the session middleware, with room in the request for
 // what the store read, so a page that changes nothing does not write its
-// session back (signin.SessionStore.CommitCtx).
-func (s *Server) loadAndSave(next http.Handler) http.Handler {
-	h := s.sessions.LoadAndSave(next)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(signin.WithSessionMemo(r.Context())))
-	})
+// session back (signin.SessionStore.CommitCtx). On a tenant's page (the
+// route has a slug; echo has routed before a group's middleware runs) the
+// store reads the tenant gate with the session, which requireMember then
+// takes instead of a query of its own.
+func (s *Server) loadAndSave(next echo.HandlerFunc) echo.HandlerFunc {
+	load := echo.WrapMiddleware(s.sessions.LoadAndSave)(next)
+	return func(c echo.Context) error {
+		r := c.Request()
+		c.SetRequest(r.WithContext(signin.WithSessionMemo(r.Context(), c.Param("slug"))))
+		return load(c)
+	}
 }

@@ -81,7 +81,16 @@ func TestAuditTimelineQueryBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	srv := httptest.NewServer(web.New(app.NewDeps(pool, f.db.System, f.jobs, clock.Database{}, quietLog())))
+	// The system pool traced too: the tenant gate is read there.
+	sysLog := &sqlLog{}
+	scfg := f.db.System.Config()
+	scfg.ConnConfig.Tracer = sysLog
+	sys, err := pgxpool.NewWithConfig(context.Background(), scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sys.Close)
+	srv := httptest.NewServer(web.New(app.NewDeps(pool, sys, f.jobs, clock.Database{}, quietLog())))
 	t.Cleanup(srv.Close)
 	traced := &fixture{t: t, db: f.db, srv: srv, jobs: f.jobs}
 	c := traced.client()
@@ -116,8 +125,25 @@ func TestAuditTimelineQueryBudget(t *testing.T) {
 		}
 	}
 	log.take("")
+	sysLog.take("")
 	first := c.get("/t/" + melati + "/audit")
 	check("first page", first, 1, 0)
+	// Session, viewer, tenant and membership: one statement, not a
+	// session lookup and then the tenant gate.
+	var gate, sessions int
+	for _, s := range sysLog.take(`name: (TenantMemberBySlug|SessionFindWithMember)`) {
+		if strings.Contains(s, "TenantMemberBySlug") {
+			gate++
+		} else {
+			sessions++
+		}
+	}
+	if gate != 0 || sessions != 1 {
+		t.Fatalf("first page read the tenant gate %d times on its own and %d times with the session, want 0 and 1", gate, sessions)
+	}
+	if got := log.take(`FROM sessions`); len(got) != 0 {
+		t.Fatalf("first page read its session on the tenant pool as well: %q", got)
+	}
 	for _, name := range []string{"Budi Santoso", "Rina"} {
 		if !strings.Contains(first.body, name) {
 			t.Fatalf("first page does not name %s", name)

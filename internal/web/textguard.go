@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/binary"
 	"unicode/utf8"
 
 	"github.com/jejakhq/jejak/internal/plaintext"
@@ -46,9 +47,14 @@ var asciiHidden = func() (t [utf8.RuneSelf]bool) {
 // firstHidden is bytes.IndexFunc(b, hiddenRune) for a page that is almost
 // all ASCII: it decodes only the bytes outside ASCII (a rune-by-rune call
 // of hiddenRune over every byte of every page cost a tenth of the web
-// process's CPU on the trail).
+// process's CPU on the trail), and it passes over eight printable ASCII
+// bytes at a time (byte by byte, the scan was still a twentieth).
 func firstHidden(b []byte) int {
 	for i := 0; i < len(b); {
+		if i+8 <= len(b) && printableWord(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+			continue
+		}
 		if c := b[i]; c < utf8.RuneSelf {
 			if asciiHidden[c] {
 				return i
@@ -63,4 +69,16 @@ func firstHidden(b []byte) int {
 		i += size
 	}
 	return -1
+}
+
+// printableWord reports whether all eight bytes of w are printable ASCII
+// (0x20–0x7e), none hidden: no byte below 0x20, none with the high bit
+// (outside ASCII) and none equal to 0x7f (DEL). A word with a tab or a
+// newline is not, and is scanned byte by byte.
+func printableWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	below := (w - 0x20*ones) &^ w & highs // some byte < 0x20
+	del := w ^ 0x7f*ones
+	del = (del - ones) &^ del & highs // some byte == 0x7f
+	return (below | del | w&highs) == 0
 }
