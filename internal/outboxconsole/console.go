@@ -123,6 +123,30 @@ func (c *Console) Failed(ctx context.Context, tenantSlug string, limit int) ([]F
 	return out, nil
 }
 
+// Page is what the staff outbox page shows at once.
+type Page struct {
+	Status    *Status
+	Failed    []FailedMessage   // of the tenant asked for, or of all
+	Endpoints []FailingEndpoint // of every tenant
+}
+
+// Page reads the status, up to failed failed messages of tenantSlug ("" =
+// all tenants) and up to endpoints failing webhook endpoints.
+func (c *Console) Page(ctx context.Context, tenantSlug string, failed, endpoints int) (*Page, error) {
+	st, err := c.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &Page{Status: st}
+	if p.Failed, err = c.Failed(ctx, tenantSlug, failed); err != nil {
+		return nil, err
+	}
+	if p.Endpoints, err = c.FailingEndpoints(ctx, endpoints); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // Operator is who retries: a staff member at the dashboard, or an
 // operator at a shell (recorded as the system, with how it was done).
 type Operator struct {

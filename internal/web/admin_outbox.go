@@ -18,12 +18,9 @@ import (
 	"github.com/jejakhq/jejak/views/components"
 )
 
-func (s *Server) outboxLiveVM(c echo.Context) (admin.OutboxLiveVM, error) {
-	st, err := s.Outbox.Status(c.Request().Context())
-	if err != nil {
-		return admin.OutboxLiveVM{}, err
-	}
-	ctx := c.Request().Context()
+// outboxLiveVM is the outbox page's refreshing part: counts, lag and the
+// last hour's deliveries.
+func outboxLiveVM(ctx context.Context, st *outboxconsole.Status) admin.OutboxLiveVM {
 	capped := func(n int64) string {
 		if n >= outboxconsole.CountCap {
 			return i18n.Number(ctx, n) + "+"
@@ -38,30 +35,23 @@ func (s *Server) outboxLiveVM(c echo.Context) (admin.OutboxLiveVM, error) {
 	for _, m := range st.Minutes {
 		vm.Chart = append(vm.Chart, components.ChartMinute{Minute: m.At, Succeeded: m.Delivered, Failed: m.Failed})
 	}
-	return vm, nil
+	return vm
 }
 
 func (s *Server) outboxVM(c echo.Context, tenantSlug string) (admin.OutboxVM, error) {
-	live, err := s.outboxLiveVM(c)
+	ctx := c.Request().Context()
+	page, err := s.Outbox.Page(ctx, tenantSlug, 100, 50)
 	if err != nil {
 		return admin.OutboxVM{}, err
 	}
-	vm := admin.OutboxVM{Live: live, Tenant: tenantSlug, Flash: s.popFlash(c)}
-	failed, err := s.Outbox.Failed(c.Request().Context(), tenantSlug, 100)
-	if err != nil {
-		return vm, err
-	}
-	for _, f := range failed {
+	vm := admin.OutboxVM{Live: outboxLiveVM(ctx, page.Status), Tenant: tenantSlug, Flash: s.popFlash(c)}
+	for _, f := range page.Failed {
 		vm.Failed = append(vm.Failed, admin.OutboxFailedRow{ID: strconv.FormatInt(f.ID, 10), Tenant: f.TenantSlug, Type: f.Type,
-			Aggregate: f.AggregateType + ":" + f.AggregateID, Attempts: i18n.Number(c.Request().Context(), int64(f.Attempts)), LastError: f.LastError,
-			Created: components.When(c.Request().Context(), f.CreatedAt)})
+			Aggregate: f.AggregateType + ":" + f.AggregateID, Attempts: i18n.Number(ctx, int64(f.Attempts)), LastError: f.LastError,
+			Created: components.When(ctx, f.CreatedAt)})
 	}
-	eps, err := s.Outbox.FailingEndpoints(c.Request().Context(), 50)
-	if err != nil {
-		return vm, err
-	}
-	for _, e := range eps {
-		vm.Endpoints = append(vm.Endpoints, failingEndpointRow(c.Request().Context(), e))
+	for _, e := range page.Endpoints {
+		vm.Endpoints = append(vm.Endpoints, failingEndpointRow(ctx, e))
 	}
 	return vm, nil
 }
@@ -86,11 +76,11 @@ func failingEndpointRow(ctx context.Context, e outboxconsole.FailingEndpoint) ad
 // that htmx polls.
 func (s *Server) adminOutbox(c echo.Context) error {
 	if c.QueryParam("partial") == "live" {
-		vm, err := s.outboxLiveVM(c)
+		st, err := s.Outbox.Status(c.Request().Context())
 		if err != nil {
 			return err
 		}
-		return render(c, http.StatusOK, admin.OutboxLive(vm))
+		return render(c, http.StatusOK, admin.OutboxLive(outboxLiveVM(c.Request().Context(), st)))
 	}
 	vm, err := s.outboxVM(c, strings.TrimSpace(c.QueryParam("tenant")))
 	if err != nil {
