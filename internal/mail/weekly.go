@@ -16,6 +16,7 @@ import (
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/kinds/payload"
+	"github.com/jejakhq/jejak/internal/tz"
 )
 
 // WeeklyReportKind is the job kind that mails a tenant its weekly summary.
@@ -110,7 +111,7 @@ func (h *WeeklyReportHandler) Handle(ctx context.Context, j *job.Job) error {
 // recipients are addresses, not accounts with a chosen language, so the
 // mail carries both (Indonesian first, as the tenants are Indonesian).
 func renderWeekly(s weeklySummary) (subject, text string) {
-	loc, err := time.LoadLocation(s.TimeZone)
+	loc, err := tz.Load(s.TimeZone)
 	if err != nil {
 		loc = time.UTC
 	}

@@ -37,7 +37,7 @@ func validZone(name string) bool {
 	if name == "" || len(name) > 64 || name == "Local" {
 		return false
 	}
-	_, err := time.LoadLocation(name)
+	_, err := tz.Load(name)
 	return err == nil
 }
 
