@@ -1,13 +1,13 @@
 package web
 
 import (
-	"github.com/jejakhq/jejak/internal/keyset"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/internal/tenant"
 	viewtenant "github.com/jejakhq/jejak/views/tenant"
