@@ -190,6 +190,7 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 	}
 	for _, b := range benches {
 		for _, sys := range b.systems() {
+			began := time.Now()
 			res, err := b.Run(ctx, env, sys)
 			if err != nil {
 				t.Fatalf("%s system=%s: %v", b.ID(), sys, err)
@@ -198,7 +199,8 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 				t.Fatalf("%s system=%s: primary metric not positive: %+v", b.ID(), sys, res.Metrics)
 			}
 			checkSmoke(t, b, res)
-			t.Logf("%s", summaryLine(b.Name, b.Labels, sys, []Result{res}))
+			// The run's length, so the smoke run's slowest benchmarks show.
+			t.Logf("%s took=%.1fs", summaryLine(b.Name, b.Labels, sys, []Result{res}), time.Since(began).Seconds())
 		}
 	}
 }
