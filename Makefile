@@ -5,35 +5,29 @@ GO      ?= go
 SQLC    := $(GO) tool -modfile=tools/go.mod sqlc
 TEMPL   := $(GO) tool templ
 
-.PHONY: run test test-main test-bench check generate check-generated vet deps-postgres deps-chromium bench bench-quiet build chaos
+.PHONY: run test check generate check-generated vet deps-postgres deps-chromium bench bench-quiet build chaos
 
 ## run: dashboard + workers + demo data on the embedded PostgreSQL (or DATABASE_URL)
 run: deps-postgres build
 	./bin/web serve --demo
 
 ## test: every test, on a real PostgreSQL and a real headless Chromium
-## (JEJAK_SKIP_BROWSER is cleared: make test never leaves a browser test out).
-## The two modules' tests run side by side: the main module's last minutes
-## are its web package alone (one core, much of it waiting on browser polls),
-## which leaves room for the bench module's smoke run. Each target's output is
-## printed whole when it ends (--output-sync).
+## (JEJAK_SKIP_BROWSER is cleared: make test never leaves a browser test out)
 test: deps-postgres deps-chromium check-generated vet
-	@$(MAKE) --no-print-directory --output-sync=target -j2 test-main test-bench
+	JEJAK_SKIP_BROWSER= $(GO) test -race $(TESTFLAGS) -timeout 20m ./...
+	cd bench && $(GO) vet ./... && $(GO) test $(TESTFLAGS) -timeout 10m ./...
 
 # Flags of every go test run here. go vet ./... (a superset of the checks
 # go test runs first) has already run on every package and its tests.
 # -ldflags=-w: no DWARF in the test binaries (a third of each link; stack
-# traces come from the symbol table, which stays). -parallel 4: the tests
-# spend most of their time waiting (on PostgreSQL, whose DROP DATABASE at
-# the end of each test waits for a checkpoint, and on engine intervals),
-# not computing: two at a time left both cores idle.
-TESTFLAGS ?= -vet=off -ldflags=-w -parallel 4 -count=1
-
-test-main:
-	JEJAK_SKIP_BROWSER= $(GO) test -race $(TESTFLAGS) -timeout 20m ./...
-
-test-bench:
-	cd bench && $(GO) vet ./... && $(GO) test $(TESTFLAGS) -timeout 10m ./...
+# traces come from the symbol table, which stays). make test runs tests
+# and packages at go test's defaults: on two cores, four tests at a time
+# and the two modules side by side took it from about 6 to over 10
+# minutes on a quiet machine (the race detector and up to four Chromium
+# tabs at once). make check, without either, runs four tests at a time:
+# its tests mostly wait (on PostgreSQL's checkpoint at each DROP
+# DATABASE, on engine intervals).
+TESTFLAGS ?= -vet=off -ldflags=-w -count=1
 
 ## check: the inner loop: generated code, vet, and every test that needs no
 ## browser, without -race (browser tests: named TestBrowser*, and any test
@@ -41,7 +35,7 @@ test-bench:
 ## module is vetted and unit-tested, its smoke run of every benchmark
 ## (-short skips it: minutes of load) is left to make test
 check: deps-postgres check-generated vet
-	JEJAK_SKIP_BROWSER=1 $(GO) test $(TESTFLAGS) -timeout 10m -skip '^TestBrowser' ./...
+	JEJAK_SKIP_BROWSER=1 $(GO) test $(TESTFLAGS) -parallel 4 -timeout 10m -skip '^TestBrowser' ./...
 	cd bench && $(GO) vet ./... && $(GO) test $(TESTFLAGS) -short ./...
 
 ## generate: regenerate sqlc queries and templ components (committed)

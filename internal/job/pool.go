@@ -601,8 +601,13 @@ func (b *beatConn) close() {
 func (e *Engine) beat(ctx context.Context, r *runState, bc *beatConn) {
 	// A renewal that hangs (a network that drops packets rather than
 	// refusing them) must count as a failed one, or the local lease check
-	// below would never run.
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.HeartbeatInterval)
+	// below would never run. Its bound is a third of the lease, not one
+	// interval: a short interval (100 ms) bounded the reopening of the
+	// connection too, and on a loaded machine every beat then failed to
+	// connect in time, closed what it had and started over, until the
+	// lease ran out under a live worker. A third still leaves two more
+	// tries before the lease ends.
+	ctx, cancel := context.WithTimeout(ctx, max(e.cfg.HeartbeatInterval, e.cfg.LeaseDuration/3))
 	defer cancel()
 	began := time.Now() //nolint:forbidigo // local lease deadline, not domain time
 	var tokens []claimToken
