@@ -148,6 +148,8 @@ type httpServer struct {
 	// admin is a superuser connection to the server's database for the
 	// counters; its own backend is left out of PostgreSQL's CPU.
 	admin *pgx.Conn
+	// webOnly: the server runs no workers (-http-scale).
+	webOnly bool
 	// statements: pg_stat_statements answers in this database, so
 	// statements are counted; otherwise transactions are.
 	statements bool
@@ -248,8 +250,8 @@ func startHTTPServer(ctx context.Context, env *Env) (*httpServer, error) {
 	if s.statements {
 		counted = "statements (pg_stat_statements)"
 	}
-	fmt.Printf("# http: web serve --demo pid %d on %s, database %s, up in %s; counting %s\n",
-		cmd.Process.Pid, s.base, s.db, time.Since(started).Round(time.Millisecond), counted)
+	fmt.Printf("# http: web %s pid %d on %s, database %s, up in %s; counting %s\n",
+		strings.Join(args, " "), cmd.Process.Pid, s.base, s.db, time.Since(started).Round(time.Millisecond), counted)
 	return s, nil
 }
 
@@ -263,7 +265,7 @@ func httpDatabase(ctx context.Context, env *Env) (*httpServer, []string, error) 
 		if err != nil {
 			return nil, nil, err
 		}
-		return &httpServer{db: sc.name, sessions: map[string][]*httpSession{}}, []string{"serve"}, nil
+		return &httpServer{db: sc.name, webOnly: true, sessions: map[string][]*httpSession{}}, []string{"serve"}, nil
 	}
 	s := &httpServer{db: env.DBName("jejak_bench_http"), sessions: map[string][]*httpSession{}}
 	if err := env.FreshDatabase(ctx, s.db); err != nil {
@@ -301,6 +303,11 @@ func (s *httpServer) waitListening(ctx context.Context) (string, error) {
 // latency. It then analyzes the database, as autovacuum would after the
 // writes (this machine's server runs with autovacuum off).
 func (s *httpServer) settle(ctx context.Context) error {
+	if s.webOnly {
+		// No workers, hence no sealer: nothing in the background to wait
+		// for, and the scale database was analyzed when it was opened.
+		return nil
+	}
 	const quiet = 20
 	began := time.Now()
 	deadline := began.Add(2 * time.Minute)
