@@ -146,7 +146,7 @@ WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq IS NULL
 
 -- name: AuditSearchAdd :exec
 -- The name search's text of events being sealed (migration 00140) and the
--- postings of its words (00144), in the sealer's transaction.
+-- postings of its words (00143), in the sealer's transaction.
 WITH added AS (
     INSERT INTO audit_search (tenant_id, event_id, text)
     SELECT e.tenant_id, e.id, audit_search_text(e.detail) FROM audit_events e

@@ -322,7 +322,7 @@ type AuditSearchAddParams struct {
 }
 
 // The name search's text of events being sealed (migration 00140) and the
-// postings of its words (00144), in the sealer's transaction.
+// postings of its words (00143), in the sealer's transaction.
 func (q *Queries) AuditSearchAdd(ctx context.Context, arg AuditSearchAddParams) error {
 	_, err := q.db.Exec(ctx, auditSearchAdd, arg.TenantID, arg.EventIds)
 	return err
