@@ -46,16 +46,15 @@ CREATE POLICY tenant_isolation ON audit_words TO jejak_app
 CREATE POLICY system_access ON audit_words TO jejak_system USING (true) WITH CHECK (true);
 CREATE POLICY owner_search ON audit_words FOR SELECT TO jejak_owner USING (true);
 
--- audit_search_ids as before (migrations 00120, 00140, 00142), in stages,
--- each taken only while the page is not full:
---   1. a walk of the newest sealed events (jejak.search_window, 5,000),
---      which answers a phrase common in the tenant;
---   2. the postings of the rarest word of the term that a word posting
---      can stand for (jejak.search_word_cap, 500: a word with more
---      postings than that is not rare), which answers a rare name;
---   3. otherwise a longer walk (jejak.search_deep_window, 50,000) and
---      the trigram index below it, as before;
---   4. the events still waiting for the sealer, through its queue.
+-- audit_search_ids as before (migrations 00120, 00140, 00142), now:
+--   1. when a word of the term that a word posting can stand for is
+--      rare (at most jejak.search_word_cap postings below the cursor,
+--      500: counting stops there), that word's postings newest first,
+--      each checked against the whole term: a rare name, by key;
+--   2. otherwise a walk of the newest sealed events (jejak.search_window,
+--      50,000), which answers a phrase common in the tenant, and the
+--      trigram index below it when the page is not full;
+--   3. the events still waiting for the sealer, through its queue.
 -- A word of the term stands for a word of the text only when something
 -- other than a letter or digit precedes it in the term (else it may end
 -- a longer word): one followed by such a character too is a whole word,
@@ -69,13 +68,12 @@ RETURNS SETOF bigint
 LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 50 SET search_path = pg_catalog, public AS $$
 DECLARE
     tenant bigint := public.app_tenant_id();
-    win integer := coalesce(nullif(current_setting('jejak.search_window', true), '')::integer, 5000);
-    deep integer := coalesce(nullif(current_setting('jejak.search_deep_window', true), '')::integer, 50000);
+    win integer := coalesce(nullif(current_setting('jejak.search_window', true), '')::integer, 50000);
     cap integer := coalesce(nullif(current_setting('jejak.search_word_cap', true), '')::integer, 500);
     f text := '';
     hit text := 's.text LIKE $2';
-    floor_id bigint := p_before;
-    found bigint[] := '{}';
+    floor_id bigint;
+    found bigint[];
     more bigint[];
     walked integer;
     parts text[];
@@ -103,77 +101,71 @@ BEGIN
         hit := hit || ' AND EXISTS (SELECT 1 FROM public.audit_events e WHERE e.tenant_id = $1 AND e.id = s.event_id' || f || ')';
     END IF;
 
-    -- 1. The newest sealed events below p_before.
-    SELECT * INTO walked, floor_id, more FROM public.audit_search_walk(tenant, hit, p_pattern, floor_id, p_lim, win,
-        p_actions, p_action, p_entity, p_entity_id, p_actor_kind, p_actor_id, p_trace_id, p_job_id, p_from, p_to);
-    found := coalesce(more, '{}');
+    -- The rarest usable word, counted below the cursor. The term is the
+    -- pattern without its two '%'; its escaped wildcards are not letters,
+    -- so they only split words.
+    parts := regexp_split_to_array(substr(p_pattern, 2, length(p_pattern) - 2), '[^[:alnum:]]+');
+    n := cardinality(parts);
+    FOR i IN 2..n LOOP
+        CONTINUE WHEN parts[i] = '';
+        key := CASE WHEN i = n THEN parts[i] || '%' ELSE parts[i] END;
+        EXECUTE 'SELECT count(*)::integer FROM (SELECT 1 FROM public.audit_words w WHERE w.tenant_id = $1 AND w.word '
+             || CASE WHEN i = n THEN 'LIKE' ELSE '=' END || ' $2'
+             || CASE WHEN p_before IS NOT NULL THEN ' AND w.event_id < $3' ELSE '' END || ' LIMIT $4) c'
+            INTO cnt USING tenant, key, p_before, cap;
+        IF best IS NULL OR cnt < best_n THEN
+            best := key;
+            best_n := cnt;
+        END IF;
+    END LOOP;
 
-    IF walked >= win AND cardinality(found) < p_lim THEN
-        -- 2. The rarest usable word's postings below the window. The
-        -- term is the pattern without its two '%'; its escaped
-        -- wildcards are not letters, so they only split words.
-        parts := regexp_split_to_array(substr(p_pattern, 2, length(p_pattern) - 2), '[^[:alnum:]]+');
-        n := cardinality(parts);
-        FOR i IN 2..n LOOP
-            CONTINUE WHEN parts[i] = '';
-            key := CASE WHEN i = n THEN parts[i] || '%' ELSE parts[i] END;
-            EXECUTE 'SELECT count(*)::integer FROM (SELECT 1 FROM public.audit_words w WHERE w.tenant_id = $1 AND w.word '
-                 || CASE WHEN i = n THEN 'LIKE' ELSE '=' END || ' $2 AND w.event_id < $3 LIMIT $4) c'
-                INTO cnt USING tenant, key, floor_id, cap;
-            IF best IS NULL OR cnt < best_n THEN
-                best := key;
-                best_n := cnt;
-            END IF;
-        END LOOP;
-        IF best IS NOT NULL AND best_n < cap THEN
-            -- The postings newest first (a whole word's from its key; a
-            -- prefix's, several words, sorted, each event once), each
-            -- checked by primary key until the page is full. The check is
-            -- a lateral lookup kept apart (OFFSET 0) so the planner cannot
-            -- answer it with the trigram index, as it did for a join.
-            EXECUTE 'SELECT array_agg(event_id ORDER BY event_id DESC) FROM (SELECT c.event_id FROM (SELECT '
-                 || CASE WHEN right(best, 1) = '%' THEN 'DISTINCT ' ELSE '' END
-                 || 'w.event_id FROM public.audit_words w WHERE w.tenant_id = $1 AND w.word '
-                 || CASE WHEN right(best, 1) = '%' THEN 'LIKE' ELSE '=' END || ' $16'
-                 || ' AND w.event_id < $15 ORDER BY w.event_id DESC) c'
-                 || ' CROSS JOIN LATERAL (SELECT 1 FROM public.audit_search s WHERE s.tenant_id = $1 AND s.event_id = c.event_id AND '
-                 || hit || ' OFFSET 0) h ORDER BY c.event_id DESC LIMIT $14) x'
+    IF best IS NOT NULL AND best_n < cap THEN
+        -- 1. The postings newest first (a whole word's from its key; a
+        -- prefix's, several words, sorted, each event once), each
+        -- checked by primary key until the page is full. The check is a
+        -- lateral lookup kept apart (OFFSET 0) so the planner cannot
+        -- answer it with the trigram index, as it did for a join.
+        EXECUTE 'SELECT array_agg(event_id ORDER BY event_id DESC) FROM (SELECT c.event_id FROM (SELECT '
+             || CASE WHEN right(best, 1) = '%' THEN 'DISTINCT ' ELSE '' END
+             || 'w.event_id FROM public.audit_words w WHERE w.tenant_id = $1 AND w.word '
+             || CASE WHEN right(best, 1) = '%' THEN 'LIKE' ELSE '=' END || ' $15'
+             || CASE WHEN p_before IS NOT NULL THEN ' AND w.event_id < $3' ELSE '' END
+             || ' ORDER BY w.event_id DESC) c'
+             || ' CROSS JOIN LATERAL (SELECT 1 FROM public.audit_search s WHERE s.tenant_id = $1 AND s.event_id = c.event_id AND '
+             || hit || ' OFFSET 0) h ORDER BY c.event_id DESC LIMIT $14) x'
+            INTO found
+            USING tenant, p_pattern, p_before, p_actions, p_action, p_entity, p_entity_id, p_actor_kind,
+                  p_actor_id, p_trace_id, p_job_id, p_from, p_to, p_lim, best;
+    ELSE
+        -- 2. The newest sealed events below the cursor, then the trigram
+        -- index below them. The index's matches are sorted, not read in
+        -- key order (event_id + 0): LIKE's estimate for a short term
+        -- ("4242": 21,457 rows for 146) made the planner walk the key
+        -- backwards, filtering 982,248 rows. A term reaching the index
+        -- matches at most about one event in a thousand, so the sort is
+        -- small.
+        SELECT * INTO walked, floor_id, found FROM public.audit_search_walk(tenant, hit, p_pattern, p_before, p_lim, win,
+            p_actions, p_action, p_entity, p_entity_id, p_actor_kind, p_actor_id, p_trace_id, p_job_id, p_from, p_to);
+        found := coalesce(found, '{}');
+        IF walked >= win AND cardinality(found) < p_lim THEN
+            EXECUTE 'SELECT array_agg(event_id ORDER BY event_id DESC) FROM (SELECT s.event_id FROM public.audit_search s'
+                 || ' WHERE s.tenant_id = $1 AND ' || hit || ' AND s.event_id < $15'
+                 || ' ORDER BY s.event_id + 0 DESC LIMIT $14) x'
                 INTO more
                 USING tenant, p_pattern, p_before, p_actions, p_action, p_entity, p_entity_id, p_actor_kind,
-                      p_actor_id, p_trace_id, p_job_id, p_from, p_to, p_lim - cardinality(found), floor_id, best;
+                      p_actor_id, p_trace_id, p_job_id, p_from, p_to, p_lim - cardinality(found), floor_id;
             found := found || coalesce(more, '{}');
-        ELSE
-            -- 3. A longer walk, then the trigram index below it. Its
-            -- matches are sorted, not read in key order (event_id + 0):
-            -- LIKE's estimate for a short term ("4242": 21,457 of 146
-            -- rows) made the planner walk the key backwards, filtering
-            -- 982,248 rows. A term reaching here matches at most about
-            -- one event in a thousand below the walks, so the sort is
-            -- small.
-            SELECT * INTO walked, floor_id, more FROM public.audit_search_walk(tenant, hit, p_pattern, floor_id,
-                p_lim - cardinality(found), deep, p_actions, p_action, p_entity, p_entity_id, p_actor_kind, p_actor_id,
-                p_trace_id, p_job_id, p_from, p_to);
-            found := found || coalesce(more, '{}');
-            IF walked >= deep AND cardinality(found) < p_lim THEN
-                EXECUTE 'SELECT array_agg(event_id ORDER BY event_id DESC) FROM (SELECT s.event_id FROM public.audit_search s'
-                     || ' WHERE s.tenant_id = $1 AND ' || hit || ' AND s.event_id < $15'
-                     || ' ORDER BY s.event_id + 0 DESC LIMIT $14) x'
-                    INTO more
-                    USING tenant, p_pattern, p_before, p_actions, p_action, p_entity, p_entity_id, p_actor_kind,
-                          p_actor_id, p_trace_id, p_job_id, p_from, p_to, p_lim - cardinality(found), floor_id;
-                found := found || coalesce(more, '{}');
-            END IF;
         END IF;
     END IF;
 
-    -- 4. And the events still waiting for the sealer, through its queue.
+    -- 3. And the events still waiting for the sealer, through its queue.
     RETURN QUERY EXECUTE
         'SELECT id FROM (SELECT unnest($15) AS id'
      || ' UNION ALL SELECT e.id FROM public.audit_unsealed u JOIN public.audit_events e ON e.tenant_id = u.tenant_id AND e.id = u.event_id'
      || ' WHERE u.tenant_id = $1 AND public.audit_search_text(e.detail) LIKE $2'
      || CASE WHEN p_before IS NOT NULL THEN ' AND e.id < $3' ELSE '' END || f || ') x ORDER BY 1 DESC LIMIT $14'
         USING tenant, p_pattern, p_before, p_actions, p_action, p_entity, p_entity_id, p_actor_kind,
-              p_actor_id, p_trace_id, p_job_id, p_from, p_to, p_lim, found;
+              p_actor_id, p_trace_id, p_job_id, p_from, p_to, p_lim, coalesce(found, '{}');
 END
 $$;
 -- +goose StatementEnd

@@ -247,13 +247,13 @@ func TestEntityHistoryByName(t *testing.T) {
 	}
 }
 
-// TestNameSearchBelowTheWindow: the search walks a window of the newest
-// sealed events, then takes the postings of the term's rarest usable word,
-// or (no usable word, or none rare) a longer walk and the trigram index
-// below it. With each window, the longer walk and the rareness cap set to
-// one or two events (jejak.search_window, jejak.search_deep_window,
-// jejak.search_word_cap), every term, page size, cursor and another filter
-// give what one window covering the whole trail gives, newest first.
+// TestNameSearchBelowTheWindow: the search takes the postings of the
+// term's rarest usable word when it is rare, or else walks a window of the
+// newest sealed events and takes the trigram index below it. With the
+// window and the rareness cap set to one or two events or to the whole
+// trail (jejak.search_window, jejak.search_word_cap), every term, page
+// size, cursor and another filter give what one walk of the whole trail
+// gives, newest first.
 func TestNameSearchBelowTheWindow(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -265,13 +265,13 @@ func TestNameSearchBelowTheWindow(t *testing.T) {
 	}
 	f.seal(t)
 	ctx := context.Background()
-	type settings struct{ window, deep, wordCap string }
+	type settings struct{ window, wordCap string }
 	ids := func(s settings, pattern string, before any, lim int, action any) []int64 {
 		t.Helper()
 		var out []int64
 		err := database.InTenantUserTx(ctx, f.db.App, tn, owner, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SELECT set_config('jejak.search_window', $1, true), set_config('jejak.search_deep_window', $2, true),
-				set_config('jejak.search_word_cap', $3, true)`, s.window, s.deep, s.wordCap); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT set_config('jejak.search_window', $1, true), set_config('jejak.search_word_cap', $2, true)`,
+				s.window, s.wordCap); err != nil {
 				return err
 			}
 			rows, err := tx.Query(ctx, `SELECT * FROM audit_search_ids($1, $2, $3, NULL, $4, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
@@ -287,7 +287,7 @@ func TestNameSearchBelowTheWindow(t *testing.T) {
 		}
 		return out
 	}
-	whole := settings{"100000", "100000", "100000"}
+	whole := settings{"100000", "1"}
 	newestFirst := func(a, b int64) int { return cmp.Compare(b, a) }
 	// Terms whose usable words are whole words, prefixes, several words
 	// sharing a prefix in one event, none at all (one word; a word cut
@@ -299,7 +299,7 @@ func TestNameSearchBelowTheWindow(t *testing.T) {
 		if len(all) != n || !slices.IsSortedFunc(all, newestFirst) {
 			t.Fatalf("%s with a whole-trail window = %v, want %d ids newest first", pattern, all, n)
 		}
-		for _, s := range []settings{{"1", "1", "1"}, {"1", "2", "100000"}, {"2", "1", "1"}, {"1", "100000", "1"}} {
+		for _, s := range []settings{{"1", "1"}, {"2", "1"}, {"1", "100000"}, {"2", "100000"}} {
 			for lim := 1; lim <= 5; lim++ {
 				if got := ids(s, pattern, nil, lim, nil); !slices.Equal(got, all[:min(lim, len(all))]) {
 					t.Errorf("%s %+v, limit %d: %v, want %v", pattern, s, lim, got, all[:min(lim, len(all))])
