@@ -144,8 +144,13 @@ BEGIN
         -- backwards, filtering 982,248 rows. A term reaching the index
         -- matches at most about one event in a thousand, so the sort is
         -- small.
-        SELECT * INTO walked, floor_id, found FROM public.audit_search_walk(tenant, hit, p_pattern, p_before, p_lim, win,
-            p_actions, p_action, p_entity, p_entity_id, p_actor_kind, p_actor_id, p_trace_id, p_job_id, p_from, p_to);
+        EXECUTE 'SELECT count(*)::integer, min(w.event_id), (array_agg(w.event_id ORDER BY w.event_id DESC) FILTER (WHERE w.hit))[1:$14]'
+             || ' FROM (SELECT s.event_id, (' || hit || ') AS hit FROM public.audit_search s WHERE s.tenant_id = $1'
+             || CASE WHEN p_before IS NOT NULL THEN ' AND s.event_id < $3' ELSE '' END
+             || ' ORDER BY s.event_id DESC LIMIT $15) w'
+            INTO walked, floor_id, found
+            USING tenant, p_pattern, p_before, p_actions, p_action, p_entity, p_entity_id, p_actor_kind,
+                  p_actor_id, p_trace_id, p_job_id, p_from, p_to, p_lim, win;
         found := coalesce(found, '{}');
         IF walked >= win AND cardinality(found) < p_lim THEN
             EXECUTE 'SELECT array_agg(event_id ORDER BY event_id DESC) FROM (SELECT s.event_id FROM public.audit_search s'
@@ -169,29 +174,3 @@ BEGIN
 END
 $$;
 -- +goose StatementEnd
-
--- audit_search_walk walks the tenant's newest sealed events below
--- p_below (all when NULL), at most p_win of them, and returns how many it
--- walked, the lowest id walked (p_below when none) and the ids of the
--- first p_lim that match (p_hit, built by audit_search_ids), newest
--- first. Called only by audit_search_ids, as the table's owner.
--- +goose StatementBegin
-CREATE FUNCTION audit_search_walk(p_tenant bigint, p_hit text, p_pattern text, p_below bigint, p_lim integer, p_win integer,
-    p_actions text[], p_action text, p_entity text, p_entity_id text, p_actor_kind text, p_actor_id bigint,
-    p_trace_id text, p_job_id bigint, p_from timestamptz, p_to timestamptz,
-    OUT walked integer, OUT floor_id bigint, OUT matched bigint[])
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, public AS $$
-BEGIN
-    EXECUTE 'SELECT count(*)::integer, min(w.event_id), (array_agg(w.event_id ORDER BY w.event_id DESC) FILTER (WHERE w.hit))[1:$14]'
-         || ' FROM (SELECT s.event_id, (' || p_hit || ') AS hit FROM public.audit_search s WHERE s.tenant_id = $1'
-         || CASE WHEN p_below IS NOT NULL THEN ' AND s.event_id < $3' ELSE '' END
-         || ' ORDER BY s.event_id DESC LIMIT $15) w'
-        INTO walked, floor_id, matched
-        USING p_tenant, p_pattern, p_below, p_actions, p_action, p_entity, p_entity_id, p_actor_kind,
-              p_actor_id, p_trace_id, p_job_id, p_from, p_to, p_lim, p_win;
-    floor_id := coalesce(floor_id, p_below);
-END
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION audit_search_walk(bigint, text, text, bigint, integer, integer, text[], text, text, text, text, bigint,
-    text, bigint, timestamptz, timestamptz) FROM PUBLIC;
