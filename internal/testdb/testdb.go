@@ -5,7 +5,8 @@
 // JEJAK_TEST_DATABASE_URL when set, else the machine's PostgreSQL on
 // 127.0.0.1:5432 when it answers, else an embedded cluster in the system's
 // temporary folder, started on first use and shared by all test binaries.
-// A failing test's database is kept and its URL logged.
+// A failing test's database is kept and its URL logged; a passing test's is
+// dropped in the background (trash.go).
 package testdb
 
 import (
@@ -60,7 +61,12 @@ func New(t testing.TB) *DB {
 func NewAt(t testing.TB, version int64) *DB {
 	t.Helper()
 	base := server(t)
-	conf := pgtestdb.Custom(t, base, migrator{version: version})
+	conf := pgtestdb.Custom(&ownCleanup{TB: t}, base, migrator{version: version})
+	t.Cleanup(func() {
+		if !t.Failed() {
+			discard(t, base, conf.Database)
+		}
+	})
 	ctx := context.Background()
 	app, err := database.Open(ctx, conf.URL(), 16)
 	if err != nil {

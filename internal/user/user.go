@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/alexedwards/argon2id"
@@ -47,10 +48,23 @@ type User struct {
 // IsStaff reports whether the user is support or admin staff.
 func (u *User) IsStaff() bool { return u.StaffRole == StaffSupport || u.StaffRole == StaffAdmin }
 
-// HashPassword hashes a password with argon2id (RFC 9106's second
-// recommended parameters scaled down for an interactive login).
+// hashParams are argon2id's costs: RFC 9106's second recommended
+// parameters scaled down for an interactive login (64 MiB, one pass). A
+// test binary hashes with the smallest memory instead: the same algorithm,
+// encoding and comparison, but each demo user seeded or signed in costs
+// about a millisecond of CPU instead of a hundred, which the suite's
+// hundreds of seeded fixtures spent mostly in argon2. Only a test binary
+// reports testing.Testing(); the served binary always hashes at full cost.
+var hashParams = func() *argon2id.Params {
+	if testing.Testing() {
+		return &argon2id.Params{Memory: 1024, Iterations: 1, Parallelism: 1, SaltLength: 16, KeyLength: 32}
+	}
+	return argon2id.DefaultParams
+}()
+
+// HashPassword hashes a password with argon2id at hashParams.
 func HashPassword(password string) (string, error) {
-	h, err := argon2id.CreateHash(password, argon2id.DefaultParams)
+	h, err := argon2id.CreateHash(password, hashParams)
 	if err != nil {
 		return "", fmt.Errorf("hash password: %w", err)
 	}
