@@ -14,6 +14,7 @@ import (
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/testdb"
 )
 
 // trailStory writes a small tenant story and returns the tenant, the
@@ -259,7 +260,7 @@ func TestNameSearchBelowTheWindow(t *testing.T) {
 	f := newFixture(t)
 	tn, owner, _ := trailStory(t, f)
 	for id, name := range map[string]string{"77": "Katalog Kemarau", "78": "Senja Senjakala", "79": "katalog musim semi",
-		"80": "Promo Katalog Musim 4242", "81": "promo katalog musim 42"} {
+		"80": "Promo Katalog Musim 4242", "81": "promo katalog musim 42", "82": "Katalog-Musim Kering 420"} {
 		f.record(t, audit.Event{TenantID: tn, ActorKind: audit.ActorSystem, Action: "project.create", Entity: "project",
 			EntityID: id, Detail: []byte(`{"name":"` + name + `"}`)})
 	}
@@ -291,9 +292,13 @@ func TestNameSearchBelowTheWindow(t *testing.T) {
 	newestFirst := func(a, b int64) int { return cmp.Compare(b, a) }
 	// Terms whose usable words are whole words, prefixes, several words
 	// sharing a prefix in one event, none at all (one word; a word cut
-	// on its left), and a word no event has.
-	terms := map[string]int{`%katalog%`: 7, `%katalog musim%`: 6, `%atalog musim 42%`: 2, `%musim hujan%`: 3,
-		`%katalog mus%`: 6, `% senja%`: 1, `%senja senja%`: 1, `%x senja%`: 0, `%talog kemarau%`: 1, `%musim 4242%`: 1}
+	// on its left), and a word no event has; pairs of words, whole and
+	// prefix, across another separator than the term's, and a pair
+	// whose words are in the trail but never adjacent.
+	terms := map[string]int{`%katalog%`: 8, `%katalog musim%`: 6, `%atalog musim 42%`: 2, `%musim hujan%`: 3,
+		`%katalog mus%`: 6, `% senja%`: 1, `%senja senja%`: 1, `%x senja%`: 0, `%talog kemarau%`: 1, `%musim 4242%`: 1,
+		`% katalog musim %`: 2, `%o katalog mu%`: 2, `%"katalog-musim k%`: 1, `%g musim kering%`: 0, `%m kering 42%`: 1,
+		`% musim 42%`: 2, `%"katalog kemarau%`: 1, `% kemarau senja%`: 0}
 	for pattern, n := range terms {
 		all := ids(whole, pattern, nil, 50, nil)
 		if len(all) != n || !slices.IsSortedFunc(all, newestFirst) {
@@ -318,5 +323,48 @@ func TestNameSearchBelowTheWindow(t *testing.T) {
 	}
 	if got := ids(whole, `%katalog musim%`, nil, 50, "project.delete"); len(got) != 1 {
 		t.Errorf("katalog musim with the deletion filter: %v, want the one deletion", got)
+	}
+}
+
+// TestSearchPairsOfEventsSealedBefore: events sealed while the search's
+// keys were single words (migration 143) get their word pairs from the
+// migration that brought pairs, so a search by a pair finds them.
+func TestSearchPairsOfEventsSealedBefore(t *testing.T) {
+	t.Parallel()
+	db := testdb.NewAt(t, 143)
+	ctx := context.Background()
+	var tn int64
+	if err := db.Admin.QueryRow(ctx, "INSERT INTO tenants (slug, name) VALUES ('melati', 'Melati') RETURNING id").Scan(&tn); err != nil {
+		t.Fatal(err)
+	}
+	rec := audit.NewRecorder(nil)
+	if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
+		for _, name := range []string{"Katalog Musim 42", "Promo Natal 4200"} {
+			if _, err := rec.Record(ctx, tx, audit.Event{TenantID: tn, ActorKind: audit.ActorSystem, Action: "project.create",
+				Entity: "project", EntityID: "1", Detail: json.RawMessage(`{"name":"` + name + `"}`)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := audit.GenerateLogSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.NewSealer(db.System, audit.SealerOptions{Signer: signer}).Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := database.Migrate(ctx, db.URL); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Admin.Query(ctx, "SELECT word FROM audit_words WHERE tenant_id = $1 AND word LIKE '% %' ORDER BY word", tn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if want := []string{"katalog musim", "musim 42", "natal 4200", "promo natal"}; err != nil || !slices.Equal(pairs, want) {
+		t.Fatalf("pairs after the migration = %q, %v; want %q", pairs, err, want)
 	}
 }
