@@ -244,8 +244,7 @@ func stopEngine(engine *job.Engine, log *slog.Logger) {
 }
 
 // serveDeps wires the dashboard of a serving replica: NewDeps plus the
-// payments, schedules, the audit sealer (started when this replica has
-// workers), the mailer and the metrics.
+// payments, schedules, the audit sealer, the mailer and the metrics.
 func serveDeps(ctx context.Context, cfg Config, env *Env, engine *job.Engine, ext *extras, clk clock.Clock, log *slog.Logger, reg *metrics.Registry) (web.Deps, error) {
 	deps := NewDeps(env.App, env.System, engine, clk, log)
 	deps.Webhooks = webhook.NewService(env.App, clk, webhookJobs(engine)).LimitEndpoints(cfg.WebhookMaxEndpoints).
@@ -258,11 +257,11 @@ func serveDeps(ctx context.Context, cfg Config, env *Env, engine *job.Engine, ex
 		return deps, err
 	}
 	deps.Audit.UseVerifierKey(sealer.VerifierKey())
-	if cfg.Workers > 0 {
-		// Every replica with workers seals; a tenant's tree row lock
-		// (SKIP LOCKED) keeps one sealer per tenant at a time.
-		go sealer.Run(ctx, sealPoll)
-	}
+	// Every serving replica seals, with workers or not (a deployment of
+	// web replicas alone records sign-ins and owner actions too); a
+	// tenant's tree row lock (SKIP LOCKED) keeps one sealer per tenant at
+	// a time.
+	go sealer.Run(ctx, sealPoll)
 	deps.TrustedProxies = cfg.TrustedProxies
 	// Invitations go out through the same mailer as the weekly reports.
 	mailer, err := newMailer(cfg, env)

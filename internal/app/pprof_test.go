@@ -72,6 +72,25 @@ func TestServePprof(t *testing.T) {
 	pprofAddr, webAddr := freeAddr(t), freeAddr(t)
 	env := map[string]string{"DATABASE_URL": db.URL, "JEJAK_PPROF_ADDR": pprofAddr, "JEJAK_ADDR": webAddr,
 		"JEJAK_WORKERS": "0", "JEJAK_DB_CONNS": "4", "JEJAK_DATA_DIR": t.TempDir()}
+	serveUntilCleanup(t, env)
+	code, body := httpStatus("http://" + pprofAddr + "/debug/pprof/")
+	if code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Fatalf("pprof index: %d %.200s", code, body)
+	}
+	code, body = httpStatus("http://" + pprofAddr + "/debug/pprof/goroutine?debug=1")
+	if code != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+		t.Fatalf("goroutine profile: %d %.200s", code, body)
+	}
+	// The dashboard sends a stranger to sign in; it never profiles.
+	if code, body := httpStatus("http://" + webAddr + "/debug/pprof/goroutine?debug=1"); strings.Contains(body, "goroutine profile") {
+		t.Fatalf("the dashboard serves profiles too: %d", code)
+	}
+}
+
+// serveUntilCleanup runs Serve with env until the test ends and returns
+// once its dashboard answers /healthz.
+func serveUntilCleanup(t *testing.T, env map[string]string) {
+	t.Helper()
 	cfg, err := FromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -81,26 +100,17 @@ func TestServePprof(t *testing.T) {
 	go func() {
 		served <- Serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-served; err != nil {
 			t.Errorf("serve: %v", err)
 		}
-	}()
-	status := func(url string) (int, string) {
-		resp, err := http.Get(url)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		code, body := status("http://" + webAddr + "/healthz")
+		code, body := httpStatus("http://" + cfg.Addr + "/healthz")
 		if code == http.StatusOK {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("dashboard not up: %d %s", code, body)
@@ -111,16 +121,14 @@ func TestServePprof(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	code, body := status("http://" + pprofAddr + "/debug/pprof/")
-	if code != http.StatusOK || !strings.Contains(body, "goroutine") {
-		t.Fatalf("pprof index: %d %.200s", code, body)
+}
+
+func httpStatus(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
 	}
-	code, body = status("http://" + pprofAddr + "/debug/pprof/goroutine?debug=1")
-	if code != http.StatusOK || !strings.Contains(body, "goroutine profile") {
-		t.Fatalf("goroutine profile: %d %.200s", code, body)
-	}
-	// The dashboard sends a stranger to sign in; it never profiles.
-	if code, body := status("http://" + webAddr + "/debug/pprof/goroutine?debug=1"); strings.Contains(body, "goroutine profile") {
-		t.Fatalf("the dashboard serves profiles too: %d", code)
-	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

@@ -1,0 +1,35 @@
+package app
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
+)
+
+// TestWebOnlyReplicaSeals: a replica serving the dashboard without
+// workers (JEJAK_WORKERS=0) still seals, so a deployment of web replicas
+// alone does not leave its sign-ins and owner actions unsealed.
+func TestWebOnlyReplicaSeals(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	var tenant int64
+	if err := db.Admin.QueryRow(ctx, "INSERT INTO tenants (slug, name) VALUES ('melati', 'Melati') RETURNING id").Scan(&tenant); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Admin.Exec(ctx, `INSERT INTO audit_events (tenant_id, actor_kind, action, entity, entity_id, detail, trace_id, occurred_at)
+		VALUES ($1, 'system', 'project.create', 'project', '1', '{"name": "Katalog Musim Hujan"}', 'trace', now())`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	serveUntilCleanup(t, map[string]string{"DATABASE_URL": db.URL, "JEJAK_ADDR": freeAddr(t),
+		"JEJAK_WORKERS": "0", "JEJAK_DB_CONNS": "4", "JEJAK_DATA_DIR": t.TempDir()})
+	testwait.For(t, "the web-only replica to seal the event", func() bool {
+		var size int64
+		if err := db.Admin.QueryRow(ctx, "SELECT coalesce((SELECT size FROM audit_trees WHERE tenant_id = $1), 0)", tenant).Scan(&size); err != nil {
+			t.Fatal(err)
+		}
+		return size == 1
+	})
+}
