@@ -172,8 +172,9 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 		// queue walks (10,267 buffers for 2 live rows, seen on this machine).
 		// The search's word postings too, which autovacuum visits for
 		// their inserts: until then the count of a word's postings reads
-		// the table beside the index (2,000 heap pages per probe).
-		if err := vacuum(ctx, env, name, "audit_unsealed", "audit_words"); err != nil {
+		// the table beside the index (2,000 heap pages per probe). And the
+		// search texts, whose nameless rows a migration deleted.
+		if err := vacuum(ctx, env, name, "audit_unsealed", "audit_words", "audit_search"); err != nil {
 			return nil, err
 		}
 	}

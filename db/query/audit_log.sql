@@ -146,11 +146,14 @@ WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq IS NULL
 
 -- name: AuditSearchAdd :exec
 -- The name search's text of events being sealed (migration 00140) and the
--- postings of its words (00143), in the sealer's transaction.
+-- postings of its words and pairs (00143, 00144), in the sealer's
+-- transaction; an event without a name has none (00145).
 WITH added AS (
     INSERT INTO audit_search (tenant_id, event_id, text)
-    SELECT e.tenant_id, e.id, audit_search_text(e.detail) FROM audit_events e
-     WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.id = ANY(sqlc.arg('event_ids')::bigint[])
+    SELECT n.tenant_id, n.id, n.text
+      FROM (SELECT e.tenant_id, e.id, audit_search_text(e.detail) AS text FROM audit_events e
+             WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.id = ANY(sqlc.arg('event_ids')::bigint[])) n
+     WHERE n.text <> '[]'
     ON CONFLICT DO NOTHING
     RETURNING tenant_id, event_id, text
 )

@@ -134,8 +134,15 @@ func TestNameSearch(t *testing.T) {
 		t.Fatalf("search text of unsealed events: %d rows (%v), want none: writers must not index", indexed, err)
 	}
 	f.seal(t)
-	if err := f.db.Admin.QueryRow(context.Background(), `SELECT count(*) FROM audit_search WHERE tenant_id = $1`, tn).Scan(&indexed); err != nil || indexed == 0 {
-		t.Fatalf("sealing indexed %d events (%v)", indexed, err)
+	// Only the events with a name: the rest ('[]') no term can match.
+	var named, nameless int
+	if err := f.db.Admin.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE audit_search_text(detail) <> '[]'),
+		count(*) FILTER (WHERE audit_search_text(detail) = '[]') FROM audit_events WHERE tenant_id = $1`, tn).Scan(&named, &nameless); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.Admin.QueryRow(context.Background(), `SELECT count(*) FROM audit_search WHERE tenant_id = $1`, tn).Scan(&indexed); err != nil ||
+		indexed == 0 || indexed != named || nameless == 0 {
+		t.Fatalf("sealing indexed %d events (%v), want the %d with a name of %d", indexed, err, named, named+nameless)
 	}
 	f.record(t, audit.Event{TenantID: tn, ActorKind: audit.ActorSystem, Action: "project.create", Entity: "project",
 		EntityID: "99", Detail: []byte(`{"name":"Katalog Kemarau"}`)})
@@ -328,7 +335,8 @@ func TestNameSearchBelowTheWindow(t *testing.T) {
 
 // TestSearchPairsOfEventsSealedBefore: events sealed while the search's
 // keys were single words (migration 143) get their word pairs from the
-// migration that brought pairs, so a search by a pair finds them.
+// migration that brought pairs, so a search by a pair finds them; a
+// nameless event's search text is dropped.
 func TestSearchPairsOfEventsSealedBefore(t *testing.T) {
 	t.Parallel()
 	db := testdb.NewAt(t, 143)
@@ -345,7 +353,9 @@ func TestSearchPairsOfEventsSealedBefore(t *testing.T) {
 				return err
 			}
 		}
-		return nil
+		_, err := rec.Record(ctx, tx, audit.Event{TenantID: tn, ActorKind: audit.ActorSystem, Action: "system.daily-export",
+			Entity: "tenant", EntityID: "1", Detail: json.RawMessage(`{"rows": 3}`)})
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -366,5 +376,10 @@ func TestSearchPairsOfEventsSealedBefore(t *testing.T) {
 	pairs, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if want := []string{"katalog musim", "musim 42", "natal 4200", "promo natal"}; err != nil || !slices.Equal(pairs, want) {
 		t.Fatalf("pairs after the migration = %q, %v; want %q", pairs, err, want)
+	}
+	// And the nameless event's search text is gone (no term can match it).
+	var texts int
+	if err := db.Admin.QueryRow(ctx, "SELECT count(*) FROM audit_search WHERE tenant_id = $1", tn).Scan(&texts); err != nil || texts != 2 {
+		t.Fatalf("search texts after the migration: %d (%v), want the 2 named events'", texts, err)
 	}
 }

@@ -306,8 +306,10 @@ func (q *Queries) AuditSealWork(ctx context.Context) ([]int64, error) {
 const auditSearchAdd = `-- name: AuditSearchAdd :exec
 WITH added AS (
     INSERT INTO audit_search (tenant_id, event_id, text)
-    SELECT e.tenant_id, e.id, audit_search_text(e.detail) FROM audit_events e
-     WHERE e.tenant_id = $1 AND e.id = ANY($2::bigint[])
+    SELECT n.tenant_id, n.id, n.text
+      FROM (SELECT e.tenant_id, e.id, audit_search_text(e.detail) AS text FROM audit_events e
+             WHERE e.tenant_id = $1 AND e.id = ANY($2::bigint[])) n
+     WHERE n.text <> '[]'
     ON CONFLICT DO NOTHING
     RETURNING tenant_id, event_id, text
 )
@@ -322,7 +324,8 @@ type AuditSearchAddParams struct {
 }
 
 // The name search's text of events being sealed (migration 00140) and the
-// postings of its words (00143), in the sealer's transaction.
+// postings of its words and pairs (00143, 00144), in the sealer's
+// transaction; an event without a name has none (00145).
 func (q *Queries) AuditSearchAdd(ctx context.Context, arg AuditSearchAddParams) error {
 	_, err := q.db.Exec(ctx, auditSearchAdd, arg.TenantID, arg.EventIds)
 	return err
