@@ -98,6 +98,14 @@ func dropTrash(base pgtestdb.Config) {
 					return // still marked: a later sweep drops it
 				}
 				defer c.Close(ctx)
+				// Binaries that start together sweep the same leftovers:
+				// one drops each (the lock lasts as long as this
+				// connection), the others would only queue behind it for
+				// the same checkpoint.
+				var mine bool
+				if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))", trashMark, name).Scan(&mine); err != nil || !mine {
+					return
+				}
 				_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 			})
 		}
