@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/jejakhq/jejak/internal/database"
@@ -48,6 +49,17 @@ func (s store) timeline(ctx context.Context, tenantID int64, f Filter, beforeID 
 		ToTime:    f.To,
 		Lim:       int32(limit),
 	})
+	return fromRows(rows), err
+}
+
+// timelineAll is timeline without filters, on its own prepared statement
+// (s must not be a filtered store, whose statements are planned per call).
+func (s store) timelineAll(ctx context.Context, tenantID int64, beforeID *int64, limit int) ([]Recorded, error) {
+	before := int64(math.MaxInt64)
+	if beforeID != nil {
+		before = *beforeID
+	}
+	rows, err := s.q.AuditEventTimelineAll(ctx, queries.AuditEventTimelineAllParams{TenantID: tenantID, BeforeID: before, Lim: int32(limit)})
 	return fromRows(rows), err
 }
 
