@@ -58,6 +58,34 @@ FROM (
 ORDER BY j.id DESC
 LIMIT @lim::int;
 
+-- name: JobAdminListAll :many
+-- JobAdminList without filters, the list staff open most: a statement of
+-- its own, prepared once per connection and run on one cached plan, where
+-- the filtered one is planned for every call. before_id is always set
+-- (the largest id for the first page).
+SELECT j.id, j.tenant_id, j.kind, j.queue, j.priority, j.state, j.attempt, j.max_attempts,
+       j.available_at, j.created_at, j.finished_at, j.last_error, j.error_class, j.flagged,
+       j.trace_id, j.worker_id
+FROM (
+    (SELECT o.id, o.tenant_id, o.kind, o.queue, o.priority, o.state, o.attempt, o.max_attempts,
+            o.available_at, o.created_at, o.finished_at, o.last_error, o.error_class, o.flagged,
+            o.trace_id, o.worker_id
+       FROM jobs o
+      WHERE o.state <> 'running' AND o.id < @before_id::bigint
+      ORDER BY o.id DESC
+      LIMIT @lim::int)
+    UNION ALL
+    (SELECT r.id, r.tenant_id, r.kind, r.queue, r.priority, r.state, r.attempt, r.max_attempts,
+            r.available_at, r.created_at, r.finished_at, r.last_error, r.error_class, r.flagged,
+            r.trace_id, r.worker_id
+       FROM jobs r
+      WHERE r.state = 'running' AND r.id < @before_id::bigint
+      ORDER BY r.id DESC
+      LIMIT @lim::int)
+) j
+ORDER BY j.id DESC
+LIMIT @lim::int;
+
 -- name: JobAdminMaxID :one
 -- The newest job id (0 when none): one probe at the end of jobs_id_idx
 -- (jobs not running) and the running jobs (few, jobs_running_idx).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,6 +58,27 @@ func (s store) list(ctx context.Context, f jobFilter, before, floor int64, limit
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
+	return listRows(rows), nil
+}
+
+// listAll is list without filters, on its own prepared statement (s must
+// not be a filtered store, whose statements are planned per call).
+func (s store) listAll(ctx context.Context, before int64, limit int) ([]Row, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	all, err := s.q.JobAdminListAll(ctx, queries.JobAdminListAllParams{BeforeID: before, Lim: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	rows := make([]queries.JobAdminListRow, len(all))
+	for i, r := range all {
+		rows[i] = queries.JobAdminListRow(r)
+	}
+	return listRows(rows), nil
+}
+
+func listRows(rows []queries.JobAdminListRow) []Row {
 	out := make([]Row, len(rows))
 	for i, r := range rows {
 		out[i] = Row{
@@ -67,7 +89,7 @@ func (s store) list(ctx context.Context, f jobFilter, before, floor int64, limit
 			TraceID: r.TraceID, WorkerID: ptr.Value(r.WorkerID),
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (s store) tenantList(ctx context.Context, tenantID int64, state job.State, kind string, before, floor int64, limit int) ([]Row, error) {

@@ -465,6 +465,96 @@ func (q *Queries) JobAdminList(ctx context.Context, arg JobAdminListParams) ([]J
 	return items, nil
 }
 
+const jobAdminListAll = `-- name: JobAdminListAll :many
+SELECT j.id, j.tenant_id, j.kind, j.queue, j.priority, j.state, j.attempt, j.max_attempts,
+       j.available_at, j.created_at, j.finished_at, j.last_error, j.error_class, j.flagged,
+       j.trace_id, j.worker_id
+FROM (
+    (SELECT o.id, o.tenant_id, o.kind, o.queue, o.priority, o.state, o.attempt, o.max_attempts,
+            o.available_at, o.created_at, o.finished_at, o.last_error, o.error_class, o.flagged,
+            o.trace_id, o.worker_id
+       FROM jobs o
+      WHERE o.state <> 'running' AND o.id < $1::bigint
+      ORDER BY o.id DESC
+      LIMIT $2::int)
+    UNION ALL
+    (SELECT r.id, r.tenant_id, r.kind, r.queue, r.priority, r.state, r.attempt, r.max_attempts,
+            r.available_at, r.created_at, r.finished_at, r.last_error, r.error_class, r.flagged,
+            r.trace_id, r.worker_id
+       FROM jobs r
+      WHERE r.state = 'running' AND r.id < $1::bigint
+      ORDER BY r.id DESC
+      LIMIT $2::int)
+) j
+ORDER BY j.id DESC
+LIMIT $2::int
+`
+
+type JobAdminListAllParams struct {
+	BeforeID int64
+	Lim      int32
+}
+
+type JobAdminListAllRow struct {
+	ID          int64
+	TenantID    int64
+	Kind        string
+	Queue       string
+	Priority    int16
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	AvailableAt time.Time
+	CreatedAt   time.Time
+	FinishedAt  *time.Time
+	LastError   *string
+	ErrorClass  *string
+	Flagged     bool
+	TraceID     string
+	WorkerID    *string
+}
+
+// JobAdminList without filters, the list staff open most: a statement of
+// its own, prepared once per connection and run on one cached plan, where
+// the filtered one is planned for every call. before_id is always set
+// (the largest id for the first page).
+func (q *Queries) JobAdminListAll(ctx context.Context, arg JobAdminListAllParams) ([]JobAdminListAllRow, error) {
+	rows, err := q.db.Query(ctx, jobAdminListAll, arg.BeforeID, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []JobAdminListAllRow{}
+	for rows.Next() {
+		var i JobAdminListAllRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.Kind,
+			&i.Queue,
+			&i.Priority,
+			&i.State,
+			&i.Attempt,
+			&i.MaxAttempts,
+			&i.AvailableAt,
+			&i.CreatedAt,
+			&i.FinishedAt,
+			&i.LastError,
+			&i.ErrorClass,
+			&i.Flagged,
+			&i.TraceID,
+			&i.WorkerID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobAdminLiveCounts = `-- name: JobAdminLiveCounts :many
 SELECT tenant_id, kind, sum(unfinished)::bigint AS unfinished, sum(running)::bigint AS running,
        sum(scheduled)::bigint AS scheduled, sum(dead)::bigint AS dead, sum(flagged)::bigint AS flagged
