@@ -77,7 +77,11 @@ func TestDaysCountsEventsAndJobsPerLocalDay(t *testing.T) {
 	if err := audit.NewSealer(db.System, audit.SealerOptions{}).Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	days, err := activity.NewService(db.App).Days(ctx, tenantID, jkt, now, 30)
+	var days []activity.Day
+	err := database.InTenantTx(ctx, db.App, tenantID, func(tx pgx.Tx) (err error) {
+		days, err = activity.Days(ctx, tx, tenantID, jkt, now, 30)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

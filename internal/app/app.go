@@ -16,7 +16,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/anchor"
 	"github.com/jejakhq/jejak/internal/approval"
@@ -420,8 +419,7 @@ func NewDeps(appPool, systemPool *pgxpool.Pool, engine *job.Engine, clk clock.Cl
 		Outbox:      outboxconsole.New(systemPool, clk),
 		SignIn: signin.NewService(signin.Config{DB: appPool, Keys: systemPool, Users: users, Clock: clk,
 			Limits: signin.DefaultLimits, Failures: tenants, Logger: log}),
-		CSRF:     signin.NewCSRFSigner(systemPool),
-		Activity: activity.NewService(appPool),
+		CSRF: signin.NewCSRFSigner(systemPool),
 		// Invitations go to the dev mail sink unless serve sets its mailer.
 		Members: member.NewService(appPool, systemPool, clk, mail.NewSink(appPool), tenants),
 		// Staff tenant pages and two-person approvals (system pool).

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/demo"
 	"github.com/jejakhq/jejak/internal/testdb"
 )
@@ -146,7 +149,11 @@ func TestSeedHistoryChartsAgreeWithTheTrail(t *testing.T) {
 	if rows.Err() != nil || len(trail) == 0 {
 		t.Fatalf("the seeded trail has no dead letter (%v)", rows.Err())
 	}
-	days, err := activity.NewService(db.App).Days(ctx, melati, loc, now, 30)
+	var days []activity.Day
+	err = database.InTenantTx(ctx, db.App, melati, func(tx pgx.Tx) (err error) {
+		days, err = activity.Days(ctx, tx, melati, loc, now, 30)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/billing"
@@ -306,25 +307,51 @@ const HomeProjects = 50
 // (nil when the tenant has no subscription), read in one tenant-scoped
 // transaction.
 func (s *Service) Home(ctx context.Context, tenantID, before int64) (keyset.Page[Project], *Plan, error) {
-	var ps keyset.Page[Project]
-	var plan *Plan
-	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
-		rows, err := newStore(tx).projects(ctx, tenantID, before, HomeProjects+1)
-		if err != nil {
-			return err
-		}
-		ps = keyset.Cut(rows, HomeProjects, func(p *Project) int64 { return p.ID })
-		sub, err := billing.Get(ctx, tx, tenantID)
-		switch {
-		case errors.Is(err, billing.ErrNotFound):
-			return nil
-		case err != nil:
-			return err
-		}
-		plan = &Plan{Code: sub.PlanCode, Status: string(sub.Status), PeriodEnd: sub.PeriodEnd}
-		return nil
+	var h OwnerHome
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+		h, err = home(ctx, tx, tenantID, before)
+		return err
 	})
-	return ps, plan, err
+	return h.Projects, h.Plan, err
+}
+
+// OwnerHome is what the owner's home page shows.
+type OwnerHome struct {
+	Projects keyset.Page[Project]
+	Plan     *Plan // nil without a subscription
+	Days     []activity.Day
+}
+
+// HomePage is Home with the last days' figures (activity.Days: n days up
+// to now's day in loc), in the same transaction: the page is one read.
+func (s *Service) HomePage(ctx context.Context, tenantID, before int64, loc *time.Location, now time.Time, days int) (OwnerHome, error) {
+	var h OwnerHome
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+		if h, err = home(ctx, tx, tenantID, before); err != nil {
+			return err
+		}
+		h.Days, err = activity.Days(ctx, tx, tenantID, loc, now, days)
+		return err
+	})
+	return h, err
+}
+
+func home(ctx context.Context, tx pgx.Tx, tenantID, before int64) (OwnerHome, error) {
+	var h OwnerHome
+	rows, err := newStore(tx).projects(ctx, tenantID, before, HomeProjects+1)
+	if err != nil {
+		return h, err
+	}
+	h.Projects = keyset.Cut(rows, HomeProjects, func(p *Project) int64 { return p.ID })
+	sub, err := billing.Get(ctx, tx, tenantID)
+	switch {
+	case errors.Is(err, billing.ErrNotFound):
+		return h, nil
+	case err != nil:
+		return h, err
+	}
+	h.Plan = &Plan{Code: sub.PlanCode, Status: string(sub.Status), PeriodEnd: sub.PeriodEnd}
+	return h, nil
 }
 
 // ChangePlan moves the tenant to another plan. The subscription's history

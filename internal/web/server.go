@@ -14,7 +14,6 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/labstack/echo/v4"
 
-	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/approval"
 	"github.com/jejakhq/jejak/internal/audit"
@@ -56,8 +55,6 @@ type Deps struct {
 	// Console is the staff's view of the job engine and a tenant's list of
 	// its own jobs; the workers themselves run beside the server.
 	Console *console.Service
-	// Activity reads the owner home's 30-day figures.
-	Activity *activity.Service
 	// Members is the team page's service (invitations go through its mailer).
 	Members *member.Service
 	Clock   clock.Clock

@@ -18,9 +18,6 @@ func (s *Server) tenantHome(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if vm.Charts, err = s.homeCharts(c); err != nil {
-		return err
-	}
 	return render(c, http.StatusOK, viewtenant.HomePage(vm))
 }
 
@@ -30,14 +27,16 @@ func (s *Server) homeVM(c echo.Context) (viewtenant.HomeVM, error) {
 	if err != nil {
 		return viewtenant.HomeVM{}, err
 	}
-	ps, plan, err := s.Tenants.Home(c.Request().Context(), t.ID, before)
+	h, err := s.Tenants.HomePage(c.Request().Context(), t.ID, before, t.Location(), s.now(), chartDays)
 	if err != nil {
 		return viewtenant.HomeVM{}, err
 	}
-	vm := viewtenant.HomeVM{Slug: t.Slug, Name: t.Name, Role: m.Role, CanWrite: m.CanWrite(), Loc: t.Location(), PlanCodes: tenant.PlanCodes}
-	if plan != nil {
+	vm := viewtenant.HomeVM{Slug: t.Slug, Name: t.Name, Role: m.Role, CanWrite: m.CanWrite(), Loc: t.Location(), PlanCodes: tenant.PlanCodes,
+		Charts: homeCharts(c, h.Days)}
+	if plan := h.Plan; plan != nil {
 		vm.Plan = &viewtenant.Plan{Code: plan.Code, Status: plan.Status, PeriodEnd: plan.PeriodEnd}
 	}
+	ps := h.Projects
 	for _, p := range ps.Rows {
 		vm.Projects = append(vm.Projects, viewtenant.Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt})
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/views/components"
 )
@@ -16,14 +17,10 @@ const chartDays = 30
 // homeCharts builds the owner home's two 30-day charts: audit events per
 // day and job outcomes per day, each bar a link to the timeline filtered to
 // its day.
-func (s *Server) homeCharts(c echo.Context) ([]components.DayChart, error) {
+func homeCharts(c echo.Context, days []activity.Day) []components.DayChart {
 	ctx := c.Request().Context()
 	t := currentTenant(c)
 	loc := t.Location()
-	days, err := s.Activity.Days(ctx, t.ID, loc, s.now(), chartDays)
-	if err != nil {
-		return nil, err
-	}
 	lang := i18n.Lang(ctx)
 	n := func(v int64) string { return i18n.Number(ctx, v) }
 	events := components.DayChart{ID: "activity-chart", Title: i18n.T(ctx, "home.activity"), Number: n,
@@ -53,7 +50,7 @@ func (s *Server) homeCharts(c echo.Context) ([]components.DayChart, error) {
 	scale := " " + i18n.T(ctx, "chart.sqrt_scale")
 	events.Description = i18n.Plural(ctx, "home.activity_desc", total, zoneLabel(loc), n(total)) + scale
 	jobs.Description = i18n.T(ctx, "home.jobs_desc", n(ok), n(failed), n(dead)) + scale
-	return []components.DayChart{events, jobs}, nil
+	return []components.DayChart{events, jobs}
 }
 
 // dayURL is the timeline filtered to one day (both ends inclusive).
