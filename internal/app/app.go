@@ -449,13 +449,9 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 		return err
 	}
 	defer env.Close()
-	if err := demo.Seed(ctx, env.System); err != nil {
+	if err := seedDemo(ctx, env, out); err != nil {
 		return err
 	}
-	if err := demo.SeedHistory(ctx, env.System, nil); err != nil {
-		return err
-	}
-	printDemoAccounts(out)
 	if scale.AuditEvents > 0 || scale.Jobs > 0 {
 		scale.Out = out
 		start := time.Now()
