@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"slices"
 	"testing"
 	"time"
 
@@ -428,5 +429,58 @@ func TestTenantJobsKindFilterSearchesWindows(t *testing.T) {
 		if _, err := c.TenantJobsWithCounts(ctx, tenants[0], q, 0); apperr.CodeOf(err) != apperr.CodeInvalid {
 			t.Fatalf("%+v: %v, want invalid", q, err)
 		}
+	}
+}
+
+// TestJobsUnfilteredPagesEveryJob: the list without filters (a statement
+// of its own) pages through every job of every tenant, running ones
+// included, newest first, each once.
+func TestJobsUnfilteredPagesEveryJob(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenants := newTenants(t, db, 2)
+	e := newEngine(t, db, job.Config{})
+	ctx := context.Background()
+	ps := make([]job.EnqueueParams, 120)
+	for i := range ps {
+		ps[i] = job.EnqueueParams{TenantID: tenants[i%2], Kind: "k", Payload: json.RawMessage(`{}`)}
+	}
+	if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error { _, err := e.EnqueueMany(ctx, tx, ps); return err }); err != nil {
+		t.Fatal(err)
+	}
+	// A few running jobs, spread over the ids (another branch of the list).
+	if _, err := db.Admin.Exec(ctx, `UPDATE jobs SET state = 'running', worker_id = 'w', lease_expires_at = now() + interval '1 hour'
+		WHERE id % 17 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Admin.Query(ctx, "SELECT id FROM jobs ORDER BY id DESC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(want) != 120 {
+		t.Fatalf("jobs: %d (%v)", len(want), err)
+	}
+	c := newConsole(db, e, nil)
+	var got []int64
+	var before int64
+	for page := 0; ; page++ {
+		res, err := c.Jobs(ctx, console.JobQuery{}, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Rows {
+			got = append(got, r.ID)
+		}
+		if res.Next == 0 {
+			break
+		}
+		before = res.Next
+		if page > 5 {
+			t.Fatal("more pages than jobs")
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("unfiltered pages: %v\nwant %v", got, want)
 	}
 }
