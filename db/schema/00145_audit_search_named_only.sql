@@ -8,10 +8,7 @@
 -- named ones held them. The sealer no longer writes those rows (nor
 -- their trigram entries), and the window of the walk is now the newest
 -- named events.
-SET LOCAL ROLE jejak_owner;
-
--- As the migrating user: row-level security is forced on audit_search and
--- the owner role may only read it.
-RESET ROLE;
+--
+-- Run as the migrating user, not jejak_owner: row-level security is forced
+-- on audit_search and the owner role may only read it.
 DELETE FROM audit_search WHERE text = '[]';
-SET LOCAL ROLE jejak_owner;
