@@ -822,6 +822,21 @@ func (e *Engine) maintain(r *runState) {
 // connection (or nil) and whether it pruned. Rescue runs every heartbeat
 // so a dead replica's jobs come back within a lease and a beat.
 func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune bool) (*pgxpool.Conn, bool) {
+	// The leader's session must speak every beat: rescue may run on the
+	// pool (sensitive kinds rescue in a transaction of their own), and a
+	// session silent for a lease is ended by its idle_session_timeout,
+	// taking the lock with it. A session that is gone (that timeout, a
+	// terminated backend, a restarted server) no longer holds the lock,
+	// so this replica stops leading and tries to win it again at once.
+	if lead != nil && lead.Ping(ctx) != nil {
+		if ctx.Err() != nil {
+			return lead, false
+		}
+		e.log.Warn("lost the job maintenance leader's session; electing again")
+		lead.Release()
+		lead = nil
+		e.leader.Store(false)
+	}
 	if lead == nil {
 		c, err := e.pool.Acquire(ctx)
 		if err != nil {

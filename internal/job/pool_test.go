@@ -290,3 +290,44 @@ func TestMaintenanceLeaderElection(t *testing.T) {
 	}
 	testwait.Within(t, 10*time.Second, "b takes over", b.IsLeader)
 }
+
+// TestMaintenanceLeaderOutlivesItsSession: a leader whose session ends
+// (terminated here; a server restart or its idle timeout do the same)
+// stops leading and wins the lock again on a new session, and that session
+// stays open past the idle timeout set to the lease. With a sensitive kind
+// registered, rescue runs on the pool, so nothing else speaks on the
+// leader's session between prune passes.
+func TestMaintenanceLeaderOutlivesItsSession(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	const lease = 600 * time.Millisecond
+	e := newEngine(t, db, job.Config{LeaseDuration: lease, HeartbeatInterval: 50 * time.Millisecond, MaintenanceInterval: time.Hour})
+	e.Register("user.disable-access", func(context.Context, *job.Job) error { return nil }, job.KindOptions{Sensitive: true})
+	startEngine(t, e)
+	holder := func() int32 {
+		var pid int32
+		err := db.Admin.QueryRow(ctx, `SELECT coalesce(max(l.pid), 0) FROM pg_locks l
+			 WHERE l.locktype = 'advisory' AND l.granted AND l.objid = 727275
+			   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	testwait.Within(t, 10*time.Second, "leads", func() bool { return e.IsLeader() && holder() != 0 })
+	first := holder()
+	if _, err := db.Admin.Exec(ctx, "SELECT pg_terminate_backend($1)", first); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Within(t, 10*time.Second, "leads on a new session", func() bool {
+		p := holder()
+		return p != 0 && p != first && e.IsLeader()
+	})
+	second := holder()
+	for end := time.Now().Add(3 * lease); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if p := holder(); p != second || !e.IsLeader() {
+			t.Fatalf("leader's session %d gave way to %d (leading: %v) within three idle timeouts", second, p, e.IsLeader())
+		}
+	}
+}
