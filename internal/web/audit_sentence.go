@@ -23,10 +23,9 @@ const (
 	markObject = "\x02"
 )
 
-// describe fills the reader-facing parts of an audit row: the event as a
-// sentence in the reader's language (when its action has one), its clock
-// time, how long ago it happened and its day heading, all read in the
-// tenant's zone.
+// describe fills the reader-facing times of an audit row: its clock time,
+// how long ago it happened and its day heading, all read in the tenant's
+// zone.
 func describe(ctx context.Context, r *components.AuditRow, e audit.Recorded, loc *time.Location, now time.Time) {
 	lang := i18n.Lang(ctx)
 	at := e.OccurredAt.In(loc)
@@ -35,7 +34,6 @@ func describe(ctx context.Context, r *components.AuditRow, e audit.Recorded, loc
 	r.Rel = i18n.Relative(lang, e.OccurredAt, now)
 	r.DayKey = at.Format(time.DateOnly)
 	r.Day = i18n.DayLabel(lang, e.OccurredAt, now, loc)
-	r.Sentence = sentence(ctx, e, r.ActorName)
 }
 
 // sentence tells e in the reader's language, or nil when its action has no

@@ -116,6 +116,8 @@ type Server struct {
 	timeouts Timeouts
 	// stats is the queue overview snapshot shared by all staff viewers.
 	stats *console.StatsCache
+	// words are audit rows' sentences and details, made once per event.
+	words *wordCache
 }
 
 // New builds the echo application with every route registered.
@@ -153,7 +155,7 @@ func New(d Deps) *echo.Echo {
 		}
 		http.Error(w, http.StatusText(status), status)
 	}
-	s := &Server{Deps: d, sessions: sm, timeouts: DefaultTimeouts}
+	s := &Server{Deps: d, sessions: sm, timeouts: DefaultTimeouts, words: &wordCache{}}
 	if d.Timeouts != nil {
 		s.timeouts = *d.Timeouts
 	}

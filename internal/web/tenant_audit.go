@@ -508,7 +508,7 @@ func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit
 		r := components.AuditRow{
 			ID: e.ID, Seq: e.Seq, TimeISO: e.OccurredAt.UTC().Format(time.RFC3339),
 			ActorKind: string(e.ActorKind), ActorName: e.ActorName, Action: e.Action, Entity: e.Entity, EntityID: e.EntityID,
-			Detail: prettyJSON(e.Detail), TraceID: e.TraceID, JobID: e.JobID,
+			TraceID: e.TraceID, JobID: e.JobID,
 		}
 		if e.ActorID != nil {
 			r.ActorID = *e.ActorID
@@ -516,6 +516,8 @@ func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit
 		if e.ActorKind == audit.ActorStaff {
 			r.ActorName = staffName(ctx, e.ActorName, e.ActorRole)
 		}
+		w := s.words.words(ctx, e, r.ActorName)
+		r.Sentence, r.Detail = w.sentence, w.detail
 		if e.EntityID != "" {
 			r.EntityURL = base + url.PathEscape(e.Entity) + "/" + url.PathEscape(e.EntityID)
 		}
