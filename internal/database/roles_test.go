@@ -201,6 +201,15 @@ func TestRLSRequiresMembership(t *testing.T) {
 	if !strings.Contains(full, "InitPlan") {
 		t.Fatalf("membership check is not an InitPlan:\n%s", full)
 	}
+	// And a PL/pgSQL function, which keeps its statement's plan for the
+	// session: a SQL function's body (never inlined here, being a security
+	// definer) is planned again on every statement of every tenant
+	// transaction.
+	var lang string
+	if err := db.Admin.QueryRow(ctx, `SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+		WHERE p.oid = 'public.app_is_member()'::regprocedure`).Scan(&lang); err != nil || lang != "plpgsql" {
+		t.Fatalf("app_is_member is written in %q (%v), want plpgsql", lang, err)
+	}
 }
 
 // TestTenantRoleCannotGrantStaff: through the tenant pool a user can be
