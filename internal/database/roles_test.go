@@ -212,6 +212,45 @@ func TestRLSRequiresMembership(t *testing.T) {
 	}
 }
 
+// TestNoFunctionIsPlannedPerCall: PostgreSQL 15 parses and plans the body
+// of a SQL function it cannot inline on every call. One that carries its
+// own settings or runs as its owner is never inlined, so such functions are
+// written in PL/pgSQL, which keeps its plans for the session; the policies'
+// membership check and the NOTIFY rule run in nearly every transaction.
+// The one SQL function on the write path is inlined where it is called.
+func TestNoFunctionIsPlannedPerCall(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	rows, err := db.Admin.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p
+		JOIN pg_language l ON l.oid = p.prolang JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = 'public' AND l.lanname = 'sql' AND (p.prosecdef OR p.proconfig IS NOT NULL)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		t.Fatalf("SQL functions that cannot be inlined (own settings or security definer): %v", bad)
+	}
+	var plan []string
+	err = database.InTx(ctx, db.System, func(tx pgx.Tx) error {
+		r, err := tx.Query(ctx, "EXPLAIN (VERBOSE, COSTS OFF) SELECT stats_shard()")
+		if err == nil {
+			plan, err = pgx.CollectRows(r, pgx.RowTo[string])
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(plan, "\n"), "pg_backend_pid()") {
+		t.Fatalf("stats_shard() is not inlined for the system role: %s", plan)
+	}
+}
+
 // TestTenantRoleCannotGrantStaff: through the tenant pool a user can be
 // created and renamed, but nobody can give themselves a staff role or
 // re-enable a disabled account.
