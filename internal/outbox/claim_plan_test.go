@@ -3,6 +3,8 @@ package outbox_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -70,4 +72,125 @@ func TestClaimableReadsLittleOnAnUnanalysedBacklog(t *testing.T) {
 		t.Fatalf("a claim of 10 touched %.0f buffers (table: %d pages); the plan is scanning the backlog", blocks, pages)
 	}
 	t.Logf("claim of 10 over 20,000 pending rows: %.0f buffers, table %d pages", blocks, pages)
+}
+
+// claimable runs outbox_claimable(lim, now()) twice in one transaction
+// (the first call also fills the session's caches) and returns the second
+// call's ids and the buffers it touched.
+func claimable(t *testing.T, db *testdb.DB, lim int) ([]int64, float64) {
+	t.Helper()
+	ctx := context.Background()
+	var ids []int64
+	var blocks float64
+	err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, "SELECT outbox_claimable($1, now())", lim).Scan(&ids); err != nil {
+			return err
+		}
+		var plan []byte
+		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT outbox_claimable($1, now())", lim).Scan(&plan); err != nil {
+			return err
+		}
+		var out []struct {
+			Plan map[string]any `json:"Plan"`
+		}
+		if err := json.Unmarshal(plan, &out); err != nil {
+			return err
+		}
+		for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
+			v, _ := out[0].Plan[k].(float64)
+			blocks += v
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids, blocks
+}
+
+// insertMessages adds one pending message per aggregate id given, in
+// order, and returns their ids.
+func insertMessages(t *testing.T, db *testdb.DB, tenant int64, aggregates ...string) []int64 {
+	t.Helper()
+	rows, err := db.Admin.Query(context.Background(), `INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, created_at, available_at)
+		SELECT $1, 'project.updated', 'project', a, '{}', now(), now() FROM unnest($2::text[]) WITH ORDINALITY AS u(a, i) ORDER BY i
+		RETURNING id`, tenant, aggregates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestClaimableFindsHeadsBehindABlockedFront: when the oldest pending
+// messages all wait behind their aggregates' messages in flight, the claim
+// finds the aggregates that can move (the newest messages here) without
+// probing every blocked message, and still holds back a message behind a
+// failed one and one behind an older message not yet due.
+func TestClaimableFindsHeadsBehindABlockedFront(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tid := newTenant(t, db, "toko")
+	ctx := context.Background()
+	if _, err := db.Admin.Exec(ctx, `INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, created_at, available_at)
+		SELECT $1, 'project.updated', 'project', (g % 200)::text, jsonb_build_object('seq', g), now(), now()
+		  FROM generate_series(0, 19999) g`, tid); err != nil {
+		t.Fatal(err)
+	}
+	// Each aggregate's first message is being published by a relay.
+	if _, err := db.Admin.Exec(ctx, `UPDATE outbox_messages SET state = 'processing', reserved_by = 'other', reserved_at = now()
+		WHERE id IN (SELECT min(id) FROM outbox_messages GROUP BY aggregate_id)`); err != nil {
+		t.Fatal(err)
+	}
+	held := insertMessages(t, db, tid, "failed", "failed", "later", "later")
+	if _, err := db.Admin.Exec(ctx, `UPDATE outbox_messages SET state = 'failed' WHERE id = $1;
+		`, held[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Admin.Exec(ctx, `UPDATE outbox_messages SET available_at = now() + interval '1 hour' WHERE id = $1`, held[2]); err != nil {
+		t.Fatal(err)
+	}
+	var fresh []string
+	for i := range 12 {
+		fresh = append(fresh, fmt.Sprintf("new-%d", i))
+	}
+	want := insertMessages(t, db, tid, fresh...)[:10]
+
+	ids, blocks := claimable(t, db, 10)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("claimable = %v, want the 10 oldest of the aggregates with nothing in flight %v", ids, want)
+	}
+	// Probing each of the 19,800 blocked messages touches about 60,000.
+	if blocks > 5000 {
+		t.Fatalf("a claim of 10 touched %.0f buffers: it probed the blocked backlog", blocks)
+	}
+	t.Logf("claim of 10 behind 19,800 blocked messages: %.0f buffers", blocks)
+}
+
+// TestClaimableWithManyAggregatesBlocked: with more aggregates waiting than
+// the claim lists, it walks the backlog and still finds the same heads.
+func TestClaimableWithManyAggregatesBlocked(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tid := newTenant(t, db, "toko")
+	ctx := context.Background()
+	if _, err := db.Admin.Exec(ctx, `INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, created_at, available_at)
+		SELECT $1, 'project.updated', 'project', (g % 1100)::text, '{}', now(), now()
+		  FROM generate_series(0, 2199) g`, tid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Admin.Exec(ctx, `UPDATE outbox_messages SET state = 'processing', reserved_by = 'other', reserved_at = now()
+		WHERE id IN (SELECT min(id) FROM outbox_messages GROUP BY aggregate_id)`); err != nil {
+		t.Fatal(err)
+	}
+	want := insertMessages(t, db, tid, "a", "b", "c", "a", "d")
+	want = []int64{want[0], want[1], want[2], want[4]} // the second "a" waits for the first
+	ids, _ := claimable(t, db, 10)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("claimable = %v, want %v", ids, want)
+	}
 }
