@@ -11,17 +11,21 @@
 -- few heads not in flight, 18-35 ms a claim, and after the job engine got
 -- faster the relay's claims were the largest cost on the database.
 --
--- Now the walk looks at the oldest lim * 4 pending messages only. When
--- they hold fewer than lim claimable ones and more are pending, the claim
--- lists the aggregates instead: the oldest undelivered message of each
--- aggregate key, one probe of outbox_aggregate_key_idx per aggregate
--- (a loose index scan), and takes the oldest of those heads that are
--- pending and due. A head is the oldest undelivered message of its key,
+-- Each probe goes through outbox_aggregate_key_idx: on a table with no
+-- statistics the planner had taken the primary key (tenant_id, id), which
+-- reads every older message of the tenant per candidate.
+--
+-- The walk looks at the oldest 256 pending messages first. When fewer
+-- than a quarter of them can move and more are pending, the claim lists
+-- the aggregates instead: the oldest undelivered message of each
+-- aggregate key, one probe of outbox_aggregate_key_idx per aggregate (a
+-- loose index scan), and takes the oldest of those heads that are pending
+-- and due. Otherwise the walk goes on: most of what it probes can move. A head is the oldest undelivered message of its key,
 -- so no older message of its aggregate can wait. Two aggregates whose
 -- 64-bit keys collide share one head until it is delivered: a delay for
--- the other, never a message out of order. With more than 1,024
--- aggregates waiting, listing them all would cost more than the walk, and
--- the claim walks everything as before.
+-- the other, never a message out of order. With more aggregates waiting
+-- than 1,024 or four per message asked for, listing them all would cost
+-- more than the walk, and the claim walks everything as before.
 SET LOCAL ROLE jejak_owner;
 
 -- +goose StatementBegin
@@ -31,15 +35,18 @@ SET enable_seqscan = off SET enable_bitmapscan = off SET enable_sort = off
 SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
 DECLARE
-    max_heads constant int := 1024;
+    -- The front sampled first, and the most heads listed: listing costs
+    -- a probe per aggregate, walking one per message examined.
+    front constant int := 256;
+    max_heads constant int := greatest(1024, lim * 4);
     bound bigint;
     ids bigint[];
     heads bigint[];
 BEGIN
-    -- The front of the backlog: the id past its first lim * 4 messages
-    -- (none when there are fewer: the walk then sees them all).
+    -- The front of the backlog: the id past its first messages (none when
+    -- there are no more: the walk then sees them all).
     SELECT p.id INTO bound FROM outbox_messages p
-     WHERE p.state = 'pending' ORDER BY p.id OFFSET lim * 4 LIMIT 1;
+     WHERE p.state = 'pending' ORDER BY p.id OFFSET front LIMIT 1;
     LOOP
         SELECT coalesce(array_agg(id), '{}') INTO ids FROM (
             SELECT c.id
@@ -52,13 +59,23 @@ BEGIN
                     WHERE hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id)
                         = hashtextextended(c.aggregate_type || ':' || c.aggregate_id, c.tenant_id)
                       AND o.id < c.id AND o.state <> 'delivered'
-                      AND o.tenant_id = c.tenant_id AND o.aggregate_type = c.aggregate_type
+                      -- "+ 0": with no statistics the planner probed the
+                      -- primary key (tenant_id, id < c.id), every older
+                      -- message of the tenant per candidate; the key's
+                      -- index is the only one left to probe.
+                      AND o.tenant_id + 0 = c.tenant_id AND o.aggregate_type = c.aggregate_type
                       AND o.aggregate_id = c.aggregate_id)
              ORDER BY c.id
              LIMIT lim
                FOR UPDATE OF c SKIP LOCKED) claimable;
         IF bound IS NULL OR cardinality(ids) >= lim THEN
             RETURN ids;
+        END IF;
+        IF cardinality(ids) * 4 >= front THEN
+            -- At least a quarter of the front can move: walking on finds
+            -- the rest at a few probes each.
+            bound := NULL;
+            CONTINUE;
         END IF;
 
         -- The front is blocked: the head of every aggregate key, up to
