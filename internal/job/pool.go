@@ -822,44 +822,8 @@ func (e *Engine) maintain(r *runState) {
 // connection (or nil) and whether it pruned. Rescue runs every heartbeat
 // so a dead replica's jobs come back within a lease and a beat.
 func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune bool) (*pgxpool.Conn, bool) {
-	// The leader's session must speak every beat: rescue may run on the
-	// pool (sensitive kinds rescue in a transaction of their own), and a
-	// session silent for a lease is ended by its idle_session_timeout,
-	// taking the lock with it. A session that is gone (that timeout, a
-	// terminated backend, a restarted server) no longer holds the lock,
-	// so this replica stops leading and tries to win it again at once.
-	if lead != nil && lead.Ping(ctx) != nil {
-		if ctx.Err() != nil {
-			return lead, false
-		}
-		e.log.Warn("lost the job maintenance leader's session; electing again")
-		lead.Release()
-		lead = nil
-		e.leader.Store(false)
-	}
-	if lead == nil {
-		c, err := e.pool.Acquire(ctx)
-		if err != nil {
-			return nil, false
-		}
-		var got bool
-		if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", maintenanceLockKey).Scan(&got); err != nil || !got {
-			c.Release()
-			return nil, false
-		}
-		// The lock lives as long as this session. If the leader is cut off
-		// without the connection closing, the server ends the session once
-		// it has been silent for a lease (the leader speaks every beat), so
-		// another replica can take over and rescue.
-		if _, err := c.Exec(ctx, "SELECT set_config('idle_session_timeout', $1, false)",
-			fmt.Sprintf("%dms", e.cfg.LeaseDuration.Milliseconds())); err != nil {
-			_, _ = c.Exec(ctx, "SELECT pg_advisory_unlock($1)", maintenanceLockKey)
-			c.Release()
-			return nil, false
-		}
-		lead = c
-		e.leader.Store(true)
-		e.log.Info("became job maintenance leader")
+	if lead = e.elect(ctx, lead); lead == nil || ctx.Err() != nil {
+		return lead, false
 	}
 	if _, err := e.rescue(ctx, lead); err != nil {
 		if ctx.Err() == nil {
@@ -913,6 +877,51 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune boo
 	}
 	e.runHooks(ctx)
 	return lead, true
+}
+
+// elect returns the leader's session: lead while it is alive, else a new
+// one if this replica wins the lock, else nil.
+func (e *Engine) elect(ctx context.Context, lead *pgxpool.Conn) *pgxpool.Conn {
+	// The leader's session must speak every beat: rescue may run on the
+	// pool (sensitive kinds rescue in a transaction of their own), and a
+	// session silent for a lease is ended by its idle_session_timeout,
+	// taking the lock with it. A session that is gone (that timeout, a
+	// terminated backend, a restarted server) no longer holds the lock,
+	// so this replica stops leading and tries to win it again at once.
+	if lead != nil && lead.Ping(ctx) != nil {
+		if ctx.Err() != nil {
+			return lead
+		}
+		e.log.Warn("lost the job maintenance leader's session; electing again")
+		lead.Release()
+		lead = nil
+		e.leader.Store(false)
+	}
+	if lead == nil {
+		c, err := e.pool.Acquire(ctx)
+		if err != nil {
+			return nil
+		}
+		var got bool
+		if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", maintenanceLockKey).Scan(&got); err != nil || !got {
+			c.Release()
+			return nil
+		}
+		// The lock lives as long as this session. If the leader is cut off
+		// without the connection closing, the server ends the session once
+		// it has been silent for a lease (the leader speaks every beat), so
+		// another replica can take over and rescue.
+		if _, err := c.Exec(ctx, "SELECT set_config('idle_session_timeout', $1, false)",
+			fmt.Sprintf("%dms", e.cfg.LeaseDuration.Milliseconds())); err != nil {
+			_, _ = c.Exec(ctx, "SELECT pg_advisory_unlock($1)", maintenanceLockKey)
+			c.Release()
+			return nil
+		}
+		lead = c
+		e.leader.Store(true)
+		e.log.Info("became job maintenance leader")
+	}
+	return lead
 }
 
 // IsLeader reports whether this engine currently runs maintenance.
