@@ -3,17 +3,15 @@
 -- reason 00146 gives for app_is_member: a SQL function that carries its own
 -- settings (SET ...) or runs as its owner is never inlined, and PostgreSQL
 -- 15 parses and plans its body on every call, where PL/pgSQL keeps its
--- statements' plans for the session. Same bodies, same answers. No SQL
--- function in the schema now carries settings or runs as its owner
+-- statements' plans for the session. Same bodies, same answers. With 00148
+-- no SQL function in the schema carries settings or runs as its owner
 -- (TestNoFunctionIsPlannedPerCall).
 --
 -- wake_needed runs once or twice in every job and outbox insert (the
 -- NOTIFY rule of wake_notify): 0.09 ms a call, nearly all of it planning
 -- (pgbench, one session, 20 calls per transaction, against SELECT 1).
--- outbox_claimable runs in every relay claim: 0.24 ms a call on an empty
--- outbox, again planning. Its planner settings still apply to every plan
--- made while it runs, the cached one included: the plan it pins is made
--- inside the function. stats_shard (every completion and relay batch)
+-- outbox_claimable (every relay claim, 0.24 ms a call on an empty outbox)
+-- is rewritten by 00148. stats_shard (every completion and relay batch)
 -- loses its search_path instead, naming pg_catalog itself, and is inlined
 -- into the statements that call it. audit_namesakes (the name search)
 -- becomes PL/pgSQL like the others.
@@ -47,35 +45,6 @@ BEGIN
     RETURN EXISTS (SELECT 1 FROM wake_listeners WHERE channel = ch AND asleep)
        AND (ch <> 'jejak_outbox'
             OR NOT EXISTS (SELECT 1 FROM wake_listeners WHERE channel = ch AND NOT asleep));
-END
-$$;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION outbox_claimable(lim int, at timestamptz) RETURNS bigint[]
-LANGUAGE plpgsql VOLATILE
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_sort = off
-SET enable_hashjoin = off SET enable_mergejoin = off
-AS $$
-DECLARE
-    ids bigint[];
-BEGIN
-    SELECT coalesce(array_agg(id), '{}') INTO ids FROM (
-        SELECT c.id
-          FROM outbox_messages c
-         WHERE c.state = 'pending'
-           AND c.available_at <= at
-           AND NOT EXISTS (
-               SELECT 1 FROM outbox_messages o
-                WHERE hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id)
-                    = hashtextextended(c.aggregate_type || ':' || c.aggregate_id, c.tenant_id)
-                  AND o.id < c.id AND o.state <> 'delivered'
-                  AND o.tenant_id = c.tenant_id AND o.aggregate_type = c.aggregate_type
-                  AND o.aggregate_id = c.aggregate_id)
-         ORDER BY c.id
-         LIMIT lim
-           FOR UPDATE OF c SKIP LOCKED) claimable;
-    RETURN ids;
 END
 $$;
 -- +goose StatementEnd

@@ -1,6 +1,9 @@
 -- +goose Up
 -- The relay's claim no longer walks the whole backlog when its front is
--- blocked.
+-- blocked, and becomes PL/pgSQL: as a SQL function with its own planner
+-- settings it was planned on every claim (0.24 ms on an empty outbox; see
+-- 00147). Its settings still apply to every plan made while it runs, the
+-- cached ones included: the plans it pins are made inside the function.
 --
 -- outbox_claimable walked the pending messages in id order and probed,
 -- for each, whether an older message of its aggregate was undelivered.

@@ -35,31 +35,7 @@ func TestClaimableReadsLittleOnAnUnanalysedBacklog(t *testing.T) {
 	if err := db.Admin.QueryRow(ctx, "SELECT pg_relation_size('outbox_messages') / 8192").Scan(&pages); err != nil {
 		t.Fatal(err)
 	}
-	var ids []int64
-	var blocks float64
-	err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
-		// The first call in a session also fills the catalog caches.
-		var plan []byte
-		for range 2 {
-			if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT outbox_claimable(10, now())").Scan(&plan); err != nil {
-				return err
-			}
-		}
-		var out []struct {
-			Plan map[string]any `json:"Plan"`
-		}
-		if err := json.Unmarshal(plan, &out); err != nil {
-			return err
-		}
-		for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
-			v, _ := out[0].Plan[k].(float64)
-			blocks += v
-		}
-		return tx.QueryRow(ctx, "SELECT outbox_claimable(10, now())").Scan(&ids)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids, blocks := claimable(t, db, 10)
 	if len(ids) != 10 {
 		t.Fatalf("claimable = %v, want 10 ids", ids)
 	}
