@@ -213,3 +213,49 @@ func TestMessageInsertedAsRelayFallsAsleepIsRelayed(t *testing.T) {
 		t.Fatalf("%d NOTIFYs: the test meant the insert to see the loop awake", got)
 	}
 }
+
+// batchSink reports the size of every batch it is given.
+type batchSink struct{ sizes chan int }
+
+func (s *batchSink) Publish(_ context.Context, msgs []outbox.Envelope) []error {
+	s.sizes <- len(msgs)
+	return make([]error, len(msgs))
+}
+
+// next waits (at most 10 s) for the sink's next batch and returns its size.
+func (s *batchSink) next(t *testing.T) int {
+	t.Helper()
+	select {
+	case n := <-s.sizes:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatal("no batch relayed within 10 s (poll interval 1 h)")
+		return 0
+	}
+}
+
+// TestRelayLingersAfterAPartialBatch: after a claim that took everything
+// claimable, the loop waits its linger before claiming again, so messages
+// committed one by one meanwhile go out in one batch, not a claim each
+// (the loop is awake: each commit would wake it at once).
+func TestRelayLingersAfterAPartialBatch(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenant := newTenant(t, db, "linger")
+	w := outbox.NewWriter(nil)
+	sink := &batchSink{sizes: make(chan int, 64)}
+	r := newRelay(t, db, outbox.RelayConfig{Sink: sink, WorkerID: "linger", Concurrency: 1, PollInterval: time.Hour,
+		Linger: 3 * time.Second})
+	outbox.SetWarm(r, time.Hour, 5*time.Millisecond)
+	runRelay(t, r)
+	publish(t, db, w, tenant, msg("first", 0))
+	if n := sink.next(t); n != 1 {
+		t.Fatalf("first batch: %d messages, want 1", n)
+	}
+	for i := range 5 {
+		publish(t, db, w, tenant, msg("later-"+strconv.Itoa(i), i))
+	}
+	if n := sink.next(t); n != 5 {
+		t.Fatalf("messages committed one by one during the linger went out %d in the next batch, want all 5", n)
+	}
+}
