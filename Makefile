@@ -14,26 +14,19 @@ run: deps-postgres build
 ## test: every test, on a real PostgreSQL and a real headless Chromium
 ## (JEJAK_SKIP_BROWSER is cleared: make test never leaves a browser test out)
 test: deps-postgres deps-chromium check-generated vet
-	cd bench && $(GO) vet ./...
-	@log=$$(mktemp); \
-	{ (cd bench && $(GO) test $(TESTFLAGS) -timeout 10m ./...) >$$log 2>&1; echo $$? >$$log.rc; } & \
-	JEJAK_SKIP_BROWSER= $(GO) test -race $(TESTFLAGS) -timeout 20m ./...; main=$$?; \
-	wait; echo "--- bench module:"; cat $$log; bench=$$(cat $$log.rc); rm -f $$log $$log.rc; \
-	test $$main -eq 0 && test $$bench -eq 0
+	JEJAK_SKIP_BROWSER= $(GO) test -race $(TESTFLAGS) -timeout 20m ./...
+	cd bench && $(GO) vet ./... && $(GO) test $(TESTFLAGS) -timeout 10m ./...
 
 # Flags of every go test run here. go vet ./... (a superset of the checks
 # go test runs first) has already run on every package and its tests.
 # -ldflags=-w: no DWARF in the test binaries (a third of each link; stack
 # traces come from the symbol table, which stays). make test runs tests
 # and packages at go test's defaults: on two cores, four tests at a time
-# (with the two modules side by side) took it from about 6 to over 10
+# and the two modules side by side took it from about 6 to over 10
 # minutes on a quiet machine (the race detector and up to four Chromium
-# tabs at once). The bench module's smoke run of every benchmark runs
-# beside the main module (its output follows): since tenant statements
-# stopped planning the membership check on every call, that took a warm
-# make test from 297 s to 217 s. make check, without either, runs four
-# tests at a time: its tests mostly wait (on PostgreSQL's checkpoint at
-# each DROP DATABASE, on engine intervals).
+# tabs at once). make check, without either, runs four tests at a time:
+# its tests mostly wait (on PostgreSQL's checkpoint at each DROP
+# DATABASE, on engine intervals).
 TESTFLAGS ?= -vet=off -ldflags=-w -count=1
 
 ## check: the inner loop: generated code, vet, and every test that needs no
