@@ -307,51 +307,41 @@ const HomeProjects = 50
 // (nil when the tenant has no subscription), read in one tenant-scoped
 // transaction.
 func (s *Service) Home(ctx context.Context, tenantID, before int64) (keyset.Page[Project], *Plan, error) {
-	var h OwnerHome
-	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
-		h, err = home(ctx, tx, tenantID, before)
-		return err
-	})
+	h, err := s.HomePage(ctx, tenantID, before, time.UTC, time.Time{}, 0)
 	return h.Projects, h.Plan, err
 }
 
 // OwnerHome is what the owner's home page shows.
 type OwnerHome struct {
 	Projects keyset.Page[Project]
-	Plan     *Plan // nil without a subscription
-	Days     []activity.Day
+	Plan     *Plan          // nil without a subscription
+	Days     []activity.Day // nil when none were asked for
 }
 
-// HomePage is Home with the last days' figures (activity.Days: n days up
-// to now's day in loc), in the same transaction: the page is one read.
+// HomePage is Home with the last days' figures (activity.Days: days days
+// up to now's day in loc; none when days is 0, for the parts of the page
+// that show no chart), in the same transaction: the page is one read.
 func (s *Service) HomePage(ctx context.Context, tenantID, before int64, loc *time.Location, now time.Time, days int) (OwnerHome, error) {
 	var h OwnerHome
-	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
-		if h, err = home(ctx, tx, tenantID, before); err != nil {
+	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
+		rows, err := newStore(tx).projects(ctx, tenantID, before, HomeProjects+1)
+		if err != nil {
 			return err
 		}
-		h.Days, err = activity.Days(ctx, tx, tenantID, loc, now, days)
+		h.Projects = keyset.Cut(rows, HomeProjects, func(p *Project) int64 { return p.ID })
+		switch sub, err := billing.Get(ctx, tx, tenantID); {
+		case errors.Is(err, billing.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			h.Plan = &Plan{Code: sub.PlanCode, Status: string(sub.Status), PeriodEnd: sub.PeriodEnd}
+		}
+		if days > 0 {
+			h.Days, err = activity.Days(ctx, tx, tenantID, loc, now, days)
+		}
 		return err
 	})
 	return h, err
-}
-
-func home(ctx context.Context, tx pgx.Tx, tenantID, before int64) (OwnerHome, error) {
-	var h OwnerHome
-	rows, err := newStore(tx).projects(ctx, tenantID, before, HomeProjects+1)
-	if err != nil {
-		return h, err
-	}
-	h.Projects = keyset.Cut(rows, HomeProjects, func(p *Project) int64 { return p.ID })
-	sub, err := billing.Get(ctx, tx, tenantID)
-	switch {
-	case errors.Is(err, billing.ErrNotFound):
-		return h, nil
-	case err != nil:
-		return h, err
-	}
-	h.Plan = &Plan{Code: sub.PlanCode, Status: string(sub.Status), PeriodEnd: sub.PeriodEnd}
-	return h, nil
 }
 
 // ChangePlan moves the tenant to another plan. The subscription's history

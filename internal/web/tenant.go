@@ -14,25 +14,34 @@ import (
 )
 
 func (s *Server) tenantHome(c echo.Context) error {
-	vm, err := s.homeVM(c)
+	vm, err := s.homeVM(c, true)
 	if err != nil {
 		return err
 	}
 	return render(c, http.StatusOK, viewtenant.HomePage(vm))
 }
 
-func (s *Server) homeVM(c echo.Context) (viewtenant.HomeVM, error) {
+// homeVM builds the owner's home; page says whether it is the whole page,
+// whose charts read 30 days of figures that the htmx answers (the projects
+// section, the plan panel) do not show.
+func (s *Server) homeVM(c echo.Context, page bool) (viewtenant.HomeVM, error) {
 	t, m := currentTenant(c), membership(c)
 	before, err := keyset.Cursor("before", c.QueryParam("before"))
 	if err != nil {
 		return viewtenant.HomeVM{}, err
 	}
-	h, err := s.Tenants.HomePage(c.Request().Context(), t.ID, before, t.Location(), s.now(), chartDays)
+	days := 0
+	if page {
+		days = chartDays
+	}
+	h, err := s.Tenants.HomePage(c.Request().Context(), t.ID, before, t.Location(), s.now(), days)
 	if err != nil {
 		return viewtenant.HomeVM{}, err
 	}
-	vm := viewtenant.HomeVM{Slug: t.Slug, Name: t.Name, Role: m.Role, CanWrite: m.CanWrite(), Loc: t.Location(), PlanCodes: tenant.PlanCodes,
-		Charts: homeCharts(c, h.Days)}
+	vm := viewtenant.HomeVM{Slug: t.Slug, Name: t.Name, Role: m.Role, CanWrite: m.CanWrite(), Loc: t.Location(), PlanCodes: tenant.PlanCodes}
+	if page {
+		vm.Charts = homeCharts(c, h.Days)
+	}
 	if plan := h.Plan; plan != nil {
 		vm.Plan = &viewtenant.Plan{Code: plan.Code, Status: plan.Status, PeriodEnd: plan.PeriodEnd}
 	}
@@ -60,7 +69,7 @@ func (s *Server) projectCreate(c echo.Context) error {
 	name := c.FormValue("name")
 	_, err := s.Tenants.CreateProject(c.Request().Context(), t.ID, actorOf(c), name)
 	if apperr.CodeOf(err) == apperr.CodeInvalid {
-		vm, verr := s.homeVM(c)
+		vm, verr := s.homeVM(c, !isHTMX(c))
 		if verr != nil {
 			return verr
 		}
@@ -91,7 +100,7 @@ func (s *Server) afterProjectChange(c echo.Context) error {
 	if !isHTMX(c) {
 		return c.Redirect(http.StatusSeeOther, "/t/"+currentTenant(c).Slug+"/")
 	}
-	vm, err := s.homeVM(c)
+	vm, err := s.homeVM(c, false)
 	if err != nil {
 		return err
 	}
@@ -103,7 +112,7 @@ func (s *Server) planChange(c echo.Context) error {
 	t := currentTenant(c)
 	err := s.Tenants.ChangePlan(c.Request().Context(), t.ID, actorOf(c), c.FormValue("plan"))
 	if apperr.CodeOf(err) == apperr.CodeInvalid {
-		vm, verr := s.homeVM(c)
+		vm, verr := s.homeVM(c, !isHTMX(c))
 		if verr != nil {
 			return verr
 		}
@@ -119,7 +128,7 @@ func (s *Server) planChange(c echo.Context) error {
 	if !isHTMX(c) {
 		return c.Redirect(http.StatusSeeOther, "/t/"+t.Slug+"/")
 	}
-	vm, err := s.homeVM(c)
+	vm, err := s.homeVM(c, false)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -66,34 +67,7 @@ func TestAuditTimelineQueryBudget(t *testing.T) {
 	}
 	f.record(melati, nil, events...)
 
-	log := &sqlLog{}
-	cfg, err := pgxpool.ParseConfig(f.db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = log
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, "SET ROLE jejak_app")
-		return err
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	// The system pool traced too: the tenant gate is read there.
-	sysLog := &sqlLog{}
-	scfg := f.db.System.Config()
-	scfg.ConnConfig.Tracer = sysLog
-	sys, err := pgxpool.NewWithConfig(context.Background(), scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sys.Close)
-	srv := httptest.NewServer(web.New(app.NewDeps(pool, sys, f.jobs, clock.Database{}, quietLog())))
-	t.Cleanup(srv.Close)
-	traced := &fixture{t: t, db: f.db, srv: srv, jobs: f.jobs}
-	c := traced.client()
+	c, log, sysLog := tracedClient(t, f)
 	c.login("budi@melati.test")
 
 	// The viewer comes with the session's own lookup: a signed-in page
@@ -172,4 +146,78 @@ func TestAuditTimelineQueryBudget(t *testing.T) {
 		t.Fatalf("filtered poll starts at %s, want the head %d", poll[1], head)
 	}
 	check("idle filtered poll", c.getHTMX(strings.ReplaceAll(poll[1], "&amp;", "&")), 1, 0)
+}
+
+// tracedClient is a client of a server over f's database whose tenant and
+// system pools record every statement they run.
+func tracedClient(t *testing.T, f *fixture) (c *client, tenantLog, systemLog *sqlLog) {
+	t.Helper()
+	tenantLog, systemLog = &sqlLog{}, &sqlLog{}
+	cfg, err := pgxpool.ParseConfig(f.db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = tenantLog
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET ROLE jejak_app")
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	// The system pool traced too: the tenant gate is read there.
+	scfg := f.db.System.Config()
+	scfg.ConnConfig.Tracer = systemLog
+	sys, err := pgxpool.NewWithConfig(context.Background(), scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sys.Close)
+	srv := httptest.NewServer(web.New(app.NewDeps(pool, sys, f.jobs, clock.Database{}, quietLog())))
+	t.Cleanup(srv.Close)
+	traced := &fixture{t: t, db: f.db, srv: srv, jobs: f.jobs}
+	return traced.client(), tenantLog, systemLog
+}
+
+// TestHomeChartsOnlyOnTheWholePage: the owner's home reads its 30 days of
+// figures for the whole page (also when a refused form sends it back), and
+// not for the htmx answers that swap in the projects section or the plan
+// panel, which show no chart.
+func TestHomeChartsOnlyOnTheWholePage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c, log, _ := tracedClient(t, f)
+	c.login("budi@melati.test")
+	const charts = `name: (AuditDayCountList|JobStatsDayList)`
+	home := "/t/" + melati + "/"
+	// The token is read once: reading it loads a page.
+	token := c.csrf()
+	send := func(name string, htmx bool) answer {
+		return c.post(home+"projects", url.Values{"name": {name}, "_csrf": {token}}, htmx)
+	}
+	log.take("")
+	for _, tc := range []struct {
+		name   string
+		send   func() answer
+		status int
+		charts int
+	}{
+		{"the home page", func() answer { return c.get(home) }, 200, 2},
+		{"a project created with htmx", func() answer { return send("Katalog Hujan", true) }, 200, 0},
+		{"a refused project with htmx", func() answer { return send(" ", true) }, 422, 0},
+		{"a refused project without htmx", func() answer { return send(" ", false) }, 422, 2},
+	} {
+		a := tc.send()
+		if a.status != tc.status {
+			t.Fatalf("%s: status %d, want %d", tc.name, a.status, tc.status)
+		}
+		if got := log.take(charts); len(got) != tc.charts {
+			t.Fatalf("%s read the charts' figures %d times, want %d", tc.name, len(got), tc.charts)
+		}
+		if shown := strings.Contains(a.body, `id="activity-chart"`); shown != (tc.charts > 0) {
+			t.Fatalf("%s: chart shown = %v", tc.name, shown)
+		}
+	}
 }
