@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jejakhq/jejak/internal/testdb"
 )
 
 func TestSummaryLine(t *testing.T) {
@@ -135,6 +136,17 @@ func TestCheckLoopback(t *testing.T) {
 	}
 }
 
+// testServer is the server the module's tests run benchmarks on:
+// $BENCH_DATABASE_URL, else the main module's test cluster, so a benchmark
+// run beside the tests (on the machine's server) and the tests do not take
+// each other's connections.
+func testServer(t *testing.T) string {
+	if u := os.Getenv("BENCH_DATABASE_URL"); u != "" {
+		return u
+	}
+	return testdb.ServerURL(t)
+}
+
 // TestQueueBenchmarksSmoke runs every benchmark (queues, pages quiet and
 // under engine load, many tenants, replicas, HTTP load) once per available system with
 // tiny sizes on a real PostgreSQL (the machine's, or the embedded cluster),
@@ -146,12 +158,8 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 		t.Skip("needs PostgreSQL")
 	}
 	ctx := context.Background()
-	url, cleanup, err := resolveServer(ctx, os.Getenv("BENCH_DATABASE_URL"), filepath.Join(os.TempDir(), "jejak-bench-pg"), false)
-	if err != nil {
-		t.Fatalf("resolve server: %v", err)
-	}
-	t.Cleanup(cleanup)
-	// The suffix is per process: engineers' test runs share the machine's
+	url := testServer(t)
+	// The suffix is per process: test runs on one machine share a
 	// server, and one run's fresh databases must not be dropped by another.
 	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smoketest_%d", os.Getpid()), Cfg: Config{
 		Jobs: 3000, Workers: 20, InsertBatch: 1000, Duration: time.Second, Warmup: 200 * time.Millisecond,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -17,11 +16,7 @@ func TestWebhookIsolationSmoke(t *testing.T) {
 		t.Skip("needs PostgreSQL")
 	}
 	ctx := context.Background()
-	url, cleanup, err := resolveServer(ctx, os.Getenv("BENCH_DATABASE_URL"), filepath.Join(os.TempDir(), "jejak-bench-pg"), false)
-	if err != nil {
-		t.Fatalf("resolve server: %v", err)
-	}
-	t.Cleanup(cleanup)
+	url := testServer(t)
 	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smokehooks_%d", os.Getpid()), Cfg: Config{
 		Duration: time.Second, PollInterval: 20 * time.Millisecond, Conns: 4}}
 	res, err := runWebhookIsolation(ctx, env, "jejak")
@@ -46,11 +41,7 @@ func TestWebhookOrderedSmoke(t *testing.T) {
 		t.Skip("needs PostgreSQL")
 	}
 	ctx := context.Background()
-	url, cleanup, err := resolveServer(ctx, os.Getenv("BENCH_DATABASE_URL"), filepath.Join(os.TempDir(), "jejak-bench-pg"), false)
-	if err != nil {
-		t.Fatalf("resolve server: %v", err)
-	}
-	t.Cleanup(cleanup)
+	url := testServer(t)
 	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smokeordered_%d", os.Getpid()), Cfg: Config{
 		Duration: time.Second, PollInterval: 20 * time.Millisecond, Conns: 4}}
 	for _, ordered := range []bool{false, true} {

@@ -36,6 +36,9 @@ type Cluster struct {
 	Database string
 	// started is true when this process started the server (and so stops it).
 	started bool
+	// settings are the server's extra "name=value" settings, given again
+	// on a restart.
+	settings []string
 }
 
 // URL is the connection string of the cluster's Jejak database.
@@ -44,10 +47,12 @@ func (c *Cluster) URL() string {
 }
 
 // Start initialises the cluster in dir on first use, starts it unless it is
-// already running (then it is reused), and creates the named database. A
-// lock file beside dir serialises concurrent callers, such as the test
-// binaries of several packages.
-func Start(ctx context.Context, dir, database string) (*Cluster, error) {
+// already running (then it is reused, with the settings it was started
+// with), and creates the named database. settings ("name=value") are
+// given to the server when Start starts it. A lock file beside dir
+// serialises concurrent callers, such as the test binaries of several
+// packages.
+func Start(ctx context.Context, dir, database string, settings ...string) (*Cluster, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -65,7 +70,7 @@ func Start(ctx context.Context, dir, database string) (*Cluster, error) {
 	}
 	defer unlock()
 
-	c := &Cluster{Dir: dir, BinDir: bin, Database: database}
+	c := &Cluster{Dir: dir, BinDir: bin, Database: database, settings: settings}
 	if err := c.ensureReachable(ctx); err != nil {
 		return nil, err
 	}
@@ -116,7 +121,16 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.Port = port
-	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200", port)
+	return c.pgCtlStart(ctx)
+}
+
+// pgCtlStart starts the server on c.Port with c.settings after the
+// defaults (a later -c wins).
+func (c *Cluster) pgCtlStart(ctx context.Context) error {
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200", c.Port)
+	for _, s := range c.settings {
+		opts += " -c " + s
+	}
 	return c.run(ctx, filepath.Join(c.BinDir, "pg_ctl"), "start", "-D", c.Dir, "-w", "-t", "60",
 		"-l", filepath.Join(c.Dir, "server.log"), "-o", opts)
 }
@@ -280,7 +294,5 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	if err := c.run(ctx, filepath.Join(c.BinDir, "pg_ctl"), "stop", "-D", c.Dir, "-m", "immediate", "-w"); err != nil {
 		return err
 	}
-	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200", c.Port)
-	return c.run(ctx, filepath.Join(c.BinDir, "pg_ctl"), "start", "-D", c.Dir, "-w", "-t", "60",
-		"-l", filepath.Join(c.Dir, "server.log"), "-o", opts)
+	return c.pgCtlStart(ctx)
 }

@@ -2,9 +2,10 @@
 //
 // Migrations run once into a template database named by a hash of
 // db/schema; each test gets a clone in milliseconds (pgtestdb). The server is
-// JEJAK_TEST_DATABASE_URL when set, else the machine's PostgreSQL on
-// 127.0.0.1:5432 when it answers, else an embedded cluster in the system's
-// temporary folder, started on first use and shared by all test binaries.
+// JEJAK_TEST_DATABASE_URL when set, else the suite's own cluster in the
+// system's temporary folder (built from the machine's PostgreSQL binaries,
+// started on first use and shared by all test binaries), else, on a
+// machine without those binaries, the PostgreSQL on 127.0.0.1:5432.
 // A failing test's database is kept and its URL logged; a passing test's is
 // dropped in the background (trash.go).
 package testdb
@@ -14,6 +15,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -98,18 +100,37 @@ func server(t testing.TB) pgtestdb.Config {
 	return serverConf
 }
 
+// suiteSettings configure the suite's own cluster. Its connections are
+// the suite's alone: a benchmark or a `make run` on the machine's server
+// cannot use them up, and 300 leave room for two packages' tests at four
+// at a time, three pools each, and the trash droppers. Nothing in it
+// needs to survive the machine crashing, so it skips the flushes that
+// only serve that (fsync, full-page images), which every DROP DATABASE's
+// forced checkpoint would otherwise wait for. synchronous_commit keeps its
+// default: tests check where the code turns it off.
+var suiteSettings = []string{"max_connections=300", "fsync=off", "full_page_writes=off"}
+
+// machineServer is the server tests use where no cluster of their own can
+// be built.
+const machineServer = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
 func findServer() (pgtestdb.Config, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	raw := os.Getenv("JEJAK_TEST_DATABASE_URL")
 	if raw == "" {
-		raw = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-		if !reachable(ctx, raw) {
-			c, err := pgcluster.Start(ctx, filepath.Join(os.TempDir(), "jejak-test-pg", "data"), "postgres")
-			if err != nil {
-				return pgtestdb.Config{}, fmt.Errorf("start embedded cluster: %w", err)
-			}
+		// The folder is named by the settings, so a cluster an older
+		// checkout started with others is not reused.
+		sum := sha256.Sum256([]byte(fmt.Sprint(suiteSettings)))
+		dir := filepath.Join(os.TempDir(), "jejak-test-pg-"+hex.EncodeToString(sum[:4]), "data")
+		c, err := pgcluster.Start(ctx, dir, "postgres", suiteSettings...)
+		switch {
+		case err == nil:
 			raw = c.URL()
+		case errors.Is(err, pgcluster.ErrNoBinaries) && reachable(ctx, machineServer):
+			raw = machineServer
+		default:
+			return pgtestdb.Config{}, fmt.Errorf("start the suite's cluster: %w", err)
 		}
 	}
 	u, err := url.Parse(raw)
@@ -171,4 +192,11 @@ func (m migrator) Hash() (string, error) {
 
 func (m migrator) Migrate(ctx context.Context, db *sql.DB, _ pgtestdb.Config) error {
 	return database.MigrateDBTo(ctx, db, m.version)
+}
+
+// ServerURL is the superuser URL of the server the tests' databases live
+// on, for a test that creates databases of its own.
+func ServerURL(t testing.TB) string {
+	t.Helper()
+	return server(t).URL()
 }

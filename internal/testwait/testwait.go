@@ -12,8 +12,15 @@ import (
 // enough that a condition that never comes fails the test soon.
 const Default = 10 * time.Second
 
-// For polls cond every 5 ms until it holds, failing t with what after
-// Default.
+// maxGap is the longest pause between two polls.
+const maxGap = 40 * time.Millisecond
+
+// For polls cond until it holds, failing t with what after Default.
+// The first polls come 5 ms apart and the gaps grow by half up to 40 ms:
+// a condition that comes soon is seen soon, and one that takes seconds
+// (an engine draining thousands of jobs) is not asked for hundreds of
+// times a second, which on a shared server costs every test beside it
+// (most conditions are a query, some read every goroutine's stack).
 func For(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	Within(t, Default, what, cond)
@@ -23,10 +30,12 @@ func For(t testing.TB, what string, cond func() bool) {
 func Within(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
+	gap := 5 * time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(5 * time.Millisecond) // polling with a deadline
+		time.Sleep(gap) // polling with a deadline
+		gap = min(gap*3/2, maxGap)
 	}
 }

@@ -122,6 +122,12 @@ func TestMetricsAfterRealWork(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) //nolint:forbidigo // polling with a deadline
 	}
+	// The engine counts a finished job once its completion has committed,
+	// a moment after the table shows it: stopping it waits for those
+	// counts (the scrape below reads no engine state but them).
+	if err := engine.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	deps := app.NewDeps(f.db.App, f.db.System, engine, clock.Database{}, log)
 	deps.Metrics, deps.MetricsToken = reg, "s3cret"
