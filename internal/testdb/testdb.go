@@ -1,7 +1,8 @@
 // Package testdb gives each test its own migrated PostgreSQL database.
 //
 // Migrations run once into a template database named by a hash of
-// db/schema; each test gets a clone in milliseconds (pgtestdb). The server is
+// db/schema; each test gets a clone (CREATE DATABASE ... TEMPLATE) in a
+// fraction of a second. The server is
 // JEJAK_TEST_DATABASE_URL when set, else the suite's own cluster in the
 // system's temporary folder (built from the machine's PostgreSQL binaries,
 // started on first use and shared by all test binaries), else, on a
@@ -12,6 +13,7 @@ package testdb
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -27,8 +29,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver pgtestdb uses
-	"github.com/peterldowns/pgtestdb"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver the migrations use
 
 	"github.com/jejakhq/jejak/db/schema"
 	"github.com/jejakhq/jejak/internal/database"
@@ -62,43 +63,148 @@ func New(t testing.TB) *DB {
 // NewAt, so they hold no statements prepared against the old schema.
 func NewAt(t testing.TB, version int64) *DB {
 	t.Helper()
-	base := server(t)
-	conf := pgtestdb.Custom(&ownCleanup{TB: t}, base, migrator{version: version})
+	s := server(t)
+	name := s.clone(t, migrator{version: version})
 	t.Cleanup(func() {
 		if !t.Failed() {
-			discard(t, base, conf.Database)
+			s.discard(t, name)
 		}
 	})
+	dbURL := s.url(testRole, testRole, name)
+	t.Logf("testdb: %s", dbURL)
 	ctx := context.Background()
-	app, err := database.Open(ctx, conf.URL(), 16)
+	app, err := database.Open(ctx, dbURL, 16)
 	if err != nil {
 		t.Fatalf("testdb: open app pool: %v", err)
 	}
-	system, err := database.OpenSystem(ctx, conf.URL(), 16)
+	system, err := database.OpenSystem(ctx, dbURL, 16)
 	if err != nil {
 		t.Fatalf("testdb: open system pool: %v", err)
 	}
-	admin, err := pgxpool.New(ctx, conf.URL())
+	admin, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		t.Fatalf("testdb: open admin pool: %v", err)
 	}
 	t.Cleanup(func() { app.Close(); system.Close(); admin.Close() })
-	return &DB{App: app, System: system, Admin: admin, URL: conf.URL()}
+	return &DB{App: app, System: system, Admin: admin, URL: dbURL}
+}
+
+// testRole owns the tests' databases and is the user of DB.URL. It is a
+// superuser: migrations create roles and switch to jejak_owner, as the
+// production migration user (a superuser) does.
+const testRole = "jejak_test"
+
+// srv is the server the tests' databases live on.
+type srv struct {
+	base *url.URL // a superuser's URL of its maintenance database
+	// pool holds this binary's few superuser sessions, which clone, mark
+	// and drop every test's database. A new session costs 17-24 ms of CPU
+	// on these machines (fork, page faults, catalog caches), and opening
+	// one per step was four of the ten or so sessions each test cost.
+	pool      *pgxpool.Pool
+	templates sync.Map // template name -> *templateOnce
+}
+
+type templateOnce struct {
+	once sync.Once
+	err  error
 }
 
 var (
 	serverOnce sync.Once
-	serverConf pgtestdb.Config
+	theServer  *srv
 	serverErr  error
 )
 
-func server(t testing.TB) pgtestdb.Config {
-	serverOnce.Do(func() { serverConf, serverErr = findServer() })
+func server(t testing.TB) *srv {
+	serverOnce.Do(func() { theServer, serverErr = findServer() })
 	if serverErr != nil {
 		t.Fatalf("testdb: no PostgreSQL for tests: %v", serverErr)
 	}
-	return serverConf
+	return theServer
 }
+
+// url is the URL of database on the server as user.
+func (s *srv) url(user, password, database string) string {
+	u := *s.base
+	u.User = url.UserPassword(user, password)
+	u.Path = "/" + database
+	return u.String()
+}
+
+// clone creates a database for one test from the template of m, which it
+// makes first if no binary has.
+func (s *srv) clone(t testing.TB, m migrator) string {
+	t.Helper()
+	ctx := context.Background()
+	tpl, err := s.template(ctx, m)
+	if err != nil {
+		t.Fatalf("testdb: template: %v", err)
+	}
+	var id [4]byte
+	_, _ = rand.Read(id[:])
+	name := tpl + "_inst_" + hex.EncodeToString(id[:])
+	if _, err := s.pool.Exec(ctx, "CREATE DATABASE "+ident(name)+" WITH TEMPLATE "+ident(tpl)+" OWNER "+testRole); err != nil {
+		t.Fatalf("testdb: clone %s: %v", tpl, err)
+	}
+	return name
+}
+
+// template returns the name of m's template database, migrated once per
+// schema and shared by every binary and run on the server.
+func (s *srv) template(ctx context.Context, m migrator) (string, error) {
+	h, err := m.Hash()
+	if err != nil {
+		return "", err
+	}
+	name := "testdb_tpl_" + h
+	v, _ := s.templates.LoadOrStore(name, &templateOnce{})
+	o := v.(*templateOnce)
+	o.once.Do(func() { o.err = s.ensureTemplate(ctx, name, m) })
+	return name, o.err
+}
+
+// ensureTemplate makes the template name unless it is there. Binaries that
+// start together take turns through an advisory lock; a template is marked
+// as one only once migrated, so one left half-made (its binary died) is
+// dropped and made again.
+func (s *srv) ensureTemplate(ctx context.Context, name string, m migrator) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	if _, err := c.Exec(ctx, "SELECT pg_advisory_lock(hashtext($1))", name); err != nil {
+		return err
+	}
+	defer c.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext($1))", name) //nolint:errcheck // the session ends with the binary at worst
+	var ready bool
+	if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1 AND datistemplate)", name).Scan(&ready); err != nil || ready {
+		return err
+	}
+	for _, q := range []string{
+		"DROP DATABASE IF EXISTS " + ident(name),
+		`DO $$ BEGIN CREATE ROLE ` + testRole + ` LOGIN SUPERUSER PASSWORD '` + testRole + `';
+		   EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
+		"CREATE DATABASE " + ident(name) + " OWNER " + testRole,
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			return fmt.Errorf("make template %s: %w", name, err)
+		}
+	}
+	db, err := sql.Open("pgx", s.url(testRole, testRole, name))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := m.Migrate(ctx, db); err != nil {
+		return fmt.Errorf("migrate template %s: %w", name, err)
+	}
+	_, err = c.Exec(ctx, "ALTER DATABASE "+ident(name)+" IS_TEMPLATE true")
+	return err
+}
+
+func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 
 // suiteSettings configure the suite's own cluster. Its connections are
 // the suite's alone: a benchmark or a `make run` on the machine's server
@@ -114,7 +220,7 @@ var suiteSettings = []string{"max_connections=300", "fsync=off", "full_page_writ
 // be built.
 const machineServer = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
-func findServer() (pgtestdb.Config, error) {
+func findServer() (*srv, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	raw := os.Getenv("JEJAK_TEST_DATABASE_URL")
@@ -130,31 +236,26 @@ func findServer() (pgtestdb.Config, error) {
 		case errors.Is(err, pgcluster.ErrNoBinaries) && reachable(ctx, machineServer):
 			raw = machineServer
 		default:
-			return pgtestdb.Config{}, fmt.Errorf("start the suite's cluster: %w", err)
+			return nil, fmt.Errorf("start the suite's cluster: %w", err)
 		}
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return pgtestdb.Config{}, fmt.Errorf("parse %q: %w", raw, err)
+		return nil, fmt.Errorf("parse %q: %w", raw, err)
 	}
-	pw, _ := u.User.Password()
-	opts := u.RawQuery
-	if opts == "" {
-		opts = "sslmode=disable"
+	if u.RawQuery == "" {
+		u.RawQuery = "sslmode=disable"
 	}
-	return pgtestdb.Config{
-		DriverName: "pgx",
-		Host:       u.Hostname(),
-		Port:       u.Port(),
-		User:       u.User.Username(),
-		Password:   pw,
-		Database:   u.Path[1:],
-		Options:    opts,
-		// Migrations create roles and switch to jejak_owner, as the
-		// production migration user (a superuser) does.
-		TestRole:                  &pgtestdb.Role{Username: "jejak_test", Password: "jejak_test", Capabilities: "SUPERUSER"},
-		ForceTerminateConnections: true,
-	}, nil
+	conf, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return nil, err
+	}
+	conf.MaxConns = 6 // two drops at a time, and clones beside them
+	pool, err := pgxpool.NewWithConfig(ctx, conf)
+	if err != nil {
+		return nil, err
+	}
+	return &srv{base: u, pool: pool}, nil
 }
 
 func reachable(ctx context.Context, raw string) bool {
@@ -190,7 +291,7 @@ func (m migrator) Hash() (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], err
 }
 
-func (m migrator) Migrate(ctx context.Context, db *sql.DB, _ pgtestdb.Config) error {
+func (m migrator) Migrate(ctx context.Context, db *sql.DB) error {
 	return database.MigrateDBTo(ctx, db, m.version)
 }
 
@@ -198,5 +299,5 @@ func (m migrator) Migrate(ctx context.Context, db *sql.DB, _ pgtestdb.Config) er
 // on, for a test that creates databases of its own.
 func ServerURL(t testing.TB) string {
 	t.Helper()
-	return server(t).URL()
+	return server(t).base.String()
 }
