@@ -397,7 +397,11 @@ func (e *Engine) produce(r *runState) {
 		if len(r.wake) > 0 {
 			r.sleep.Again()
 		}
-		wait := r.sleep.Next(ctx, len(jobs), err == nil && len(jobs) > 0 && !drained, err)
+		// A claim that filled every slot is followed by a wait for a free
+		// slot, not for a wake-up: the loop is marked awake (as when more
+		// is due), so inserts meanwhile send no NOTIFY it could not act on.
+		full := int(r.inflight.Load()) >= 2*e.cfg.Workers
+		wait := r.sleep.Next(ctx, len(jobs), err == nil && len(jobs) > 0 && (!drained || full), err)
 		if wait == 0 {
 			continue
 		}

@@ -111,6 +111,37 @@ func TestBusyEngineInsertsDoNotNotify(t *testing.T) {
 	}
 }
 
+// TestSaturatingClaimMarksTheLoopAwake: a claim that fills every slot
+// (here one wake-up's claim of a whole backlog into an asleep engine)
+// leaves the producer waiting for a free slot, and marked awake, so the
+// inserts that follow send no NOTIFY. Marked asleep, every insert would
+// notify an engine that cannot take its job.
+func TestSaturatingClaimMarksTheLoopAwake(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenant := newTenants(t, db, 1)[0]
+	const workers = 2
+	e := newEngine(t, db, job.Config{Workers: workers, WorkerID: "full", PollInterval: time.Hour})
+	e.SetWarm(-1, 0)
+	release := make(chan struct{})
+	started, ran := make(chan int64, 4*workers), make(chan string, 8)
+	blocker(e, "full", release, started, ran)
+	startEngine(t, e)
+	t.Cleanup(func() { close(release) }) // before Stop (cleanups run last first)
+	testwait.For(t, "the idle producer marked asleep", func() bool { return asleep(t, db, "full") })
+	enqueueBulk(t, db, e, tenant, "block", 2*workers) // one transaction: one wake-up
+	for range workers {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("blocking jobs did not start")
+		}
+	}
+	testwait.For(t, "every slot taken and the producer marked awake", func() bool {
+		return countState(t, db, job.StateRunning) == 2*workers && !asleep(t, db, "full")
+	})
+}
+
 // TestIdleEngineIsWokenByInsert: an engine marked asleep is woken by the
 // insert's NOTIFY (its poll is an hour), also while another replica on the
 // same database is busy and marked awake.
