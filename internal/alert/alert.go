@@ -317,7 +317,34 @@ func (o *Overview) Firing() []Status {
 	return out
 }
 
-// Overview reads the current statuses and the last historyLimit transitions.
+// Firing reads the rules firing now: the staff pages' banner, in one
+// statement and no transaction of its own (every staff page and its htmx
+// polls show it).
+func (s *Service) Firing(ctx context.Context) ([]Status, error) {
+	states, err := newStore(s.pool).states(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("alert states: %w", err)
+	}
+	o := Overview{Rules: s.statuses(states)}
+	return o.Firing(), nil
+}
+
+// statuses is every rule with its state (OK when it has none yet).
+func (s *Service) statuses(states map[string]Status) []Status {
+	out := make([]Status, len(s.rules))
+	for i, r := range s.rules {
+		cur, ok := states[r.Name]
+		if !ok {
+			cur = Status{State: StateOK}
+		}
+		cur.Rule = r
+		out[i] = cur
+	}
+	return out
+}
+
+// Overview reads the current statuses, the last historyLimit transitions
+// and the staff webhook.
 func (s *Service) Overview(ctx context.Context, historyLimit int) (*Overview, error) {
 	o := &Overview{}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -326,19 +353,9 @@ func (s *Service) Overview(ctx context.Context, historyLimit int) (*Overview, er
 		if err != nil {
 			return err
 		}
-		for _, r := range s.rules {
-			cur, ok := states[r.Name]
-			if !ok {
-				cur = Status{State: StateOK}
-			}
-			cur.Rule = r
-			o.Rules = append(o.Rules, cur)
-		}
+		o.Rules = s.statuses(states)
 		if o.History, err = st.events(ctx, historyLimit); err != nil {
 			return err
-		}
-		if historyLimit == 0 {
-			return nil // the overview's banner needs no webhook
 		}
 		wh, ok, err := webhook.SystemEndpointStatus(ctx, tx, s.sealer)
 		if err != nil || !ok {

@@ -142,12 +142,12 @@ func (s *Server) firingAlerts(ctx context.Context) ([]observe.AlertRuleRow, erro
 	if s.Alerts == nil {
 		return nil, nil
 	}
-	o, err := s.Alerts.Overview(ctx, 0)
+	firing, err := s.Alerts.Firing(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var rows []observe.AlertRuleRow
-	for _, st := range o.Firing() {
+	for _, st := range firing {
 		rows = append(rows, alertRuleRow(ctx, st))
 	}
 	return rows, nil
