@@ -47,14 +47,21 @@ func blocker(e *job.Engine, name string, release <-chan struct{}, started chan<-
 	e.Register("ping", func(ctx context.Context, j *job.Job) error { ran <- name; return nil }, job.KindOptions{})
 }
 
-// saturate enqueues 2×workers blocking jobs on e and waits until they are
-// all claimed (running or claimed ahead) and the producer, waiting for a
-// free slot, is marked awake.
+// saturate enqueues 2×workers blocking jobs on e, one transaction each,
+// and waits until the engine is saturated (awaitSaturated).
 func saturate(t *testing.T, db *testdb.DB, e *job.Engine, tenant int64, worker string, workers int, started <-chan int64) {
 	t.Helper()
 	for range 2 * workers {
 		enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "block", Payload: json.RawMessage(`{}`)})
 	}
+	awaitSaturated(t, db, worker, workers, started)
+}
+
+// awaitSaturated waits until 2×workers blocking jobs are all claimed
+// (running or claimed ahead) and the producer, waiting for a free slot,
+// is marked awake.
+func awaitSaturated(t *testing.T, db *testdb.DB, worker string, workers int, started <-chan int64) {
+	t.Helper()
 	for range workers {
 		select {
 		case <-started:
@@ -67,6 +74,24 @@ func saturate(t *testing.T, db *testdb.DB, e *job.Engine, tenant int64, worker s
 	})
 }
 
+// blockingEngine starts an engine of workers workers named worker with the
+// kinds of blocker; its blocking jobs are released as t ends, before the
+// engine stops. asleepAtOnce skips the warm period after work, so the
+// producer marks itself asleep as soon as nothing is due.
+func blockingEngine(t *testing.T, db *testdb.DB, worker string, workers int, asleepAtOnce bool) (*job.Engine, <-chan int64) {
+	t.Helper()
+	e := newEngine(t, db, job.Config{Workers: workers, WorkerID: worker, PollInterval: time.Hour})
+	if asleepAtOnce {
+		e.SetWarm(-1, 0)
+	}
+	release := make(chan struct{})
+	started, ran := make(chan int64, 4*workers), make(chan string, 64)
+	blocker(e, worker, release, started, ran)
+	startEngine(t, e)
+	t.Cleanup(func() { close(release) }) // before Stop (cleanups run last first)
+	return e, started
+}
+
 // TestBusyEngineInsertsDoNotNotify: while every worker is busy, concurrent
 // enqueuing transactions send no NOTIFY, so their commits do not take the
 // NOTIFY lock (PreCommit_Notify locks only when notifications are pending)
@@ -76,12 +101,7 @@ func TestBusyEngineInsertsDoNotNotify(t *testing.T) {
 	db := testdb.New(t)
 	tenant := newTenants(t, db, 1)[0]
 	const workers = 2
-	e := newEngine(t, db, job.Config{Workers: workers, WorkerID: "busy", PollInterval: time.Hour})
-	release := make(chan struct{})
-	started, ran := make(chan int64, 4*workers), make(chan string, 64)
-	blocker(e, "busy", release, started, ran)
-	startEngine(t, e)
-	t.Cleanup(func() { close(release) }) // before Stop (cleanups run last first)
+	e, started := blockingEngine(t, db, "busy", workers, false)
 	saturate(t, db, e, tenant, "busy", workers, started)
 
 	l := db.Listen(t, "jejak_jobs")
@@ -121,25 +141,10 @@ func TestSaturatingClaimMarksTheLoopAwake(t *testing.T) {
 	db := testdb.New(t)
 	tenant := newTenants(t, db, 1)[0]
 	const workers = 2
-	e := newEngine(t, db, job.Config{Workers: workers, WorkerID: "full", PollInterval: time.Hour})
-	e.SetWarm(-1, 0)
-	release := make(chan struct{})
-	started, ran := make(chan int64, 4*workers), make(chan string, 8)
-	blocker(e, "full", release, started, ran)
-	startEngine(t, e)
-	t.Cleanup(func() { close(release) }) // before Stop (cleanups run last first)
+	e, started := blockingEngine(t, db, "full", workers, true)
 	testwait.For(t, "the idle producer marked asleep", func() bool { return asleep(t, db, "full") })
 	enqueueBulk(t, db, e, tenant, "block", 2*workers) // one transaction: one wake-up
-	for range workers {
-		select {
-		case <-started:
-		case <-time.After(10 * time.Second):
-			t.Fatal("blocking jobs did not start")
-		}
-	}
-	testwait.For(t, "every slot taken and the producer marked awake", func() bool {
-		return countState(t, db, job.StateRunning) == 2*workers && !asleep(t, db, "full")
-	})
+	awaitSaturated(t, db, "full", workers, started)
 }
 
 // TestIdleEngineIsWokenByInsert: an engine marked asleep is woken by the
