@@ -26,11 +26,7 @@ func TestClaimableReadsLittleOnAnUnanalysedBacklog(t *testing.T) {
 	if _, err := db.Admin.Exec(ctx, "ALTER TABLE outbox_messages SET (autovacuum_enabled = false)"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Admin.Exec(ctx, `INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, created_at, available_at)
-		SELECT $1, 'project.updated', 'project', (g % 2000)::text, jsonb_build_object('seq', g), now(), now()
-		  FROM generate_series(1, 20000) g`, tid); err != nil {
-		t.Fatal(err)
-	}
+	backlog(t, db, tid, 20000, 2000)
 	var pages int64
 	if err := db.Admin.QueryRow(ctx, "SELECT pg_relation_size('outbox_messages') / 8192").Scan(&pages); err != nil {
 		t.Fatal(err)
@@ -84,6 +80,27 @@ func claimable(t *testing.T, db *testdb.DB, lim int) ([]int64, float64) {
 	return ids, blocks
 }
 
+// backlog adds n pending messages of tenant, message g (from 0, in id
+// order) to aggregate g % aggregates.
+func backlog(t *testing.T, db *testdb.DB, tenant int64, n, aggregates int) {
+	t.Helper()
+	if _, err := db.Admin.Exec(context.Background(), `INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, created_at, available_at)
+		SELECT $1, 'project.updated', 'project', (g % $3)::text, jsonb_build_object('seq', g), now(), now()
+		  FROM generate_series(0, $2 - 1) g ORDER BY g`, tenant, n, aggregates); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blockFronts marks each aggregate's oldest message as being published by
+// another relay, so the rest of its messages wait.
+func blockFronts(t *testing.T, db *testdb.DB) {
+	t.Helper()
+	if _, err := db.Admin.Exec(context.Background(), `UPDATE outbox_messages SET state = 'processing', reserved_by = 'other', reserved_at = now()
+		WHERE id IN (SELECT min(id) FROM outbox_messages GROUP BY aggregate_id)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // insertMessages adds one pending message per aggregate id given, in
 // order, and returns their ids.
 func insertMessages(t *testing.T, db *testdb.DB, tenant int64, aggregates ...string) []int64 {
@@ -112,19 +129,10 @@ func TestClaimableFindsHeadsBehindABlockedFront(t *testing.T) {
 	db := testdb.New(t)
 	tid := newTenant(t, db, "toko")
 	ctx := context.Background()
-	if _, err := db.Admin.Exec(ctx, `INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, created_at, available_at)
-		SELECT $1, 'project.updated', 'project', (g % 200)::text, jsonb_build_object('seq', g), now(), now()
-		  FROM generate_series(0, 19999) g`, tid); err != nil {
-		t.Fatal(err)
-	}
-	// Each aggregate's first message is being published by a relay.
-	if _, err := db.Admin.Exec(ctx, `UPDATE outbox_messages SET state = 'processing', reserved_by = 'other', reserved_at = now()
-		WHERE id IN (SELECT min(id) FROM outbox_messages GROUP BY aggregate_id)`); err != nil {
-		t.Fatal(err)
-	}
+	backlog(t, db, tid, 20000, 200)
+	blockFronts(t, db)
 	held := insertMessages(t, db, tid, "failed", "failed", "later", "later")
-	if _, err := db.Admin.Exec(ctx, `UPDATE outbox_messages SET state = 'failed' WHERE id = $1;
-		`, held[0]); err != nil {
+	if _, err := db.Admin.Exec(ctx, `UPDATE outbox_messages SET state = 'failed' WHERE id = $1`, held[0]); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Admin.Exec(ctx, `UPDATE outbox_messages SET available_at = now() + interval '1 hour' WHERE id = $1`, held[2]); err != nil {
@@ -153,16 +161,8 @@ func TestClaimableWithManyAggregatesBlocked(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	tid := newTenant(t, db, "toko")
-	ctx := context.Background()
-	if _, err := db.Admin.Exec(ctx, `INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, created_at, available_at)
-		SELECT $1, 'project.updated', 'project', (g % 1100)::text, '{}', now(), now()
-		  FROM generate_series(0, 2199) g`, tid); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Admin.Exec(ctx, `UPDATE outbox_messages SET state = 'processing', reserved_by = 'other', reserved_at = now()
-		WHERE id IN (SELECT min(id) FROM outbox_messages GROUP BY aggregate_id)`); err != nil {
-		t.Fatal(err)
-	}
+	backlog(t, db, tid, 2200, 1100)
+	blockFronts(t, db)
 	want := insertMessages(t, db, tid, "a", "b", "c", "a", "d")
 	want = []int64{want[0], want[1], want[2], want[4]} // the second "a" waits for the first
 	ids, _ := claimable(t, db, 10)
