@@ -61,7 +61,9 @@ func TestClusterKeepsDataAcrossRestarts(t *testing.T) {
 		t.Fatalf("server still running after Stop: %v", err)
 	}
 
-	c2, err := pgcluster.Start(ctx, dir, "jejak_try")
+	// Settings given to a Start that starts the server are the server's,
+	// over the defaults (max_connections is one of them).
+	c2, err := pgcluster.Start(ctx, dir, "jejak_try", "max_connections=77", "fsync=off")
 	if err != nil {
 		t.Fatalf("restart: %v", err)
 	}
@@ -74,6 +76,10 @@ func TestClusterKeepsDataAcrossRestarts(t *testing.T) {
 	var v string
 	if err := conn.QueryRow(ctx, "SELECT v FROM kept").Scan(&v); err != nil || v != "still here" {
 		t.Fatalf("data after restart: %q %v", v, err)
+	}
+	var conns, fsync string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('max_connections'), current_setting('fsync')").Scan(&conns, &fsync); err != nil || conns != "77" || fsync != "off" {
+		t.Fatalf("settings after a start with max_connections=77 fsync=off: %s %s %v", conns, fsync, err)
 	}
 }
 
