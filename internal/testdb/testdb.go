@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,11 +74,15 @@ func NewAt(t testing.TB, version int64) *DB {
 	dbURL := s.url(testRole, testRole, name)
 	t.Logf("testdb: %s", dbURL)
 	ctx := context.Background()
-	app, err := database.Open(ctx, dbURL, 16)
+	logins, err := s.logins(ctx, name, dbURL)
+	if err != nil {
+		t.Fatalf("testdb: login roles: %v", err)
+	}
+	app, err := database.OpenExplicit(ctx, logins.url(name, database.AppRole), database.AppRole, 16)
 	if err != nil {
 		t.Fatalf("testdb: open app pool: %v", err)
 	}
-	system, err := database.OpenSystem(ctx, dbURL, 16)
+	system, err := database.OpenExplicit(ctx, logins.url(name, database.SystemRole), database.SystemRole, 16)
 	if err != nil {
 		t.Fatalf("testdb: open system pool: %v", err)
 	}
@@ -103,6 +108,47 @@ type srv struct {
 	// one per step was four of the ten or so sessions each test cost.
 	pool      *pgxpool.Pool
 	templates sync.Map // template name -> *templateOnce
+	loginsMu  sync.Mutex
+	loginsOf  map[string]loginURLs // template name -> its clones' login URLs
+}
+
+// loginURLs are the URLs, in a clone of one template, of the login roles
+// database.Open derives for each group role.
+type loginURLs map[string]*url.URL
+
+// url is the login URL of group in database name.
+func (l loginURLs) url(name, group string) string {
+	u := *l[group]
+	u.Path = "/" + name
+	return u.String()
+}
+
+// logins returns the login URLs for database name (a clone), derived once
+// per template. Deriving them (database.LoginURL) opens three sessions,
+// each 17-24 ms of the server's CPU here; the clones of one template share
+// its secret and so the roles' passwords, and the roles are the server's.
+func (s *srv) logins(ctx context.Context, name, dbURL string) (loginURLs, error) {
+	tpl := name[:strings.LastIndex(name, "_inst_")]
+	s.loginsMu.Lock()
+	defer s.loginsMu.Unlock()
+	if l, ok := s.loginsOf[tpl]; ok {
+		return l, nil
+	}
+	l := loginURLs{}
+	for _, group := range []string{database.AppRole, database.SystemRole} {
+		raw, err := database.LoginURL(ctx, dbURL, group)
+		if err != nil {
+			return nil, err
+		}
+		if l[group], err = url.Parse(raw); err != nil {
+			return nil, err
+		}
+	}
+	if s.loginsOf == nil {
+		s.loginsOf = map[string]loginURLs{}
+	}
+	s.loginsOf[tpl] = l
+	return l, nil
 }
 
 type templateOnce struct {
