@@ -33,9 +33,11 @@ TESTFLAGS ?= -vet=off -ldflags=-w -count=1
 ## browser, without -race (browser tests: named TestBrowser*, and any test
 ## reaching browsertest.New skips under JEJAK_SKIP_BROWSER=1); the bench
 ## module is vetted and unit-tested, its smoke run of every benchmark
-## (-short skips it: minutes of load) is left to make test
+## (-short skips it: minutes of load) is left to make test. The main
+## module's test binaries are kept in .cache/testbin and linked again only
+## when a change reaches them (tools/testbins.sh)
 check: deps-postgres check-generated vet
-	JEJAK_SKIP_BROWSER=1 $(GO) test $(TESTFLAGS) -parallel 4 -timeout 10m -skip '^TestBrowser' ./...
+	JEJAK_SKIP_BROWSER=1 GO=$(GO) tools/testbins.sh -test.parallel 4 -test.timeout 10m -test.skip '^TestBrowser'
 	cd bench && $(GO) vet ./... && $(GO) test $(TESTFLAGS) -short ./...
 
 ## generate: regenerate sqlc queries and templ components (committed)
