@@ -60,22 +60,44 @@ func (q *Queries) ScheduleRunFinish(ctx context.Context, arg ScheduleRunFinishPa
 }
 
 const scheduleRunLatest = `-- name: ScheduleRunLatest :many
-SELECT DISTINCT ON (name) name, period_key, period_start, ran_at, worker_id, jobs, summary
-  FROM schedule_runs
- WHERE name = ANY($1::text[])
- ORDER BY name, period_start DESC
+SELECT now()::timestamptz AS read_at, coalesce(r.name, '') AS name, coalesce(r.period_key, '') AS period_key,
+       coalesce(r.period_start, now()) AS period_start, coalesce(r.ran_at, now()) AS ran_at,
+       coalesce(r.worker_id, '') AS worker_id, coalesce(r.jobs, 0) AS jobs, coalesce(r.summary, '') AS summary
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (
+      SELECT DISTINCT ON (name) name, period_key, period_start, ran_at, worker_id, jobs, summary
+        FROM schedule_runs
+       WHERE name = ANY($1::text[])
+       ORDER BY name, period_start DESC) AS r ON true
 `
 
-func (q *Queries) ScheduleRunLatest(ctx context.Context, names []string) ([]ScheduleRun, error) {
+type ScheduleRunLatestRow struct {
+	ReadAt      time.Time
+	Name        string
+	PeriodKey   string
+	PeriodStart time.Time
+	RanAt       time.Time
+	WorkerID    string
+	Jobs        int32
+	Summary     string
+}
+
+// Each named schedule's latest run, and the database's clock as of the
+// read, which the schedules' next runs are computed from: one round trip
+// for the status panel of every staff overview. A schedule that never ran
+// has no row; when none has, the one row carries only the clock (and an
+// empty name).
+func (q *Queries) ScheduleRunLatest(ctx context.Context, names []string) ([]ScheduleRunLatestRow, error) {
 	rows, err := q.db.Query(ctx, scheduleRunLatest, names)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ScheduleRun{}
+	items := []ScheduleRunLatestRow{}
 	for rows.Next() {
-		var i ScheduleRun
+		var i ScheduleRunLatestRow
 		if err := rows.Scan(
+			&i.ReadAt,
 			&i.Name,
 			&i.PeriodKey,
 			&i.PeriodStart,

@@ -156,13 +156,12 @@ func (s *Scheduler) Status(ctx context.Context) ([]Status, error) {
 	for i, sc := range s.schedules {
 		names[i] = sc.Name
 	}
-	last, err := latestRuns(ctx, s.pool, names)
+	last, now, err := latestRuns(ctx, s.pool, names)
 	if err != nil {
 		return nil, fmt.Errorf("read schedule runs: %w", err)
 	}
-	now, err := sensitive.Now(ctx, s.pool, s.clock)
-	if err != nil {
-		return nil, err
+	if t := s.clock.Now(); t != nil {
+		now = *t
 	}
 	out := make([]Status, len(s.schedules))
 	for i, sc := range s.schedules {

@@ -35,16 +35,20 @@ type lastRun struct {
 	Summary   string
 }
 
-func latestRuns(ctx context.Context, db database.Querier, names []string) (map[string]lastRun, error) {
+// latestRuns returns the latest run of each of names that ran, and the
+// database's clock as of the read.
+func latestRuns(ctx context.Context, db database.Querier, names []string) (map[string]lastRun, time.Time, error) {
 	rows, err := queries.New(db).ScheduleRunLatest(ctx, names)
-	if err != nil {
-		return nil, err
+	if err != nil || len(rows) == 0 {
+		return nil, time.Time{}, err
 	}
 	out := make(map[string]lastRun, len(rows))
 	for _, r := range rows {
-		out[r.Name] = lastRun{PeriodKey: r.PeriodKey, RanAt: r.RanAt, WorkerID: r.WorkerID, Jobs: int(r.Jobs), Summary: r.Summary}
+		if r.Name != "" { // "": no schedule has run, the row only tells the time
+			out[r.Name] = lastRun{PeriodKey: r.PeriodKey, RanAt: r.RanAt, WorkerID: r.WorkerID, Jobs: int(r.Jobs), Summary: r.Summary}
+		}
 	}
-	return out, nil
+	return out, rows[0].ReadAt, nil
 }
 
 // TenantIDs lists every tenant, for per-tenant schedules.
