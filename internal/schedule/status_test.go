@@ -3,11 +3,9 @@ package schedule_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/clock"
@@ -15,29 +13,6 @@ import (
 	"github.com/jejakhq/jejak/internal/schedule"
 	"github.com/jejakhq/jejak/internal/testdb"
 )
-
-// stmtLog records the statements a pool sends.
-type stmtLog struct {
-	mu    sync.Mutex
-	stmts []string
-}
-
-func (l *stmtLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	l.mu.Lock()
-	l.stmts = append(l.stmts, d.SQL)
-	l.mu.Unlock()
-	return ctx
-}
-
-func (l *stmtLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (l *stmtLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.stmts
-	l.stmts = nil
-	return s
-}
 
 // TestStatusReadsRunsAndClockTogether: the status panel (on every staff
 // overview) reads the schedules' latest runs and the database clock their
@@ -47,7 +22,7 @@ func TestStatusReadsRunsAndClockTogether(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	log := &stmtLog{}
+	log := &testdb.StatementLog{}
 	cfg := db.System.Config()
 	cfg.ConnConfig.Tracer = log
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -72,12 +47,12 @@ func TestStatusReadsRunsAndClockTogether(t *testing.T) {
 	}
 	status := func() []schedule.Status {
 		t.Helper()
-		log.take()
+		log.Take("")
 		st, err := s.Status(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if stmts := log.take(); len(stmts) != 1 || !strings.Contains(stmts[0], "name: ScheduleRunLatest ") {
+		if stmts := log.Take(""); len(stmts) != 1 || !strings.Contains(stmts[0], "name: ScheduleRunLatest ") {
 			t.Fatalf("status sent %d statements, want ScheduleRunLatest alone: %q", len(stmts), stmts)
 		}
 		return st

@@ -18,7 +18,7 @@ func TestStaffOverviewPollStatements(t *testing.T) {
 	if r := c.getHTMX("/admin?partial=overview"); r.status != 200 { // fills the shared snapshot
 		t.Fatalf("first poll: %d", r.status)
 	}
-	sys.take("")
+	sys.Take("")
 	// once fails t if stmts begin a transaction, or name other than once,
 	// or any of banned.
 	once := func(what string, stmts []string, name string, banned ...string) {
@@ -44,9 +44,9 @@ func TestStaffOverviewPollStatements(t *testing.T) {
 	if r := c.getHTMX("/admin?partial=overview"); r.status != 200 || !strings.Contains(r.body, `data-testid="count-running"`) {
 		t.Fatalf("poll: %d", r.status)
 	}
-	once("the poll", sys.take(""), "AlertStateList", "AlertEventsRecent")
+	once("the poll", sys.Take(""), "AlertStateList", "AlertEventsRecent")
 	if r := c.get("/admin"); r.status != 200 {
 		t.Fatalf("page: %d", r.status)
 	}
-	once("the page", sys.take(""), "AuditUnsealedStats")
+	once("the page", sys.Take(""), "AuditUnsealedStats")
 }

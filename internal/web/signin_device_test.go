@@ -130,7 +130,7 @@ func TestSignInFailureSameWorkKnownAndUnknown(t *testing.T) {
 	c := f.client()
 	sample := func(email string) []string {
 		req := signInReq(f, c, email, "guess", "")
-		log.take("")
+		log.Take("")
 		hashes := gate.Total()
 		if a := c.do(req); a.status != http.StatusUnauthorized {
 			t.Fatalf("%s: %d", email, a.status)
@@ -139,7 +139,7 @@ func TestSignInFailureSameWorkKnownAndUnknown(t *testing.T) {
 		if d := gate.Total() - hashes; d != 1 {
 			t.Fatalf("%s cost %d hashes, want 1", email, d)
 		}
-		got := log.take("")
+		got := log.Take("")
 		for i := range got {
 			got[i] = strings.Join(strings.Fields(got[i]), " ")
 		}

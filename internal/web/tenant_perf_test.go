@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -15,38 +14,12 @@ import (
 
 	"github.com/jejakhq/jejak/internal/app"
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/testdb"
 	"github.com/jejakhq/jejak/internal/web"
 )
 
 // sqlLog records the statements a pool runs.
-type sqlLog struct {
-	mu   sync.Mutex
-	stmt []string
-}
-
-func (l *sqlLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	l.mu.Lock()
-	l.stmt = append(l.stmt, d.SQL)
-	l.mu.Unlock()
-	return ctx
-}
-
-func (l *sqlLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-// take returns the statements since the last take that mention pattern.
-func (l *sqlLog) take(pattern string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	re := regexp.MustCompile(pattern)
-	var out []string
-	for _, s := range l.stmt {
-		if re.MatchString(s) {
-			out = append(out, s)
-		}
-	}
-	l.stmt = nil
-	return out
-}
+type sqlLog = testdb.StatementLog
 
 // TestAuditTimelineQueryBudget: the first page and an older page each read
 // the trail with one keyset query that also names the actors (no second
@@ -78,7 +51,7 @@ func TestAuditTimelineQueryBudget(t *testing.T) {
 		if a.status >= 400 {
 			t.Fatalf("%s: status %d", name, a.status)
 		}
-		got := log.take(auditSQL + `|` + namesSQL + `|` + viewerSQL)
+		got := log.Take(auditSQL + `|` + namesSQL + `|` + viewerSQL)
 		var audits, names int
 		for _, s := range got {
 			if strings.Contains(s, viewerSQL) {
@@ -98,14 +71,14 @@ func TestAuditTimelineQueryBudget(t *testing.T) {
 			t.Fatalf("%s: %d audit and %d name queries, want %d and %d:\n%s", name, audits, names, wantAudit, wantNames, strings.Join(got, "\n---\n"))
 		}
 	}
-	log.take("")
-	sysLog.take("")
+	log.Take("")
+	sysLog.Take("")
 	first := c.get("/t/" + melati + "/audit")
 	check("first page", first, 1, 0)
 	// Session, viewer, tenant and membership: one statement, not a
 	// session lookup and then the tenant gate.
 	var gate, sessions int
-	for _, s := range sysLog.take(`name: (TenantMemberBySlug|SessionFindWithMember)`) {
+	for _, s := range sysLog.Take(`name: (TenantMemberBySlug|SessionFindWithMember)`) {
 		if strings.Contains(s, "TenantMemberBySlug") {
 			gate++
 		} else {
@@ -115,7 +88,7 @@ func TestAuditTimelineQueryBudget(t *testing.T) {
 	if gate != 0 || sessions != 1 {
 		t.Fatalf("first page read the tenant gate %d times on its own and %d times with the session, want 0 and 1", gate, sessions)
 	}
-	if got := log.take(`FROM sessions`); len(got) != 0 {
+	if got := log.Take(`FROM sessions`); len(got) != 0 {
 		t.Fatalf("first page read its session on the tenant pool as well: %q", got)
 	}
 	for _, name := range []string{"Budi Santoso", "Rina"} {
@@ -197,7 +170,7 @@ func TestHomeChartsOnlyOnTheWholePage(t *testing.T) {
 	send := func(name string, htmx bool) answer {
 		return c.post(home+"projects", url.Values{"name": {name}, "_csrf": {token}}, htmx)
 	}
-	log.take("")
+	log.Take("")
 	for _, tc := range []struct {
 		name   string
 		send   func() answer
@@ -213,7 +186,7 @@ func TestHomeChartsOnlyOnTheWholePage(t *testing.T) {
 		if a.status != tc.status {
 			t.Fatalf("%s: status %d, want %d", tc.name, a.status, tc.status)
 		}
-		if got := log.take(charts); len(got) != tc.charts {
+		if got := log.Take(charts); len(got) != tc.charts {
 			t.Fatalf("%s read the charts' figures %d times, want %d", tc.name, len(got), tc.charts)
 		}
 		if shown := strings.Contains(a.body, `id="activity-chart"`); shown != (tc.charts > 0) {

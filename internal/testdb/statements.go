@@ -1,0 +1,42 @@
+package testdb
+
+import (
+	"context"
+	"regexp"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// StatementLog is a pgx query tracer that records the statements a pool
+// sends (set it as the pool's ConnConfig.Tracer), for tests that count
+// round trips.
+type StatementLog struct {
+	mu    sync.Mutex
+	stmts []string
+}
+
+func (l *StatementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	l.mu.Lock()
+	l.stmts = append(l.stmts, d.SQL)
+	l.mu.Unlock()
+	return ctx
+}
+
+func (l *StatementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// Take returns the statements sent since the last Take that match pattern
+// (a regular expression; "" matches every one).
+func (l *StatementLog) Take(pattern string) []string {
+	re := regexp.MustCompile(pattern)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range l.stmts {
+		if re.MatchString(s) {
+			out = append(out, s)
+		}
+	}
+	l.stmts = nil
+	return out
+}
