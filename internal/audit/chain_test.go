@@ -9,9 +9,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // TestConcurrentAppendsFormOneLog: 16 writers × 200 appends on one tenant,
@@ -187,7 +190,7 @@ func TestSealerSkipsATreeAnotherSealerHolds(t *testing.T) {
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	res, err := f.sealer.SealOnce(sctx, true)
-	if err != nil || res.Sealed != 0 {
+	if err != nil || res.Sealed != 0 || res.Held != 1 {
 		t.Fatalf("seal while another sealer holds the tree: %+v, %v", res, err)
 	}
 	if err := busy.Rollback(ctx); err != nil {
@@ -195,6 +198,64 @@ func TestSealerSkipsATreeAnotherSealerHolds(t *testing.T) {
 	}
 	if res, err := f.sealer.SealOnce(ctx, true); err != nil || res.Sealed != 2 || res.Signed != 1 {
 		t.Fatalf("seal once the tree is free: %+v, %v", res, err)
+	}
+}
+
+// TestDrainWaitsForATreeAnotherSealerHolds: Drain does not return while
+// a tenant's events wait behind another sealer's lock on its tree (a
+// replica's sealer, or a cancelled one whose transaction has not ended):
+// it looks again until the tree is free and then seals them.
+func TestDrainWaitsForATreeAnotherSealerHolds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	tn := f.tenant(t, "melati")
+	f.recordN(t, tn, 3)
+	f.seal(t) // creates the tree row
+	f.recordN(t, tn, 2)
+	busy, err := f.db.System.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Rollback(ctx) //nolint:errcheck
+	if _, err := busy.Exec(ctx, `SELECT 1 FROM audit_trees WHERE tenant_id = $1 FOR UPDATE`, tn); err != nil {
+		t.Fatal(err)
+	}
+	// The draining sealer's tree locks are counted on a traced pool.
+	log := &testdb.StatementLog{}
+	cfg := f.db.System.Config()
+	cfg.ConnConfig.Tracer = log
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	drainer := audit.NewSealer(pool, audit.SealerOptions{Signer: f.signer})
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- drainer.Drain(dctx) }()
+	locks := 0
+	testwait.For(t, "Drain to find the tree held twice", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("Drain returned (%v) while the tree was held, with %d events unsealed", err, f.unsealed(t, tn))
+		default:
+		}
+		locks += len(log.Take(`name: AuditTreeLock `))
+		return locks >= 2
+	})
+	if n := f.unsealed(t, tn); n != 2 {
+		t.Fatalf("%d events unsealed while the tree is held, want 2", n)
+	}
+	if err := busy.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if n := f.unsealed(t, tn); n != 0 {
+		t.Fatalf("%d events unsealed after Drain", n)
 	}
 }
 

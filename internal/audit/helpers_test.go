@@ -123,6 +123,16 @@ func (f *fixture) record(t *testing.T, e audit.Event) audit.Recorded {
 	return r
 }
 
+// unsealed counts tenantID's events waiting to be sealed.
+func (f *fixture) unsealed(t *testing.T, tenantID int64) int {
+	t.Helper()
+	var n int
+	if err := f.db.Admin.QueryRow(context.Background(), `SELECT count(*) FROM audit_unsealed WHERE tenant_id = $1`, tenantID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // recordN writes n simple events for a tenant.
 func (f *fixture) recordN(t *testing.T, tenantID int64, n int) {
 	t.Helper()

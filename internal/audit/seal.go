@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -87,7 +88,12 @@ type SealResult struct {
 	Sealed  int  // events sealed
 	Signed  int  // checkpoints signed
 	Backlog bool // some tenant had a full batch: more may be waiting
+	Held    int  // tenants skipped: another sealer held their tree
 }
+
+// errTreeHeld: another sealer holds the tenant's tree (it is sealing the
+// tenant now, or its transaction has not ended yet).
+var errTreeHeld = errors.New("another sealer holds the tree")
 
 // SealOnce seals one batch of every tenant with work and signs the
 // checkpoints that are due; force signs every grown tree now, whatever
@@ -106,6 +112,10 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 	var firstErr error
 	for _, id := range tenants {
 		n, cp, err := s.sealTenant(ctx, id, force)
+		if errors.Is(err, errTreeHeld) {
+			res.Held++
+			continue
+		}
 		if err != nil {
 			// One tenant's failure must not stop the others' logs.
 			s.opts.Log.ErrorContext(ctx, "seal audit events", "tenant_id", id, "error", err.Error())
@@ -133,18 +143,35 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 }
 
 // Drain seals until no event waits and signs a checkpoint of every grown
-// tree (tests, the command line, a migration).
+// tree (tests, the command line, a migration). A tenant another sealer
+// holds is looked at again until it is free or sealed: that sealer may be
+// a replica's, or one cancelled whose transaction the server has not
+// ended yet, and the tenant's events still wait.
 func (s *Sealer) Drain(ctx context.Context) error {
 	for {
 		res, err := s.SealOnce(ctx, true)
 		if err != nil {
 			return err
 		}
+		if res.Held > 0 && res.Sealed == 0 && res.Signed == 0 {
+			retry := time.NewTimer(drainRetry)
+			select {
+			case <-ctx.Done():
+				retry.Stop()
+				return fmt.Errorf("drain the audit log: %d tenants held by another sealer: %w", res.Held, ctx.Err())
+			case <-retry.C:
+			}
+			continue
+		}
 		if res.Sealed == 0 && res.Signed == 0 {
 			return nil
 		}
 	}
 }
+
+// drainRetry is how long Drain waits before looking again at a tenant
+// another sealer holds: a sealer's transaction is one batch long.
+const drainRetry = 10 * time.Millisecond
 
 // Run seals every poll until ctx ends, at once again while a backlog
 // remains.
@@ -176,8 +203,8 @@ type sealable struct {
 }
 
 // sealTenant seals one batch of tenantID's events in one transaction and
-// signs a checkpoint when due. It returns 0 without waiting when another
-// sealer holds the tenant's tree.
+// signs a checkpoint when due. It returns errTreeHeld without waiting when
+// another sealer holds the tenant's tree.
 func (s *Sealer) sealTenant(ctx context.Context, tenantID int64, force bool) (int, *SignedCheckpoint, error) {
 	var n int
 	var cp *SignedCheckpoint
@@ -185,8 +212,11 @@ func (s *Sealer) sealTenant(ctx context.Context, tenantID int64, force bool) (in
 	err := database.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		q := newStore(tx)
 		tree, ok, err := lockTree(ctx, q, tenantID)
-		if err != nil || !ok {
+		if err != nil {
 			return err
+		}
+		if !ok {
+			return errTreeHeld
 		}
 		// The batch is read with a plan for the queue and trail as they
 		// are now: a generic plan cached while they were small (or never
