@@ -169,11 +169,11 @@ func TestWritersNeverWait(t *testing.T) {
 	}
 }
 
-// TestSealerSkipsATreeAnotherSealerHolds: a tenant whose tree row another
-// sealer has locked is skipped without waiting, and sealed once free.
-func TestSealerSkipsATreeAnotherSealerHolds(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
+// heldTree makes a tenant with a sealed tree of three events and two
+// more waiting, and locks the tree's row as a sealer busy with it would, in
+// the transaction it returns (rolled back when t ends).
+func (f *fixture) heldTree(t *testing.T) (int64, pgx.Tx) {
+	t.Helper()
 	ctx := context.Background()
 	tn := f.tenant(t, "melati")
 	f.recordN(t, tn, 3)
@@ -183,10 +183,20 @@ func TestSealerSkipsATreeAnotherSealerHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer busy.Rollback(ctx) //nolint:errcheck
+	t.Cleanup(func() { busy.Rollback(context.Background()) }) //nolint:errcheck // rolled back by the test already
 	if _, err := busy.Exec(ctx, `SELECT 1 FROM audit_trees WHERE tenant_id = $1 FOR UPDATE`, tn); err != nil {
 		t.Fatal(err)
 	}
+	return tn, busy
+}
+
+// TestSealerSkipsATreeAnotherSealerHolds: a tenant whose tree row another
+// sealer has locked is skipped without waiting, and sealed once free.
+func TestSealerSkipsATreeAnotherSealerHolds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	_, busy := f.heldTree(t)
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	res, err := f.sealer.SealOnce(sctx, true)
@@ -209,18 +219,7 @@ func TestDrainWaitsForATreeAnotherSealerHolds(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	tn := f.tenant(t, "melati")
-	f.recordN(t, tn, 3)
-	f.seal(t) // creates the tree row
-	f.recordN(t, tn, 2)
-	busy, err := f.db.System.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Rollback(ctx) //nolint:errcheck
-	if _, err := busy.Exec(ctx, `SELECT 1 FROM audit_trees WHERE tenant_id = $1 FOR UPDATE`, tn); err != nil {
-		t.Fatal(err)
-	}
+	tn, busy := f.heldTree(t)
 	// The draining sealer's tree locks are counted on a traced pool.
 	log := &testdb.StatementLog{}
 	cfg := f.db.System.Config()
