@@ -84,7 +84,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("job engine was stopped; create a new one")
 	}
 	r := &runState{
-		jobs:      make(chan *Job, max(2*e.cfg.Workers, 1)), // running + one batch claimed ahead
+		jobs:      make(chan *Job, max(e.inflightLimit(), 1)),
 		wake:      make(chan struct{}, 1),
 		slotFreed: make(chan struct{}, 1),
 		held:      map[int64]*heldJob{},
@@ -330,6 +330,12 @@ func signal(ch chan struct{}) {
 	}
 }
 
+// inflightLimit bounds the jobs claimed and not yet finished: the workers'
+// and as many again claimed ahead, waiting in the channel, so the next
+// claim's round trip overlaps with the handlers instead of leaving workers
+// idle while it runs. Stop releases any that never started.
+func (e *Engine) inflightLimit() int { return 2 * e.cfg.Workers }
+
 // jobsChannel is the NOTIFY channel of the jobs insert trigger.
 const jobsChannel = "jejak_jobs"
 
@@ -361,11 +367,7 @@ func (e *Engine) produce(r *runState) {
 			}
 			continue
 		}
-		// Claim ahead: up to Workers more jobs than can run at once wait
-		// in the channel, so the next claim's round trip overlaps with the
-		// handlers instead of leaving workers idle while it runs. Stop
-		// releases any that never started.
-		free := 2*e.cfg.Workers - int(r.inflight.Load())
+		free := e.inflightLimit() - int(r.inflight.Load())
 		if free <= 0 {
 			r.sleep.Busy(ctx)
 			select {
@@ -387,7 +389,7 @@ func (e *Engine) produce(r *runState) {
 		for _, j := range jobs {
 			r.inflight.Add(1)
 			r.track(j, claimedAt)
-			r.jobs <- j // never blocks: at most 2×Workers jobs are in flight
+			r.jobs <- j // never blocks: at most inflightLimit jobs are in flight
 		}
 		// More may be due right now, unless the claim took every job that
 		// was due (an idle queue's small claim): then the next job comes
@@ -400,7 +402,7 @@ func (e *Engine) produce(r *runState) {
 		// A claim that filled every slot is followed by a wait for a free
 		// slot, not for a wake-up: the loop is marked awake (as when more
 		// is due), so inserts meanwhile send no NOTIFY it could not act on.
-		full := int(r.inflight.Load()) >= 2*e.cfg.Workers
+		full := int(r.inflight.Load()) >= e.inflightLimit()
 		wait := r.sleep.Next(ctx, len(jobs), err == nil && len(jobs) > 0 && (!drained || full), err)
 		if wait == 0 {
 			continue
