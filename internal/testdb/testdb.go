@@ -23,7 +23,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,7 +64,7 @@ func New(t testing.TB) *DB {
 func NewAt(t testing.TB, version int64) *DB {
 	t.Helper()
 	s := server(t)
-	name := s.clone(t, migrator{version: version})
+	tpl, name := s.clone(t, migrator{version: version})
 	t.Cleanup(func() {
 		if !t.Failed() {
 			s.discard(t, name)
@@ -74,15 +73,15 @@ func NewAt(t testing.TB, version int64) *DB {
 	dbURL := s.url(testRole, testRole, name)
 	t.Logf("testdb: %s", dbURL)
 	ctx := context.Background()
-	logins, err := s.logins(ctx, name, dbURL)
+	logins, err := s.logins(ctx, tpl, dbURL)
 	if err != nil {
 		t.Fatalf("testdb: login roles: %v", err)
 	}
-	app, err := database.OpenExplicit(ctx, logins.url(name, database.AppRole), database.AppRole, 16)
+	app, err := database.OpenExplicit(ctx, s.loginURL(logins, database.AppRole, name), database.AppRole, 16)
 	if err != nil {
 		t.Fatalf("testdb: open app pool: %v", err)
 	}
-	system, err := database.OpenExplicit(ctx, logins.url(name, database.SystemRole), database.SystemRole, 16)
+	system, err := database.OpenExplicit(ctx, s.loginURL(logins, database.SystemRole, name), database.SystemRole, 16)
 	if err != nil {
 		t.Fatalf("testdb: open system pool: %v", err)
 	}
@@ -109,43 +108,44 @@ type srv struct {
 	pool      *pgxpool.Pool
 	templates sync.Map // template name -> *templateOnce
 	loginsMu  sync.Mutex
-	loginsOf  map[string]loginURLs // template name -> its clones' login URLs
+	loginsOf  map[string]logins // template name -> its clones' login roles
 }
 
-// loginURLs are the URLs, in a clone of one template, of the login roles
-// database.Open derives for each group role.
-type loginURLs map[string]*url.URL
+// logins are the user and password, in the clones of one template, of the
+// login role database.Open derives for each group role.
+type logins map[string]*url.Userinfo
 
-// url is the login URL of group in database name.
-func (l loginURLs) url(name, group string) string {
-	u := *l[group]
-	u.Path = "/" + name
-	return u.String()
+// loginURL is the URL of group's login role in database name.
+func (s *srv) loginURL(l logins, group, name string) string {
+	pw, _ := l[group].Password()
+	return s.url(l[group].Username(), pw, name)
 }
 
-// logins returns the login URLs for database name (a clone), derived once
-// per template. Deriving them (database.LoginURL) opens three sessions,
-// each 17-24 ms of the server's CPU here; the clones of one template share
-// its secret and so the roles' passwords, and the roles are the server's.
-func (s *srv) logins(ctx context.Context, name, dbURL string) (loginURLs, error) {
-	tpl := name[:strings.LastIndex(name, "_inst_")]
+// logins returns the login roles of template tpl's clones, derived once
+// from dbURL, a clone's. Deriving them (database.LoginURL) opens three
+// sessions, each 17-24 ms of the server's CPU here; the clones of one
+// template share its secret and so the roles' passwords, and the roles are
+// the server's.
+func (s *srv) logins(ctx context.Context, tpl, dbURL string) (logins, error) {
 	s.loginsMu.Lock()
 	defer s.loginsMu.Unlock()
 	if l, ok := s.loginsOf[tpl]; ok {
 		return l, nil
 	}
-	l := loginURLs{}
+	l := logins{}
 	for _, group := range []string{database.AppRole, database.SystemRole} {
 		raw, err := database.LoginURL(ctx, dbURL, group)
 		if err != nil {
 			return nil, err
 		}
-		if l[group], err = url.Parse(raw); err != nil {
+		u, err := url.Parse(raw)
+		if err != nil {
 			return nil, err
 		}
+		l[group] = u.User
 	}
 	if s.loginsOf == nil {
-		s.loginsOf = map[string]loginURLs{}
+		s.loginsOf = map[string]logins{}
 	}
 	s.loginsOf[tpl] = l
 	return l, nil
@@ -179,8 +179,9 @@ func (s *srv) url(user, password, database string) string {
 }
 
 // clone creates a database for one test from the template of m, which it
-// makes first if no binary has.
-func (s *srv) clone(t testing.TB, m migrator) string {
+// makes first if no binary has, and returns the template's name and the
+// clone's.
+func (s *srv) clone(t testing.TB, m migrator) (string, string) {
 	t.Helper()
 	ctx := context.Background()
 	tpl, err := s.template(ctx, m)
@@ -193,7 +194,7 @@ func (s *srv) clone(t testing.TB, m migrator) string {
 	if _, err := s.pool.Exec(ctx, "CREATE DATABASE "+ident(name)+" WITH TEMPLATE "+ident(tpl)+" OWNER "+testRole); err != nil {
 		t.Fatalf("testdb: clone %s: %v", tpl, err)
 	}
-	return name
+	return tpl, name
 }
 
 // template returns the name of m's template database, migrated once per
