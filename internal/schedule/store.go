@@ -39,8 +39,11 @@ type lastRun struct {
 // database's clock as of the read.
 func latestRuns(ctx context.Context, db database.Querier, names []string) (map[string]lastRun, time.Time, error) {
 	rows, err := queries.New(db).ScheduleRunLatest(ctx, names)
-	if err != nil || len(rows) == 0 {
+	if err != nil {
 		return nil, time.Time{}, err
+	}
+	if len(rows) == 0 { // the query answers at least its clock's row
+		return nil, time.Time{}, errors.New("schedule runs: no row with the database clock")
 	}
 	out := make(map[string]lastRun, len(rows))
 	for _, r := range rows {
