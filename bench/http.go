@@ -268,7 +268,7 @@ func httpDatabase(ctx context.Context, env *Env) (*httpServer, []string, error) 
 		return &httpServer{db: sc.name, webOnly: true, sessions: map[string][]*httpSession{}}, []string{"serve"}, nil
 	}
 	s := &httpServer{db: env.DBName("jejak_bench_http"), sessions: map[string][]*httpSession{}}
-	if err := env.FreshDatabase(ctx, s.db); err != nil {
+	if err := env.FreshMigrated(ctx, s.db); err != nil {
 		return nil, nil, err
 	}
 	return s, []string{"serve", "--demo"}, nil

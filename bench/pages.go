@@ -288,10 +288,7 @@ func scaleIsReady(ctx context.Context, env *Env, name string) bool {
 func seedScale(ctx context.Context, env *Env, name, url string) error {
 	start := time.Now()
 	fmt.Printf("# seeding %s: %d audit events, %d jobs (one-time; minutes for 10M events)\n", name, env.Cfg.ScaleAuditEvents, env.Cfg.ScaleJobs)
-	if err := env.FreshDatabase(ctx, name); err != nil {
-		return err
-	}
-	if err := database.Migrate(ctx, url); err != nil {
+	if err := env.FreshMigrated(ctx, name); err != nil {
 		return err
 	}
 	system, err := database.OpenSystem(ctx, url, 4)
