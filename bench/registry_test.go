@@ -170,7 +170,7 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 	// The suffix is per process: test runs on one machine share a
 	// server, and one run's fresh databases must not be dropped by another.
 	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smoketest_%d", os.Getpid()), Cfg: Config{
-		Jobs: 3000, Workers: 20, InsertBatch: 1000, Duration: time.Second, Warmup: 200 * time.Millisecond,
+		Jobs: 3000, Workers: 20, InsertBatch: 1000, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond,
 		Backlog: 2000, PollInterval: 20 * time.Millisecond, FetchCooldown: 2 * time.Millisecond,
 		ClaimBatch: 20, Conns: 4, Tenants: 3, LatencyJobs: 20, LatencyRate: 200, Timeout: time.Minute,
 		ScaleAuditEvents: 3000, ScaleJobs: 2000, Requests: 5, Reseed: true,
