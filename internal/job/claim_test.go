@@ -401,6 +401,21 @@ func TestIdlePoolClaimsOncePerWake(t *testing.T) {
 		return err == nil && asleep
 	})
 	ping()
+	// Every wake-up sent so far must have reached the loop before the
+	// count starts. The claim that takes a job need not be the one its
+	// NOTIFY caused: an earlier wake-up (the LISTEN's own, one that
+	// arrived late under load) may take it first, and the job's NOTIFY,
+	// delivered after the loop parked again, would wake it inside the
+	// count for nothing. Notifications arrive in the order they were
+	// sent, so once a marker sent now has been handed to the loop, every
+	// earlier one has; and a loop waiting in its select has none pending.
+	marked := e.Stats().Notifications
+	if _, err := db.Admin.Exec(context.Background(), "SELECT pg_notify('jejak_jobs', '')"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Within(t, 10*time.Second, "the marker NOTIFY handed to the loop", func() bool {
+		return e.Stats().Notifications > marked
+	})
 	waitParked(t, e)
 	before := e.Stats()
 	const n = 6

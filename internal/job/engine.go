@@ -721,6 +721,7 @@ type engineStats struct {
 	smallClaims                    atomic.Int64
 	flushes, completed, flushNanos atomic.Int64
 	failures                       atomic.Int64
+	notifications                  atomic.Int64
 }
 
 // Stats are cumulative counters of this engine's database work, for
@@ -736,6 +737,9 @@ type Stats struct {
 	Completed   int64         // jobs they marked succeeded
 	FlushTime   time.Duration // total time in completion statements
 	Failures    int64         // failed attempts recorded
+	// Notifications counts what the listener handed the claim loop: each
+	// NOTIFY on the jobs channel, and the wake-up after each LISTEN.
+	Notifications int64
 }
 
 // Stats returns the engine's counters so far.
@@ -745,6 +749,6 @@ func (e *Engine) Stats() Stats {
 		ClaimTime: time.Duration(e.stats.claimNanos.Load()), SmallClaims: e.stats.smallClaims.Load(),
 		Flushes: e.stats.flushes.Load(), Completed: e.stats.completed.Load(),
 		FlushTime: time.Duration(e.stats.flushNanos.Load()),
-		Failures:  e.stats.failures.Load(),
+		Failures:  e.stats.failures.Load(), Notifications: e.stats.notifications.Load(),
 	}
 }

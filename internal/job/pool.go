@@ -537,7 +537,12 @@ func (e *Engine) startTime(j *Job) time.Time {
 // the time the LISTEN connection is down.
 func (e *Engine) listen(r *runState) {
 	defer r.bgDone.Done()
-	database.Listen(r.prodCtx, e.pool, jobsChannel, e.cfg.PollInterval, e.log, func() { signal(r.wake) })
+	database.Listen(r.prodCtx, e.pool, jobsChannel, e.cfg.PollInterval, e.log, func() {
+		signal(r.wake)
+		// Counted once handed over: whoever sees the count has the
+		// wake-up waiting for the loop (or already taken).
+		e.stats.notifications.Add(1)
+	})
 }
 
 // heartbeat refreshes this engine's job_workers row and renews the lease
