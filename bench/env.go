@@ -118,7 +118,7 @@ func (e *Env) FreshDatabase(ctx context.Context, name string) error {
 
 // FreshMigrated is FreshDatabase with Jejak's migrations applied: a clone
 // of a database migrated once per run. Migrating took 0.75 s per database
-// here and a clone 0.2 s, and the smoke test alone makes thirty of them.
+// here and a clone 0.2 s, and the smoke test alone makes about twenty.
 func (e *Env) FreshMigrated(ctx context.Context, name string) error {
 	tpl, err := e.migratedTemplate(ctx)
 	if err != nil {
