@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
@@ -222,13 +221,7 @@ func TestDrainWaitsForATreeAnotherSealerHolds(t *testing.T) {
 	tn, busy := f.heldTree(t)
 	// The draining sealer's tree locks are counted on a traced pool.
 	log := &testdb.StatementLog{}
-	cfg := f.db.System.Config()
-	cfg.ConnConfig.Tracer = log
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := log.Pool(t, f.db.System)
 	drainer := audit.NewSealer(pool, audit.SealerOptions{Signer: f.signer})
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/schedule"
@@ -23,13 +21,7 @@ func TestStatusReadsRunsAndClockTogether(t *testing.T) {
 	db := testdb.New(t)
 	ctx := context.Background()
 	log := &testdb.StatementLog{}
-	cfg := db.System.Config()
-	cfg.ConnConfig.Tracer = log
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := log.Pool(t, db.System)
 	e, err := job.New(job.Config{Pool: db.System})
 	if err != nil {
 		t.Fatal(err)

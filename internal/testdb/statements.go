@@ -4,8 +4,10 @@ import (
 	"context"
 	"regexp"
 	"sync"
+	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // StatementLog is a pgx query tracer that records the statements a pool
@@ -24,6 +26,20 @@ func (l *StatementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.T
 }
 
 func (l *StatementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// Pool opens a pool configured like p whose statements l records, closed
+// when t ends.
+func (l *StatementLog) Pool(t testing.TB, p *pgxpool.Pool) *pgxpool.Pool {
+	t.Helper()
+	cfg := p.Config()
+	cfg.ConnConfig.Tracer = l
+	traced, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("testdb: open a traced pool: %v", err)
+	}
+	t.Cleanup(traced.Close)
+	return traced
+}
 
 // Take returns the statements sent since the last Take that match pattern
 // (a regular expression; "" matches every one).

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/jejakhq/jejak/internal/app"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/demo"
@@ -80,18 +78,6 @@ func TestKnownDeviceSignsInWhileStrangersFillTheAccount(t *testing.T) {
 	refused("a known browser past its own budget", owner, home, nil)
 }
 
-func tracedPool(t *testing.T, p *pgxpool.Pool, l *sqlLog) *pgxpool.Pool {
-	t.Helper()
-	cfg := p.Config()
-	cfg.ConnConfig.Tracer = l
-	tp, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tp.Close)
-	return tp
-}
-
 // TestSignInFailureSameWorkKnownAndUnknown: a wrong password for a known
 // account and any password for an unknown e-mail run the same SQL
 // statements, in the same order, before the request ends (every
@@ -105,8 +91,8 @@ func TestSignInFailureSameWorkKnownAndUnknown(t *testing.T) {
 	if err := demo.Seed(context.Background(), db.System); err != nil {
 		t.Fatal(err)
 	}
-	log := &sqlLog{}
-	appPool, systemPool := tracedPool(t, db.App, log), tracedPool(t, db.System, log)
+	log := &testdb.StatementLog{}
+	appPool, systemPool := log.Pool(t, db.App), log.Pool(t, db.System)
 	engine, err := job.New(job.Config{Pool: systemPool, Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)

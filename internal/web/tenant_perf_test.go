@@ -18,9 +18,6 @@ import (
 	"github.com/jejakhq/jejak/internal/web"
 )
 
-// sqlLog records the statements a pool runs.
-type sqlLog = testdb.StatementLog
-
 // TestAuditTimelineQueryBudget: the first page and an older page each read
 // the trail with one keyset query that also names the actors (no second
 // query for names); the live poll reads one primary-key probe when nothing
@@ -123,9 +120,9 @@ func TestAuditTimelineQueryBudget(t *testing.T) {
 
 // tracedClient is a client of a server over f's database whose tenant and
 // system pools record every statement they run.
-func tracedClient(t *testing.T, f *fixture) (c *client, tenantLog, systemLog *sqlLog) {
+func tracedClient(t *testing.T, f *fixture) (c *client, tenantLog, systemLog *testdb.StatementLog) {
 	t.Helper()
-	tenantLog, systemLog = &sqlLog{}, &sqlLog{}
+	tenantLog, systemLog = &testdb.StatementLog{}, &testdb.StatementLog{}
 	cfg, err := pgxpool.ParseConfig(f.db.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -141,13 +138,7 @@ func tracedClient(t *testing.T, f *fixture) (c *client, tenantLog, systemLog *sq
 	}
 	t.Cleanup(pool.Close)
 	// The system pool traced too: the tenant gate is read there.
-	scfg := f.db.System.Config()
-	scfg.ConnConfig.Tracer = systemLog
-	sys, err := pgxpool.NewWithConfig(context.Background(), scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sys.Close)
+	sys := systemLog.Pool(t, f.db.System)
 	srv := httptest.NewServer(web.New(app.NewDeps(pool, sys, f.jobs, clock.Database{}, quietLog())))
 	t.Cleanup(srv.Close)
 	traced := &fixture{t: t, db: f.db, srv: srv, jobs: f.jobs}
