@@ -376,7 +376,13 @@ func TestIdlePoolClaimsOncePerWake(t *testing.T) {
 	e.SetWarm(-1, 0)
 	ran := make(chan int64, 1)
 	e.Register("ping", func(ctx context.Context, j *job.Job) error { ran <- j.ID; return nil }, job.KindOptions{})
+	// The test's own LISTEN counts every notification the engine's will
+	// get: both listen before any is sent (only the pings send them, and
+	// the engine's listener has woken the loop once, at its LISTEN, before
+	// the first).
+	notifications := db.Listen(t, "jejak_jobs")
 	startEngine(t, e)
+	testwait.Within(t, 10*time.Second, "the engine listening", func() bool { return e.Stats().Notifications > 0 })
 	ping := func() {
 		t.Helper()
 		id := enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "ping", Payload: json.RawMessage(`{}`)}).ID
@@ -401,22 +407,19 @@ func TestIdlePoolClaimsOncePerWake(t *testing.T) {
 		return err == nil && asleep
 	})
 	ping()
-	// Every wake-up sent so far must have reached the loop before the
-	// count starts. The claim that takes a job need not be the one its
-	// NOTIFY caused: an earlier wake-up (the LISTEN's own, one that
-	// arrived late under load) may take it first, and the job's NOTIFY,
-	// delivered after the loop parked again, would wake it inside the
-	// count for nothing. Notifications arrive in the order they were
-	// sent, so once a marker sent now has been handed to the loop, every
-	// earlier one has; and a loop waiting in its select has none pending.
-	marked := e.Stats().Notifications
-	if _, err := db.Admin.Exec(context.Background(), "SELECT pg_notify('jejak_jobs', '')"); err != nil {
-		t.Fatal(err)
-	}
-	testwait.Within(t, 10*time.Second, "the marker NOTIFY handed to the loop", func() bool {
-		return e.Stats().Notifications > marked
+	// Every wake-up sent so far must have reached the loop, and been
+	// taken, before the count starts. The claim that takes a job need not
+	// be the one its NOTIFY caused: an earlier wake-up (the LISTEN's own,
+	// one that arrived late under load) may take it first, and the job's
+	// NOTIFY, handed over after the loop parked again, would wake it
+	// inside the count for nothing. So: every notification sent so far
+	// (and a marker after them) handed to the loop, the LISTEN's own
+	// wake-up too, and none left for it to take.
+	sent := int64(1 + notifications.Count(t) + 1)
+	testwait.Within(t, 10*time.Second, "every notification handed to the loop", func() bool {
+		return e.Stats().Notifications >= sent
 	})
-	waitParked(t, e)
+	waitIdle(t, e)
 	before := e.Stats()
 	const n = 6
 	for range n {
@@ -426,13 +429,14 @@ func TestIdlePoolClaimsOncePerWake(t *testing.T) {
 		// Sleeper rightly takes for a stream of jobs (it marks itself
 		// awake, claims, then marks itself asleep and claims once more):
 		// each job is enqueued only once the loop waits again.
-		waitParked(t, e)
+		waitIdle(t, e)
 	}
 	st := e.Stats()
 	// Exactly one claim per job: claiming again after each small claim
 	// would make it 2n.
 	if d := st.Claims - before.Claims; d != n {
-		t.Fatalf("%d claims for %d jobs enqueued one at a time, want one each", d, n)
+		t.Fatalf("%d claims (%d small, %d wake-ups) for %d jobs enqueued one at a time, want one each",
+			d, st.SmallClaims-before.SmallClaims, st.Notifications-before.Notifications, n)
 	}
 	if d := st.SmallClaims - before.SmallClaims; d < n {
 		t.Fatalf("%d of the claims took the small path, want at least %d", d, n)

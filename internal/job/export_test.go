@@ -140,3 +140,18 @@ func (e *Engine) DelayJob(ctx context.Context, j *Job, after time.Duration, reas
 // often it claims meanwhile (database.WarmFor, WarmPoll); a negative
 // warmFor marks it asleep as soon as nothing is due. Call before Start.
 func (e *Engine) SetWarm(warmFor, warmPoll time.Duration) { e.warmFor, e.warmPoll = warmFor, warmPoll }
+
+// Idle reports whether the running producer waits for a wake-up for its
+// whole poll interval (asleep and settled, no shorter timer armed) with
+// no wake-up on its way to it: from then on it claims only when woken.
+func (e *Engine) Idle() bool {
+	e.runMu.Lock()
+	r := e.run
+	e.runMu.Unlock()
+	if r == nil {
+		return false
+	}
+	r.wakeMu.Lock()
+	defer r.wakeMu.Unlock()
+	return time.Duration(r.parked.Load()) == e.cfg.PollInterval && len(r.wake) == 0 && r.taken == r.sent
+}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -94,28 +92,13 @@ func countState(t *testing.T, db *testdb.DB, state job.State) int {
 	return n
 }
 
-// waitParked waits until e's claim loop is blocked in its own select
-// (waiting for a wake-up, a freed slot or its poll), read from the
-// goroutine stacks: a test that counts claims per wake-up sends the next
-// one only then, so none arrives while the loop is still finishing a claim
-// (which the loop rightly takes for a stream of jobs), however slowly a
-// loaded machine schedules it.
-func waitParked(t *testing.T, e *job.Engine) {
+// waitIdle waits until e's producer is idle (Engine.Idle): a test that
+// counts claims per wake-up sends the next one only then, so none arrives
+// while the loop is still finishing a claim (which the loop rightly takes
+// for a stream of jobs), however slowly a loaded machine schedules it.
+func waitIdle(t *testing.T, e *job.Engine) {
 	t.Helper()
-	frame := fmt.Sprintf("internal/job.(*Engine).produce(%p", e)
-	buf := make([]byte, 1<<22)
-	testwait.Within(t, 30*time.Second, "the claim loop waiting in its select", func() bool {
-		n := runtime.Stack(buf, true)
-		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
-			// "goroutine N [select]:" and then its innermost frame (the
-			// runtime's own frames are not shown).
-			lines := strings.SplitN(g, "\n", 3)
-			if len(lines) > 1 && strings.Contains(lines[0], " [select") && strings.Contains(lines[1], frame) {
-				return true
-			}
-		}
-		return false
-	})
+	testwait.Within(t, 30*time.Second, "the claim loop waiting for a wake-up", e.Idle)
 }
 
 func fixedBackoff(attempt int) time.Duration { return time.Duration(1<<attempt) * time.Minute }

@@ -31,6 +31,16 @@ type runState struct {
 	wake      chan struct{}
 	slotFreed chan struct{}
 	inflight  atomic.Int64
+	// parked is how long the producer waits for a wake-up while it waits
+	// (0 while it claims): a loop parked for its whole poll interval is
+	// asleep and settled, so only a wake-up makes it claim again.
+	parked atomic.Int64
+	// wakeMu orders wake-ups with the producer taking them: sent counts
+	// every wake-up handed to the wake channel, taken is sent as the
+	// producer read it when it last took one. Equal while the producer
+	// waits, no wake-up is on its way to it.
+	wakeMu      sync.Mutex
+	sent, taken int64
 
 	// sleep is the producer's mark in wake_listeners: inserts NOTIFY
 	// jejak_jobs only while it (or another replica's producer) sleeps.
@@ -105,7 +115,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		// Only an awake producer needs it: an asleep one gets the NOTIFY.
 		r.unwake = database.WakeLocal(e.pool, jobsChannel, func() {
 			if !r.sleep.Asleep() {
-				signal(r.wake)
+				r.wakeUp()
 			}
 		})
 		r.comp = newCompleter(e)
@@ -414,14 +424,31 @@ func (e *Engine) produce(r *runState) {
 			}
 		}
 		poll.Reset(wait)
+		r.parked.Store(int64(wait))
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
+			// Unparked before taken is updated: a producer on its way to a
+			// claim never looks idle.
+			r.parked.Store(0)
+			r.wakeMu.Lock()
+			r.taken = r.sent
+			r.wakeMu.Unlock()
 			r.sleep.Woken()
 		case <-poll.C:
+			r.parked.Store(0)
 		}
 	}
+}
+
+// wakeUp hands the producer a wake-up; several before it takes one count
+// as one.
+func (r *runState) wakeUp() {
+	r.wakeMu.Lock()
+	r.sent++
+	signal(r.wake)
+	r.wakeMu.Unlock()
 }
 
 // worker runs jobs until the channel closes at Stop.
@@ -538,7 +565,7 @@ func (e *Engine) startTime(j *Job) time.Time {
 func (e *Engine) listen(r *runState) {
 	defer r.bgDone.Done()
 	database.Listen(r.prodCtx, e.pool, jobsChannel, e.cfg.PollInterval, e.log, func() {
-		signal(r.wake)
+		r.wakeUp()
 		// Counted once handed over: whoever sees the count has the
 		// wake-up waiting for the loop (or already taken).
 		e.stats.notifications.Add(1)
