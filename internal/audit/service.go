@@ -62,13 +62,13 @@ type TimelinePage struct {
 // match and the newest event.
 func (s *Service) Timeline(ctx context.Context, tenantID int64, f Filter, beforeID int64, limit int, withHead bool) (TimelinePage, error) {
 	var out TimelinePage
-	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+	err := database.ReadTenant(ctx, s.app, tenantID, func(db database.Querier) (err error) {
 		if withHead {
-			if _, out.Head, err = Newer(ctx, tx, tenantID, Filter{}, 1<<62, 1); err != nil {
+			if _, out.Head, err = Newer(ctx, db, tenantID, Filter{}, 1<<62, 1); err != nil {
 				return err
 			}
 		}
-		out.Page, err = Timeline(ctx, tx, tenantID, f, beforeID, limit)
+		out.Page, err = Timeline(ctx, db, tenantID, f, beforeID, limit)
 		return err
 	})
 	return out, err
@@ -77,8 +77,8 @@ func (s *Service) Timeline(ctx context.Context, tenantID int64, f Filter, before
 // Poll returns tenantID's events after event id afterID matching f (see
 // Newer).
 func (s *Service) Poll(ctx context.Context, tenantID int64, f Filter, afterID int64, limit int) (events []Recorded, through int64, err error) {
-	err = database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
-		events, through, err = Newer(ctx, tx, tenantID, f, afterID, limit)
+	err = database.ReadTenant(ctx, s.app, tenantID, func(db database.Querier) (err error) {
+		events, through, err = Newer(ctx, db, tenantID, f, afterID, limit)
 		return err
 	})
 	return events, through, err

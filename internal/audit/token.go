@@ -147,8 +147,8 @@ func (s *Tokens) Create(ctx context.Context, tenantID, userID int64, name string
 // List returns tenantID's tokens, newest first (at most 200).
 func (s *Tokens) List(ctx context.Context, tenantID int64) ([]Token, error) {
 	var out []Token
-	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
-		out, err = newStore(tx).tokens(ctx, tenantID)
+	err := database.ReadTenant(ctx, s.app, tenantID, func(db database.Querier) (err error) {
+		out, err = newStore(db).tokens(ctx, tenantID)
 		return err
 	})
 	return out, err

@@ -48,24 +48,39 @@ type recorder struct {
 
 var sqlcName = regexp.MustCompile(`^-- name: (\w+)`)
 
-func (r *recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	m := sqlcName.FindStringSubmatch(d.SQL)
+func (r *recorder) record(sql string, rawArgs []any) {
+	m := sqlcName.FindStringSubmatch(sql)
 	if m == nil {
-		return ctx
+		return
 	}
-	args := make([]any, 0, len(d.Args))
-	for _, a := range d.Args {
+	args := make([]any, 0, len(rawArgs))
+	for _, a := range rawArgs {
 		if _, mode := a.(pgx.QueryExecMode); !mode {
 			args = append(args, a)
 		}
 	}
 	r.mu.Lock()
-	r.qs = append(r.qs, captured{name: m[1], sql: d.SQL, args: args})
+	r.qs = append(r.qs, captured{name: m[1], sql: sql, args: args})
 	r.mu.Unlock()
+}
+
+func (r *recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	r.record(d.SQL, d.Args)
 	return ctx
 }
 
 func (r *recorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// Tenant reads send their statements in pipelines (database.ReadTenant).
+func (r *recorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (r *recorder) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	r.record(d.SQL, d.Args)
+}
+
+func (r *recorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func (r *recorder) take() []captured {
 	r.mu.Lock()

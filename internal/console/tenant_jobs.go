@@ -12,21 +12,21 @@ import (
 )
 
 // TenantJobs returns tenantID's own jobs newest first, optionally in one
-// state ("" = all), below before (0 = the newest). It reads in the
-// tenant's transaction on the app pool, so row-level security pins the
-// tenant as well as the query's own filter. Errors are as the tenant may
+// state ("" = all), below before (0 = the newest). It reads scoped to the
+// tenant on the app pool, so row-level security pins the tenant as well
+// as the query's own filter. Errors are as the tenant may
 // see them (job.TenantError).
 func (s *Service) TenantJobs(ctx context.Context, tenantID int64, state job.State, before int64) (keyset.Page[Row], error) {
 	if state != "" && !job.ValidState(state) {
 		return keyset.Page[Row]{}, fmt.Errorf("%w: unknown state %q", job.ErrInvalidJob, state)
 	}
 	var page keyset.Page[Row]
-	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
+	err := database.ReadTenant(ctx, s.app, tenantID, func(db database.Querier) (err error) {
 		// Planned with the actual values: which index fits depends on the
 		// state (the pending, running and dead partial indexes lead with
 		// tenant_id).
 		page, err = onePage(func(limit int) ([]Row, error) {
-			return newFilteredStore(tx).tenantList(ctx, tenantID, state, "", before, 0, limit)
+			return newFilteredStore(db).tenantList(ctx, tenantID, state, "", before, 0, limit)
 		})
 		return err
 	})

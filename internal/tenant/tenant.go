@@ -194,8 +194,8 @@ func Admit(t Tenant, g Gate) (*Tenant, *Membership, error) {
 // Membership returns userID's membership in tenantID, or ErrNotFound.
 func (s *Service) Membership(ctx context.Context, tenantID, userID int64) (*Membership, error) {
 	var m *Membership
-	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
-		m, err = newStore(tx).membership(ctx, tenantID, userID)
+	err := database.ReadTenant(ctx, s.app, tenantID, func(db database.Querier) (err error) {
+		m, err = newStore(db).membership(ctx, tenantID, userID)
 		return err
 	})
 	return m, err
@@ -211,8 +211,8 @@ func (s *Service) TenantsOf(ctx context.Context, userID int64) ([]UserTenant, er
 // newest first.
 func (s *Service) Projects(ctx context.Context, tenantID int64) ([]Project, error) {
 	var out []Project
-	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
-		out, err = newStore(tx).projects(ctx, tenantID, 0, keyset.MaxLimit)
+	err := database.ReadTenant(ctx, s.app, tenantID, func(db database.Querier) (err error) {
+		out, err = newStore(db).projects(ctx, tenantID, 0, keyset.MaxLimit)
 		return err
 	})
 	return out, err

@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// StatementLog is a pgx query tracer that records the statements a pool
-// sends (set it as the pool's ConnConfig.Tracer), for tests that count
-// round trips.
+// StatementLog is a pgx query and batch tracer that records the
+// statements a pool sends, one by one or in pipelines (set it as the
+// pool's ConnConfig.Tracer), for tests that count them.
 type StatementLog struct {
 	mu    sync.Mutex
 	stmts []string
@@ -26,6 +26,18 @@ func (l *StatementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.T
 }
 
 func (l *StatementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (l *StatementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (l *StatementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	l.mu.Lock()
+	l.stmts = append(l.stmts, d.SQL)
+	l.mu.Unlock()
+}
+
+func (l *StatementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // Pool opens a pool configured like p whose statements l records, closed
 // when t ends.

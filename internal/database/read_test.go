@@ -1,0 +1,125 @@
+package database_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/reqctx"
+	"github.com/jejakhq/jejak/internal/testdb"
+)
+
+// roundTrips counts what a pool sends: single statements and pipelines
+// (a batch is one round trip, however many statements it holds).
+type roundTrips struct{ queries, batches atomic.Int64 }
+
+func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.queries.Add(1)
+	return ctx
+}
+func (c *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.batches.Add(1)
+	return ctx
+}
+func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// TestReadTenantScopesEachStatementInOneRoundTrip: every statement of a
+// tenant read is one pipeline with its scoping (no BEGIN, no COMMIT), sees
+// the tenant and the signed-in viewer, and leaves the pooled connection
+// carrying neither; FreshPlans' statements are planned for their
+// parameters; a failed statement leaves the connection usable.
+func TestReadTenantScopesEachStatementInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // every statement below runs on one connection
+	tr := &roundTrips{}
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	const settingsSQL = "SELECT current_setting('app.tenant_id', true), current_setting('app.user_id', true), " +
+		"current_setting('plan_cache_mode')"
+	type settings struct{ tenant, user, plans string }
+	read := func(q database.Querier) (s settings) {
+		t.Helper()
+		if err := q.QueryRow(ctx, settingsSQL).Scan(&s.tenant, &s.user, &s.plans); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if _, err := pool.Exec(ctx, "SELECT 1"); err != nil { // connect first
+		t.Fatal(err)
+	}
+	viewer := reqctx.WithViewer(ctx, &reqctx.Viewer{UserID: 7})
+	q0, b0 := tr.queries.Load(), tr.batches.Load()
+	err = database.ReadTenant(viewer, pool, 42, func(q database.Querier) error {
+		if s := read(q); s != (settings{"42", "7", "auto"}) {
+			t.Errorf("first statement saw %+v, want tenant 42, user 7, plans auto", s)
+		}
+		if s := read(database.FreshPlans(q)); s != (settings{"42", "7", "force_custom_plan"}) {
+			t.Errorf("fresh-plan statement saw %+v, want tenant 42, user 7, custom plans", s)
+		}
+		rows, err := q.Query(ctx, "SELECT g FROM generate_series(1, 3) g WHERE current_setting('app.tenant_id') = '42'")
+		if err != nil {
+			return err
+		}
+		ns, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil || len(ns) != 3 {
+			t.Errorf("rows %v, %v; want three", ns, err)
+		}
+		if err := q.QueryRow(ctx, "SELECT 1 WHERE false").Scan(new(int)); !errors.Is(err, pgx.ErrNoRows) {
+			t.Errorf("a row from nothing: %v, want pgx.ErrNoRows", err)
+		}
+		tag, err := q.Exec(ctx, "SELECT 1")
+		if err != nil || tag.String() != "SELECT 1" {
+			t.Errorf("exec: %q, %v", tag, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, b := tr.queries.Load()-q0, tr.batches.Load()-b0; q != 0 || b != 5 {
+		t.Errorf("five statements sent %d single statements and %d pipelines, want 0 and 5", q, b)
+	}
+	if s := read(pool); s != (settings{"", "", "auto"}) {
+		t.Errorf("after the read the connection carries %+v", s)
+	}
+
+	// A failed statement fails the read; its pipeline is over, and the
+	// connection serves the next read.
+	err = database.ReadTenant(ctx, pool, 43, func(q database.Querier) error {
+		_, err := q.Exec(ctx, "SELECT 1/0")
+		return err
+	})
+	if pgErr := (*pgconn.PgError)(nil); !errors.As(err, &pgErr) || pgErr.Code != "22012" {
+		t.Fatalf("division by zero: %v", err)
+	}
+	err = database.ReadTenant(ctx, pool, 43, func(q database.Querier) error {
+		if s := read(q); s != (settings{"43", "", "auto"}) {
+			t.Errorf("after a failure the next read saw %+v, want tenant 43 alone", s)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := database.ReadTenant(ctx, pool, 0, func(database.Querier) error { return nil }); err == nil {
+		t.Fatal("tenant id 0 accepted")
+	}
+}
