@@ -22,41 +22,74 @@ type Day struct {
 	Dead      int64
 }
 
-// Days returns the last n days up to and including now's day in loc, oldest
-// first, with a zero Day for days without activity, read in tx (a
-// transaction scoped to tenantID: the owner's home reads them beside its
-// projects).
-func Days(ctx context.Context, tx database.Querier, tenantID int64, loc *time.Location, now time.Time, n int) ([]Day, error) {
+// Chart is the last n days up to and including now's day in loc, as the
+// owner's home draws them. Its reads fill it; Days returns its days once
+// they have run.
+type Chart struct {
+	tenantID        int64
+	loc             *time.Location
+	from, yesterday time.Time
+	n               int
+	events          map[string]int64
+	jobs            map[string][3]int64
+}
+
+// NewChart returns tenantID's chart of the n days up to now's day in loc.
+func NewChart(tenantID int64, loc *time.Location, now time.Time, n int) *Chart {
 	now = now.In(loc)
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
-	from := today.AddDate(0, 0, -(n - 1))
-	yesterday := today.AddDate(0, 0, -1)
-	days := make([]Day, n)
-	index := map[string]int{}
+	return &Chart{tenantID: tenantID, loc: loc, from: today.AddDate(0, 0, -(n - 1)), yesterday: today.AddDate(0, 0, -1), n: n}
+}
+
+// Reads returns the chart's two reads, each one statement on db (scoped to
+// the tenant): the events per day and the jobs' outcomes per day. They
+// are independent, so database.ReadTenantAll can send them with the
+// page's other reads.
+func (c *Chart) Reads(ctx context.Context) []func(database.Querier) error {
+	return []func(database.Querier) error{
+		func(db database.Querier) (err error) {
+			c.events, err = newStore(db).events(ctx, c.tenantID, c.from)
+			return err
+		},
+		func(db database.Querier) (err error) {
+			c.jobs, err = newStore(db).jobs(ctx, c.tenantID, c.from, c.yesterday, c.loc)
+			return err
+		},
+	}
+}
+
+// Days returns the chart's days, oldest first, with a zero Day for days
+// without activity.
+func (c *Chart) Days() []Day {
+	days := make([]Day, c.n)
+	index := make(map[string]int, c.n)
 	for i := range days {
-		days[i].Date = from.AddDate(0, 0, i)
+		days[i].Date = c.from.AddDate(0, 0, i)
 		index[days[i].Date.Format(time.DateOnly)] = i
 	}
-	st := newStore(tx)
-	events, err := st.events(ctx, tenantID, from)
-	if err != nil {
-		return nil, err
-	}
-	for d, v := range events {
+	for d, v := range c.events {
 		if i, ok := index[d]; ok {
 			days[i].Events = v
 		}
 	}
-	jobs, err := st.jobs(ctx, tenantID, from, yesterday, loc)
-	if err != nil {
-		return nil, err
-	}
-	for d, v := range jobs {
+	for d, v := range c.jobs {
 		if i, ok := index[d]; ok {
 			days[i].Succeeded += v[0]
 			days[i].Failed += v[1]
 			days[i].Dead += v[2]
 		}
 	}
-	return days, nil
+	return days
+}
+
+// Days reads tenantID's chart of the last n days up to now's day in loc on
+// db (scoped to the tenant).
+func Days(ctx context.Context, db database.Querier, tenantID int64, loc *time.Location, now time.Time, n int) ([]Day, error) {
+	c := NewChart(tenantID, loc, now, n)
+	for _, read := range c.Reads(ctx) {
+		if err := read(db); err != nil {
+			return nil, err
+		}
+	}
+	return c.Days(), nil
 }

@@ -68,8 +68,8 @@ func sweepTx(ctx context.Context, tx pgx.Tx, tenantID, jobID *int64, now *time.T
 }
 
 // Get returns tenantID's current subscription, or ErrNotFound.
-func Get(ctx context.Context, tx pgx.Tx, tenantID int64) (Subscription, error) {
-	r, err := queries.New(tx).SubscriptionGet(ctx, tenantID)
+func Get(ctx context.Context, db queries.DBTX, tenantID int64) (Subscription, error) {
+	r, err := queries.New(db).SubscriptionGet(ctx, tenantID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Subscription{}, ErrNotFound
 	}

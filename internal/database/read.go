@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,11 +43,17 @@ func ReadTenant(ctx context.Context, db Beginner, tenantID int64, fn func(Querie
 		return fmt.Errorf("tenant read: acquire connection: %w", err)
 	}
 	defer conn.Release()
+	return fn(newScopedReader(ctx, conn, tenantID))
+}
+
+// newScopedReader scopes conn's statements to tenantID and the signed-in
+// viewer of ctx.
+func newScopedReader(ctx context.Context, conn *pgxpool.Conn, tenantID int64) scopedReader {
 	user := ""
 	if id := viewerID(ctx); id > 0 {
 		user = strconv.FormatInt(id, 10)
 	}
-	return fn(scopedReader{conn: conn, tenant: strconv.FormatInt(tenantID, 10), user: user})
+	return scopedReader{conn: conn, tenant: strconv.FormatInt(tenantID, 10), user: user}
 }
 
 // The scoping statements of ReadTenant: parameters, not literals, so one
@@ -59,6 +66,23 @@ const (
 		"set_config('plan_cache_mode', 'force_custom_plan', true)"
 )
 
+// planMode takes a leading query mode off a statement's arguments and
+// reports whether it asks for fresh plans. A batch runs every statement in
+// the connection's mode; FreshPlans' is the one other mode asked for here.
+func planMode(args []any) (rest []any, fresh bool, err error) {
+	if len(args) == 0 {
+		return args, false, nil
+	}
+	mode, ok := args[0].(pgx.QueryExecMode)
+	if !ok {
+		return args, false, nil
+	}
+	if mode != pgx.QueryExecModeExec {
+		return nil, false, fmt.Errorf("tenant read: query mode %v is not supported", mode)
+	}
+	return args[1:], true, nil
+}
+
 type scopedReader struct {
 	conn         *pgxpool.Conn
 	tenant, user string
@@ -67,16 +91,13 @@ type scopedReader struct {
 // send sends the scoping and the statement in one pipeline and returns
 // the results, the scoping's already read.
 func (r scopedReader) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	args, fresh, err := planMode(args)
+	if err != nil {
+		return nil, err
+	}
 	scope := readScope
-	if len(args) > 0 {
-		if mode, ok := args[0].(pgx.QueryExecMode); ok {
-			// A batch runs every statement in the connection's mode;
-			// FreshPlans' is the one other mode asked for here.
-			if mode != pgx.QueryExecModeExec {
-				return nil, fmt.Errorf("tenant read: query mode %v is not supported", mode)
-			}
-			scope, args = readScopeFresh, args[1:]
-		}
+	if fresh {
+		scope = readScopeFresh
 	}
 	b := &pgx.Batch{}
 	b.Queue(scope, r.tenant, r.user)
@@ -176,4 +197,238 @@ func (r firstRow) Scan(dest ...any) error {
 	}
 	r.rows.Close()
 	return r.rows.Err()
+}
+
+// ReadTenantAll runs reads, each a function that sends at most one
+// statement, with all their statements in one pipeline after the scoping:
+// one round trip and one (implicit) transaction for a page that reads
+// several independent things, where InTenantTx costs BEGIN, a round trip
+// per statement and COMMIT, and ReadTenant a transaction per statement.
+// The reads run at once, each in a goroutine of its own, and their
+// statements go out once every read has sent one or returned; so a read's
+// statement must not wait for another read's result. It returns the
+// reads' errors joined. On anything but a pool the reads run one after
+// another in InTenantTx.
+func ReadTenantAll(ctx context.Context, db Beginner, tenantID int64, reads ...func(Querier) error) error {
+	if tenantID <= 0 {
+		return errors.New("tenant read: tenant id must be positive")
+	}
+	p, ok := db.(connAcquirer)
+	if !ok {
+		return InTenantTx(ctx, db, tenantID, func(tx pgx.Tx) error {
+			for _, read := range reads {
+				if err := read(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	conn, err := p.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("tenant read: acquire connection: %w", err)
+	}
+	defer conn.Release()
+	g := &gathering{ctx: ctx, conn: conn, scope: newScopedReader(ctx, conn, tenantID), waiting: len(reads)}
+	g.turns = sync.NewCond(&g.mu)
+	errs := make([]error, len(reads))
+	panics := make([]any, len(reads))
+	var wg sync.WaitGroup
+	for i, read := range reads {
+		wg.Add(1)
+		go func() {
+			q := &gatheredQuerier{g: g}
+			defer func() {
+				// A read that panics still lets the others finish; the
+				// panic goes on in the caller's goroutine.
+				panics[i] = recover()
+				g.finished(q)
+				wg.Done()
+			}()
+			errs[i] = read(q)
+		}()
+	}
+	wg.Wait()
+	for _, pv := range panics {
+		if pv != nil {
+			panic(pv)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// gathering is one ReadTenantAll: the statements its reads queue, sent in
+// one pipeline once no read can queue another, and whose results the reads
+// take in the order they were queued.
+type gathering struct {
+	ctx   context.Context
+	conn  *pgxpool.Conn
+	scope scopedReader
+
+	mu      sync.Mutex
+	turns   *sync.Cond // signalled when the pipeline is sent and when a turn ends
+	waiting int        // reads that have neither queued a statement nor returned
+	queue   []queuedStmt
+	sent    bool
+	br      pgx.BatchResults
+	err     error // the pipeline failed before the first statement's results
+	turn    int   // the queued statement whose results are read now
+}
+
+// gatheredQuerier is one read's Querier in a gathering.
+type gatheredQuerier struct {
+	g      *gathering
+	queued bool
+	rows   *gatheredRows // its statement's results while they are read
+}
+
+var errGatheredTwice = errors.New("tenant read: a read of ReadTenantAll sends one statement")
+
+func (q *gatheredQuerier) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if q.queued {
+		return nil, errGatheredTwice
+	}
+	q.queued = true
+	g := q.g
+	g.mu.Lock()
+	idx := len(g.queue)
+	g.queue = append(g.queue, queuedStmt{sql, args})
+	g.waiting--
+	g.sendIfReady()
+	for !g.sent || (g.err == nil && g.turn != idx) {
+		g.turns.Wait()
+	}
+	err := g.err
+	g.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	// Only the turn's holder touches the pipeline's results.
+	rows, err := g.br.Query()
+	if err != nil {
+		if rows != nil {
+			rows.Close()
+		}
+		_ = g.endTurn()
+		return nil, err
+	}
+	q.rows = &gatheredRows{Rows: rows, g: g}
+	return q.rows, nil
+}
+
+func (q *gatheredQuerier) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return firstRow{rows}
+}
+
+func (q *gatheredQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	rows.Close()
+	return rows.CommandTag(), rows.Err()
+}
+
+// sendIfReady sends the pipeline once no read can queue a statement any
+// more (g.mu held).
+func (g *gathering) sendIfReady() {
+	if g.sent || g.waiting > 0 {
+		return
+	}
+	g.sent = true
+	defer g.turns.Broadcast()
+	if len(g.queue) == 0 {
+		return
+	}
+	// One plan mode per pipeline: custom plans for every statement when
+	// one asks for them.
+	scope := readScope
+	for i := range g.queue {
+		args, fresh, err := planMode(g.queue[i].args)
+		if err != nil {
+			g.err = err
+			return
+		}
+		if fresh {
+			scope = readScopeFresh
+		}
+		g.queue[i].args = args
+	}
+	b := &pgx.Batch{}
+	b.Queue(scope, g.scope.tenant, g.scope.user)
+	for _, st := range g.queue {
+		b.Queue(st.sql, st.args...)
+	}
+	br := g.conn.SendBatch(g.ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		g.err = err
+		return
+	}
+	g.br = br
+}
+
+// endTurn passes the pipeline's results to the next statement's read;
+// after the last it reads the pipeline's end and returns its error.
+func (g *gathering) endTurn() (err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.turn++
+	if g.turn == len(g.queue) {
+		err = g.br.Close()
+	}
+	g.turns.Broadcast()
+	return err
+}
+
+// finished records that a read returned: one that queued nothing no
+// longer holds the pipeline back, and one that left its rows open has
+// them closed, so the reads after it get their turn.
+func (g *gathering) finished(q *gatheredQuerier) {
+	if q.rows != nil {
+		q.rows.Close()
+	}
+	if q.queued {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.waiting--
+	g.sendIfReady()
+}
+
+// gatheredRows are one statement's results in a gathering's pipeline.
+type gatheredRows struct {
+	pgx.Rows
+	g      *gathering
+	closed bool
+	err    error // the pipeline's end, read after the last statement
+}
+
+func (r *gatheredRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *gatheredRows) Close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.Rows.Close()
+	r.err = r.g.endTurn()
+}
+
+func (r *gatheredRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
 }

@@ -123,3 +123,111 @@ func TestReadTenantScopesEachStatementInOneRoundTrip(t *testing.T) {
 		t.Fatal("tenant id 0 accepted")
 	}
 }
+
+// TestReadTenantAllSendsEveryReadInOnePipeline: the statements of several
+// reads (and a read that sends none) go out in one pipeline with the
+// scoping, each read gets its own results, one read's fresh plans apply to
+// all; a failed statement fails the reads, a second statement from one
+// read is refused, a panicking read panics in the caller once the others
+// are done, and after each the connection serves the next read.
+func TestReadTenantAllSendsEveryReadInOnePipeline(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	tr := &roundTrips{}
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		n                   int32
+		tenant, user, plans string
+	}
+	const sql = "SELECT $1::int, current_setting('app.tenant_id', true), current_setting('app.user_id', true), " +
+		"current_setting('plan_cache_mode')"
+	got := make([]seen, 3)
+	read := func(i int, fresh bool) func(database.Querier) error {
+		return func(q database.Querier) error {
+			if fresh {
+				q = database.FreshPlans(q)
+			}
+			s := &got[i]
+			return q.QueryRow(ctx, sql, i).Scan(&s.n, &s.tenant, &s.user, &s.plans)
+		}
+	}
+	none := func(database.Querier) error { return nil }
+	viewer := reqctx.WithViewer(ctx, &reqctx.Viewer{UserID: 7})
+	q0, b0 := tr.queries.Load(), tr.batches.Load()
+	if err := database.ReadTenantAll(viewer, pool, 42, read(0, false), none, read(1, false), read(2, false)); err != nil {
+		t.Fatal(err)
+	}
+	if q, b := tr.queries.Load()-q0, tr.batches.Load()-b0; q != 0 || b != 1 {
+		t.Errorf("three reads sent %d single statements and %d pipelines, want 0 and 1", q, b)
+	}
+	for i, s := range got {
+		if s != (seen{int32(i), "42", "7", "auto"}) {
+			t.Errorf("read %d saw %+v", i, s)
+		}
+	}
+	if err := database.ReadTenantAll(ctx, pool, 43, read(0, false), read(1, true)); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range got[:2] {
+		if s != (seen{int32(i), "43", "", "force_custom_plan"}) {
+			t.Errorf("with fresh plans, read %d saw %+v", i, s)
+		}
+	}
+
+	failing := func(q database.Querier) error {
+		_, err := q.Exec(ctx, "SELECT 1/0")
+		return err
+	}
+	err = database.ReadTenantAll(ctx, pool, 42, read(0, false), failing, read(1, false))
+	if pgErr := (*pgconn.PgError)(nil); !errors.As(err, &pgErr) || pgErr.Code != "22012" {
+		t.Fatalf("division by zero: %v", err)
+	}
+	twice := func(q database.Querier) error {
+		if _, err := q.Exec(ctx, "SELECT 1"); err != nil {
+			return err
+		}
+		_, err := q.Exec(ctx, "SELECT 2")
+		return err
+	}
+	if err := database.ReadTenantAll(ctx, pool, 42, twice, read(0, false)); err == nil {
+		t.Fatal("a read's second statement was accepted")
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Fatalf("recovered %v, want the read's panic", p)
+			}
+		}()
+		got[0] = seen{}
+		_ = database.ReadTenantAll(ctx, pool, 44, read(0, false), func(database.Querier) error { panic("boom") })
+		t.Fatal("the read's panic did not reach the caller")
+	}()
+	if got[0] != (seen{0, "44", "", "auto"}) {
+		t.Errorf("beside a panicking read, the other saw %+v", got[0])
+	}
+	if err := database.ReadTenantAll(ctx, pool, 45, read(0, false)); err != nil || got[0].tenant != "45" {
+		t.Fatalf("after all that the connection served %+v, %v", got[0], err)
+	}
+	if s := func() (s seen) {
+		if err := pool.QueryRow(ctx, sql, 9).Scan(&s.n, &s.tenant, &s.user, &s.plans); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}(); s != (seen{9, "", "", "auto"}) {
+		t.Errorf("after the reads the connection carries %+v", s)
+	}
+}

@@ -318,30 +318,43 @@ type OwnerHome struct {
 	Days     []activity.Day // nil when none were asked for
 }
 
-// HomePage is Home with the last days' figures (activity.Days: days days
+// HomePage is Home with the last days' figures (activity.Chart: days days
 // up to now's day in loc; none when days is 0, for the parts of the page
-// that show no chart), in the same transaction: the page is one read.
+// that show no chart). The page's reads are independent: they go out
+// together, in one round trip.
 func (s *Service) HomePage(ctx context.Context, tenantID, before int64, loc *time.Location, now time.Time, days int) (OwnerHome, error) {
 	var h OwnerHome
-	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
-		rows, err := newStore(tx).projects(ctx, tenantID, before, HomeProjects+1)
-		if err != nil {
+	var projects []Project
+	reads := []func(database.Querier) error{
+		func(db database.Querier) (err error) {
+			projects, err = newStore(db).projects(ctx, tenantID, before, HomeProjects+1)
 			return err
-		}
-		h.Projects = keyset.Cut(rows, HomeProjects, func(p *Project) int64 { return p.ID })
-		switch sub, err := billing.Get(ctx, tx, tenantID); {
-		case errors.Is(err, billing.ErrNotFound):
-		case err != nil:
-			return err
-		default:
-			h.Plan = &Plan{Code: sub.PlanCode, Status: string(sub.Status), PeriodEnd: sub.PeriodEnd}
-		}
-		if days > 0 {
-			h.Days, err = activity.Days(ctx, tx, tenantID, loc, now, days)
-		}
-		return err
-	})
-	return h, err
+		},
+		func(db database.Querier) error {
+			switch sub, err := billing.Get(ctx, db, tenantID); {
+			case errors.Is(err, billing.ErrNotFound):
+				return nil
+			case err != nil:
+				return err
+			default:
+				h.Plan = &Plan{Code: sub.PlanCode, Status: string(sub.Status), PeriodEnd: sub.PeriodEnd}
+				return nil
+			}
+		},
+	}
+	var chart *activity.Chart
+	if days > 0 {
+		chart = activity.NewChart(tenantID, loc, now, days)
+		reads = append(reads, chart.Reads(ctx)...)
+	}
+	if err := database.ReadTenantAll(ctx, s.app, tenantID, reads...); err != nil {
+		return OwnerHome{}, err
+	}
+	h.Projects = keyset.Cut(projects, HomeProjects, func(p *Project) int64 { return p.ID })
+	if chart != nil {
+		h.Days = chart.Days()
+	}
+	return h, nil
 }
 
 // ChangePlan moves the tenant to another plan. The subscription's history
