@@ -239,3 +239,43 @@ func TestAsyncCommitIsTheTransactionsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestAtCommitStatementsWakeLocalLoops: a statement queued for the COMMIT
+// asks for the local wake-up as one sent at once does: the loops
+// registered for the channel are woken once the transaction commits, and
+// not when it rolls back.
+func TestAtCommitStatementsWakeLocalLoops(t *testing.T) {
+	t.Parallel()
+	pool, _ := atCommitPool(t)
+	ctx := context.Background()
+	woken := make(chan struct{}, 4)
+	defer database.WakeLocal(pool, "jejak_outbox", func() { woken <- struct{}{} })()
+	run := func(fail bool) error {
+		return database.InTx(ctx, pool, func(tx pgx.Tx) error {
+			q := database.AtCommit(tx)
+			if _, err := q.Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 1, "queued"); err != nil {
+				return err
+			}
+			database.WakeAfterCommit(q, "jejak_outbox")
+			if len(woken) > 0 {
+				t.Error("woken before the commit")
+			}
+			if fail {
+				return errors.New("roll back")
+			}
+			return nil
+		})
+	}
+	if err := run(true); err == nil {
+		t.Fatal("the failing transaction committed")
+	}
+	if len(woken) != 0 {
+		t.Fatal("a rolled-back transaction woke the loops")
+	}
+	if err := run(false); err != nil {
+		t.Fatal(err)
+	}
+	if len(woken) != 1 {
+		t.Fatalf("%d wake-ups after the commit, want 1", len(woken))
+	}
+}

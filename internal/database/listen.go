@@ -373,6 +373,10 @@ func WakeLocal(pool *pgxpool.Pool, channel string, wake func()) (unregister func
 // transaction the caller began itself, or a savepoint, is left to the
 // NOTIFY and the loops' polling).
 func WakeAfterCommit(tx Querier, channel string) {
+	if a, ok := tx.(atCommit); ok {
+		// A statement queued for the COMMIT belongs to its transaction.
+		tx = a.commitTx
+	}
 	ptx, ok := tx.(pgx.Tx)
 	if !ok {
 		return

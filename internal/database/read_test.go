@@ -3,7 +3,6 @@ package database_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -15,21 +14,29 @@ import (
 	"github.com/jejakhq/jejak/internal/testdb"
 )
 
-// roundTrips counts what a pool sends: single statements and pipelines
-// (a batch is one round trip, however many statements it holds).
-type roundTrips struct{ queries, batches atomic.Int64 }
-
-func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.queries.Add(1)
-	return ctx
+// readPool is a pool of one connection (every read below runs on the
+// same one) whose round trips tr counts.
+func readPool(t *testing.T) (*pgxpool.Pool, *tripTracer) {
+	t.Helper()
+	db := testdb.New(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	tr := &tripTracer{}
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, "SELECT 1"); err != nil { // connect first
+		t.Fatal(err)
+	}
+	return pool, tr
 }
-func (c *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.batches.Add(1)
-	return ctx
-}
-func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // TestReadTenantScopesEachStatementInOneRoundTrip: every statement of a
 // tenant read is one pipeline with its scoping (no BEGIN, no COMMIT), sees
@@ -38,20 +45,8 @@ func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // parameters; a failed statement leaves the connection usable.
 func TestReadTenantScopesEachStatementInOneRoundTrip(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // every statement below runs on one connection
-	tr := &roundTrips{}
-	cfg.ConnConfig.Tracer = tr
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, tr := readPool(t)
 	const settingsSQL = "SELECT current_setting('app.tenant_id', true), current_setting('app.user_id', true), " +
 		"current_setting('plan_cache_mode')"
 	type settings struct{ tenant, user, plans string }
@@ -62,12 +57,9 @@ func TestReadTenantScopesEachStatementInOneRoundTrip(t *testing.T) {
 		}
 		return s
 	}
-	if _, err := pool.Exec(ctx, "SELECT 1"); err != nil { // connect first
-		t.Fatal(err)
-	}
 	viewer := reqctx.WithViewer(ctx, &reqctx.Viewer{UserID: 7})
-	q0, b0 := tr.queries.Load(), tr.batches.Load()
-	err = database.ReadTenant(viewer, pool, 42, func(q database.Querier) error {
+	trips := tr.trips.Load()
+	err := database.ReadTenant(viewer, pool, 42, func(q database.Querier) error {
 		if s := read(q); s != (settings{"42", "7", "auto"}) {
 			t.Errorf("first statement saw %+v, want tenant 42, user 7, plans auto", s)
 		}
@@ -94,8 +86,8 @@ func TestReadTenantScopesEachStatementInOneRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q, b := tr.queries.Load()-q0, tr.batches.Load()-b0; q != 0 || b != 5 {
-		t.Errorf("five statements sent %d single statements and %d pipelines, want 0 and 5", q, b)
+	if n := tr.trips.Load() - trips; n != 5 {
+		t.Errorf("five statements took %d round trips, want 5", n)
 	}
 	if s := read(pool); s != (settings{"", "", "auto"}) {
 		t.Errorf("after the read the connection carries %+v", s)
@@ -132,23 +124,8 @@ func TestReadTenantScopesEachStatementInOneRoundTrip(t *testing.T) {
 // are done, and after each the connection serves the next read.
 func TestReadTenantAllSendsEveryReadInOnePipeline(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	tr := &roundTrips{}
-	cfg.ConnConfig.Tracer = tr
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if _, err := pool.Exec(ctx, "SELECT 1"); err != nil {
-		t.Fatal(err)
-	}
+	pool, tr := readPool(t)
 	type seen struct {
 		n                   int32
 		tenant, user, plans string
@@ -167,12 +144,12 @@ func TestReadTenantAllSendsEveryReadInOnePipeline(t *testing.T) {
 	}
 	none := func(database.Querier) error { return nil }
 	viewer := reqctx.WithViewer(ctx, &reqctx.Viewer{UserID: 7})
-	q0, b0 := tr.queries.Load(), tr.batches.Load()
+	trips := tr.trips.Load()
 	if err := database.ReadTenantAll(viewer, pool, 42, read(0, false), none, read(1, false), read(2, false)); err != nil {
 		t.Fatal(err)
 	}
-	if q, b := tr.queries.Load()-q0, tr.batches.Load()-b0; q != 0 || b != 1 {
-		t.Errorf("three reads sent %d single statements and %d pipelines, want 0 and 1", q, b)
+	if n := tr.trips.Load() - trips; n != 1 {
+		t.Errorf("three reads took %d round trips, want 1", n)
 	}
 	for i, s := range got {
 		if s != (seen{int32(i), "42", "7", "auto"}) {
@@ -192,7 +169,7 @@ func TestReadTenantAllSendsEveryReadInOnePipeline(t *testing.T) {
 		_, err := q.Exec(ctx, "SELECT 1/0")
 		return err
 	}
-	err = database.ReadTenantAll(ctx, pool, 42, read(0, false), failing, read(1, false))
+	err := database.ReadTenantAll(ctx, pool, 42, read(0, false), failing, read(1, false))
 	if pgErr := (*pgconn.PgError)(nil); !errors.As(err, &pgErr) || pgErr.Code != "22012" {
 		t.Fatalf("division by zero: %v", err)
 	}

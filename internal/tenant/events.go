@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/outbox"
 )
 
@@ -35,7 +36,8 @@ func (s *Service) publish(ctx context.Context, tx pgx.Tx, tenantID int64, actor 
 	for k, v := range detail {
 		payload[k] = v
 	}
-	_, err := s.outbox.Publish(ctx, tx, tenantID, outbox.Message{Type: ev.event, AggregateType: ev.aggregate,
-		AggregateID: aggID, Payload: payload, TraceID: actor.TraceID})
-	return err
+	// Nothing in the transaction reads the message back: it is sent with
+	// the COMMIT, in the same round trip (as the audit event is).
+	return s.outbox.PublishMany(ctx, database.AtCommit(tx), tenantID, []outbox.Message{{Type: ev.event,
+		AggregateType: ev.aggregate, AggregateID: aggID, Payload: payload, TraceID: actor.TraceID}})
 }
