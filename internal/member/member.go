@@ -94,14 +94,15 @@ func NewService(app, system database.Pool, clk clock.Clock, mailer mail.Mailer, 
 func (s *Service) List(ctx context.Context, tenantID int64) ([]Member, []Invitation, error) {
 	var ms []Member
 	var is []Invitation
-	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) (err error) {
-		st := newStore(tx)
-		if ms, err = st.members(ctx, tenantID); err != nil {
+	err := database.ReadTenantAll(ctx, s.app, tenantID,
+		func(db database.Querier) (err error) {
+			ms, err = newStore(db).members(ctx, tenantID)
 			return err
-		}
-		is, err = st.pending(ctx, tenantID)
-		return err
-	})
+		},
+		func(db database.Querier) (err error) {
+			is, err = newStore(db).pending(ctx, tenantID)
+			return err
+		})
 	return ms, is, err
 }
 

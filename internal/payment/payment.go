@@ -449,14 +449,15 @@ func ReconcilePayload(tenantID int64) json.RawMessage {
 // pool) and the provider's charges for it.
 func (s *Service) Billing(ctx context.Context, tenantID int64) (Billing, error) {
 	var b Billing
-	err := database.InTenantTx(ctx, s.app, tenantID, func(tx pgx.Tx) error {
-		var err error
-		if b.Invoices, err = listInvoices(ctx, tx, tenantID, 100); err != nil {
+	err := database.ReadTenantAll(ctx, s.app, tenantID,
+		func(db database.Querier) (err error) {
+			b.Invoices, err = listInvoices(ctx, db, tenantID, 100)
 			return err
-		}
-		b.Refunds, err = listRefunds(ctx, tx, tenantID, 100)
-		return err
-	})
+		},
+		func(db database.Querier) (err error) {
+			b.Refunds, err = listRefunds(ctx, db, tenantID, 100)
+			return err
+		})
 	if err != nil {
 		return b, fmt.Errorf("read billing of tenant %d: %w", tenantID, err)
 	}
