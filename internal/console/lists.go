@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/keyset"
 	"github.com/jejakhq/jejak/internal/tenant"
@@ -180,6 +181,24 @@ func (f jobFilter) unindexed() bool {
 // below before (0 = the newest). A bad filter is an apperr invalid error
 // with a message per field, and Tenants is still filled for the form.
 func (s *Service) Jobs(ctx context.Context, q JobQuery, before int64) (Jobs, error) {
+	// Without a tenant to look up, a valid filter needs no names, and an
+	// indexed page needs no newest id first: the names and the page are
+	// read together, in one round trip.
+	if q.Tenant == "" {
+		if f, errs := q.filter(nil); len(errs) == 0 && !f.unindexed() {
+			var out Jobs
+			err := database.ReadAll(ctx, s.system,
+				func(db database.Querier) (err error) {
+					out.Tenants, err = tenant.ReadNames(ctx, db)
+					return err
+				},
+				func(db database.Querier) (err error) {
+					out.Page, err = jobsPage(ctx, db, f, before, 0)
+					return err
+				})
+			return out, err
+		}
+	}
 	names, err := s.tenants.Names(ctx)
 	if err != nil {
 		return Jobs{}, err
@@ -201,18 +220,24 @@ func (s *Service) Jobs(ctx context.Context, q JobQuery, before int64) (Jobs, err
 			floor = 0
 		}
 	}
-	out.Page, err = onePage(func(limit int) ([]Row, error) {
-		if f.none() {
-			return newStore(s.system).listAll(ctx, before, limit)
-		}
-		return newFilteredStore(s.system).list(ctx, f, before, floor, limit)
-	})
+	out.Page, err = jobsPage(ctx, s.system, f, before, floor)
 	if err == nil && floor > 0 && out.Next == 0 {
 		// Fewer matches than a page in this window: older ones may lie
 		// below it.
 		out.Next, out.SearchedFrom = floor, floor
 	}
 	return out, err
+}
+
+// jobsPage reads one page of the staff job list on db: f's matches below
+// before, down to floor (0 = no floor).
+func jobsPage(ctx context.Context, db database.Querier, f jobFilter, before, floor int64) (keyset.Page[Row], error) {
+	return onePage(func(limit int) ([]Row, error) {
+		if f.none() {
+			return newStore(db).listAll(ctx, before, limit)
+		}
+		return newFilteredStore(db).list(ctx, f, before, floor, limit)
+	})
 }
 
 // DeadQuery selects dead letters for the list and the bulk actions, as

@@ -43,27 +43,32 @@ func ReadTenant(ctx context.Context, db Beginner, tenantID int64, fn func(Querie
 		return fmt.Errorf("tenant read: acquire connection: %w", err)
 	}
 	defer conn.Release()
-	return fn(newScopedReader(ctx, conn, tenantID))
+	return fn(scopedReader{conn: conn, scopeArgs: newScopeArgs(ctx, tenantID)})
 }
 
-// newScopedReader scopes conn's statements to tenantID and the signed-in
-// viewer of ctx.
-func newScopedReader(ctx context.Context, conn *pgxpool.Conn, tenantID int64) scopedReader {
+// scopeArgs are the parameters of readScope: tenantID and the signed-in
+// viewer of ctx ("" for none).
+type scopeArgs struct{ tenant, user string }
+
+func newScopeArgs(ctx context.Context, tenantID int64) scopeArgs {
 	user := ""
 	if id := viewerID(ctx); id > 0 {
 		user = strconv.FormatInt(id, 10)
 	}
-	return scopedReader{conn: conn, tenant: strconv.FormatInt(tenantID, 10), user: user}
+	return scopeArgs{tenant: strconv.FormatInt(tenantID, 10), user: user}
 }
 
-// The scoping statements of ReadTenant: parameters, not literals, so one
-// prepared statement per connection serves every tenant. The second also
-// plans the statement after it for its actual parameters, as an unnamed
-// statement would be (FreshPlans), although the batch sends it prepared.
+// The statements that lead a read's pipeline. The scoping takes
+// parameters, not literals, so one prepared statement per connection
+// serves every tenant. The fresh ones also plan the statements after them
+// for their actual parameters, as an unnamed statement would be
+// (FreshPlans), although the batch sends them prepared; readFresh alone
+// leads an unscoped pipeline (ReadAll).
 const (
 	readScope      = "SELECT set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true)"
 	readScopeFresh = "SELECT set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true), " +
 		"set_config('plan_cache_mode', 'force_custom_plan', true)"
+	readFresh = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
 )
 
 // planMode takes a leading query mode off a statement's arguments and
@@ -84,8 +89,8 @@ func planMode(args []any) (rest []any, fresh bool, err error) {
 }
 
 type scopedReader struct {
-	conn         *pgxpool.Conn
-	tenant, user string
+	conn *pgxpool.Conn
+	scopeArgs
 }
 
 // send sends the scoping and the statement in one pipeline and returns
@@ -215,21 +220,42 @@ func ReadTenantAll(ctx context.Context, db Beginner, tenantID int64, reads ...fu
 	}
 	p, ok := db.(connAcquirer)
 	if !ok {
-		return InTenantTx(ctx, db, tenantID, func(tx pgx.Tx) error {
-			for _, read := range reads {
-				if err := read(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		return InTenantTx(ctx, db, tenantID, func(tx pgx.Tx) error { return readInTurn(tx, reads) })
 	}
+	scope := newScopeArgs(ctx, tenantID)
+	return gather(ctx, p, &scope, reads)
+}
+
+// ReadAll is ReadTenantAll without the tenant scoping, for the system
+// pool's reads (staff pages): their statements in one pipeline, in one
+// implicit transaction. On anything but a pool they run one after another
+// in InTx.
+func ReadAll(ctx context.Context, db Beginner, reads ...func(Querier) error) error {
+	p, ok := db.(connAcquirer)
+	if !ok {
+		return InTx(ctx, db, func(tx pgx.Tx) error { return readInTurn(tx, reads) })
+	}
+	return gather(ctx, p, nil, reads)
+}
+
+func readInTurn(tx pgx.Tx, reads []func(Querier) error) error {
+	for _, read := range reads {
+		if err := read(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gather runs reads on a connection of p, their statements in one
+// pipeline led by the scoping (none when scope is nil).
+func gather(ctx context.Context, p connAcquirer, scope *scopeArgs, reads []func(Querier) error) error {
 	conn, err := p.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("tenant read: acquire connection: %w", err)
+		return fmt.Errorf("read: acquire connection: %w", err)
 	}
 	defer conn.Release()
-	g := &gathering{ctx: ctx, conn: conn, scope: newScopedReader(ctx, conn, tenantID), waiting: len(reads)}
+	g := &gathering{ctx: ctx, conn: conn, scope: scope, waiting: len(reads)}
 	g.turns = sync.NewCond(&g.mu)
 	errs := make([]error, len(reads))
 	panics := make([]any, len(reads))
@@ -257,13 +283,13 @@ func ReadTenantAll(ctx context.Context, db Beginner, tenantID int64, reads ...fu
 	return errors.Join(errs...)
 }
 
-// gathering is one ReadTenantAll: the statements its reads queue, sent in
-// one pipeline once no read can queue another, and whose results the reads
-// take in the order they were queued.
+// gathering is one ReadTenantAll or ReadAll: the statements its reads
+// queue, sent in one pipeline once no read can queue another, and whose
+// results the reads take in the order they were queued.
 type gathering struct {
 	ctx   context.Context
 	conn  *pgxpool.Conn
-	scope scopedReader
+	scope *scopeArgs // nil: no tenant scoping
 
 	mu      sync.Mutex
 	turns   *sync.Cond // signalled when the pipeline is sent and when a turn ends
@@ -282,7 +308,7 @@ type gatheredQuerier struct {
 	rows   *gatheredRows // its statement's results while they are read
 }
 
-var errGatheredTwice = errors.New("tenant read: a read of ReadTenantAll sends one statement")
+var errGatheredTwice = errors.New("read: a read of ReadTenantAll or ReadAll sends one statement")
 
 func (q *gatheredQuerier) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if q.queued {
@@ -346,28 +372,36 @@ func (g *gathering) sendIfReady() {
 	}
 	// One plan mode per pipeline: custom plans for every statement when
 	// one asks for them.
-	scope := readScope
+	fresh := false
 	for i := range g.queue {
-		args, fresh, err := planMode(g.queue[i].args)
+		args, f, err := planMode(g.queue[i].args)
 		if err != nil {
 			g.err = err
 			return
 		}
-		if fresh {
-			scope = readScopeFresh
-		}
+		fresh = fresh || f
 		g.queue[i].args = args
 	}
 	b := &pgx.Batch{}
-	b.Queue(scope, g.scope.tenant, g.scope.user)
+	switch {
+	case g.scope != nil && fresh:
+		b.Queue(readScopeFresh, g.scope.tenant, g.scope.user)
+	case g.scope != nil:
+		b.Queue(readScope, g.scope.tenant, g.scope.user)
+	case fresh:
+		b.Queue(readFresh)
+	}
+	lead := b.Len()
 	for _, st := range g.queue {
 		b.Queue(st.sql, st.args...)
 	}
 	br := g.conn.SendBatch(g.ctx, b)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		g.err = err
-		return
+	if lead > 0 {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			g.err = err
+			return
+		}
 	}
 	g.br = br
 }

@@ -208,3 +208,47 @@ func TestReadTenantAllSendsEveryReadInOnePipeline(t *testing.T) {
 		t.Errorf("after the reads the connection carries %+v", s)
 	}
 }
+
+// TestReadAllSendsUnscopedReadsInOnePipeline: ReadAll is ReadTenantAll
+// without the scoping: one pipeline, no tenant set, fresh plans on asking.
+func TestReadAllSendsUnscopedReadsInOnePipeline(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, tr := readPool(t)
+	const sql = "SELECT $1::int, coalesce(current_setting('app.tenant_id', true), ''), current_setting('plan_cache_mode')"
+	type seen struct {
+		n             int32
+		tenant, plans string
+	}
+	got := make([]seen, 2)
+	read := func(i int, fresh bool) func(database.Querier) error {
+		return func(q database.Querier) error {
+			if fresh {
+				q = database.FreshPlans(q)
+			}
+			return q.QueryRow(ctx, sql, i).Scan(&got[i].n, &got[i].tenant, &got[i].plans)
+		}
+	}
+	for _, fresh := range []bool{false, true} {
+		want := "auto"
+		if fresh {
+			want = "force_custom_plan"
+		}
+		trips := tr.trips.Load()
+		if err := database.ReadAll(ctx, pool, read(0, false), read(1, fresh)); err != nil {
+			t.Fatal(err)
+		}
+		if n := tr.trips.Load() - trips; n != 1 {
+			t.Errorf("fresh=%v: two reads took %d round trips, want 1", fresh, n)
+		}
+		for i, s := range got {
+			if s != (seen{int32(i), "", want}) {
+				t.Errorf("fresh=%v: read %d saw %+v", fresh, i, s)
+			}
+		}
+	}
+	var plans string
+	if err := pool.QueryRow(ctx, "SELECT current_setting('plan_cache_mode')").Scan(&plans); err != nil || plans != "auto" {
+		t.Fatalf("after the reads the connection plans %q (%v)", plans, err)
+	}
+}

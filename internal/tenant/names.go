@@ -3,6 +3,8 @@ package tenant
 import (
 	"context"
 	"strconv"
+
+	"github.com/jejakhq/jejak/internal/database"
 )
 
 // Name is how staff pages and the command line name a tenant.
@@ -22,7 +24,13 @@ const SystemSlug = "jejak-system"
 // Names lists every tenant by slug. The tenants registry spans tenants, so
 // it is read through the system pool.
 func (s *Service) Names(ctx context.Context) (Names, error) {
-	return newStore(s.system).names(ctx)
+	return ReadNames(ctx, s.system)
+}
+
+// ReadNames is Names on db (the system pool, or a read of
+// database.ReadAll on it): one statement.
+func ReadNames(ctx context.Context, db database.Querier) (Names, error) {
+	return newStore(db).names(ctx)
 }
 
 // Names is every tenant, ordered by slug.

@@ -50,3 +50,35 @@ func TestStaffOverviewPollStatements(t *testing.T) {
 	}
 	once("the page", sys.Take(""), "AuditUnsealedStats")
 }
+
+// TestStaffJobListReadsNamesAndPageTogether: the staff job list without a
+// tenant filter reads the tenants' names and its page in one pipeline;
+// with a tenant filter the names come first (the filter needs the tenant's
+// id), and both pages list the same newest job.
+func TestStaffJobListReadsNamesAndPageTogether(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c, _, sys := tracedClient(t, f)
+	c.login("admin@jejak.test")
+	const reads = `name: (TenantListNames|JobAdminList\w*) `
+	for _, tc := range []struct {
+		path     string
+		together bool
+	}{
+		{"/admin/jobs", true},
+		{"/admin/jobs?state=pending", true},
+		{"/admin/jobs?tenant=toko-bunga-melati", false},
+	} {
+		sys.Take("")
+		if r := c.get(tc.path); r.status != 200 {
+			t.Fatalf("%s: status %d", tc.path, r.status)
+		}
+		stmts, trips := sys.TakeTrips(reads)
+		if len(stmts) != 2 {
+			t.Fatalf("%s ran %d of the names and the list, want 2:\n%s", tc.path, len(stmts), strings.Join(stmts, "\n---\n"))
+		}
+		if together := trips[0] == trips[1]; together != tc.together {
+			t.Errorf("%s: names and page in one round trip = %v, want %v", tc.path, together, tc.together)
+		}
+	}
+}
