@@ -30,7 +30,9 @@ func (c *tripTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 func (c *tripTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (c *tripTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
-func atCommitPool(t *testing.T) (*pgxpool.Pool, *tripTracer) {
+// tripPool is a pool of at most maxConns connections to a fresh test
+// database, connected, whose round trips the tracer counts.
+func tripPool(t *testing.T, maxConns int32) (*pgxpool.Pool, *tripTracer) {
 	t.Helper()
 	db := testdb.New(t)
 	ctx := context.Background()
@@ -38,7 +40,7 @@ func atCommitPool(t *testing.T) (*pgxpool.Pool, *tripTracer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 2
+	cfg.MaxConns = maxConns
 	tr := &tripTracer{}
 	cfg.ConnConfig.Tracer = tr
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -46,6 +48,16 @@ func atCommitPool(t *testing.T) (*pgxpool.Pool, *tripTracer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	return pool, tr
+}
+
+func atCommitPool(t *testing.T) (*pgxpool.Pool, *tripTracer) {
+	t.Helper()
+	pool, tr := tripPool(t, 2)
+	ctx := context.Background()
 	if _, err := pool.Exec(ctx, "CREATE TABLE notes (id int PRIMARY KEY, body text NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,7 @@ func (r scopedReader) Query(ctx context.Context, sql string, args ...any) (pgx.R
 		_ = br.Close()
 		return nil, err
 	}
-	return &batchRows{Rows: rows, br: br}, nil
+	return &pipelineRows{Rows: rows, done: br.Close}, nil
 }
 
 func (r scopedReader) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
@@ -151,35 +151,37 @@ func (r scopedReader) QueryRow(ctx context.Context, sql string, args ...any) pgx
 	return firstRow{rows}
 }
 
-// batchRows are the rows of a pipeline's last statement: closing them
-// reads the rest of the pipeline, so the connection is ready for the next.
-type batchRows struct {
+// pipelineRows are one statement's results in a pipeline: closing them
+// calls done, which reads on in the pipeline (to the next statement's
+// results, or its end, so the connection is ready for the next use) and
+// whose error Err reports.
+type pipelineRows struct {
 	pgx.Rows
-	br     pgx.BatchResults
+	done   func() error
 	closed bool
 	err    error
 }
 
-func (r *batchRows) Next() bool {
+func (r *pipelineRows) Next() bool {
 	if r.Rows.Next() {
 		return true
 	}
-	// The rows are done: finish the pipeline now, so Err reports its
-	// failure before the caller's deferred Close.
+	// The rows are done: read on now, so Err reports a failure there
+	// before the caller's deferred Close.
 	r.Close()
 	return false
 }
 
-func (r *batchRows) Close() {
+func (r *pipelineRows) Close() {
 	if r.closed {
 		return
 	}
 	r.closed = true
 	r.Rows.Close()
-	r.err = r.br.Close()
+	r.err = r.done()
 }
 
-func (r *batchRows) Err() error {
+func (r *pipelineRows) Err() error {
 	if err := r.Rows.Err(); err != nil {
 		return err
 	}
@@ -305,7 +307,7 @@ type gathering struct {
 type gatheredQuerier struct {
 	g      *gathering
 	queued bool
-	rows   *gatheredRows // its statement's results while they are read
+	rows   *pipelineRows // its statement's results while they are read
 }
 
 var errGatheredTwice = errors.New("read: a read of ReadTenantAll or ReadAll sends one statement")
@@ -338,7 +340,7 @@ func (q *gatheredQuerier) Query(_ context.Context, sql string, args ...any) (pgx
 		_ = g.endTurn()
 		return nil, err
 	}
-	q.rows = &gatheredRows{Rows: rows, g: g}
+	q.rows = &pipelineRows{Rows: rows, done: g.endTurn}
 	return q.rows, nil
 }
 
@@ -433,36 +435,4 @@ func (g *gathering) finished(q *gatheredQuerier) {
 	defer g.mu.Unlock()
 	g.waiting--
 	g.sendIfReady()
-}
-
-// gatheredRows are one statement's results in a gathering's pipeline.
-type gatheredRows struct {
-	pgx.Rows
-	g      *gathering
-	closed bool
-	err    error // the pipeline's end, read after the last statement
-}
-
-func (r *gatheredRows) Next() bool {
-	if r.Rows.Next() {
-		return true
-	}
-	r.Close()
-	return false
-}
-
-func (r *gatheredRows) Close() {
-	if r.closed {
-		return
-	}
-	r.closed = true
-	r.Rows.Close()
-	r.err = r.g.endTurn()
-}
-
-func (r *gatheredRows) Err() error {
-	if err := r.Rows.Err(); err != nil {
-		return err
-	}
-	return r.err
 }

@@ -7,36 +7,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/reqctx"
-	"github.com/jejakhq/jejak/internal/testdb"
 )
-
-// readPool is a pool of one connection (every read below runs on the
-// same one) whose round trips tr counts.
-func readPool(t *testing.T) (*pgxpool.Pool, *tripTracer) {
-	t.Helper()
-	db := testdb.New(t)
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	tr := &tripTracer{}
-	cfg.ConnConfig.Tracer = tr
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if _, err := pool.Exec(ctx, "SELECT 1"); err != nil { // connect first
-		t.Fatal(err)
-	}
-	return pool, tr
-}
 
 // TestReadTenantScopesEachStatementInOneRoundTrip: every statement of a
 // tenant read is one pipeline with its scoping (no BEGIN, no COMMIT), sees
@@ -46,7 +20,7 @@ func readPool(t *testing.T) (*pgxpool.Pool, *tripTracer) {
 func TestReadTenantScopesEachStatementInOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, tr := readPool(t)
+	pool, tr := tripPool(t, 1) // every read below runs on one connection
 	const settingsSQL = "SELECT current_setting('app.tenant_id', true), current_setting('app.user_id', true), " +
 		"current_setting('plan_cache_mode')"
 	type settings struct{ tenant, user, plans string }
@@ -125,7 +99,7 @@ func TestReadTenantScopesEachStatementInOneRoundTrip(t *testing.T) {
 func TestReadTenantAllSendsEveryReadInOnePipeline(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, tr := readPool(t)
+	pool, tr := tripPool(t, 1) // every read below runs on one connection
 	type seen struct {
 		n                   int32
 		tenant, user, plans string
@@ -214,7 +188,7 @@ func TestReadTenantAllSendsEveryReadInOnePipeline(t *testing.T) {
 func TestReadAllSendsUnscopedReadsInOnePipeline(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, tr := readPool(t)
+	pool, tr := tripPool(t, 1) // every read below runs on one connection
 	const sql = "SELECT $1::int, coalesce(current_setting('app.tenant_id', true), ''), current_setting('plan_cache_mode')"
 	type seen struct {
 		n             int32

@@ -2,24 +2,12 @@ package database_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/testdb"
 )
-
-// countingTracer counts the statements a pool sends.
-type countingTracer struct{ n atomic.Int64 }
-
-func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // TestTenantTxScopesInTheBeginRoundTrip: on a pool, a tenant transaction
 // with one query costs three statements (BEGIN with the scoping, the
@@ -28,20 +16,8 @@ func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQuer
 // still scopes (a savepoint and a separate set_config).
 func TestTenantTxScopesInTheBeginRoundTrip(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	tr := &countingTracer{}
-	cfg.ConnConfig.Tracer = tr
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, tr := tripPool(t, 1)
 	settings := func(q interface {
 		QueryRow(context.Context, string, ...any) pgx.Row
 	}) (tenant, user string) {
@@ -52,11 +28,8 @@ func TestTenantTxScopesInTheBeginRoundTrip(t *testing.T) {
 		}
 		return tenant, user
 	}
-	if _, err := pool.Exec(ctx, "SELECT 1"); err != nil { // connect first
-		t.Fatal(err)
-	}
-	before := tr.n.Load()
-	err = database.InTenantUserTx(ctx, pool, 42, 7, func(tx pgx.Tx) error {
+	before := tr.trips.Load()
+	err := database.InTenantUserTx(ctx, pool, 42, 7, func(tx pgx.Tx) error {
 		if tenant, user := settings(tx); tenant != "42" || user != "7" {
 			t.Errorf("inside: tenant %q user %q, want 42 and 7", tenant, user)
 		}
@@ -65,7 +38,7 @@ func TestTenantTxScopesInTheBeginRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := tr.n.Load() - before; n != 3 {
+	if n := tr.trips.Load() - before; n != 3 {
 		t.Errorf("a tenant transaction with one query sent %d statements, want 3", n)
 	}
 	if tenant, user := settings(pool); tenant != "" || user != "" {
