@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/webhook"
 )
 
@@ -321,12 +322,23 @@ func (o *Overview) Firing() []Status {
 // statement and no transaction of its own (every staff page and its htmx
 // polls show it).
 func (s *Service) Firing(ctx context.Context) ([]Status, error) {
-	states, err := newStore(s.pool).states(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("alert states: %w", err)
+	var out []Status
+	err := s.FiringRead(ctx, &out)(s.pool)
+	return out, err
+}
+
+// FiringRead is Firing as one read on a system-pool Querier (for
+// database.ReadAll): it stores the rules firing now in out.
+func (s *Service) FiringRead(ctx context.Context, out *[]Status) database.Read {
+	return func(db database.Querier) error {
+		states, err := newStore(db).states(ctx)
+		if err != nil {
+			return fmt.Errorf("alert states: %w", err)
+		}
+		o := Overview{Rules: s.statuses(states)}
+		*out = o.Firing()
+		return nil
 	}
-	o := Overview{Rules: s.statuses(states)}
-	return o.Firing(), nil
 }
 
 // statuses is every rule with its state (OK when it has none yet).

@@ -159,6 +159,15 @@ func (s *Service) ProveInclusion(ctx context.Context, tenantID, seq int64) (p In
 // Backlogs lists the tenants whose events wait for the sealer.
 func (s *Service) Backlogs(ctx context.Context) ([]Backlog, error) { return Backlogs(ctx, s.system) }
 
+// BacklogsRead is Backlogs as one read on a system-pool Querier (for
+// database.ReadAll): it stores the backlogs in out.
+func (s *Service) BacklogsRead(ctx context.Context, out *[]Backlog) database.Read {
+	return func(db database.Querier) (err error) {
+		*out, err = Backlogs(ctx, db)
+		return err
+	}
+}
+
 // ProofBundle is "Prove this event": leaf seq's entry and its inclusion
 // proof in the latest checkpoint's tree, read in one transaction.
 func (s *Service) ProofBundle(ctx context.Context, tenantID, seq int64) (b ProofBundle, err error) {

@@ -39,6 +39,16 @@ type Service struct {
 	observer   job.Observer // hears of discarded jobs
 }
 
+// Read is one read of ReadTogether: a statement on the system pool.
+type Read = database.Read
+
+// ReadTogether runs staff reads (each one statement on the system pool,
+// independent of the others) with all their statements in one round trip
+// (database.ReadAll): a staff page that shows several services' figures.
+func (s *Service) ReadTogether(ctx context.Context, reads ...Read) error {
+	return database.ReadAll(ctx, s.system, reads...)
+}
+
 // Config wires a Service.
 type Config struct {
 	App     database.Pool

@@ -206,6 +206,10 @@ func (r firstRow) Scan(dest ...any) error {
 	return r.rows.Err()
 }
 
+// Read is one read of ReadTenantAll or ReadAll: it sends at most one
+// statement, on the Querier it is given.
+type Read = func(Querier) error
+
 // ReadTenantAll runs reads, each a function that sends at most one
 // statement, with all their statements in one pipeline after the scoping:
 // one round trip and one (implicit) transaction for a page that reads
@@ -216,7 +220,7 @@ func (r firstRow) Scan(dest ...any) error {
 // statement must not wait for another read's result. It returns the
 // reads' errors joined. On anything but a pool the reads run one after
 // another in InTenantTx.
-func ReadTenantAll(ctx context.Context, db Beginner, tenantID int64, reads ...func(Querier) error) error {
+func ReadTenantAll(ctx context.Context, db Beginner, tenantID int64, reads ...Read) error {
 	if tenantID <= 0 {
 		return errors.New("tenant read: tenant id must be positive")
 	}
@@ -232,7 +236,7 @@ func ReadTenantAll(ctx context.Context, db Beginner, tenantID int64, reads ...fu
 // pool's reads (staff pages): their statements in one pipeline, in one
 // implicit transaction. On anything but a pool they run one after another
 // in InTx.
-func ReadAll(ctx context.Context, db Beginner, reads ...func(Querier) error) error {
+func ReadAll(ctx context.Context, db Beginner, reads ...Read) error {
 	p, ok := db.(connAcquirer)
 	if !ok {
 		return InTx(ctx, db, func(tx pgx.Tx) error { return readInTurn(tx, reads) })
@@ -240,7 +244,7 @@ func ReadAll(ctx context.Context, db Beginner, reads ...func(Querier) error) err
 	return gather(ctx, p, nil, reads)
 }
 
-func readInTurn(tx pgx.Tx, reads []func(Querier) error) error {
+func readInTurn(tx pgx.Tx, reads []Read) error {
 	for _, read := range reads {
 		if err := read(tx); err != nil {
 			return err
@@ -251,7 +255,7 @@ func readInTurn(tx pgx.Tx, reads []func(Querier) error) error {
 
 // gather runs reads on a connection of p, their statements in one
 // pipeline led by the scoping (none when scope is nil).
-func gather(ctx context.Context, p connAcquirer, scope *scopeArgs, reads []func(Querier) error) error {
+func gather(ctx context.Context, p connAcquirer, scope *scopeArgs, reads []Read) error {
 	conn, err := p.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("read: acquire connection: %w", err)

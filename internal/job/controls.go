@@ -266,11 +266,20 @@ func (e *Engine) Resume(ctx context.Context, scope, name, reason string, actorID
 
 // Pauses lists what is paused.
 func (e *Engine) Pauses(ctx context.Context) ([]Pause, error) {
-	out, err := storePauses(ctx, e.pool)
-	if err != nil {
-		return nil, fmt.Errorf("list pauses: %w", err)
+	var out []Pause
+	err := e.PausesRead(ctx, &out)(e.pool)
+	return out, err
+}
+
+// PausesRead is Pauses as one read on a system-pool Querier (for
+// database.ReadAll): it stores the pauses in out.
+func (e *Engine) PausesRead(ctx context.Context, out *[]Pause) database.Read {
+	return func(db database.Querier) (err error) {
+		if *out, err = storePauses(ctx, db); err != nil {
+			return fmt.Errorf("list pauses: %w", err)
+		}
+		return nil
 	}
-	return out, nil
 }
 
 func (e *Engine) now(ctx context.Context, q Querier) (time.Time, error) {
@@ -358,9 +367,18 @@ type PauseEvent struct {
 
 // PauseLog returns the latest pauses and resumes, newest first.
 func (e *Engine) PauseLog(ctx context.Context, limit int) ([]PauseEvent, error) {
-	out, err := storePauseLogRecent(ctx, e.pool, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read pause log: %w", err)
+	var out []PauseEvent
+	err := e.PauseLogRead(ctx, limit, &out)(e.pool)
+	return out, err
+}
+
+// PauseLogRead is PauseLog as one read on a system-pool Querier (for
+// database.ReadAll): it stores the events in out.
+func (e *Engine) PauseLogRead(ctx context.Context, limit int, out *[]PauseEvent) database.Read {
+	return func(db database.Querier) (err error) {
+		if *out, err = storePauseLogRecent(ctx, db, limit); err != nil {
+			return fmt.Errorf("read pause log: %w", err)
+		}
+		return nil
 	}
-	return out, nil
 }

@@ -152,11 +152,26 @@ type Status struct {
 
 // Status lists every schedule with its last and next run.
 func (s *Scheduler) Status(ctx context.Context) ([]Status, error) {
+	var out []Status
+	err := s.StatusRead(ctx, &out)(s.pool)
+	return out, err
+}
+
+// StatusRead is Status as one read on a system-pool Querier (for
+// database.ReadAll): it stores the schedules in out.
+func (s *Scheduler) StatusRead(ctx context.Context, out *[]Status) database.Read {
+	return func(db database.Querier) (err error) {
+		*out, err = s.status(ctx, db)
+		return err
+	}
+}
+
+func (s *Scheduler) status(ctx context.Context, db database.Querier) ([]Status, error) {
 	names := make([]string, len(s.schedules))
 	for i, sc := range s.schedules {
 		names[i] = sc.Name
 	}
-	last, now, err := latestRuns(ctx, s.pool, names)
+	last, now, err := latestRuns(ctx, db, names)
 	if err != nil {
 		return nil, fmt.Errorf("read schedule runs: %w", err)
 	}

@@ -1,13 +1,17 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/jejakhq/jejak/internal/alert"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/console"
+	"github.com/jejakhq/jejak/internal/job"
+	"github.com/jejakhq/jejak/internal/schedule"
 	"github.com/jejakhq/jejak/views/admin"
 	"github.com/jejakhq/jejak/views/observe"
 )
@@ -41,18 +45,51 @@ func (s *Server) adminHome(c echo.Context) error {
 	}
 	tenants, _ := adminTenants(o.Tenants)
 	vm := admin.OverviewVM{O: adminSnapshot(o), Age: age, MaxAge: max(maxAge, 0), Tenants: tenants}
-	firing, err := s.firingAlerts(ctx)
+	if partial == "overview" {
+		firing, err := s.firingAlerts(ctx)
+		if err != nil {
+			return err
+		}
+		vm.Alerts = observe.FiringBanner(firing)
+		return render(c, http.StatusOK, admin.Overview(vm))
+	}
+	r, err := s.readOverview(ctx)
 	if err != nil {
 		return err
 	}
-	vm.Alerts = observe.FiringBanner(firing)
-	if partial == "overview" {
-		return render(c, http.StatusOK, admin.Overview(vm))
-	}
-	if vm.Extra, err = s.adminExtras(c); err != nil {
+	vm.Alerts = observe.FiringBanner(alertRuleRows(ctx, r.firing))
+	if vm.Extra, err = s.adminExtras(c, r); err != nil {
 		return err
 	}
 	return render(c, http.StatusOK, admin.OverviewPage(vm))
+}
+
+// overviewReads is what the whole /admin page shows beside the shared
+// queue figures.
+type overviewReads struct {
+	firing    []alert.Status
+	backlogs  []audit.Backlog
+	schedules []schedule.Status
+	pauses    []job.Pause
+	pauseLog  []job.PauseEvent
+}
+
+// readOverview reads the firing alerts, the sealing backlogs, the
+// schedules and the pauses with their log in one round trip: each is one
+// statement on the system pool, and none depends on another.
+func (s *Server) readOverview(ctx context.Context) (overviewReads, error) {
+	var r overviewReads
+	reads := []console.Read{s.Audit.BacklogsRead(ctx, &r.backlogs)}
+	if s.Alerts != nil {
+		reads = append(reads, s.Alerts.FiringRead(ctx, &r.firing))
+	}
+	if s.Schedules != nil {
+		reads = append(reads, s.Schedules.StatusRead(ctx, &r.schedules))
+	}
+	if s.Controls != nil {
+		reads = append(reads, s.Controls.PausesRead(ctx, &r.pauses), s.Controls.PauseLogRead(ctx, pauseLogShown, &r.pauseLog))
+	}
+	return r, s.Console.ReadTogether(ctx, reads...)
 }
 
 func (s *Server) setFlash(c echo.Context, msg string) {

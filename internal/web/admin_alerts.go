@@ -146,9 +146,13 @@ func (s *Server) firingAlerts(ctx context.Context) ([]observe.AlertRuleRow, erro
 	if err != nil {
 		return nil, err
 	}
+	return alertRuleRows(ctx, firing), nil
+}
+
+func alertRuleRows(ctx context.Context, sts []alert.Status) []observe.AlertRuleRow {
 	var rows []observe.AlertRuleRow
-	for _, st := range firing {
+	for _, st := range sts {
 		rows = append(rows, alertRuleRow(ctx, st))
 	}
-	return rows, nil
+	return rows
 }

@@ -46,47 +46,37 @@ func countedT(ctx context.Context, key string, args []any) string {
 	return i18n.T(ctx, key, local...)
 }
 
-// adminExtras builds /admin's sections below the queue figures: paused
-// kinds and queues, the audit events waiting for the sealer, and the
-// periodic schedules with last and next run.
-func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
+// pauseLogShown is how many pause log entries /admin shows.
+const pauseLogShown = 20
+
+// adminExtras builds /admin's sections below the queue figures from r:
+// paused kinds and queues, the audit events waiting for the sealer, and
+// the periodic schedules with last and next run.
+func (s *Server) adminExtras(c echo.Context, r overviewReads) (templ.Component, error) {
 	ctx := c.Request().Context()
 	vm := support.AdminExtras{Flash: s.popFlash(c), Error: s.sessions.PopString(ctx, sessionFlashError)}
 	var err error
-	if vm.Sealing, err = s.sealingRows(ctx); err != nil {
+	if vm.Sealing, err = s.sealingRows(ctx, r.backlogs); err != nil {
 		return nil, err
 	}
-	if s.Schedules != nil {
-		st, err := s.Schedules.Status(ctx)
-		if err != nil {
-			return nil, err
+	for _, st := range r.schedules {
+		row := support.ScheduleRow{Name: st.Name, Every: string(st.Every), About: st.About, LastPeriod: st.LastPeriod,
+			LastSummary: st.LastSummary, LastWorker: st.LastWorker, NextRun: components.When(ctx, st.NextRun)}
+		if key := "schedule." + st.Name + ".desc"; i18n.Has(key) {
+			row.About = i18n.T(ctx, key, localArgs(ctx, st.AboutArgs)...)
 		}
-		for _, r := range st {
-			row := support.ScheduleRow{Name: r.Name, Every: string(r.Every), About: r.About, LastPeriod: r.LastPeriod,
-				LastSummary: r.LastSummary, LastWorker: r.LastWorker, NextRun: components.When(ctx, r.NextRun)}
-			if key := "schedule." + r.Name + ".desc"; i18n.Has(key) {
-				row.About = i18n.T(ctx, key, localArgs(ctx, r.AboutArgs)...)
-			}
-			if r.LastResult.Key != "" {
-				row.LastSummary = countedT(ctx, r.LastResult.Key, r.LastResult.Args)
-			}
-			if r.LastRun != nil {
-				row.LastRun = components.When(ctx, *r.LastRun)
-			} else {
-				row.LastRun, row.NextRun = i18n.T(ctx, "support.never"), i18n.T(ctx, "support.next_pass")
-			}
-			vm.Schedules = append(vm.Schedules, row)
+		if st.LastResult.Key != "" {
+			row.LastSummary = countedT(ctx, st.LastResult.Key, st.LastResult.Args)
 		}
+		if st.LastRun != nil {
+			row.LastRun = components.When(ctx, *st.LastRun)
+		} else {
+			row.LastRun, row.NextRun = i18n.T(ctx, "support.never"), i18n.T(ctx, "support.next_pass")
+		}
+		vm.Schedules = append(vm.Schedules, row)
 	}
 	if s.Controls != nil {
-		ps, err := s.Controls.Pauses(ctx)
-		if err != nil {
-			return nil, err
-		}
-		log, err := s.Controls.PauseLog(ctx, 20)
-		if err != nil {
-			return nil, err
-		}
+		ps, log := r.pauses, r.pauseLog
 		var ids []int64
 		for _, p := range ps {
 			if p.PausedBy != nil {
@@ -120,11 +110,11 @@ func (s *Server) adminExtras(c echo.Context) (templ.Component, error) {
 	return support.Extras(vm), nil
 }
 
-// sealingRows lists each tenant's unsealed audit events, oldest wait first.
-func (s *Server) sealingRows(ctx context.Context) ([]support.SealRow, error) {
-	backlogs, err := s.Audit.Backlogs(ctx)
-	if err != nil || len(backlogs) == 0 {
-		return nil, err
+// sealingRows lists each tenant's unsealed audit events (backlogs),
+// oldest wait first.
+func (s *Server) sealingRows(ctx context.Context, backlogs []audit.Backlog) ([]support.SealRow, error) {
+	if len(backlogs) == 0 {
+		return nil, nil
 	}
 	names, err := s.Tenants.Names(ctx)
 	if err != nil {

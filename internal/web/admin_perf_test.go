@@ -8,8 +8,9 @@ import (
 // TestStaffOverviewPollStatements: the overview's htmx poll, which every
 // staff viewer sends every few seconds, reads the firing alerts in one
 // statement without a transaction of its own, and its figures from the
-// snapshot the viewers share; the whole page reads the sealing backlog
-// in one statement too.
+// snapshot the viewers share; the whole page reads the alerts, the
+// sealing backlog, the schedules and the pauses with their log in one
+// round trip.
 func TestStaffOverviewPollStatements(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -48,7 +49,28 @@ func TestStaffOverviewPollStatements(t *testing.T) {
 	if r := c.get("/admin"); r.status != 200 {
 		t.Fatalf("page: %d", r.status)
 	}
-	once("the page", sys.Take(""), "AuditUnsealedStats")
+	// The whole page's other sections are one statement each, sent
+	// together: one round trip.
+	stmts, trips := sys.TakeTrips("")
+	once("the page", stmts, "AuditUnsealedStats")
+	page := map[string]int{}
+	for i, st := range stmts {
+		for _, name := range []string{"AlertStateList", "AuditUnsealedStats", "ScheduleRunLatest", "PauseList", "PauseLogRecent"} {
+			if strings.Contains(st, "name: "+name+" ") {
+				page[name] = trips[i]
+			}
+		}
+	}
+	for _, name := range []string{"AlertStateList", "AuditUnsealedStats", "PauseList", "PauseLogRecent"} {
+		if _, ok := page[name]; !ok { // the fixture wires no schedules
+			t.Fatalf("the page did not read %s: %v", name, page)
+		}
+	}
+	for name, trip := range page {
+		if trip != page["AuditUnsealedStats"] {
+			t.Errorf("the page's sections went in more than one round trip: %v (%s)", page, name)
+		}
+	}
 }
 
 // TestStaffJobListReadsNamesAndPageTogether: the staff job list without a
