@@ -45,8 +45,8 @@ func NewChart(tenantID int64, loc *time.Location, now time.Time, n int) *Chart {
 // the tenant): the events per day and the jobs' outcomes per day. They
 // are independent, so database.ReadTenantAll can send them with the
 // page's other reads.
-func (c *Chart) Reads(ctx context.Context) []func(database.Querier) error {
-	return []func(database.Querier) error{
+func (c *Chart) Reads(ctx context.Context) []database.Read {
+	return []database.Read{
 		func(db database.Querier) (err error) {
 			c.events, err = newStore(db).events(ctx, c.tenantID, c.from)
 			return err
@@ -80,16 +80,4 @@ func (c *Chart) Days() []Day {
 		}
 	}
 	return days
-}
-
-// Days reads tenantID's chart of the last n days up to now's day in loc on
-// db (scoped to the tenant).
-func Days(ctx context.Context, db database.Querier, tenantID int64, loc *time.Location, now time.Time, n int) ([]Day, error) {
-	c := NewChart(tenantID, loc, now, n)
-	for _, read := range c.Reads(ctx) {
-		if err := read(db); err != nil {
-			return nil, err
-		}
-	}
-	return c.Days(), nil
 }

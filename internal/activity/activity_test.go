@@ -77,14 +77,11 @@ func TestDaysCountsEventsAndJobsPerLocalDay(t *testing.T) {
 	if err := audit.NewSealer(db.System, audit.SealerOptions{}).Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var days []activity.Day
-	err := database.InTenantTx(ctx, db.App, tenantID, func(tx pgx.Tx) (err error) {
-		days, err = activity.Days(ctx, tx, tenantID, jkt, now, 30)
-		return err
-	})
-	if err != nil {
+	chart := activity.NewChart(tenantID, jkt, now, 30)
+	if err := database.ReadTenantAll(ctx, db.App, tenantID, chart.Reads(ctx)...); err != nil {
 		t.Fatal(err)
 	}
+	days := chart.Days()
 	if len(days) != 30 || days[29].Date.Format(time.DateOnly) != "2026-11-30" || days[0].Date.Format(time.DateOnly) != "2026-11-01" {
 		t.Fatalf("days span %s … %s (%d)", days[0].Date, days[len(days)-1].Date, len(days))
 	}

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/jejakhq/jejak/internal/activity"
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/clock"
@@ -149,14 +147,11 @@ func TestSeedHistoryChartsAgreeWithTheTrail(t *testing.T) {
 	if rows.Err() != nil || len(trail) == 0 {
 		t.Fatalf("the seeded trail has no dead letter (%v)", rows.Err())
 	}
-	var days []activity.Day
-	err = database.InTenantTx(ctx, db.App, melati, func(tx pgx.Tx) (err error) {
-		days, err = activity.Days(ctx, tx, melati, loc, now, 30)
-		return err
-	})
-	if err != nil {
+	read := activity.NewChart(melati, loc, now, 30)
+	if err := database.ReadTenantAll(ctx, db.App, melati, read.Reads(ctx)...); err != nil {
 		t.Fatal(err)
 	}
+	days := read.Days()
 	chart := map[string]int64{}
 	for _, d := range days {
 		if d.Dead > 0 {

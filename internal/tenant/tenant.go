@@ -325,7 +325,7 @@ type OwnerHome struct {
 func (s *Service) HomePage(ctx context.Context, tenantID, before int64, loc *time.Location, now time.Time, days int) (OwnerHome, error) {
 	var h OwnerHome
 	var projects []Project
-	reads := []func(database.Querier) error{
+	reads := []database.Read{
 		func(db database.Querier) (err error) {
 			projects, err = newStore(db).projects(ctx, tenantID, before, HomeProjects+1)
 			return err
