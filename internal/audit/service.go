@@ -57,20 +57,24 @@ type TimelinePage struct {
 
 // Timeline returns one page of tenantID's events matching f, newest first,
 // below event id beforeID (0 = the newest). With withHead it also reads
-// the trail's newest id first (one primary-key probe), so a live poll can
-// start there and never rescan the non-matching events between the newest
-// match and the newest event.
+// the trail's newest id (one primary-key probe, in the same round trip),
+// so a live poll can start there and never rescan the non-matching events
+// between the newest match and the newest event.
 func (s *Service) Timeline(ctx context.Context, tenantID int64, f Filter, beforeID int64, limit int, withHead bool) (TimelinePage, error) {
 	var out TimelinePage
-	err := database.ReadTenant(ctx, s.app, tenantID, func(db database.Querier) (err error) {
-		if withHead {
-			if _, out.Head, err = Newer(ctx, db, tenantID, Filter{}, 1<<62, 1); err != nil {
-				return err
-			}
-		}
+	reads := []database.Read{func(db database.Querier) (err error) {
 		out.Page, err = Timeline(ctx, db, tenantID, f, beforeID, limit)
 		return err
-	})
+	}}
+	if withHead {
+		reads = append(reads, func(db database.Querier) (err error) {
+			if out.Head, err = newStore(db).lastID(ctx, tenantID); err != nil {
+				return wrapf(err, "read newest audit event of tenant %d", tenantID)
+			}
+			return nil
+		})
+	}
+	err := database.ReadTenantAll(ctx, s.app, tenantID, reads...)
 	return out, err
 }
 
@@ -156,11 +160,9 @@ func (s *Service) ProveInclusion(ctx context.Context, tenantID, seq int64) (p In
 	return p, err
 }
 
-// Backlogs lists the tenants whose events wait for the sealer.
-func (s *Service) Backlogs(ctx context.Context) ([]Backlog, error) { return Backlogs(ctx, s.system) }
-
-// BacklogsRead is Backlogs as one read on a system-pool Querier (for
-// database.ReadAll): it stores the backlogs in out.
+// BacklogsRead lists the tenants whose events wait for the sealer, as one
+// read on a system-pool Querier (for database.ReadAll): it stores them in
+// out.
 func (s *Service) BacklogsRead(ctx context.Context, out *[]Backlog) database.Read {
 	return func(db database.Querier) (err error) {
 		*out, err = Backlogs(ctx, db)

@@ -43,7 +43,7 @@ func ReadTenant(ctx context.Context, db Beginner, tenantID int64, fn func(Querie
 		return fmt.Errorf("tenant read: acquire connection: %w", err)
 	}
 	defer conn.Release()
-	return fn(scopedReader{conn: conn, scopeArgs: newScopeArgs(ctx, tenantID)})
+	return fn(rowsQuerier(scopedReader{conn: conn, scopeArgs: newScopeArgs(ctx, tenantID)}.query))
 }
 
 // scopeArgs are the parameters of readScope: tenantID and the signed-in
@@ -93,43 +93,18 @@ type scopedReader struct {
 	scopeArgs
 }
 
-// send sends the scoping and the statement in one pipeline and returns
-// the results, the scoping's already read.
-func (r scopedReader) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+// query sends the scoping and the statement in one pipeline.
+func (r scopedReader) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	args, fresh, err := planMode(args)
 	if err != nil {
 		return nil, err
 	}
-	scope := readScope
-	if fresh {
-		scope = readScopeFresh
-	}
 	b := &pgx.Batch{}
-	b.Queue(scope, r.tenant, r.user)
+	queueLead(b, &r.scopeArgs, fresh)
 	b.Queue(sql, args...)
 	br := r.conn.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
-		return nil, err
-	}
-	return br, nil
-}
-
-func (r scopedReader) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	br, err := r.send(ctx, sql, args)
-	if err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag, err
-}
-
-func (r scopedReader) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	br, err := r.send(ctx, sql, args)
-	if err != nil {
 		return nil, err
 	}
 	rows, err := br.Query()
@@ -143,12 +118,43 @@ func (r scopedReader) Query(ctx context.Context, sql string, args ...any) (pgx.R
 	return &pipelineRows{Rows: rows, done: br.Close}, nil
 }
 
-func (r scopedReader) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	rows, err := r.Query(ctx, sql, args...)
+// queueLead queues the statement that leads a read's pipeline, if any:
+// the scoping (nil: none), with fresh plans when one of the statements
+// after it asks for them.
+func queueLead(b *pgx.Batch, scope *scopeArgs, fresh bool) {
+	switch {
+	case scope != nil && fresh:
+		b.Queue(readScopeFresh, scope.tenant, scope.user)
+	case scope != nil:
+		b.Queue(readScope, scope.tenant, scope.user)
+	case fresh:
+		b.Queue(readFresh)
+	}
+}
+
+// rowsQuerier is a Querier made of its Query alone: QueryRow takes the
+// first row, Exec the statement's command tag.
+type rowsQuerier func(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+
+func (f rowsQuerier) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return f(ctx, sql, args...)
+}
+
+func (f rowsQuerier) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := f(ctx, sql, args...)
 	if err != nil {
 		return errRow{err}
 	}
 	return firstRow{rows}
+}
+
+func (f rowsQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	rows, err := f(ctx, sql, args...)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	rows.Close()
+	return rows.CommandTag(), rows.Err()
 }
 
 // pipelineRows are one statement's results in a pipeline: closing them
@@ -277,7 +283,7 @@ func gather(ctx context.Context, p connAcquirer, scope *scopeArgs, reads []Read)
 				g.finished(q)
 				wg.Done()
 			}()
-			errs[i] = read(q)
+			errs[i] = read(rowsQuerier(q.query))
 		}()
 	}
 	wg.Wait()
@@ -307,7 +313,7 @@ type gathering struct {
 	turn    int   // the queued statement whose results are read now
 }
 
-// gatheredQuerier is one read's Querier in a gathering.
+// gatheredQuerier is one read's statement in a gathering.
 type gatheredQuerier struct {
 	g      *gathering
 	queued bool
@@ -316,7 +322,9 @@ type gatheredQuerier struct {
 
 var errGatheredTwice = errors.New("read: a read of ReadTenantAll or ReadAll sends one statement")
 
-func (q *gatheredQuerier) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
+// query queues the read's statement and returns its results once the
+// pipeline is sent and the results before them have been read.
+func (q *gatheredQuerier) query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if q.queued {
 		return nil, errGatheredTwice
 	}
@@ -348,23 +356,6 @@ func (q *gatheredQuerier) Query(_ context.Context, sql string, args ...any) (pgx
 	return q.rows, nil
 }
 
-func (q *gatheredQuerier) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return errRow{err}
-	}
-	return firstRow{rows}
-}
-
-func (q *gatheredQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	rows.Close()
-	return rows.CommandTag(), rows.Err()
-}
-
 // sendIfReady sends the pipeline once no read can queue a statement any
 // more (g.mu held).
 func (g *gathering) sendIfReady() {
@@ -389,14 +380,7 @@ func (g *gathering) sendIfReady() {
 		g.queue[i].args = args
 	}
 	b := &pgx.Batch{}
-	switch {
-	case g.scope != nil && fresh:
-		b.Queue(readScopeFresh, g.scope.tenant, g.scope.user)
-	case g.scope != nil:
-		b.Queue(readScope, g.scope.tenant, g.scope.user)
-	case fresh:
-		b.Queue(readFresh)
-	}
+	queueLead(b, g.scope, fresh)
 	lead := b.Len()
 	for _, st := range g.queue {
 		b.Queue(st.sql, st.args...)

@@ -365,15 +365,9 @@ type PauseEvent struct {
 	At                          time.Time
 }
 
-// PauseLog returns the latest pauses and resumes, newest first.
-func (e *Engine) PauseLog(ctx context.Context, limit int) ([]PauseEvent, error) {
-	var out []PauseEvent
-	err := e.PauseLogRead(ctx, limit, &out)(e.pool)
-	return out, err
-}
-
-// PauseLogRead is PauseLog as one read on a system-pool Querier (for
-// database.ReadAll): it stores the events in out.
+// PauseLogRead reads the latest pauses and resumes, newest first, as one
+// read on a system-pool Querier (for database.ReadAll): it stores them in
+// out.
 func (e *Engine) PauseLogRead(ctx context.Context, limit int, out *[]PauseEvent) database.Read {
 	return func(db database.Querier) (err error) {
 		if *out, err = storePauseLogRecent(ctx, db, limit); err != nil {

@@ -105,10 +105,9 @@ type Deps struct {
 type JobControls interface {
 	Pause(ctx context.Context, scope, name, reason string, actorID int64) error
 	Resume(ctx context.Context, scope, name, reason string, actorID int64) error
-	Pauses(ctx context.Context) ([]job.Pause, error)
-	PauseLog(ctx context.Context, limit int) ([]job.PauseEvent, error)
-	// PausesRead and PauseLogRead are Pauses and PauseLog as reads that
-	// console.ReadTogether sends with a page's others.
+	// PausesRead and PauseLogRead list what is paused and the latest
+	// pauses and resumes, as reads that console.ReadTogether sends with a
+	// page's others.
 	PausesRead(ctx context.Context, out *[]job.Pause) console.Read
 	PauseLogRead(ctx context.Context, limit int, out *[]job.PauseEvent) console.Read
 }
