@@ -269,6 +269,13 @@ func gather(ctx context.Context, p connAcquirer, scope *scopeArgs, reads []Read)
 	defer conn.Release()
 	g := &gathering{ctx: ctx, conn: conn, scope: scope, waiting: len(reads)}
 	g.turns = sync.NewCond(&g.mu)
+	if len(reads) == 1 {
+		// Nothing to wait for: the read's statement goes out as it is
+		// queued, so it runs here (a panic goes on after its rows close).
+		q := &gatheredQuerier{g: g}
+		defer g.finished(q)
+		return reads[0](rowsQuerier(q.query))
+	}
 	errs := make([]error, len(reads))
 	panics := make([]any, len(reads))
 	var wg sync.WaitGroup
