@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"io"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/tlog"
@@ -86,6 +87,28 @@ func (s *Service) Poll(ctx context.Context, tenantID int64, f Filter, afterID in
 		return err
 	})
 	return events, through, err
+}
+
+// Event returns one of tenantID's events by id, ErrNotFound when the
+// tenant has none with that id (another tenant's id included): the
+// timeline's newest event at or below id is that event when it is the
+// tenant's.
+func (s *Service) Event(ctx context.Context, tenantID, id int64) (Recorded, error) {
+	if id <= 0 || id == math.MaxInt64 {
+		return Recorded{}, ErrNotFound
+	}
+	var page Page
+	err := database.ReadTenant(ctx, s.app, tenantID, func(db database.Querier) (err error) {
+		page, err = Timeline(ctx, db, tenantID, Filter{}, id+1, 1)
+		return err
+	})
+	if err != nil {
+		return Recorded{}, err
+	}
+	if len(page.Rows) == 0 || page.Rows[0].ID != id {
+		return Recorded{}, ErrNotFound
+	}
+	return page.Rows[0], nil
 }
 
 // EntityHistory returns one entity's name and events in tenantID, oldest

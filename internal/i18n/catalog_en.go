@@ -134,6 +134,8 @@ var en = map[string]string{
 	"audit.empty":           "No events match this filter yet.",
 	"audit.older":           "Older events",
 	"audit.details":         "Details",
+	"audit.open_record":     "Open the record",
+	"audit.event_title":     "Audit event %s",
 	"audit.history":         "history",
 	"audit.trace":           "trace",
 	"audit.unsealed":        "sealing…",

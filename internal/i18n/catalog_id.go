@@ -128,6 +128,8 @@ var id = map[string]string{
 	"audit.empty":           "Belum ada peristiwa yang cocok dengan saringan ini.",
 	"audit.older":           "Peristiwa lebih lama",
 	"audit.details":         "Rincian",
+	"audit.open_record":     "Buka catatannya",
+	"audit.event_title":     "Peristiwa audit %s",
 	"audit.history":         "riwayat",
 	"audit.trace":           "trace",
 	"audit.unsealed":        "menyegel…",

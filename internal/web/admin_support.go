@@ -116,9 +116,12 @@ func (s *Server) adminTenant(c echo.Context) error {
 	}
 	vm.Audit = s.auditRows(ctx, t, page.Audit.Rows)
 	// Entity links stay on the staff page: the entity's history is this
-	// trail filtered by entity and id.
+	// trail filtered by entity and id. The records come with the page:
+	// the tenant's record route is its members'.
 	for i := range vm.Audit {
-		if r := &vm.Audit[i]; r.EntityID != "" {
+		r := &vm.Audit[i]
+		r.RecordURL = ""
+		if r.EntityID != "" {
 			r.EntityURL = "/admin/tenants/" + url.PathEscape(t.Slug) + "?" + url.Values{"entity": {r.Entity}, "entity_id": {r.EntityID}}.Encode()
 		}
 	}

@@ -73,6 +73,7 @@ func (s *Server) tenantRoutes(t *echo.Group) {
 	t.GET("/audit/tokens", s.auditTokens)
 	t.POST("/audit/tokens", s.auditTokenCreate)
 	t.POST("/audit/tokens/:id/revoke", s.auditTokenRevoke)
+	t.GET("/audit/event", s.auditEvent)
 	t.GET("/audit/:entity/:id", s.auditEntity)
 	t.GET("/jobs", s.tenantJobs)
 	// -- the team: any member reads it, owners change it --

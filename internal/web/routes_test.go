@@ -69,7 +69,10 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := matrixIDs{project: project, eko: eko, leaving: leaving, invitation: int64(invitation), guestInvitation: int64(guestInvitation),
+	// The project's creation: an event of melati, which another tenant's
+	// owner must not be able to read by its id.
+	event := f.count(`SELECT max(id) FROM audit_events WHERE action = 'project.create' AND entity_id = $1::bigint::text`, project)
+	ids := matrixIDs{event: int64(event), project: project, eko: eko, leaving: leaving, invitation: int64(invitation), guestInvitation: int64(guestInvitation),
 		hook: hook, hookDel: hookDel, delivery: delivery, approvals: approvalIDs, rina: rina, token: token.ID}
 	rules := tenantMatrixRules(ids)
 	for k, r := range staffMatrixRules(ids) {
@@ -81,7 +84,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 
 // matrixIDs are the rows the matrix routes act on.
 type matrixIDs struct {
-	project, eko, leaving, invitation, guestInvitation, hook, hookDel, delivery, rina, token int64
+	project, eko, leaving, invitation, guestInvitation, hook, hookDel, delivery, rina, token, event int64
 	approvals                                                                                []int64
 }
 
@@ -142,6 +145,7 @@ func tenantMatrixRules(ids matrixIDs) map[string]matrixRule {
 		"GET /t/:slug/audit/log/bundle":                          {"/t/toko-bunga-melati/audit/log/bundle?seq=1", nil, tenantRead},
 		"GET /t/:slug/audit/log/consistency":                     {"/t/toko-bunga-melati/audit/log/consistency?from=1&to=2", nil, tenantRead},
 		"GET /t/:slug/audit/log/entry":                           {"/t/toko-bunga-melati/audit/log/entry?seq=1", nil, tenantRead},
+		"GET /t/:slug/audit/event":                               {fmt.Sprintf("/t/toko-bunga-melati/audit/event?id=%d", ids.event), nil, tenantRead},
 		"GET /t/:slug/audit/:entity/:id":                         {fmt.Sprintf("/t/toko-bunga-melati/audit/project/%d", ids.project), nil, tenantRead},
 		"GET /t/:slug/jobs":                                      {"/t/toko-bunga-melati/jobs", nil, tenantRead},
 		"GET /invitations":                                       {"/invitations", nil, signedIn},

@@ -346,6 +346,27 @@ func (s *Server) auditPoll(c echo.Context, t *tenant.Tenant, af auditFilter, aft
 	return render(c, http.StatusOK, viewtenant.AuditNewer(pollURL, rows))
 }
 
+// auditEvent serves one event's record: the fragment "Details" fetches
+// with htmx, or the event's own page (the link without JavaScript).
+func (s *Server) auditEvent(c echo.Context) error {
+	id, err := positiveParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	t := currentTenant(c)
+	e, err := s.Audit.Event(ctx, t.ID, id)
+	if err != nil {
+		return err
+	}
+	row := s.auditRows(ctx, t, []audit.Recorded{e})[0]
+	row.RecordURL, row.Open = "", true
+	if isHTMX(c) {
+		return render(c, http.StatusOK, components.AuditRecord(row))
+	}
+	return render(c, http.StatusOK, viewtenant.EventPage(viewtenant.EventVM{Slug: t.Slug, TenantName: t.Name, Row: row}))
+}
+
 // auditEntity is one entity's history. An entity with no event in this
 // tenant is a 404, exactly like one that exists only in another tenant.
 func (s *Server) auditEntity(c echo.Context) error {
@@ -524,6 +545,7 @@ func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit
 		if e.Sealed() {
 			r.ProofURL = base + "log/bundle?seq=" + strconv.FormatInt(e.Seq, 10)
 		}
+		r.RecordURL = base + "event?id=" + strconv.FormatInt(e.ID, 10)
 		describe(ctx, &r, e, loc, now)
 		rows[i] = r
 	}

@@ -75,6 +75,15 @@ func TestBrowserTenantAuditTimeline(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, "timeline-filtered")
 
+	// "Details" fetches the event's record into the line it opens under.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="audit-event"] details.raw > summary`))); err != nil {
+		t.Fatalf("open details: %v", err)
+	}
+	wait("the record unfolded in place", rows+`[0].querySelector('details.raw[open] [data-testid="audit-detail"]')?.textContent.includes('"name"') && `+
+		rows+`[0].querySelector('[data-testid="audit-trace"]')?.textContent === '4bf92f3577b34da6a3ce929d0e0e4736' && `+
+		`!`+rows+`[0].querySelector('[data-testid="audit-record-link"]')`)
+	marker("opening details")
+
 	// Clear the filter the same way and load older events in place.
 	// (The form was swapped in by htmx: address it afresh.)
 	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#f-action').value = ''; true`))

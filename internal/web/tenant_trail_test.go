@@ -48,7 +48,7 @@ var (
 	// oneLine is an event's line: its clock time (the relative time and
 	// the full moment in the tooltip), the sentence, then "Details".
 	oneLine = regexp.MustCompile(`(?s)^<li class="audit-event"[^>]*><time class="when" datetime="[^"]+" title="([^"]+)" data-testid="audit-time">(\d\d:\d\d)</time>\s*` +
-		`(<p class="sentence" data-testid="audit-sentence">|<div class="sentence raw-line">).*?</(p|div)>\s*<details class="raw"><summary>`)
+		`(<p class="sentence" data-testid="audit-sentence">|<div class="sentence raw-line">).*?</(p|div)>\s*<details class="raw"[^>]*><summary>`)
 	tags     = regexp.MustCompile(`<[^>]*>`)
 	listItem = regexp.MustCompile(`<li (?:id="[^"]*" )?class="([^"]*)"[^>]*?( hidden)?>`)
 )
@@ -225,5 +225,97 @@ func TestEntityHistoryTitledByName(t *testing.T) {
 	}
 	if a := c.getLang("/t/"+melati+"/audit/project/"+strconv.Quote(oldID)[1:len(oldID)+1], "id"); !strings.Contains(a.body, "Riwayat proyek Katalog Musim Hujan") {
 		t.Error("Indonesian history is not titled by the name")
+	}
+}
+
+var recordLink = regexp.MustCompile(`<details class="raw" hx-get="(/t/[^"?]+/audit/event\?id=\d+)"`)
+
+// records fetches, as htmx does when "Details" is opened, the record of
+// every event in body, in the order they appear.
+func records(t *testing.T, c *client, body string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range recordLink.FindAllStringSubmatch(body, -1) {
+		a := c.getHTMX(m[1])
+		if a.status != http.StatusOK {
+			t.Fatalf("record %s: %d %.300s", m[1], a.status, a.body)
+		}
+		out = append(out, a.body)
+	}
+	return out
+}
+
+// withRecords is body followed by the records of its events.
+func withRecords(t *testing.T, c *client, body string) string {
+	t.Helper()
+	return body + strings.Join(records(t, c, body), "")
+}
+
+// TestEventRecordLoadsWhenOpened: the trail's lines carry no record, only
+// where to fetch it (and whether the event is sealed yet); the record
+// comes as a fragment for htmx or as the event's own page, to the tenant's
+// members only, and a bad or foreign id changes nothing and shows nothing.
+func TestEventRecordLoadsWhenOpened(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	sealed := f.record(melati, nil, audit.Event{ActorKind: audit.ActorSystem, Action: "order.paid", Entity: "order",
+		EntityID: "A-7", TraceID: trace, Detail: json.RawMessage(`{"amount": 150000}`)})[0]
+	f.seal()
+	fresh := f.record(melati, nil, audit.Event{ActorKind: audit.ActorSystem, Action: "order.refunded", Entity: "order",
+		EntityID: "A-7", Detail: json.RawMessage(`{"amount": 20000}`)})[0]
+	foreign := f.record(senja, nil, audit.Event{ActorKind: audit.ActorSystem, Action: "order.paid", Entity: "order",
+		EntityID: "S-1", Detail: json.RawMessage(`{"secret_amount": 777}`)})[0]
+	c := f.client()
+	c.login("budi@melati.test")
+
+	page := c.get("/t/" + melati + "/audit?entity=order").body
+	for _, absent := range []string{trace, "150000", `data-testid="audit-detail"`, `data-testid="audit-proof"`} {
+		if strings.Contains(page, absent) {
+			t.Fatalf("the trail carries the record (%s) before it is opened: %.3000s", absent, page)
+		}
+	}
+	item := func(id int64) string {
+		m := regexp.MustCompile(`(?s)<li class="audit-event"[^>]*data-id="` + strconv.FormatInt(id, 10) + `".*?</li>`).FindString(page)
+		if m == "" {
+			t.Fatalf("event %d not on the trail: %.3000s", id, page)
+		}
+		return m
+	}
+	recordURL := func(id int64) string { return "/t/" + melati + "/audit/event?id=" + strconv.FormatInt(id, 10) }
+	for _, e := range []audit.Recorded{sealed, fresh} {
+		it := item(e.ID)
+		if !strings.Contains(it, `hx-get="`+recordURL(e.ID)+`"`) || !strings.Contains(it, `href="`+recordURL(e.ID)+`" data-testid="audit-record-link"`) {
+			t.Fatalf("event %d's Details neither fetches nor links its record: %s", e.ID, it)
+		}
+		if unsealed := strings.Contains(it, `data-testid="audit-unsealed"`); unsealed != (e.ID == fresh.ID) {
+			t.Fatalf("event %d (sealed: %v) marked unsealed on its line: %v", e.ID, e.ID == sealed.ID, unsealed)
+		}
+	}
+
+	rec := c.getHTMX(recordURL(sealed.ID))
+	if rec.status != http.StatusOK || strings.Contains(rec.body, "<html") || !strings.Contains(rec.body, "&#34;amount&#34;: 150000") ||
+		!strings.Contains(rec.body, trace) || !strings.Contains(rec.body, `/audit/log/bundle?seq=`) {
+		t.Fatalf("sealed event's record: %d %.2000s", rec.status, rec.body)
+	}
+	if rec = c.getHTMX(recordURL(fresh.ID)); rec.status != http.StatusOK || !strings.Contains(rec.body, "20000") || strings.Contains(rec.body, `data-testid="audit-proof"`) {
+		t.Fatalf("unsealed event's record (no proof yet): %d %.2000s", rec.status, rec.body)
+	}
+	// Without JavaScript the link opens the event's own page, unfolded.
+	if own := c.get(recordURL(sealed.ID)); own.status != http.StatusOK || !strings.Contains(own.body, "<html") ||
+		!strings.Contains(own.body, `<details class="raw" open>`) || !strings.Contains(own.body, "&#34;amount&#34;: 150000") {
+		t.Fatalf("event's own page: %d %.2000s", own.status, own.body)
+	}
+
+	for _, id := range []string{"", "abc", "0", "-3", "1.5", "99999999999999999999"} {
+		if a := c.getHTMX("/t/" + melati + "/audit/event?id=" + id); a.status != http.StatusBadRequest {
+			t.Errorf("id %q: %d, want 400", id, a.status)
+		}
+	}
+	for _, id := range []int64{foreign.ID, foreign.ID + 1000, 9223372036854775807} {
+		a := c.getHTMX(recordURL(id))
+		if a.status != http.StatusNotFound || strings.Contains(a.body, "777") {
+			t.Errorf("id %d (another tenant's, or none): %d %.300s, want 404 showing nothing", id, a.status, a.body)
+		}
 	}
 }
