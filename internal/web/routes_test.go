@@ -85,7 +85,7 @@ func TestRouteRoleTenantMatrix(t *testing.T) {
 // matrixIDs are the rows the matrix routes act on.
 type matrixIDs struct {
 	project, eko, leaving, invitation, guestInvitation, hook, hookDel, delivery, rina, token, event int64
-	approvals                                                                                []int64
+	approvals                                                                                       []int64
 }
 
 // matrixRule is a concrete request for a route and who may make it.
