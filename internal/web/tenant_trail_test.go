@@ -302,7 +302,8 @@ func TestEventRecordLoadsWhenOpened(t *testing.T) {
 		t.Fatalf("unsealed event's record (no proof yet): %d %.2000s", rec.status, rec.body)
 	}
 	// Without JavaScript the link opens the event's own page, unfolded.
-	if own := c.get(recordURL(sealed.ID)); own.status != http.StatusOK || !strings.Contains(own.body, "<html") ||
+	if own := c.get(recordURL(sealed.ID)); own.status != http.StatusOK || !strings.Contains(own.body, "<title>Audit event "+strconv.FormatInt(sealed.ID, 10)) ||
+		!strings.Contains(own.body, `data-testid="event-title">Audit event `+strconv.FormatInt(sealed.ID, 10)+`<`) ||
 		!strings.Contains(own.body, `<details class="raw" open>`) || !strings.Contains(own.body, "&#34;amount&#34;: 150000") {
 		t.Fatalf("event's own page: %d %.2000s", own.status, own.body)
 	}
