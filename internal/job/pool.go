@@ -365,26 +365,11 @@ func (e *Engine) produce(r *runState) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for {
-		// Completions are part of a job's cost: when they back up, stop
-		// claiming until a flush catches up, or the running set (and every
-		// query that touches it) grows without bound.
-		if r.comp.backlog.Load() >= maxCompleteBatch {
-			r.sleep.Busy(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-r.comp.drained:
-			}
-			continue
+		free, ok := e.freeSlots(r)
+		if !ok {
+			return
 		}
-		free := e.inflightLimit() - int(r.inflight.Load())
 		if free <= 0 {
-			r.sleep.Busy(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-r.slotFreed:
-			}
 			continue
 		}
 		n := min(free, e.cfg.BatchSize)
@@ -414,32 +399,69 @@ func (e *Engine) produce(r *runState) {
 		// is due), so inserts meanwhile send no NOTIFY it could not act on.
 		full := int(r.inflight.Load()) >= e.inflightLimit()
 		wait := r.sleep.Next(ctx, len(jobs), err == nil && len(jobs) > 0 && (!drained || full), err)
-		if wait == 0 {
-			continue
-		}
-		if !poll.Stop() {
-			select {
-			case <-poll.C:
-			default:
-			}
-		}
-		poll.Reset(wait)
-		r.parked.Store(int64(wait))
-		select {
-		case <-ctx.Done():
+		if wait > 0 && !r.park(poll, wait) {
 			return
-		case <-r.wake:
-			// Unparked before taken is updated: a producer on its way to a
-			// claim never looks idle.
-			r.parked.Store(0)
-			r.wakeMu.Lock()
-			r.taken = r.sent
-			r.wakeMu.Unlock()
-			r.sleep.Woken()
-		case <-poll.C:
-			r.parked.Store(0)
 		}
 	}
+}
+
+// freeSlots is how many jobs the producer may claim now. When completions
+// back up or every slot is taken it first waits (marked busy) for a flush
+// or a freed slot and answers 0, so the caller looks again; ok is false
+// once the producer is stopping.
+func (e *Engine) freeSlots(r *runState) (free int, ok bool) {
+	ctx := r.prodCtx
+	// Completions are part of a job's cost: when they back up, stop
+	// claiming until a flush catches up, or the running set (and every
+	// query that touches it) grows without bound.
+	if r.comp.backlog.Load() >= maxCompleteBatch {
+		r.sleep.Busy(ctx)
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-r.comp.drained:
+		}
+		return 0, true
+	}
+	free = e.inflightLimit() - int(r.inflight.Load())
+	if free <= 0 {
+		r.sleep.Busy(ctx)
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-r.slotFreed:
+		}
+		return 0, true
+	}
+	return free, true
+}
+
+// park waits up to wait for a wake-up; false once the producer is
+// stopping.
+func (r *runState) park(poll *time.Timer, wait time.Duration) bool {
+	if !poll.Stop() {
+		select {
+		case <-poll.C:
+		default:
+		}
+	}
+	poll.Reset(wait)
+	r.parked.Store(int64(wait))
+	select {
+	case <-r.prodCtx.Done():
+		return false
+	case <-r.wake:
+		// Unparked before taken is updated: a producer on its way to a
+		// claim never looks idle.
+		r.parked.Store(0)
+		r.wakeMu.Lock()
+		r.taken = r.sent
+		r.wakeMu.Unlock()
+		r.sleep.Woken()
+	case <-poll.C:
+		r.parked.Store(0)
+	}
+	return true
 }
 
 // wakeUp hands the producer a wake-up; several before it takes one count
