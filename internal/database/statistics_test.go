@@ -1,0 +1,78 @@
+package database_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/testdb"
+)
+
+// TestRefreshStatisticsFollowsAutovacuumsRule: a table changed past
+// autovacuum's threshold since its last ANALYZE is analyzed (its row count
+// and change counter say so); a table below it, or one just analyzed, is
+// left alone; the tenant-facing role may not call it.
+func TestRefreshStatisticsFollowsAutovacuumsRule(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	// Whatever the migrations and the template left stale goes first.
+	for {
+		tables, err := database.RefreshStatistics(ctx, db.System)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tables) == 0 {
+			break
+		}
+	}
+
+	conn, err := db.Admin.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// 500 tenants: past 50 + 10 % of the few the template holds.
+	// pg_stat_force_next_flush makes the session's counts visible to
+	// others at the end of the statement instead of within a second.
+	if _, err := conn.Exec(ctx, `INSERT INTO tenants (slug, name)
+		SELECT 'stats-' || i, 'Stats ' || i FROM generate_series(1, 500) i`); err != nil {
+		t.Fatal(err)
+	}
+	// Three rows: far below the threshold of 50.
+	if _, err := conn.Exec(ctx, `INSERT INTO wake_listeners (channel, listener, asleep, expires_at)
+		SELECT 'jejak_jobs', 'l' || i, false, now() + interval '1 minute' FROM generate_series(1, 3) i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT 1"); err != nil { // the flush happens when the session next goes idle
+		t.Fatal(err)
+	}
+
+	tables, err := database.RefreshStatistics(ctx, db.System)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(tables, "tenants") || slices.Contains(tables, "wake_listeners") {
+		t.Fatalf("analyzed %v, want tenants and not wake_listeners", tables)
+	}
+	var reltuples float64
+	var analyzed bool
+	if err := db.Admin.QueryRow(ctx, `SELECT c.reltuples, s.last_analyze IS NOT NULL
+		FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.relname = 'tenants'`).Scan(&reltuples, &analyzed); err != nil {
+		t.Fatal(err)
+	}
+	if reltuples < 500 || !analyzed {
+		t.Fatalf("tenants: reltuples %v, analyzed %v; want at least 500 rows counted by an ANALYZE", reltuples, analyzed)
+	}
+	if again, err := database.RefreshStatistics(ctx, db.System); err != nil || slices.Contains(again, "tenants") {
+		t.Fatalf("second pass analyzed %v (%v): tenants was just analyzed", again, err)
+	}
+
+	if _, err := database.RefreshStatistics(ctx, db.App); err == nil {
+		t.Fatal("the tenant-facing role refreshed statistics; only the system role may")
+	}
+}
