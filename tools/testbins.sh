@@ -8,9 +8,8 @@
 # it is current, so only the packages a change reaches are linked again.
 # The binaries then run as go test would run them (in their package's
 # folder, JOBS at a time), the slowest of the last run first so that the
-# long ones do not start last; those start as soon as they are linked,
-# and the rest (JOBS more at a time) once all are. RUN-FLAGS are the
-# binaries' flags (-test.parallel, -test.skip, ...).
+# long ones do not start last. RUN-FLAGS are the binaries' flags
+# (-test.parallel, -test.skip, ...).
 #
 # Output: "ok  <package> <seconds>" per package; a failing package's whole
 # output and "FAIL <package>". The exit status is non-zero when any
@@ -30,29 +29,22 @@ touch "$times"
 # (cmd/web, internal/web) go to different sub-folders: one go invocation
 # per sub-folder.
 declare -A taken=()
+declare -a groups=()
 pkgs=()
 while read -r pkg pdir; do
 	base=${pkg##*/}
 	g=0
 	while [[ -n ${taken["$g/$base"]:-} ]]; do g=$((g + 1)); done
 	taken["$g/$base"]=1
+	groups[g]="${groups[g]:-} $pkg"
 	pkgs+=("$pkg $pdir $dir/$g/$base.test")
 done < <($GO list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./...)
 
-# compile: links the binaries of the "package dir binary" lines on stdin,
-# one go invocation per binary folder.
-compile() {
-	local pkg pdir bin d
-	declare -A byDir=()
-	while read -r pkg pdir bin; do
-		byDir[${bin%/*}]+=" $pkg"
-	done
-	for d in "${!byDir[@]}"; do
-		mkdir -p "$d"
-		# shellcheck disable=SC2086 # a list of import paths
-		$GO test -c -vet=off -ldflags=-w -o "$d/" ${byDir[$d]} || return
-	done
-}
+for g in "${!groups[@]}"; do
+	mkdir -p "$dir/$g"
+	# shellcheck disable=SC2086 # the group is a list of import paths
+	$GO test -c -vet=off -ldflags=-w -o "$dir/$g/" ${groups[g]}
+done
 
 run() { # run PKG DIR BINARY FLAGS...: one package's tests
 	local pkg=$1 pdir=$2 bin=$3 out start rc=0
@@ -77,30 +69,11 @@ export TESTBINS_TIMES="$dir/seconds.new"
 : >"$TESTBINS_TIMES"
 
 # Slowest first (a package without a time yet counts as slow).
-ordered=$(printf '%s\n' "${pkgs[@]}" |
+printf '%s\n' "${pkgs[@]}" |
 	awk -v times="$times" 'BEGIN { while ((getline l < times) > 0) { split(l, f, " "); t[f[1]] = f[2] } }
 		{ print (($1 in t) ? t[$1] : 999), $0 }' |
-	sort -rn | cut -d' ' -f2-)
-runall() { # runall: runs the "package dir binary" lines on stdin, JOBS at a time
-	xargs -P "$jobs" -L1 bash -c 'run "$@" '"$(printf '%q ' "$@")" _
-}
-
-# The slowest packages are linked first and start at once; the others are
-# linked while those run. Tests mostly wait (on PostgreSQL, on engine
-# intervals), linking is all CPU: in a fresh clone, where every binary is
-# linked, the two overlap instead of one waiting for the other.
-first=$(head -n "$((jobs * 2))" <<<"$ordered")
-rest=$(tail -n "+$((jobs * 2 + 1))" <<<"$ordered")
-compile <<<"$first"
-runall <<<"$first" &
-early=$!
-if [[ -n $rest ]]; then
-	if compile <<<"$rest"; then
-		runall <<<"$rest" || status=$?
-	else
-		status=1
-	fi
-fi
-wait "$early" || status=$?
+	sort -rn | cut -d' ' -f2- |
+	xargs -P "$jobs" -L1 bash -c 'run "$@" '"$(printf '%q ' "$@")" _ ||
+	status=$?
 mv "$TESTBINS_TIMES" "$times"
 exit "${status:-0}"
