@@ -43,7 +43,7 @@ done < <($GO list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir
 for g in "${!groups[@]}"; do
 	mkdir -p "$dir/$g"
 	# shellcheck disable=SC2086 # the group is a list of import paths
-	$GO test -c -vet=off -ldflags=-w -o "$dir/$g/" ${groups[g]}
+	$GO test -c -vet=off -trimpath -ldflags=-w -o "$dir/$g/" ${groups[g]}
 done
 
 run() { # run PKG DIR BINARY FLAGS...: one package's tests
