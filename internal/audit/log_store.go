@@ -173,9 +173,28 @@ func (s store) backlogs(ctx context.Context) ([]Backlog, error) {
 	return out, err
 }
 
+// insertParams are the columns of one event as it is written.
+func insertParams(e *Event, detail []byte, now *time.Time) queries.AuditEventInsertParams {
+	return queries.AuditEventInsertParams{
+		TenantID:  e.TenantID,
+		ActorKind: string(e.ActorKind),
+		ActorID:   e.ActorID,
+		Action:    e.Action,
+		Entity:    e.Entity,
+		EntityID:  e.EntityID,
+		Detail:    detail,
+		Now:       now,
+		TraceID:   e.TraceID,
+		JobID:     e.JobID,
+	}
+}
+
 // appendMany writes events with one statement, all at time now (nil: the
 // database's now()).
 func (s store) appendMany(ctx context.Context, events []Event, details [][]byte, now *time.Time) error {
+	if len(events) == 1 {
+		return s.q.AuditEventAppendOne(ctx, queries.AuditEventAppendOneParams(insertParams(&events[0], details[0], now)))
+	}
 	p := queries.AuditEventAppendManyParams{Now: now}
 	for i, e := range events {
 		p.TenantIds = append(p.TenantIds, e.TenantID)
@@ -193,18 +212,7 @@ func (s store) appendMany(ctx context.Context, events []Event, details [][]byte,
 
 // insert writes one event and returns it as stored.
 func (s store) insert(ctx context.Context, e *Event, detail []byte, now *time.Time) (Recorded, error) {
-	row, err := s.q.AuditEventInsert(ctx, queries.AuditEventInsertParams{
-		TenantID:  e.TenantID,
-		ActorKind: string(e.ActorKind),
-		ActorID:   e.ActorID,
-		Action:    e.Action,
-		Entity:    e.Entity,
-		EntityID:  e.EntityID,
-		Detail:    detail,
-		Now:       now,
-		TraceID:   e.TraceID,
-		JobID:     e.JobID,
-	})
+	row, err := s.q.AuditEventInsert(ctx, insertParams(e, detail, now))
 	if err != nil {
 		return Recorded{}, err
 	}
