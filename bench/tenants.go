@@ -350,27 +350,28 @@ func tenantsContinuous(n int, fair bool) func(context.Context, *Env, string) (Re
 // waitFirstTagged waits until a small tenant's job was enqueued in the
 // window.
 func waitFirstTagged(ctx context.Context, r *tenantsRun) error {
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
-	for r.taggedQueued.Load() == 0 {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("no small tenant's job was enqueued in the window: %w", ctx.Err())
-		case <-t.C:
-		}
-	}
-	return nil
+	return pollUntil(ctx, func() bool { return r.taggedQueued.Load() > 0 }, func() string {
+		return "no small tenant's job was enqueued in the window"
+	})
 }
 
 // waitTagged waits until every small tenant's job enqueued in the window
 // has started.
 func waitTagged(ctx context.Context, r *tenantsRun) error {
+	return pollUntil(ctx, func() bool { return r.taggedDone.Load() >= r.taggedQueued.Load() }, func() string {
+		return fmt.Sprintf("%d of %d small tenants' jobs from the window started", r.taggedDone.Load(), r.taggedQueued.Load())
+	})
+}
+
+// pollUntil checks done every 5 ms until it holds; when ctx ends first, the
+// error says what() was still the case.
+func pollUntil(ctx context.Context, done func() bool, what func() string) error {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
-	for r.taggedDone.Load() < r.taggedQueued.Load() {
+	for !done() {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d small tenants' jobs from the window started: %w", r.taggedDone.Load(), r.taggedQueued.Load(), ctx.Err())
+			return fmt.Errorf("%s: %w", what(), ctx.Err())
 		case <-t.C:
 		}
 	}

@@ -291,6 +291,39 @@ func TestMaintenanceLeaderElection(t *testing.T) {
 	testwait.Within(t, 10*time.Second, "b takes over", b.IsLeader)
 }
 
+// TestMaintenanceLeaderRefreshesStatistics: a table changed past
+// autovacuum's threshold is analyzed by the leader within a few beats, with
+// no prune pass due (MaintenanceInterval an hour).
+func TestMaintenanceLeaderRefreshesStatistics(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	conn, err := db.Admin.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// A cloned database starts without statistics: no table has been
+	// analyzed, and these 500 rows are past 50 + 10 % of the template's.
+	if _, err := conn.Exec(ctx, `INSERT INTO tenants (slug, name)
+		SELECT 'stats-' || i, 'Stats ' || i FROM generate_series(1, 500) i`); err != nil {
+		t.Fatal(err)
+	}
+	// Counts reach shared memory when the session next goes idle.
+	if _, err := conn.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, db, job.Config{HeartbeatInterval: 50 * time.Millisecond, MaintenanceInterval: time.Hour})
+	startEngine(t, e)
+	testwait.Within(t, 10*time.Second, "tenants analyzed", func() bool {
+		var analyzed bool
+		if err := db.Admin.QueryRow(ctx, `SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'tenants'`).Scan(&analyzed); err != nil {
+			t.Fatal(err)
+		}
+		return analyzed
+	})
+}
+
 // TestMaintenanceLeaderOutlivesItsSession: a leader whose session ends
 // (terminated here; a server restart or its idle timeout do the same)
 // stops leading and wins the lock again on a new session, and that session

@@ -141,6 +141,12 @@ func TestDisableAccessTwoPersonFlow(t *testing.T) {
 	if page.status != 200 || !strings.Contains(page.body, "Rina Wulandari") || !strings.Contains(page.body, `data-testid="staff-audit"`) {
 		t.Fatalf("tenant page: %d %.500s", page.status, page.body)
 	}
+	// The trail's records come with the staff page: the route that serves
+	// one on demand is the tenant's members'.
+	if strings.Contains(page.body, `data-testid="audit-record-link"`) || strings.Contains(page.body, `hx-trigger="toggle once"`) ||
+		!strings.Contains(page.body, `<div class="meta">`) {
+		t.Fatalf("staff tenant page: records not in place: %.500s", page.body)
+	}
 	sup.get("/admin/tenants/toko-bunga-melati?action=project.create")
 	if n := f.count(`SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND action = 'staff.viewed_audit'`, melati); n != 1 {
 		t.Fatalf("staff.viewed_audit recorded %d times for two reads in one hour, want 1", n)
