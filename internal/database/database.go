@@ -72,6 +72,7 @@ func open(ctx context.Context, url, group string, maxConns int32) (*pgxpool.Pool
 		cfg.MaxConns = maxConns
 	}
 	limitsFor(group).apply(cfg)
+	cfg.AfterConnect = registerTypes
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
