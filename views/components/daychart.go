@@ -168,17 +168,18 @@ func (c DayChart) num(v int64) string {
 // resolution and class lists made them half of the page's render.
 func DayChartView(c DayChart) templ.Component {
 	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
-		buf := dayChartBufs.Get().(*[]byte)
+		buf := byteBufs.Get().(*[]byte)
 		*buf = appendDayChart((*buf)[:0], c)
 		_, err := w.Write(*buf)
-		dayChartBufs.Put(buf)
+		byteBufs.Put(buf)
 		return err
 	})
 }
 
-// dayChartBufs keep the chart's bytes between renders: a month of a
-// stacked chart is about 20 kB, grown afresh for every page otherwise.
-var dayChartBufs = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+// byteBufs keep the hand-written components' bytes between renders: a
+// month of a stacked chart is about 20 kB, a page of events 50 kB, grown
+// afresh for every render otherwise.
+var byteBufs = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
 
 func appendDayChart(b []byte, c DayChart) []byte {
 	g := dayGeometry(c)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,25 +66,7 @@ func TestDayChartGolden(t *testing.T) {
 		if err := components.DayChartView(c).Render(context.Background(), &b); err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join("testdata", "daychart_"+name+".golden")
-		if *updateGolden {
-			if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := b.String(); got != string(want) {
-			i := 0
-			for i < len(got) && i < len(want) && got[i] == want[i] {
-				i++
-			}
-			t.Errorf("%s differs from %s at byte %d:\n got …%s\nwant …%s", name, path, i,
-				got[max(0, i-80):min(len(got), i+80)], string(want[max(0, i-80):min(len(want), i+80)]))
-		}
+		checkGolden(t, filepath.Join("testdata", "daychart_"+name+".golden"), b.String())
 	}
 }
 
