@@ -83,14 +83,14 @@ func appendSentence(b []byte, r AuditRow) []byte {
 	for _, seg := range r.Sentence {
 		switch {
 		case seg.Kind == "actor":
-			b = append(appendEscaped(append(b, `<span class="who">`...), seg.Text), `</span>`...)
+			b = append(AppendEscaped(append(b, `<span class="who">`...), seg.Text), `</span>`...)
 		case seg.Kind == "object" && r.EntityURL != "":
-			b = appendEscaped(append(b, `<a href="`...), string(templ.URL(r.EntityURL)))
-			b = append(appendEscaped(append(b, `" data-testid="audit-object">`...), seg.Text), `</a>`...)
+			b = AppendEscaped(append(b, `<a href="`...), string(templ.URL(r.EntityURL)))
+			b = append(AppendEscaped(append(b, `" data-testid="audit-object">`...), seg.Text), `</a>`...)
 		case seg.Kind == "object":
-			b = append(appendEscaped(append(b, `<span>`...), seg.Text), `</span>`...)
+			b = append(AppendEscaped(append(b, `<span>`...), seg.Text), `</span>`...)
 		default:
-			b = appendEscaped(b, seg.Text)
+			b = AppendEscaped(b, seg.Text)
 		}
 	}
 	return b
@@ -375,13 +375,13 @@ func AuditEvent(r AuditRow) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		buf := byteBufs.Get().(*[]byte)
 		defer byteBufs.Put(buf)
-		b := appendEscaped(append((*buf)[:0],
+		b := AppendEscaped(append((*buf)[:0],
 			`<li class="audit-event" data-testid="audit-event" data-seq="`...), strconv.FormatInt(r.Seq, 10))
-		b = appendEscaped(append(b, `" data-action="`...), string(templ.URL(r.Action)))
-		b = appendEscaped(append(b, `" data-id="`...), strconv.FormatInt(r.ID, 10))
-		b = appendEscaped(append(b, `"><time class="when" datetime="`...), r.TimeISO)
-		b = appendEscaped(append(b, `" title="`...), r.hint())
-		b = appendEscaped(append(b, `" data-testid="audit-time">`...), r.clock())
+		b = AppendEscaped(append(b, `" data-action="`...), string(templ.URL(r.Action)))
+		b = AppendEscaped(append(b, `" data-id="`...), strconv.FormatInt(r.ID, 10))
+		b = AppendEscaped(append(b, `"><time class="when" datetime="`...), r.TimeISO)
+		b = AppendEscaped(append(b, `" title="`...), r.hint())
+		b = AppendEscaped(append(b, `" data-testid="audit-time">`...), r.clock())
 		b = append(b, `</time> `...)
 		if len(r.Sentence) == 0 {
 			// The raw line is rare on a trail (actions without a sentence):
@@ -396,21 +396,21 @@ func AuditEvent(r AuditRow) templ.Component {
 		} else {
 			b = appendSentence(append(b, `<p class="sentence" data-testid="audit-sentence">`...), r)
 			if !r.hasObject() && r.EntityURL != "" {
-				b = appendEscaped(append(b, `<span class="muted small"> · <a href="`...), r.EntityURL)
-				b = appendEscaped(append(b, `">`...), i18n.T(ctx, "audit.history"))
+				b = AppendEscaped(append(b, `<span class="muted small"> · <a href="`...), r.EntityURL)
+				b = AppendEscaped(append(b, `">`...), i18n.T(ctx, "audit.history"))
 				b = append(b, `</a></span>`...)
 			}
 			b = append(appendUnsealedMark(ctx, b, r), `</p>`...)
 		}
 		b = append(b, `<details class="raw"`...)
 		if r.RecordURL != "" {
-			b = appendEscaped(append(b, ` hx-get="`...), r.RecordURL)
+			b = AppendEscaped(append(b, ` hx-get="`...), r.RecordURL)
 			b = append(b, `" hx-trigger="toggle once" hx-target="find .raw-body" hx-swap="innerHTML"`...)
 		}
 		if r.Open {
 			b = append(b, ` open`...)
 		}
-		b = appendEscaped(append(b, `><summary>`...), i18n.T(ctx, "audit.details"))
+		b = AppendEscaped(append(b, `><summary>`...), i18n.T(ctx, "audit.details"))
 		b = append(b, `</summary><div class="raw-body">`...)
 		if r.RecordURL == "" {
 			if _, err := w.Write(b); err != nil {
@@ -421,8 +421,8 @@ func AuditEvent(r AuditRow) templ.Component {
 			}
 			b = b[:0]
 		} else {
-			b = appendEscaped(append(b, `<a href="`...), r.RecordURL)
-			b = appendEscaped(append(b, `" data-testid="audit-record-link">`...), i18n.T(ctx, "audit.open_record"))
+			b = AppendEscaped(append(b, `<a href="`...), r.RecordURL)
+			b = AppendEscaped(append(b, `" data-testid="audit-record-link">`...), i18n.T(ctx, "audit.open_record"))
 			b = append(b, `</a>`...)
 		}
 		*buf = append(b, `</div></details></li>`...)
@@ -480,8 +480,8 @@ func appendUnsealedMark(ctx context.Context, b []byte, r AuditRow) []byte {
 	if r.Seq != 0 {
 		return b
 	}
-	b = appendEscaped(append(b, `<span class="seq unsealed" data-testid="audit-unsealed" title="`...), i18n.T(ctx, "audit.unsealed_hint"))
-	b = appendEscaped(append(b, `"> · `...), i18n.T(ctx, "audit.unsealed"))
+	b = AppendEscaped(append(b, `<span class="seq unsealed" data-testid="audit-unsealed" title="`...), i18n.T(ctx, "audit.unsealed_hint"))
+	b = AppendEscaped(append(b, `"> · `...), i18n.T(ctx, "audit.unsealed"))
 	return append(b, `</span>`...)
 }
 

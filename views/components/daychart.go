@@ -3,10 +3,8 @@ package components
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
-	"sync"
 
 	"github.com/a-h/templ"
 )
@@ -167,38 +165,27 @@ func (c DayChart) num(v int64) string {
 // month of bars each with several attributes, and templ's per-attribute
 // resolution and class lists made them half of the page's render.
 func DayChartView(c DayChart) templ.Component {
-	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
-		buf := byteBufs.Get().(*[]byte)
-		*buf = appendDayChart((*buf)[:0], c)
-		_, err := w.Write(*buf)
-		byteBufs.Put(buf)
-		return err
-	})
+	return Written(func(_ context.Context, b []byte) []byte { return appendDayChart(b, c) })
 }
-
-// byteBufs keep the hand-written components' bytes between renders: a
-// month of a stacked chart is about 20 kB, a page of events 50 kB, grown
-// afresh for every render otherwise.
-var byteBufs = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
 
 func appendDayChart(b []byte, c DayChart) []byte {
 	g := dayGeometry(c)
 	b = append(b, `<figure class="daychart" data-testid="`...)
-	b = appendEscaped(b, c.ID)
+	b = AppendEscaped(b, c.ID)
 	b = append(b, `"><figcaption><h2 id="`...)
-	b = appendEscaped(b, c.ID+"-title")
+	b = AppendEscaped(b, c.ID+"-title")
 	b = append(b, `">`...)
-	b = appendEscaped(b, c.Title)
+	b = AppendEscaped(b, c.Title)
 	b = append(b, `</h2></figcaption><p id="`...)
-	b = appendEscaped(b, c.ID+"-desc")
+	b = AppendEscaped(b, c.ID+"-desc")
 	b = append(b, `" class="muted small">`...)
-	b = appendEscaped(b, c.Description)
+	b = AppendEscaped(b, c.Description)
 	b = append(b, `</p><svg class="chart flat" height="`...)
 	b = appendF1(b, dayH)
 	b = append(b, `" role="group" aria-labelledby="`...)
-	b = appendEscaped(b, c.ID+"-title")
+	b = AppendEscaped(b, c.ID+"-title")
 	b = append(b, `" aria-describedby="`...)
-	b = appendEscaped(b, c.ID+"-desc")
+	b = AppendEscaped(b, c.ID+"-desc")
 	b = append(b, `">`...)
 	b = appendGridLine(b, g.Baseline)
 	if g.Max > 0 {
@@ -215,15 +202,15 @@ func appendDayChart(b []byte, c DayChart) []byte {
 	for i, l := range g.Labels {
 		n := len(g.Labels)
 		b = append(b, `<text class="`...)
-		b = appendEscaped(b, labelClass(i, n))
+		b = AppendEscaped(b, labelClass(i, n))
 		b = append(b, `" x="`...)
-		b = appendEscaped(b, labelX(l, i, n))
+		b = AppendEscaped(b, labelX(l, i, n))
 		b = append(b, `" y="`...)
 		b = appendF1(b, l.Y)
 		b = append(b, `" text-anchor="`...)
 		b = append(b, labelAnchor(i, n)...)
 		b = append(b, `" aria-hidden="true">`...)
-		b = appendEscaped(b, l.Text)
+		b = AppendEscaped(b, l.Text)
 		b = append(b, `</text>`...)
 	}
 	b = append(b, `</svg> `...)
@@ -231,9 +218,9 @@ func appendDayChart(b []byte, c DayChart) []byte {
 		b = append(b, `<ul class="legend" aria-hidden="true">`...)
 		for j, s := range c.Series {
 			b = append(b, `<li><svg width="12" height="12" viewBox="0 0 12 12"><rect class="`...)
-			b = appendEscaped(b, c.Classes[j])
+			b = AppendEscaped(b, c.Classes[j])
 			b = append(b, `" width="12" height="12"></rect></svg> `...)
-			b = appendEscaped(b, s)
+			b = AppendEscaped(b, s)
 			b = append(b, `</li>`...)
 		}
 		b = append(b, `</ul>`...)
@@ -245,13 +232,13 @@ func appendDayChart(b []byte, c DayChart) []byte {
 // whole column (the hit area), its segments inside.
 func appendDayBar(b []byte, bar DayBar, g dayGeom, i int) []byte {
 	b = append(b, `<a href="`...)
-	b = appendEscaped(b, bar.URL)
+	b = AppendEscaped(b, bar.URL)
 	b = append(b, `" aria-label="`...)
-	b = appendEscaped(b, bar.Text)
+	b = AppendEscaped(b, bar.Text)
 	b = append(b, `" data-day="`...)
-	b = appendEscaped(b, bar.Key)
+	b = AppendEscaped(b, bar.Key)
 	b = append(b, `"><title>`...)
-	b = appendEscaped(b, bar.Text)
+	b = AppendEscaped(b, bar.Text)
 	b = append(b, `</title>`...)
 	b = appendRect(b, "hit", float64(i)*g.Slot, dayTop, g.Slot, g.PlotH)
 	b = append(b, ' ')
@@ -263,29 +250,29 @@ func appendDayBar(b []byte, bar DayBar, g dayGeom, i int) []byte {
 
 func appendDayTable(b []byte, c DayChart) []byte {
 	b = append(b, `<details class="chart-table"><summary>`...)
-	b = appendEscaped(b, c.TableLabel)
+	b = AppendEscaped(b, c.TableLabel)
 	b = append(b, `</summary><table class="stack" data-testid="`...)
-	b = appendEscaped(b, c.ID+"-table")
+	b = AppendEscaped(b, c.ID+"-table")
 	b = append(b, `"><thead><tr><th scope="col">`...)
-	b = appendEscaped(b, c.DayHeading)
+	b = AppendEscaped(b, c.DayHeading)
 	b = append(b, `</th>`...)
 	for _, s := range c.Series {
 		b = append(b, `<th scope="col">`...)
-		b = appendEscaped(b, s)
+		b = AppendEscaped(b, s)
 		b = append(b, `</th>`...)
 	}
 	b = append(b, `</tr></thead> <tbody>`...)
 	for _, bar := range c.Bars {
 		b = append(b, `<tr><th scope="row"><a href="`...)
-		b = appendEscaped(b, bar.URL)
+		b = AppendEscaped(b, bar.URL)
 		b = append(b, `">`...)
-		b = appendEscaped(b, bar.Label)
+		b = AppendEscaped(b, bar.Label)
 		b = append(b, `</a></th>`...)
 		for j, v := range bar.Cells {
 			b = append(b, `<td data-label="`...)
-			b = appendEscaped(b, c.Series[j])
+			b = AppendEscaped(b, c.Series[j])
 			b = append(b, `">`...)
-			b = appendEscaped(b, v)
+			b = AppendEscaped(b, v)
 			b = append(b, `</td>`...)
 		}
 		b = append(b, `</tr>`...)
@@ -305,13 +292,13 @@ func appendAxisText(b []byte, y float64, text string) []byte {
 	b = append(b, `<text class="axis" x="0" y="`...)
 	b = appendF1(b, y)
 	b = append(b, `" aria-hidden="true">`...)
-	b = appendEscaped(b, text)
+	b = AppendEscaped(b, text)
 	return append(b, `</text> `...)
 }
 
 func appendRect(b []byte, class string, x, y, w, h float64) []byte {
 	b = append(b, `<rect class="`...)
-	b = appendEscaped(b, class)
+	b = AppendEscaped(b, class)
 	b = append(b, `" x="`...)
 	b = appendPc(b, x)
 	b = append(b, `" y="`...)
@@ -327,29 +314,3 @@ func appendRect(b []byte, class string, x, y, w, h float64) []byte {
 func appendF1(b []byte, v float64) []byte { return strconv.AppendFloat(b, v, 'f', 1, 64) }
 
 func appendPc(b []byte, v float64) []byte { return append(strconv.AppendFloat(b, v, 'f', 2, 64), '%') }
-
-// appendEscaped appends s escaped as templ.EscapeString (html.EscapeString)
-// escapes it, for text and attribute values alike.
-func appendEscaped(b []byte, s string) []byte {
-	last := 0
-	for i := 0; i < len(s); i++ {
-		var esc string
-		switch s[i] {
-		case '&':
-			esc = "&amp;"
-		case '\'':
-			esc = "&#39;"
-		case '<':
-			esc = "&lt;"
-		case '>':
-			esc = "&gt;"
-		case '"':
-			esc = "&#34;"
-		default:
-			continue
-		}
-		b = append(append(b, s[last:i]...), esc...)
-		last = i + 1
-	}
-	return append(b, s[last:]...)
-}
