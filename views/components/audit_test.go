@@ -2,11 +2,11 @@ package components_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jejakhq/jejak/internal/golden"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/views/components"
 )
@@ -58,31 +58,7 @@ func TestAuditEventGolden(t *testing.T) {
 			}
 			b.WriteString("\n")
 		}
-		checkGolden(t, filepath.Join("testdata", "auditevent_"+lang+".golden"), b.String())
-	}
-}
-
-// checkGolden compares got with the golden file at path, or rewrites it
-// with -update-golden.
-func checkGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *updateGolden {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		i := 0
-		for i < len(got) && i < len(want) && got[i] == want[i] {
-			i++
-		}
-		t.Errorf("%s differs at byte %d:\n got …%s\nwant …%s", path, i,
-			got[max(0, i-80):min(len(got), i+80)], string(want[max(0, i-80):min(len(want), i+80)]))
+		golden.Check(t, filepath.Join("testdata", "auditevent_"+lang+".golden"), b.String())
 	}
 }
 

@@ -2,16 +2,14 @@ package components_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jejakhq/jejak/internal/golden"
 	"github.com/jejakhq/jejak/views/components"
 )
-
-var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/*.golden from the current output")
 
 // goldenCharts are day charts that reach every branch of the drawing:
 // stacked series with a legend and both axis lines, one series with its
@@ -66,7 +64,7 @@ func TestDayChartGolden(t *testing.T) {
 		if err := components.DayChartView(c).Render(context.Background(), &b); err != nil {
 			t.Fatal(err)
 		}
-		checkGolden(t, filepath.Join("testdata", "daychart_"+name+".golden"), b.String())
+		golden.Check(t, filepath.Join("testdata", "daychart_"+name+".golden"), b.String())
 	}
 }
 

@@ -2,19 +2,16 @@ package tenant_test
 
 import (
 	"context"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jejakhq/jejak/internal/golden"
 	"github.com/jejakhq/jejak/internal/i18n"
 	"github.com/jejakhq/jejak/internal/reqctx"
 	"github.com/jejakhq/jejak/views/tenant"
 )
-
-var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/*.golden from the current output")
 
 // TestProjectsGolden: the project panel renders byte for byte as recorded
 // in testdata, for a writer and a reader, in both languages, with names
@@ -38,20 +35,7 @@ func TestProjectsGolden(t *testing.T) {
 			}
 			b.WriteString("\n")
 		}
-		path := filepath.Join("testdata", "projects_"+lang+".golden")
-		if *updateGolden {
-			if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b.String() != string(want) {
-			t.Errorf("%s:\n got %s\nwant %s", path, b.String(), want)
-		}
+		golden.Check(t, filepath.Join("testdata", "projects_"+lang+".golden"), b.String())
 	}
 }
 
