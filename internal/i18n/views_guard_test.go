@@ -104,12 +104,25 @@ var (
 	urlRE    = regexp.MustCompile(`https?://\S+`)
 )
 
+// attrRE matches an attribute and its quoted value in a Go string that
+// writes part of a tag (a hand-written component appends a tag in pieces,
+// `" hx-swap="outerHTML" hx-confirm="`); the value may run on into the next
+// piece.
+var attrRE = regexp.MustCompile(`(^|\s)([a-zA-Z_:][-a-zA-Z0-9_:.]*)="[^"<>]*("|$)`)
+
 // strip removes what is the same in both languages from s.
 func strip(s string) string {
 	for _, a := range allowedText {
 		s = strings.ReplaceAll(s, a, "")
 	}
 	s = markupRE.ReplaceAllString(s, "")
+	// A text attribute's value is read to people: it stays.
+	s = attrRE.ReplaceAllStringFunc(s, func(a string) string {
+		if textAttrs[attrRE.FindStringSubmatch(a)[2]] {
+			return a
+		}
+		return ""
+	})
 	s = urlRE.ReplaceAllString(s, "")
 	s = unitRE.ReplaceAllString(s, "")
 	return verbRE.ReplaceAllString(s, "")
@@ -291,4 +304,21 @@ func untranslatedLiterals(src string) []literal {
 		}
 	}
 	return out
+}
+
+// TestGuardReadsTagPieces: a Go string writing part of a tag is markup
+// unless it carries text: a title, or words after the tag.
+func TestGuardReadsTagPieces(t *testing.T) {
+	for s, want := range map[string]bool{
+		`" hx-trigger="toggle once" hx-target="find .raw-body"`: false,
+		`" class="muted small">`:                                false,
+		`" role="group" aria-labelledby="`:                      false,
+		`" title="Delete all">`:                                 true,
+		`" aria-label="Open it`:                                 true,
+		`" class="x">Show the numbers</a>`:                      true,
+	} {
+		if wordy(s) != want {
+			t.Errorf("wordy(%q) = %v, want %v", s, !want, want)
+		}
+	}
 }
