@@ -165,7 +165,7 @@ func (c DayChart) num(v int64) string {
 // month of bars each with several attributes, and templ's per-attribute
 // resolution and class lists made them half of the page's render.
 func DayChartView(c DayChart) templ.Component {
-	return Written(func(_ context.Context, b []byte) []byte { return appendDayChart(b, c) })
+	return Written(func(_ context.Context, b []byte) ([]byte, error) { return appendDayChart(b, c), nil })
 }
 
 func appendDayChart(b []byte, c DayChart) []byte {

@@ -13,14 +13,33 @@ import (
 // and templ's per-attribute resolution cost more than the rest of the page.
 // f gets a pooled buffer (a page of rows is tens of kB, grown afresh for
 // every render otherwise).
-func Written(f func(ctx context.Context, b []byte) []byte) templ.Component {
+func Written(f func(ctx context.Context, b []byte) ([]byte, error)) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		buf := byteBufs.Get().(*[]byte)
 		defer byteBufs.Put(buf)
-		*buf = f(ctx, (*buf)[:0])
-		_, err := w.Write(*buf)
+		b, err := f(ctx, (*buf)[:0])
+		*buf = b
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
 		return err
 	})
+}
+
+// AppendRendered appends what c renders: a templ component inside a
+// hand-written one.
+func AppendRendered(ctx context.Context, b []byte, c templ.Component) ([]byte, error) {
+	w := appendWriter{b}
+	err := c.Render(ctx, &w)
+	return w.b, err
+}
+
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
 
 var byteBufs = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}

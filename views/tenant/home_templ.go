@@ -883,7 +883,7 @@ func PlanPanel(vm HomeVM) templ.Component {
 // page lists fifty, each with a delete form whose three texts name the
 // project, and templ's per-attribute resolution was most of the page.
 func projectItems(vm HomeVM) templ.Component {
-	return components.Written(func(ctx context.Context, b []byte) []byte {
+	return components.Written(func(ctx context.Context, b []byte) ([]byte, error) {
 		lang, csrf := i18n.Lang(ctx), reqctx.CSRF(ctx)
 		for _, p := range vm.Projects {
 			id := strconv.FormatInt(p.ID, 10)
@@ -906,7 +906,7 @@ func projectItems(vm HomeVM) templ.Component {
 			}
 			b = append(b, `</li>`...)
 		}
-		return b
+		return b, nil
 	})
 }
 
