@@ -898,7 +898,7 @@ func jobRows(vm JobsVM, col jobCols) templ.Component {
 			id := itoa(r.ID)
 			b = append(append(b, `<tr data-testid="job-row" data-job-id="`...), id...)
 			b = components.AppendEscaped(append(b, `"><td data-label="`...), col.job)
-			b = append(append(b, `"><a class="mono" href="/admin/jobs/`...), id...)
+			b = components.AppendEscaped(append(b, `"><a class="mono" href="`...), string(jobURL(r.ID)))
 			b = append(append(append(b, `">#`...), id...), `</a>`...)
 			b = jobCell(b, col.tenant, `" class="nowrap">`, vm.Tenants.Slug(r.TenantID))
 			b = jobCell(b, col.kind, `" class="mono nowrap">`, r.Kind)
