@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/jejakhq/jejak/internal/testdb"
 )
 
@@ -53,6 +55,26 @@ func TestJSONReadsAsPgxWould(t *testing.T) {
 	}
 	if rows.Err() != nil || len(got) != 2 || string(got[0]) != `{"n": 1}` || string(got[1]) != `{"n": 2}` {
 		t.Fatalf("rows read %q (%v)", got, rows.Err())
+	}
+	// The pools' own codec copies without parsing: the same bytes that
+	// json.Unmarshal refuses (PostgreSQL never sends such) are copied as
+	// they are. Without registerTypes this fails with pgx's codec's error.
+	conn, err := db.App.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	typ, ok := conn.Conn().TypeMap().TypeForOID(pgtype.JSONBOID)
+	if !ok {
+		t.Fatal("no jsonb type on the pool's connection")
+	}
+	codec, ok := typ.Codec.(*pgtype.JSONBCodec)
+	if !ok {
+		t.Fatalf("jsonb codec %T", typ.Codec)
+	}
+	var raw json.RawMessage
+	if err := codec.Unmarshal([]byte(`{"not json`), &raw); err != nil || string(raw) != `{"not json` {
+		t.Fatalf("the pool's jsonb codec parsed instead of copying: %q, %v", raw, err)
 	}
 	var m map[string]any
 	if err := db.System.QueryRow(ctx, `SELECT '{"a": [1, "b"]}'::jsonb`).Scan(&m); err != nil {
