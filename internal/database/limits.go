@@ -30,9 +30,9 @@ func limitsFor(role string) SessionLimits {
 	return SystemLimits
 }
 
-// apply sets the limits as connection parameters, sent when each
-// connection starts, unless the URL already sets them (an operator's
-// choice wins).
+// apply sets the limits, and the planner settings every pool shares, as
+// connection parameters, sent when each connection starts, unless the URL
+// already sets them (an operator's choice wins).
 func (l SessionLimits) apply(cfg *pgxpool.Config) {
 	p := cfg.ConnConfig.RuntimeParams
 	if _, set := p["statement_timeout"]; !set && l.Statement > 0 {
@@ -47,5 +47,16 @@ func (l SessionLimits) apply(cfg *pgxpool.Config) {
 	// then spends 40 ms compiling for a 5 ms statement.
 	if _, set := p["jit"]; !set {
 		p["jit"] = "off"
+	}
+	// PostgreSQL's default random_page_cost (4) prices a page read through
+	// an index as a disk seek. Jejak's reads hit cached pages, and at 4 the
+	// planner joins a small, growing table (audit_leaves) by
+	// scanning all of it once per outer row rather than by a few index
+	// probes: a cached generic plan made while the table held a few hundred
+	// rows then compares every page row with every leaf of the tenant until
+	// the next ANALYZE. 1.1 is the usual setting for cached or SSD-backed
+	// data.
+	if _, set := p["random_page_cost"]; !set {
+		p["random_page_cost"] = "1.1"
 	}
 }

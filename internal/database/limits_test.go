@@ -8,8 +8,9 @@ import (
 	"github.com/jejakhq/jejak/internal/testdb"
 )
 
-// Both pools' connections carry a statement timeout and an idle-in-
-// transaction timeout; a URL that sets its own keeps it.
+// Both pools' connections carry a statement timeout, an idle-in-
+// transaction timeout and the planner's price of a cached page read
+// through an index; a URL that sets its own keeps it.
 func TestPoolsSetSessionLimits(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -36,8 +37,12 @@ func TestPoolsSetSessionLimits(t *testing.T) {
 		if err != nil || idle != tc.idle {
 			t.Fatalf("%s pool idle_in_transaction_session_timeout = %q (%v), want %q", tc.name, idle, err, tc.idle)
 		}
+		rpc, err := tc.get("random_page_cost")
+		if err != nil || rpc != "1.1" {
+			t.Fatalf("%s pool random_page_cost = %q (%v), want 1.1", tc.name, rpc, err)
+		}
 	}
-	p, err := database.Open(ctx, db.URL+"&statement_timeout=2500", 1)
+	p, err := database.Open(ctx, db.URL+"&statement_timeout=2500&random_page_cost=4", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,5 +50,8 @@ func TestPoolsSetSessionLimits(t *testing.T) {
 	var v string
 	if err := p.QueryRow(ctx, "SHOW statement_timeout").Scan(&v); err != nil || v != "2500ms" {
 		t.Fatalf("URL's statement_timeout: %q %v", v, err)
+	}
+	if err := p.QueryRow(ctx, "SHOW random_page_cost").Scan(&v); err != nil || v != "4" {
+		t.Fatalf("URL's random_page_cost: %q %v", v, err)
 	}
 }
