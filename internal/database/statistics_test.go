@@ -12,7 +12,8 @@ import (
 // TestRefreshStatisticsFollowsAutovacuumsRule: a table changed past
 // autovacuum's threshold since its last ANALYZE is analyzed (its row count
 // and change counter say so); a table below it, or one just analyzed, is
-// left alone; the tenant-facing role may not call it.
+// left alone, and one analyzed less than a naptime ago waits unless it has
+// more than doubled; the tenant-facing role may not call it.
 func TestRefreshStatisticsFollowsAutovacuumsRule(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -70,6 +71,29 @@ func TestRefreshStatisticsFollowsAutovacuumsRule(t *testing.T) {
 	}
 	if again, err := database.RefreshStatistics(ctx, db.System); err != nil || slices.Contains(again, "tenants") {
 		t.Fatalf("second pass analyzed %v (%v): tenants was just analyzed", again, err)
+	}
+
+	// Churn past the threshold, the row count unchanged: stale by the rule,
+	// but analyzed less than a naptime ago, so it waits.
+	if _, err := conn.Exec(ctx, `UPDATE tenants SET name = name || '.' WHERE slug LIKE 'stats-%'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := database.RefreshStatistics(ctx, db.System); err != nil || slices.Contains(again, "tenants") {
+		t.Fatalf("after churn analyzed %v (%v): tenants was analyzed less than a naptime ago and kept its size", again, err)
+	}
+	// Grown past twice the rows its statistics counted: analyzed at once.
+	if _, err := conn.Exec(ctx, `INSERT INTO tenants (slug, name)
+		SELECT 'grown-' || i, 'Grown ' || i FROM generate_series(1, 1200) i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := database.RefreshStatistics(ctx, db.System); err != nil || !slices.Contains(again, "tenants") {
+		t.Fatalf("after growth analyzed %v (%v): tenants holds more than twice its counted rows", again, err)
 	}
 
 	if _, err := database.RefreshStatistics(ctx, db.App); err == nil {
