@@ -58,38 +58,77 @@ type queryCapture struct {
 	// scope per connection: set by set_config, cleared at the end of a
 	// transaction.
 	scope map[*pgx.Conn][2]string
+	// inTx: connections inside BEGIN … COMMIT, whose scope outlives a
+	// batch sent within the transaction.
+	inTx map[*pgx.Conn]bool
 }
 
-var txEnd = regexp.MustCompile(`(?i)^\s*(commit|rollback|end)\b`)
+var (
+	txEnd        = regexp.MustCompile(`(?i)^\s*(commit|rollback|end)\b`)
+	literalScope = regexp.MustCompile(`set_config\('app\.tenant_id', '(\d*)', true\), set_config\('app\.user_id', '(\d*)', true\)`)
+)
 
 func (c *queryCapture) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.record(conn, d.SQL, d.Args)
+	return ctx
+}
+
+func (c *queryCapture) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// Tenant reads send the scoping and their statement in one pipeline
+// (database.ReadTenant), whose implicit transaction ends with the batch.
+func (c *queryCapture) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (c *queryCapture) TraceBatchQuery(_ context.Context, conn *pgx.Conn, d pgx.TraceBatchQueryData) {
+	c.record(conn, d.SQL, d.Args)
+}
+
+func (c *queryCapture) TraceBatchEnd(_ context.Context, conn *pgx.Conn, _ pgx.TraceBatchEndData) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sql := strings.TrimSpace(d.SQL)
-	args := make([]any, 0, len(d.Args))
-	for _, a := range d.Args {
+	if !c.inTx[conn] {
+		delete(c.scope, conn)
+	}
+}
+
+// record notes one statement: the scoping and transaction boundaries
+// update conn's scope, anything else is captured with it.
+func (c *queryCapture) record(conn *pgx.Conn, rawSQL string, rawArgs []any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sql := strings.TrimSpace(rawSQL)
+	args := make([]any, 0, len(rawArgs))
+	for _, a := range rawArgs {
 		if _, mode := a.(pgx.QueryExecMode); !mode {
 			args = append(args, a)
 		}
 	}
 	switch {
+	case literalScope.MatchString(sql):
+		// InTenantTx: "BEGIN; SELECT set_config(… '4' …)", one simple
+		// statement with the ids written in.
+		m := literalScope.FindStringSubmatch(sql)
+		c.scope[conn] = [2]string{m[1], m[2]}
+		c.inTx[conn] = strings.HasPrefix(strings.ToLower(sql), "begin")
+		return
 	case strings.Contains(sql, "set_config('app.tenant_id'"):
 		if len(args) == 2 {
 			c.scope[conn] = [2]string{fmt.Sprint(args[0]), fmt.Sprint(args[1])}
 		}
-		return ctx
+		return
 	case txEnd.MatchString(sql):
 		delete(c.scope, conn)
-		return ctx
+		delete(c.inTx, conn)
+		return
 	case strings.HasPrefix(strings.ToLower(sql), "begin"):
-		return ctx
+		c.inTx[conn] = true
+		return
 	}
 	s := c.scope[conn]
-	*c.qs = append(*c.qs, capturedQuery{role: c.role, sql: d.SQL, args: args, tenant: s[0], user: s[1]})
-	return ctx
+	*c.qs = append(*c.qs, capturedQuery{role: c.role, sql: rawSQL, args: args, tenant: s[0], user: s[1]})
 }
-
-func (c *queryCapture) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // buffersEnv is a dashboard over the scale database whose queries are
 // captured, and untraced pools of the same roles to explain them.
@@ -124,16 +163,20 @@ func openBuffers(ctx context.Context, env *Env) (*buffersEnv, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := pgxpool.ParseConfig(login)
+		// Both pools as the app's: its connection parameters (planner
+		// settings among them) decide the plans explained.
+		cfg, err := database.PoolConfig(login, role, 4)
 		if err != nil {
 			return nil, err
 		}
-		cfg.MaxConns = 4
-		cfg.ConnConfig.Tracer = &queryCapture{role: role, mu: &b.mu, qs: &b.qs, scope: map[*pgx.Conn][2]string{}}
+		cfg.ConnConfig.Tracer = &queryCapture{role: role, mu: &b.mu, qs: &b.qs, scope: map[*pgx.Conn][2]string{}, inTx: map[*pgx.Conn]bool{}}
 		if traced[role], err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 			return nil, err
 		}
-		if b.explainPools[role], err = pgxpool.New(ctx, login); err != nil {
+		if cfg, err = database.PoolConfig(login, role, 0); err != nil {
+			return nil, err
+		}
+		if b.explainPools[role], err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 			return nil, err
 		}
 	}

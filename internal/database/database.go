@@ -63,7 +63,12 @@ func openDerived(ctx context.Context, url, group string, maxConns int32) (*pgxpo
 	return open(ctx, url, group, maxConns)
 }
 
-func open(ctx context.Context, url, group string, maxConns int32) (*pgxpool.Pool, error) {
+// PoolConfig is the configuration of a pool of group (AppRole or
+// SystemRole) at url, as the Open functions make it: the session limits
+// and planner settings as connection parameters (limits.go) and the type
+// codecs of every connection. Tools that must see what the app's
+// connections see (the benchmarks' plans) open theirs with it.
+func PoolConfig(url, group string, maxConns int32) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
@@ -73,6 +78,14 @@ func open(ctx context.Context, url, group string, maxConns int32) (*pgxpool.Pool
 	}
 	limitsFor(group).apply(cfg)
 	cfg.AfterConnect = registerTypes
+	return cfg, nil
+}
+
+func open(ctx context.Context, url, group string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := PoolConfig(url, group, maxConns)
+	if err != nil {
+		return nil, err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
