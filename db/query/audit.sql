@@ -94,11 +94,19 @@ LIMIT sqlc.arg('lim');
 -- for every call (database.FreshPlans), and at 10M events planning it
 -- cost PostgreSQL about as much as running it. before_id is always set
 -- (the largest id for the first page), so one plan serves every page.
+-- The page's leaves come from one walk of audit_leaves' (tenant_id,
+-- event_id) index: the newest lim leaves below the cursor hold every leaf
+-- of the page (its sealed events are the newest sealed ones below the
+-- cursor, and there are at most lim of them), and they lie together in
+-- the index and the heap, where a probe per event read four pages each.
 SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq,
        coalesce(a.name, '')::text AS actor_name, coalesce(a.staff_role, '')::text AS actor_role,
        coalesce(u.name, '')::text AS entity_user_name
 FROM audit_events e
-LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+LEFT JOIN (SELECT pl.event_id, pl.seq FROM audit_leaves pl
+            WHERE pl.tenant_id = sqlc.arg('tenant_id') AND pl.event_id < sqlc.arg('before_id')::bigint
+            ORDER BY pl.event_id DESC
+            LIMIT sqlc.arg('lim')) l ON l.event_id = e.id
 LEFT JOIN users a ON a.id = e.actor_id
 LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
 WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.id < sqlc.arg('before_id')::bigint
