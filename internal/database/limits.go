@@ -50,12 +50,12 @@ func (l SessionLimits) apply(cfg *pgxpool.Config) {
 	}
 	// PostgreSQL's default random_page_cost (4) prices a page read through
 	// an index as a disk seek. Jejak's reads hit cached pages, and at 4 the
-	// planner joins a small, growing table (audit_leaves) by
-	// scanning all of it once per outer row rather than by a few index
-	// probes: a cached generic plan made while the table held a few hundred
-	// rows then compares every page row with every leaf of the tenant until
-	// the next ANALYZE. 1.1 is the usual setting for cached or SSD-backed
-	// data.
+	// planner chose plans that read far more than they show: the trail's
+	// join to a short, growing audit_leaves scanned all of the tenant's
+	// leaves once per event on the page (a cached generic plan kept it as
+	// the table grew), and at 1M jobs a tenant's dead count walked the
+	// all-tenant dead index (22k buffers) rather than the tenant's (1k).
+	// 1.1 is the usual setting for cached or SSD-backed data.
 	if _, set := p["random_page_cost"]; !set {
 		p["random_page_cost"] = "1.1"
 	}
