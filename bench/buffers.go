@@ -34,7 +34,12 @@ import (
 // read is then re-run under EXPLAIN (ANALYZE, BUFFERS) as the same login
 // role and scope, in a transaction rolled back afterwards. The result is
 // the request's total shared buffers (hit + read) and its slowest query;
-// the queries themselves are printed as # lines.
+// the queries themselves are printed as # lines. EXPLAIN with arguments
+// plans for their values, but the app runs most statements prepared, on
+// the connection's cached generic plan: those are also run on their
+// generic plan ("g" on the # lines), and as_run_shared_buffers adds up the
+// plans the app runs (generic where it prepares, custom where it asks for
+// fresh plans).
 
 func init() {
 	for _, p := range pages {
@@ -47,6 +52,10 @@ type capturedQuery struct {
 	role, sql    string
 	args         []any
 	tenant, user string // app.tenant_id / app.user_id of its transaction
+	// cached: the app runs it as a prepared statement, so after a few
+	// calls on the connection's generic plan; not when it asked for fresh
+	// plans (database.FreshPlans).
+	cached bool
 }
 
 // queryCapture records the statements of pools it traces, with the scope
@@ -61,6 +70,9 @@ type queryCapture struct {
 	// inTx: connections inside BEGIN … COMMIT, whose scope outlives a
 	// batch sent within the transaction.
 	inTx map[*pgx.Conn]bool
+	// freshBatch: connections whose current pipeline asked for fresh
+	// plans in its lead.
+	freshBatch map[*pgx.Conn]bool
 }
 
 var (
@@ -91,6 +103,7 @@ func (c *queryCapture) TraceBatchEnd(_ context.Context, conn *pgx.Conn, _ pgx.Tr
 	if !c.inTx[conn] {
 		delete(c.scope, conn)
 	}
+	delete(c.freshBatch, conn)
 }
 
 // record notes one statement: the scoping and transaction boundaries
@@ -100,10 +113,16 @@ func (c *queryCapture) record(conn *pgx.Conn, rawSQL string, rawArgs []any) {
 	defer c.mu.Unlock()
 	sql := strings.TrimSpace(rawSQL)
 	args := make([]any, 0, len(rawArgs))
+	fresh := c.freshBatch[conn]
 	for _, a := range rawArgs {
-		if _, mode := a.(pgx.QueryExecMode); !mode {
+		if mode, ok := a.(pgx.QueryExecMode); ok {
+			fresh = fresh || mode == pgx.QueryExecModeExec
+		} else {
 			args = append(args, a)
 		}
+	}
+	if strings.Contains(sql, "'plan_cache_mode', 'force_custom_plan'") {
+		c.freshBatch[conn] = true
 	}
 	switch {
 	case literalScope.MatchString(sql):
@@ -127,7 +146,7 @@ func (c *queryCapture) record(conn *pgx.Conn, rawSQL string, rawArgs []any) {
 		return
 	}
 	s := c.scope[conn]
-	*c.qs = append(*c.qs, capturedQuery{role: c.role, sql: rawSQL, args: args, tenant: s[0], user: s[1]})
+	*c.qs = append(*c.qs, capturedQuery{role: c.role, sql: rawSQL, args: args, tenant: s[0], user: s[1], cached: !fresh})
 }
 
 // buffersEnv is a dashboard over the scale database whose queries are
@@ -169,7 +188,8 @@ func openBuffers(ctx context.Context, env *Env) (*buffersEnv, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.ConnConfig.Tracer = &queryCapture{role: role, mu: &b.mu, qs: &b.qs, scope: map[*pgx.Conn][2]string{}, inTx: map[*pgx.Conn]bool{}}
+		cfg.ConnConfig.Tracer = &queryCapture{role: role, mu: &b.mu, qs: &b.qs, scope: map[*pgx.Conn][2]string{},
+			inTx: map[*pgx.Conn]bool{}, freshBatch: map[*pgx.Conn]bool{}}
 		if traced[role], err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 			return nil, err
 		}
@@ -201,6 +221,10 @@ type queryPlan struct {
 	buffers int64
 	ms      float64
 	scans   []string
+	// generic is the buffers of the generic plan of a statement the app
+	// runs prepared (the plan it runs once the connection has cached one),
+	// -1 for the others.
+	generic int64
 }
 
 var firstLineName = regexp.MustCompile(`^-- name: (\w+)`)
@@ -242,7 +266,7 @@ func buffersBench(p page) func(context.Context, *Env, string) (Result, error) {
 		b.qs = nil
 		b.mu.Unlock()
 
-		var total int64
+		var total, asRun int64
 		var slowest float64
 		var plans []queryPlan
 		for _, q := range qs {
@@ -251,15 +275,25 @@ func buffersBench(p page) func(context.Context, *Env, string) (Result, error) {
 				return Result{}, err
 			}
 			total += pl.buffers
+			if pl.generic >= 0 {
+				asRun += pl.generic
+			} else {
+				asRun += pl.buffers
+			}
 			slowest = max(slowest, pl.ms)
 			plans = append(plans, pl)
 		}
 		sort.SliceStable(plans, func(i, j int) bool { return plans[i].buffers > plans[j].buffers })
 		for _, pl := range plans {
-			fmt.Printf("#   %s: %-32s %6d buffers %7.2f ms  %s\n", p.name, pl.name, pl.buffers, pl.ms, strings.Join(pl.scans, ", "))
+			g := "         "
+			if pl.generic >= 0 {
+				g = fmt.Sprintf("(g %6d)", pl.generic)
+			}
+			fmt.Printf("#   %s: %-32s %6d buffers %s %7.2f ms  %s\n", p.name, pl.name, pl.buffers, g, pl.ms, strings.Join(pl.scans, ", "))
 		}
 		return Result{Metrics: []Metric{
-			{"shared_buffers", float64(total)}, {"queries", float64(len(qs))}, {"slowest_query_ms", slowest},
+			{"shared_buffers", float64(total)}, {"as_run_shared_buffers", float64(asRun)},
+			{"queries", float64(len(qs))}, {"slowest_query_ms", slowest},
 		}}, nil
 	}
 }
@@ -267,7 +301,7 @@ func buffersBench(p page) func(context.Context, *Env, string) (Result, error) {
 // explain re-runs q under EXPLAIN (ANALYZE, BUFFERS) in its role and
 // scope, rolled back.
 func (b *buffersEnv) explain(ctx context.Context, q capturedQuery) (queryPlan, error) {
-	pl := queryPlan{name: "(unnamed)"}
+	pl := queryPlan{name: "(unnamed)", generic: -1}
 	if m := firstLineName.FindStringSubmatch(strings.TrimSpace(q.sql)); m != nil {
 		pl.name = m[1]
 	} else {
@@ -295,20 +329,16 @@ func (b *buffersEnv) explain(ctx context.Context, q capturedQuery) (queryPlan, e
 	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+q.sql, args...).Scan(&raw); err != nil {
 		return pl, fmt.Errorf("explain %s: %w", pl.name, err)
 	}
-	var out []struct {
-		Plan          map[string]any `json:"Plan"`
-		ExecutionTime float64        `json:"Execution Time"`
+	top, ms, buffers, err := explained(raw)
+	if err != nil {
+		return pl, fmt.Errorf("explain %s: %w", pl.name, err)
 	}
-	if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
-		return pl, fmt.Errorf("explain %s: %v", pl.name, err)
-	}
-	top := out[0].Plan
-	for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
-		if v, ok := top[k].(float64); ok {
-			pl.buffers += int64(v)
+	pl.buffers, pl.ms = buffers, ms
+	if q.cached && len(q.args) > 0 {
+		if pl.generic, err = explainGeneric(ctx, tx, q); err != nil {
+			return pl, fmt.Errorf("explain %s's generic plan: %w", pl.name, err)
 		}
 	}
-	pl.ms = out[0].ExecutionTime
 	var walk func(n map[string]any)
 	walk = func(n map[string]any) {
 		if loops, _ := n["Actual Loops"].(float64); loops == 0 {
@@ -327,4 +357,52 @@ func (b *buffersEnv) explain(ctx context.Context, q capturedQuery) (queryPlan, e
 	}
 	walk(top)
 	return pl, nil
+}
+
+// explained reads EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON): the top node,
+// the execution time and the shared buffers it read.
+func explained(raw []byte) (top map[string]any, ms float64, buffers int64, err error) {
+	var out []struct {
+		Plan          map[string]any `json:"Plan"`
+		ExecutionTime float64        `json:"Execution Time"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
+		return nil, 0, 0, fmt.Errorf("read plan: %v", err)
+	}
+	top = out[0].Plan
+	for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
+		if v, ok := top[k].(float64); ok {
+			buffers += int64(v)
+		}
+	}
+	return top, out[0].ExecutionTime, buffers, nil
+}
+
+// explainGeneric runs q on the generic plan PostgreSQL caches for it as a
+// prepared statement (EXPLAIN with arguments plans for their values, as
+// an unnamed statement would) and returns the shared buffers it read. A
+// prepared statement keeps its generic plan as its tables grow until they
+// are analyzed again: this is the plan a page runs on a warm connection.
+func explainGeneric(ctx context.Context, tx pgx.Tx, q capturedQuery) (int64, error) {
+	const name = "bench_generic"
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Conn().Prepare(ctx, name, q.sql); err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Conn().Deallocate(context.WithoutCancel(ctx), name) }()
+	params := make([]string, len(q.args))
+	for i := range params {
+		params[i] = "$" + strconv.Itoa(i+1)
+	}
+	// EXECUTE's arguments as literals, which take the prepared statement's
+	// parameter types (a described EXPLAIN reports no parameters to type).
+	args := append([]any{pgx.QueryExecModeSimpleProtocol}, q.args...)
+	var raw []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE "+name+"("+strings.Join(params, ", ")+")", args...).Scan(&raw); err != nil {
+		return 0, err
+	}
+	_, _, buffers, err := explained(raw)
+	return buffers, err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,7 +18,9 @@ import (
 // it: InTenantUserTx (BEGIN and the scope in one simple statement, ids
 // written in), ReadTenant (the scope and one statement in a pipeline),
 // ReadTenantAll (several statements after the scope); and a statement after
-// them, outside any scope, has none.
+// them, outside any scope, has none. Statements sent through FreshPlans
+// (planned for their arguments each time) are told from those the app
+// runs prepared, whose generic plan the family also explains.
 func TestQueryCaptureReadsEveryScope(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -33,7 +36,7 @@ func TestQueryCaptureReadsEveryScope(t *testing.T) {
 	var mu sync.Mutex
 	var qs []capturedQuery
 	cfg.ConnConfig.Tracer = &queryCapture{role: database.AppRole, mu: &mu, qs: &qs,
-		scope: map[*pgx.Conn][2]string{}, inTx: map[*pgx.Conn]bool{}}
+		scope: map[*pgx.Conn][2]string{}, inTx: map[*pgx.Conn]bool{}, freshBatch: map[*pgx.Conn]bool{}}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -55,23 +58,80 @@ func TestQueryCaptureReadsEveryScope(t *testing.T) {
 	if err := database.ReadTenantAll(ctx, pool, 5, one("SELECT 'all'"), one("SELECT 'all'")); err != nil {
 		t.Fatal(err)
 	}
+	fresh := func(read database.Read) database.Read {
+		return func(q database.Querier) error { return read(database.FreshPlans(q)) }
+	}
+	if err := database.ReadTenantAll(ctx, pool, 6, one("SELECT 'pipeline'"), fresh(one("SELECT 'pipeline'"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := database.InTenantUserTx(ctx, pool, 6, 0, func(tx pgx.Tx) error {
+		return fresh(one("SELECT 'fresh in tx'"))(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pool.Exec(ctx, "SELECT 'after'"); err != nil {
 		t.Fatal(err)
 	}
 
 	want := []capturedQuery{
-		{sql: "SELECT 'tx'", tenant: "7", user: "9"},
-		{sql: "SELECT 'read'", tenant: "8"},
-		{sql: "SELECT 'all'", tenant: "5"},
-		{sql: "SELECT 'all'", tenant: "5"},
-		{sql: "SELECT 'after'"},
+		{sql: "SELECT 'tx'", tenant: "7", user: "9", cached: true},
+		{sql: "SELECT 'read'", tenant: "8", cached: true},
+		{sql: "SELECT 'all'", tenant: "5", cached: true},
+		{sql: "SELECT 'all'", tenant: "5", cached: true},
+		// One plan mode per pipeline: a fresh statement makes all fresh.
+		{sql: "SELECT 'pipeline'", tenant: "6"},
+		{sql: "SELECT 'pipeline'", tenant: "6"},
+		{sql: "SELECT 'fresh in tx'", tenant: "6"},
+		{sql: "SELECT 'after'", cached: true},
 	}
 	if len(qs) != len(want) {
 		t.Fatalf("captured %+v, want %+v", qs, want)
 	}
 	for i, q := range qs {
-		if q.sql != want[i].sql || q.tenant != want[i].tenant || q.user != want[i].user || q.role != database.AppRole {
+		if q.sql != want[i].sql || q.tenant != want[i].tenant || q.user != want[i].user || q.cached != want[i].cached || q.role != database.AppRole {
 			t.Fatalf("statement %d captured as %+v, want %+v", i, q, want[i])
 		}
+	}
+}
+
+// A statement the app runs prepared is explained on its custom plan and
+// on its generic one (its arguments passed as literals of the prepared
+// statement's types), statement after statement on one connection; one it plans
+// fresh only on the custom plan.
+func TestExplainGenericPlan(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	login, err := database.LoginURL(ctx, db.URL, database.AppRole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := database.PoolConfig(login, database.AppRole, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	b := &buffersEnv{explainPools: map[string]*pgxpool.Pool{database.AppRole: pool}}
+	q := capturedQuery{role: database.AppRole, tenant: "1",
+		sql:  "-- name: Probe :many\nSELECT id FROM audit_events WHERE tenant_id = $1 AND id < $2 AND action = ANY($3) ORDER BY id DESC LIMIT 5",
+		args: []any{int64(1), int64(1 << 40), []string{"a", "b's"}}, cached: true}
+	for _, limit := range []string{"5", "6"} {
+		// Another statement each time, on the same connection.
+		q.sql = q.sql[:strings.LastIndex(q.sql, " ")+1] + limit
+		pl, err := b.explain(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl.name != "Probe" || pl.generic < 0 || len(pl.scans) == 0 {
+			t.Fatalf("explained %+v; want the custom plan's scans and a generic plan's buffers", pl)
+		}
+	}
+	q.cached = false
+	if pl, err := b.explain(ctx, q); err != nil || pl.generic != -1 {
+		t.Fatalf("a freshly planned statement explained as %+v (%v); want no generic plan", pl, err)
 	}
 }
