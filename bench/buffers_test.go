@@ -23,25 +23,11 @@ import (
 // runs prepared, whose generic plan the family also explains.
 func TestQueryCaptureReadsEveryScope(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
 	ctx := context.Background()
-	login, err := database.LoginURL(ctx, db.URL, database.AppRole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := database.PoolConfig(login, database.AppRole, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var qs []capturedQuery
-	cfg.ConnConfig.Tracer = &queryCapture{role: database.AppRole, mu: &mu, qs: &qs,
-		scope: map[*pgx.Conn][2]string{}, inTx: map[*pgx.Conn]bool{}, freshBatch: map[*pgx.Conn]bool{}}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := appPool(t, &queryCapture{role: database.AppRole, mu: &mu, qs: &qs,
+		scope: map[*pgx.Conn][2]string{}, inTx: map[*pgx.Conn]bool{}, freshBatch: map[*pgx.Conn]bool{}})
 
 	one := func(sql string) database.Read {
 		return func(q database.Querier) error {
@@ -100,22 +86,8 @@ func TestQueryCaptureReadsEveryScope(t *testing.T) {
 // fresh only on the custom plan.
 func TestExplainGenericPlan(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
 	ctx := context.Background()
-	login, err := database.LoginURL(ctx, db.URL, database.AppRole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := database.PoolConfig(login, database.AppRole, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	b := &buffersEnv{explainPools: map[string]*pgxpool.Pool{database.AppRole: pool}}
+	b := &buffersEnv{explainPools: map[string]*pgxpool.Pool{database.AppRole: appPool(t, nil)}}
 	q := capturedQuery{role: database.AppRole, tenant: "1",
 		sql:  "-- name: Probe :many\nSELECT id FROM audit_events WHERE tenant_id = $1 AND id < $2 AND action = ANY($3) ORDER BY id DESC LIMIT 5",
 		args: []any{int64(1), int64(1 << 40), []string{"a", "b's"}}, cached: true}
@@ -134,4 +106,27 @@ func TestExplainGenericPlan(t *testing.T) {
 	if pl, err := b.explain(ctx, q); err != nil || pl.generic != -1 {
 		t.Fatalf("a freshly planned statement explained as %+v (%v); want no generic plan", pl, err)
 	}
+}
+
+// appPool is a one-connection pool of a fresh test database, logged in and
+// configured as the app's tenant pool, traced by tracer (nil: none).
+func appPool(t *testing.T, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	db := testdb.New(t)
+	ctx := context.Background()
+	login, err := database.LoginURL(ctx, db.URL, database.AppRole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := database.PoolConfig(login, database.AppRole, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
