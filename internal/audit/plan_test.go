@@ -11,6 +11,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/testdb"
 )
 
 // The plain trail runs on one cached generic plan per connection, often
@@ -70,33 +71,17 @@ func TestTimelineGenericPlanReadsLeavesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []struct{ Plan planNode }
+	var out []struct{ Plan map[string]any }
 	if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
 		t.Fatalf("plan: %v", err)
 	}
-	var leaves []planNode
-	out[0].Plan.walk(func(n planNode) {
-		if n.Relation == "audit_leaves" {
-			leaves = append(leaves, n)
+	var leaves []string
+	for _, n := range testdb.PlanNodes(out[0].Plan) {
+		if n["Relation Name"] == "audit_leaves" {
+			leaves = append(leaves, fmt.Sprintf("%v on %v, %v loops", n["Node Type"], n["Index Name"], n["Actual Loops"]))
 		}
-	})
-	if len(leaves) != 1 || leaves[0].Index != "audit_leaves_tenant_id_event_id_key" || leaves[0].Loops != 1 {
-		t.Fatalf("audit_leaves read by %+v; want one walk of audit_leaves_tenant_id_event_id_key\n%s", leaves, raw)
 	}
-}
-
-// planNode is a node of EXPLAIN (FORMAT JSON).
-type planNode struct {
-	Type     string     `json:"Node Type"`
-	Relation string     `json:"Relation Name"`
-	Index    string     `json:"Index Name"`
-	Loops    float64    `json:"Actual Loops"`
-	Plans    []planNode `json:"Plans"`
-}
-
-func (n planNode) walk(fn func(planNode)) {
-	fn(n)
-	for _, c := range n.Plans {
-		c.walk(fn)
+	if want := "Index Scan on audit_leaves_tenant_id_event_id_key, 1 loops"; len(leaves) != 1 || leaves[0] != want {
+		t.Fatalf("audit_leaves read by %q; want one walk of the index (%s)\n%s", leaves, want, raw)
 	}
 }

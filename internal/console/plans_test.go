@@ -122,22 +122,19 @@ type plan struct {
 
 // walkPlan collects the scans the plan executed (a branch switched off by
 // a false parameter is planned but never runs: zero loops).
-func walkPlan(n map[string]any, p *plan) {
-	if loops, _ := n["Actual Loops"].(float64); loops == 0 {
-		return
-	}
-	if ix, ok := n["Index Name"].(string); ok {
-		p.Indexes = append(p.Indexes, ix)
-	}
-	if n["Node Type"] == "Seq Scan" && (n["Relation Name"] == "jobs" || n["Relation Name"] == "audit_events") {
-		p.SeqJobs = true
-	}
-	if rel, ok := n["Relation Name"].(string); ok && n["Parallel Aware"] == true {
-		p.Parallel = append(p.Parallel, rel)
-	}
-	if kids, ok := n["Plans"].([]any); ok {
-		for _, k := range kids {
-			walkPlan(k.(map[string]any), p)
+func walkPlan(top map[string]any, p *plan) {
+	for _, n := range testdb.PlanNodes(top) {
+		if loops, _ := n["Actual Loops"].(float64); loops == 0 {
+			continue
+		}
+		if ix, ok := n["Index Name"].(string); ok {
+			p.Indexes = append(p.Indexes, ix)
+		}
+		if n["Node Type"] == "Seq Scan" && (n["Relation Name"] == "jobs" || n["Relation Name"] == "audit_events") {
+			p.SeqJobs = true
+		}
+		if rel, ok := n["Relation Name"].(string); ok && n["Parallel Aware"] == true {
+			p.Parallel = append(p.Parallel, rel)
 		}
 	}
 }

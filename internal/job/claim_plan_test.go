@@ -122,21 +122,9 @@ func explainPlan(t *testing.T, db *testdb.DB, setup []string, explain string, ar
 	return out[0].Plan, plan
 }
 
-// planNodes lists node and every node under it, depth first.
-func planNodes(node map[string]any) []map[string]any {
-	out := []map[string]any{node}
-	kids, _ := node["Plans"].([]any)
-	for _, k := range kids {
-		if m, ok := k.(map[string]any); ok {
-			out = append(out, planNodes(m)...)
-		}
-	}
-	return out
-}
-
 // findSubplan is the first node under root with that subplan name, or nil.
 func findSubplan(root map[string]any, name string) map[string]any {
-	for _, n := range planNodes(root) {
+	for _, n := range testdb.PlanNodes(root) {
 		if sn, _ := n["Subplan Name"].(string); sn == name {
 			return n
 		}
@@ -147,7 +135,7 @@ func findSubplan(root map[string]any, name string) map[string]any {
 // nodeTypes lists the node types of the plan under node, node included.
 func nodeTypes(node map[string]any) []string {
 	var out []string
-	for _, n := range planNodes(node) {
+	for _, n := range testdb.PlanNodes(node) {
 		out = append(out, n["Node Type"].(string))
 	}
 	return out
@@ -159,7 +147,7 @@ func indexesRead(node map[string]any) []string {
 		return nil
 	}
 	var out []string
-	for _, n := range planNodes(node) {
+	for _, n := range testdb.PlanNodes(node) {
 		if ix, ok := n["Index Name"].(string); ok {
 			out = append(out, ix)
 		}
