@@ -125,6 +125,9 @@ func (c *queryCapture) record(conn *pgx.Conn, rawSQL string, rawArgs []any) {
 		c.freshBatch[conn] = true
 	}
 	switch {
+	case strings.HasPrefix(sql, "SELECT set_config('plan_cache_mode'"):
+		// An unscoped pipeline's lead (database.ReadAll with fresh plans).
+		return
 	case literalScope.MatchString(sql):
 		// InTenantTx: "BEGIN; SELECT set_config(… '4' …)", one simple
 		// statement with the ids written in.

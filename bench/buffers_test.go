@@ -55,6 +55,9 @@ func TestQueryCaptureReadsEveryScope(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if err := database.ReadAll(ctx, pool, fresh(one("SELECT 'unscoped fresh'"))); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pool.Exec(ctx, "SELECT 'after'"); err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +71,9 @@ func TestQueryCaptureReadsEveryScope(t *testing.T) {
 		{sql: "SELECT 'pipeline'", tenant: "6"},
 		{sql: "SELECT 'pipeline'", tenant: "6"},
 		{sql: "SELECT 'fresh in tx'", tenant: "6"},
+		// Its pipeline's lead asks for fresh plans and is not a statement
+		// of the page.
+		{sql: "SELECT 'unscoped fresh'"},
 		{sql: "SELECT 'after'", cached: true},
 	}
 	if len(qs) != len(want) {
