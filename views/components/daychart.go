@@ -114,9 +114,6 @@ func dayGeometry(c DayChart) dayGeom {
 	return g
 }
 
-// pc is a percentage coordinate.
-func pc(v float64) string { return fmt.Sprintf("%.2f%%", v) }
-
 // labelAnchor keeps the first and last labels inside the chart.
 func labelAnchor(i, n int) string {
 	switch {
@@ -147,7 +144,7 @@ func labelX(l chartLabel, i, n int) string {
 	return pc(l.X)
 }
 
-// Number formats an axis value with c.Number.
+// num formats an axis value with c.Number.
 func (c DayChart) num(v int64) string {
 	if c.Number == nil {
 		return fmt.Sprint(v)
@@ -310,7 +307,11 @@ func appendRect(b []byte, class string, x, y, w, h float64) []byte {
 	return append(b, `"></rect>`...)
 }
 
-// appendF1 and appendPc append f1 and pc without the formatting machinery.
+// pc is an x coordinate, a percentage of the chart's width.
+func pc(v float64) string { return string(appendPc(nil, v)) }
+
+// appendF1 appends a y coordinate as f1 (jobchart.templ) writes it, and
+// appendPc an x coordinate as pc, without the formatting machinery.
 func appendF1(b []byte, v float64) []byte { return strconv.AppendFloat(b, v, 'f', 1, 64) }
 
 func appendPc(b []byte, v float64) []byte { return append(strconv.AppendFloat(b, v, 'f', 2, 64), '%') }

@@ -61,7 +61,7 @@ type chartLabel struct {
 	Text string
 }
 
-func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
+func f1(v float64) string { return string(appendF1(nil, v)) }
 
 func geometry(ctx context.Context, ms []ChartMinute) chartGeom {
 	// Minutes read in the staff member's zone, like every staff time.
