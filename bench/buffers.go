@@ -338,7 +338,7 @@ func (b *buffersEnv) explain(ctx context.Context, q capturedQuery) (queryPlan, e
 	}
 	pl.buffers, pl.ms = buffers, ms
 	if q.cached && len(q.args) > 0 {
-		if pl.generic, err = explainGeneric(ctx, tx, q); err != nil {
+		if _, pl.generic, err = explainGeneric(ctx, tx, q); err != nil {
 			return pl, fmt.Errorf("explain %s's generic plan: %w", pl.name, err)
 		}
 	}
@@ -383,16 +383,17 @@ func explained(raw []byte) (top map[string]any, ms float64, buffers int64, err e
 
 // explainGeneric runs q on the generic plan PostgreSQL caches for it as a
 // prepared statement (EXPLAIN with arguments plans for their values, as
-// an unnamed statement would) and returns the shared buffers it read. A
-// prepared statement keeps its generic plan as its tables grow until they
-// are analyzed again: this is the plan a page runs on a warm connection.
-func explainGeneric(ctx context.Context, tx pgx.Tx, q capturedQuery) (int64, error) {
+// an unnamed statement would) and returns that plan and the shared
+// buffers it read. A prepared statement keeps its generic plan as its
+// tables grow until they are analyzed again: this is the plan a page runs
+// on a warm connection.
+func explainGeneric(ctx context.Context, tx pgx.Tx, q capturedQuery) (top map[string]any, buffers int64, err error) {
 	const name = "bench_generic"
 	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	if _, err := tx.Conn().Prepare(ctx, name, q.sql); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	defer func() { _ = tx.Conn().Deallocate(context.WithoutCancel(ctx), name) }()
 	params := make([]string, len(q.args))
@@ -404,8 +405,8 @@ func explainGeneric(ctx context.Context, tx pgx.Tx, q capturedQuery) (int64, err
 	args := append([]any{pgx.QueryExecModeSimpleProtocol}, q.args...)
 	var raw []byte
 	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE "+name+"("+strings.Join(params, ", ")+")", args...).Scan(&raw); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
-	_, _, buffers, err := explained(raw)
-	return buffers, err
+	top, _, buffers, err = explained(raw)
+	return top, buffers, err
 }

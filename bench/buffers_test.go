@@ -112,6 +112,30 @@ func TestExplainGenericPlan(t *testing.T) {
 	if pl, err := b.explain(ctx, q); err != nil || pl.generic != -1 {
 		t.Fatalf("a freshly planned statement explained as %+v (%v); want no generic plan", pl, err)
 	}
+
+	// The plan is the generic one: its conditions name the parameters
+	// where a custom plan has the values.
+	tx, err := b.explainPools[database.AppRole].Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	top, _, err := explainGeneric(ctx, tx, capturedQuery{sql: "SELECT id FROM users WHERE id > $1 AND email <> $2",
+		args: []any{int64(0), "nobody@example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conds []string
+	for _, n := range testdb.PlanNodes(top) {
+		for _, k := range []string{"Index Cond", "Filter"} {
+			if c, ok := n[k].(string); ok {
+				conds = append(conds, c)
+			}
+		}
+	}
+	if got := strings.Join(conds, " "); !strings.Contains(got, "$1") || !strings.Contains(got, "$2") {
+		t.Fatalf("conditions %q: want the generic plan's $1 and $2", got)
+	}
 }
 
 // appPool is a one-connection pool of a fresh test database, logged in and
