@@ -101,12 +101,12 @@ func geometry(ctx context.Context, ms []ChartMinute) chartGeom {
 	return g
 }
 
-// ThroughputChart is the last hour per minute as a server-rendered SVG:
+// throughputChart is the last hour per minute as a server-rendered SVG:
 // stacked bars of succeeded (green) and failed (red) attempts on a
 // square-root scale (a busy minute does not flatten the rest of the hour),
 // and the failure rate as a line on the right-hand axis. No script, no
 // inline style: the colours live in app.css.
-func ThroughputChart(ms []ChartMinute) templ.Component {
+func throughputChart(ms []ChartMinute) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
