@@ -247,8 +247,12 @@ func Date(lang string, t time.Time) string {
 // DateTime is the one way a moment is printed: "10 Nov 2026 14:05:00 WIB"
 // with the language's month names, a 24-hour clock and the zone (t in the
 // zone wanted). Pages reach it through views/components.Stamp.
-func DateTime(lang string, t time.Time) string {
-	return Date(lang, t) + " " + t.Format("15:04:05") + " " + ZoneAbbr(t)
+func DateTime(lang string, t time.Time) string { return DateTimeOn(Date(lang, t), t) }
+
+// DateTimeOn is DateTime for a t whose Date is already formatted: a page of
+// moments, most of them of one day, formats the date once.
+func DateTimeOn(date string, t time.Time) string {
+	return date + " " + t.Format("15:04:05") + " " + ZoneAbbr(t)
 }
 
 // ZoneAbbr is t's zone as readers know it ("WIB", "UTC", "CET"), or its
@@ -287,18 +291,40 @@ func DayLabel(lang string, t, now time.Time, loc *time.Location) string {
 
 // Relative says how long ago t was: "just now", "5 min ago", "3 h ago",
 // "2 days ago" (and the language's equivalents).
-func Relative(lang string, t, now time.Time) string {
+func Relative(lang string, t, now time.Time) string { return AgoOf(t, now).In(lang) }
+
+// Ago is how long ago something was, in the unit Relative says it in: two
+// moments with equal Agos read the same, so a page of them can say each
+// distinct one once.
+type Ago struct {
+	key string
+	n   int64
+}
+
+// AgoOf is how long before now t was.
+func AgoOf(t, now time.Time) Ago {
 	d := now.Sub(t)
 	switch {
 	case d < time.Minute:
-		return In(lang, "rel.now")
+		return Ago{key: "rel.now"}
 	case d < time.Hour:
-		return In(lang, "rel.minutes", int(d/time.Minute))
+		return Ago{"rel.minutes", int64(d / time.Minute)}
 	case d < 24*time.Hour:
-		return In(lang, "rel.hours", int(d/time.Hour))
+		return Ago{"rel.hours", int64(d / time.Hour)}
 	default:
-		n := int64(d / (24 * time.Hour))
-		return PluralIn(lang, "rel.days", n, n)
+		return Ago{"rel.days", int64(d / (24 * time.Hour))}
+	}
+}
+
+// In says a in lang.
+func (a Ago) In(lang string) string {
+	switch a.key {
+	case "rel.now":
+		return In(lang, a.key)
+	case "rel.days":
+		return PluralIn(lang, a.key, a.n, a.n)
+	default:
+		return In(lang, a.key, int(a.n))
 	}
 }
 

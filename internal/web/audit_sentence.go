@@ -23,17 +23,46 @@ const (
 	markObject = "\x02"
 )
 
-// describe fills the reader-facing times of an audit row: its clock time,
-// how long ago it happened and its day heading, all read in the tenant's
-// zone.
-func describe(ctx context.Context, r *components.AuditRow, e audit.Recorded, loc *time.Location, now time.Time) {
-	lang := i18n.Lang(ctx)
-	at := e.OccurredAt.In(loc)
-	r.Time = i18n.DateTime(lang, at)
+// rowTimes fills the reader-facing times of a page of audit rows: each
+// row's moment, clock time, how long ago it happened and its day heading,
+// all read in the tenant's zone. A page's rows are newest first and mostly
+// share their day and their age ("3 h ago"), so it formats each day's words
+// and each distinct age once, not once per row.
+type rowTimes struct {
+	lang string
+	loc  *time.Location
+	now  time.Time
+
+	y       int // the last row's day (y, m, d), whose words follow
+	m       time.Month
+	d       int
+	dayKey  string
+	date    string
+	heading string
+
+	ago i18n.Ago // the zero Ago is no moment's: the first row formats its own
+	rel string
+}
+
+func newRowTimes(ctx context.Context, loc *time.Location, now time.Time) *rowTimes {
+	return &rowTimes{lang: i18n.Lang(ctx), loc: loc, now: now}
+}
+
+func (rt *rowTimes) describe(r *components.AuditRow, e audit.Recorded) {
+	at := e.OccurredAt.In(rt.loc)
+	if y, m, d := at.Date(); rt.dayKey == "" || y != rt.y || m != rt.m || d != rt.d {
+		rt.y, rt.m, rt.d = y, m, d
+		rt.dayKey = at.Format(time.DateOnly)
+		rt.date = i18n.Date(rt.lang, at)
+		rt.heading = i18n.DayLabel(rt.lang, e.OccurredAt, rt.now, rt.loc)
+	}
+	r.Time = i18n.DateTimeOn(rt.date, at)
 	r.Clock = at.Format("15:04")
-	r.Rel = i18n.Relative(lang, e.OccurredAt, now)
-	r.DayKey = at.Format(time.DateOnly)
-	r.Day = i18n.DayLabel(lang, e.OccurredAt, now, loc)
+	r.DayKey, r.Day = rt.dayKey, rt.heading
+	if a := i18n.AgoOf(e.OccurredAt, rt.now); a != rt.ago {
+		rt.ago, rt.rel = a, a.In(rt.lang)
+	}
+	r.Rel = rt.rel
 }
 
 // sentence tells e in the reader's language, or nil when its action has no

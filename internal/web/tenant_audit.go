@@ -521,8 +521,7 @@ func (s *Server) chainVM(c echo.Context, t *tenant.Tenant) viewtenant.ChainVM {
 // auditRows turns events into rows; the timeline queries already named
 // the people in them.
 func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit.Recorded) []components.AuditRow {
-	loc := t.Location()
-	now := s.now()
+	times := newRowTimes(ctx, t.Location(), s.now())
 	base := "/t/" + t.Slug + "/audit/"
 	rows := make([]components.AuditRow, len(events))
 	for i, e := range events {
@@ -546,7 +545,7 @@ func (s *Server) auditRows(ctx context.Context, t *tenant.Tenant, events []audit
 			r.ProofURL = base + "log/bundle?seq=" + strconv.FormatInt(e.Seq, 10)
 		}
 		r.RecordURL = base + "event?id=" + strconv.FormatInt(e.ID, 10)
-		describe(ctx, &r, e, loc, now)
+		times.describe(&r, e)
 		rows[i] = r
 	}
 	return rows
