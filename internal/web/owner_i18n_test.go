@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -289,5 +290,50 @@ func TestUnknownActionKeepsTheRawForm(t *testing.T) {
 	known = known[:strings.Index(known, "</li>")]
 	if !strings.Contains(known, "Sistem</span> mengirim laporan mingguan") || !strings.Contains(known, "<summary>Rincian</summary>") {
 		t.Fatalf("known action: %s", known)
+	}
+}
+
+var thirtyDayTotal = regexp.MustCompile(`; (\d+) (?:events?|peristiwa) (?:in|dalam) 30`)
+
+// TestHomeChartsFollowTheirFigures: the home's charts are kept rendered
+// between requests, yet a sealed new event shows at once, each language
+// gets its own words, and each tenant its own links.
+func TestHomeChartsFollowTheirFigures(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.seal()
+	c := f.client()
+	c.login("budi@melati.test")
+	total := func(lang string) (int, string) {
+		t.Helper()
+		body := c.getLang("/t/toko-bunga-melati/", lang).body
+		m := thirtyDayTotal.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("%s: no 30-day total in the home: %.2000s", lang, body)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n, body
+	}
+	before, page := total("en")
+	if again, _ := total("en"); again != before {
+		t.Fatalf("the same figures read %d, then %d", before, again)
+	}
+	if a := c.post("/t/toko-bunga-melati/projects", c.withCSRF(url.Values{"name": {"Katalog Kemarau"}}), false); a.status >= 400 {
+		t.Fatalf("create: %d %.300s", a.status, a.body)
+	}
+	f.seal()
+	after, _ := total("en")
+	if after <= before {
+		t.Fatalf("30-day total %d after a new event, %d before", after, before)
+	}
+	if id, body := total("id"); id != after || !strings.Contains(body, "peristiwa dalam 30 hari") {
+		t.Fatalf("in Indonesian: a total of %d (want %d), or not in Indonesian words", id, after)
+	}
+	other := f.client()
+	other.login("sari@senja.test")
+	senja := other.getLang("/t/kopi-senja/", "en").body
+	if !strings.Contains(page, `href="/t/toko-bunga-melati/audit?from=`) || strings.Contains(senja, "/t/toko-bunga-melati/") ||
+		!strings.Contains(senja, `href="/t/kopi-senja/audit?from=`) {
+		t.Fatal("a home's bars link to another tenant's timeline")
 	}
 }

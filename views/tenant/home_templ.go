@@ -50,7 +50,7 @@ type HomeVM struct {
 	PlanError string
 	// Charts are the 30-day pictures (activity, job outcomes); empty on
 	// the partials that htmx swaps.
-	Charts []components.DayChart
+	Charts []templ.Component
 }
 
 // Plan is the tenant's current subscription.
@@ -142,7 +142,7 @@ func HomePage(vm HomeVM) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = components.DayChartView(c).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = c.Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
