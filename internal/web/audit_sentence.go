@@ -29,35 +29,27 @@ const (
 // share their day and their age ("3 h ago"), so it formats each day's words
 // and each distinct age once, not once per row.
 type rowTimes struct {
-	lang string
-	loc  *time.Location
-	now  time.Time
-
-	y       int // the last row's day (y, m, d), whose words follow
-	m       time.Month
-	d       int
-	dayKey  string
-	date    string
+	lang    string
+	now     time.Time
+	stamps  *components.Stamps
+	dayKey  string // the last row's day and its heading
 	heading string
-
-	ago i18n.Ago // the zero Ago is no moment's: the first row formats its own
-	rel string
+	ago     i18n.Ago // the zero Ago is no moment's: the first row formats its own
+	rel     string
 }
 
 func newRowTimes(ctx context.Context, loc *time.Location, now time.Time) *rowTimes {
-	return &rowTimes{lang: i18n.Lang(ctx), loc: loc, now: now}
+	lang := i18n.Lang(ctx)
+	return &rowTimes{lang: lang, now: now, stamps: components.NewStamps(lang, loc)}
 }
 
 func (rt *rowTimes) describe(r *components.AuditRow, e audit.Recorded) {
-	at := e.OccurredAt.In(rt.loc)
-	if y, m, d := at.Date(); rt.dayKey == "" || y != rt.y || m != rt.m || d != rt.d {
-		rt.y, rt.m, rt.d = y, m, d
+	text, at, newDay := rt.stamps.Next(e.OccurredAt)
+	if newDay {
 		rt.dayKey = at.Format(time.DateOnly)
-		rt.date = i18n.Date(rt.lang, at)
-		rt.heading = i18n.DayLabel(rt.lang, e.OccurredAt, rt.now, rt.loc)
+		rt.heading = i18n.DayLabel(rt.lang, e.OccurredAt, rt.now, at.Location())
 	}
-	r.Time = i18n.DateTimeOn(rt.date, at)
-	r.Clock = at.Format("15:04")
+	r.Time, r.Clock = text, at.Format("15:04")
 	r.DayKey, r.Day = rt.dayKey, rt.heading
 	if a := i18n.AgoOf(e.OccurredAt, rt.now); a != rt.ago {
 		rt.ago, rt.rel = a, a.In(rt.lang)

@@ -827,64 +827,16 @@ func JobsResults(vm JobsVM) templ.Component {
 	})
 }
 
-// traceWhole is a job's trace id in full (a search by it needs all of it):
-// monospace, and broken anywhere rather than clipped on a narrow screen.
-func traceWhole(trace string) templ.Component {
-	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
-		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
-		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
-			return templ_7745c5c3_CtxErr
-		}
-		templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
-		if !templ_7745c5c3_IsBuffer {
-			defer func() {
-				templ_7745c5c3_BufErr := templruntime.ReleaseBuffer(templ_7745c5c3_Buffer)
-				if templ_7745c5c3_Err == nil {
-					templ_7745c5c3_Err = templ_7745c5c3_BufErr
-				}
-			}()
-		}
-		ctx = templ.InitializeContext(ctx)
-		ctx = templ.ClearChildren(ctx)
-		if trace != "" {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 69, "<a class=\"mono trace-id\" href=\"")
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			var templ_7745c5c3_Var45 string
-			templ_7745c5c3_Var45, templ_7745c5c3_Err = templruntime.NewAttributeExpression(traceURL(trace)).ResolveURL(ctx)
-			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/jobs.templ`, Line: 160, Col: 49}
-			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var45)
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, "\" data-testid=\"job-trace\">")
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			var templ_7745c5c3_Var46 string
-			templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(trace)
-			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin/jobs.templ`, Line: 160, Col: 83}
-			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 71, "</a>")
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 72, "<span class=\"muted\">—</span>")
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-		}
-		return nil
-	})
+// appendTraceWhole writes a job's trace id in full (a search by it needs
+// all of it): monospace, and broken anywhere rather than clipped on a
+// narrow screen.
+func appendTraceWhole(b []byte, trace string) []byte {
+	if trace == "" {
+		return append(b, `<span class="muted">—</span>`...)
+	}
+	b = components.AppendEscaped(append(b, `<a class="mono trace-id" href="`...), string(traceURL(trace)))
+	b = components.AppendEscaped(append(b, `" data-testid="job-trace">`...), trace)
+	return append(b, `</a>`...)
 }
 
 // jobRows are the job list's rows, written out by hand, byte for byte what
@@ -894,6 +846,7 @@ func traceWhole(trace string) templ.Component {
 func jobRows(vm JobsVM, col jobCols) templ.Component {
 	return components.Written(func(ctx context.Context, b []byte) ([]byte, error) {
 		var err error
+		stamps := components.StampsFor(ctx)
 		for _, r := range vm.Rows {
 			id := itoa(r.ID)
 			b = append(append(b, `<tr data-testid="job-row" data-job-id="`...), id...)
@@ -911,14 +864,11 @@ func jobRows(vm JobsVM, col jobCols) templ.Component {
 			}
 			b = jobCell(b, col.attempts, `" class="num">`, num(ctx, int64(r.Attempt)))
 			b = components.AppendEscaped(append(b, '/'), num(ctx, int64(r.MaxAttempts)))
-			b = jobCell(b, col.created, `" class="nowrap">`, components.When(ctx, r.CreatedAt))
-			b = jobCell(b, col.finished, `" class="nowrap">`, components.WhenPtr(ctx, r.FinishedAt))
+			b = jobCell(b, col.created, `" class="nowrap">`, stamps.When(r.CreatedAt))
+			b = jobCell(b, col.finished, `" class="nowrap">`, stamps.WhenPtr(r.FinishedAt))
 			b = jobCell(b, col.lastError, `" class="error-text" title="`, r.LastError)
 			b = components.AppendEscaped(append(b, `">`...), short(r.LastError, 80))
-			if b, err = components.AppendRendered(ctx, jobCell(b, col.trace, `">`, ""), traceWhole(r.TraceID)); err != nil {
-				return b, err
-			}
-			b = append(b, `</td></tr>`...)
+			b = append(appendTraceWhole(jobCell(b, col.trace, `">`, ""), r.TraceID), `</td></tr>`...)
 		}
 		return b, nil
 	})

@@ -36,6 +36,36 @@ func TestStampShowsTheZoneInTheReadersLanguage(t *testing.T) {
 	}
 }
 
+// TestStampsReadAsStamp: a list's moments stamped one after another, from
+// one day to the next, to the same day of another month and of another
+// year, across midnight in the reader's zone but not in UTC, and through
+// a zero time, read exactly as Stamp reads each alone.
+func TestStampsReadAsStamp(t *testing.T) {
+	t.Parallel()
+	jakarta, _ := time.LoadLocation("Asia/Jakarta")
+	base := time.Date(2026, 12, 5, 16, 59, 0, 0, time.UTC) // 23:59 WIB
+	moments := []time.Time{base, base.Add(time.Minute), base.Add(2 * time.Minute), base.AddDate(0, -1, 0),
+		base.AddDate(-1, -1, 0), {}, base.AddDate(-1, -1, 0).Add(time.Hour), base}
+	for _, lang := range []string{"en", "id"} {
+		for _, loc := range []*time.Location{nil, jakarta} {
+			s := components.NewStamps(lang, loc)
+			days := 0
+			for _, m := range moments {
+				text, _, newDay := s.Next(m)
+				if want := components.Stamp(m, loc, lang); text != want {
+					t.Fatalf("%s %v: %s stamped %q, want %q", lang, loc, m, text, want)
+				}
+				if newDay {
+					days++
+				}
+			}
+			if days < 4 {
+				t.Fatalf("%s %v: %d new days; the moments must change day often", lang, loc, days)
+			}
+		}
+	}
+}
+
 // dateLayout is a time layout that prints a date or clock time: pages
 // print moments only through Stamp (machine formats such as RFC 3339 and
 // date-only keys are not for readers and are allowed).
