@@ -192,6 +192,14 @@ LIMIT sqlc.arg('lim');
 -- Highest event id of a tenant (0 when none): one probe of the primary key.
 SELECT coalesce(max(id), 0)::bigint FROM audit_events WHERE tenant_id = $1;
 
+-- name: AuditTimelineVersion :one
+-- Two numbers that change whenever a tenant's newest timeline page could:
+-- the tree's size grows with every sealed event, and the queue counts
+-- every committed event not sealed yet (it shrinks only as the size grows,
+-- in the sealer's transaction). Neither ever returns to an earlier pair.
+SELECT coalesce((SELECT t.size FROM audit_trees t WHERE t.tenant_id = sqlc.arg('tenant_id')), 0)::bigint AS size,
+       (SELECT count(*) FROM audit_unsealed u WHERE u.tenant_id = sqlc.arg('tenant_id'))::bigint AS unsealed;
+
 -- name: AuditEventEntityHistory :many
 -- One entity's story in one tenant, oldest first (its history page), with
 -- the events of the same entity under the same name (a project deleted and

@@ -29,12 +29,14 @@ type Service struct {
 	// process, not shared by replicas, so a user whose requests are spread
 	// over N replicas may run up to N × ExportsPerUser.
 	exports inflight.Counter
+	// newestPages keeps each tenant's newest timeline page by version.
+	newestPages *newestPages
 }
 
 // NewService returns a Service over the tenant-facing and the
 // cross-tenant pool.
 func NewService(app, system database.SnapshotPool) *Service {
-	return &Service{app: app, system: system, verifier: NewVerifier(app)}
+	return &Service{app: app, system: system, verifier: NewVerifier(app), newestPages: newNewestPages()}
 }
 
 // UseVerifierKey sets the note verifier key of the log's checkpoints,
@@ -63,6 +65,11 @@ type TimelinePage struct {
 // between the newest match and the newest event.
 func (s *Service) Timeline(ctx context.Context, tenantID int64, f Filter, beforeID int64, limit int, withHead bool) (TimelinePage, error) {
 	var out TimelinePage
+	if f.unfiltered() && beforeID <= 0 && !withHead {
+		var err error
+		out.Page, err = s.newest(ctx, tenantID, limit)
+		return out, err
+	}
 	reads := []database.Read{func(db database.Querier) (err error) {
 		out.Page, err = Timeline(ctx, db, tenantID, f, beforeID, limit)
 		return err

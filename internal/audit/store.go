@@ -131,6 +131,11 @@ func (s store) lastID(ctx context.Context, tenantID int64) (int64, error) {
 	return s.q.AuditEventLastID(ctx, tenantID)
 }
 
+func (s store) timelineVersion(ctx context.Context, tenantID int64) (timelineVersion, error) {
+	v, err := s.q.AuditTimelineVersion(ctx, tenantID)
+	return timelineVersion{size: v.Size, unsealed: v.Unsealed}, err
+}
+
 func (s store) entityHistory(ctx context.Context, tenantID int64, entity, entityID, name string, limit int) ([]Recorded, error) {
 	rows, err := s.q.AuditEventEntityHistory(ctx, queries.AuditEventEntityHistoryParams{
 		TenantID: tenantID, Entity: entity, EntityID: entityID, Name: name, Lim: int32(limit),

@@ -995,3 +995,24 @@ func (q *Queries) AuditTenantIDs(ctx context.Context) ([]int64, error) {
 	}
 	return items, nil
 }
+
+const auditTimelineVersion = `-- name: AuditTimelineVersion :one
+SELECT coalesce((SELECT t.size FROM audit_trees t WHERE t.tenant_id = $1), 0)::bigint AS size,
+       (SELECT count(*) FROM audit_unsealed u WHERE u.tenant_id = $1)::bigint AS unsealed
+`
+
+type AuditTimelineVersionRow struct {
+	Size     int64
+	Unsealed int64
+}
+
+// Two numbers that change whenever a tenant's newest timeline page could:
+// the tree's size grows with every sealed event, and the queue counts
+// every committed event not sealed yet (it shrinks only as the size grows,
+// in the sealer's transaction). Neither ever returns to an earlier pair.
+func (q *Queries) AuditTimelineVersion(ctx context.Context, tenantID int64) (AuditTimelineVersionRow, error) {
+	row := q.db.QueryRow(ctx, auditTimelineVersion, tenantID)
+	var i AuditTimelineVersionRow
+	err := row.Scan(&i.Size, &i.Unsealed)
+	return i, err
+}
