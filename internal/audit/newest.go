@@ -25,6 +25,7 @@ type timelineVersion struct{ size, unsealed int64 }
 type newestPages struct {
 	mu     sync.Mutex
 	m      map[int64]newestPage
+	bytes  int // the pages' approximate size in memory
 	now    func() time.Time
 	maxAge time.Duration
 }
@@ -34,11 +35,26 @@ type newestPage struct {
 	limit  int
 	readAt time.Time
 	page   Page
+	bytes  int
 }
 
-// newestPagesSize bounds the tenants kept: about 50 kB each at most, and
-// when full the cache starts again (each tenant's next read pays a page).
-const newestPagesSize = 512
+// The pages kept are bounded in number and in memory (an event's detail
+// has no size limit of its own); when either bound is reached the cache
+// starts again, and each tenant's next read pays for a page.
+const (
+	newestPagesSize  = 512
+	newestPagesBytes = 32 << 20
+)
+
+// pageBytes is about what a page holds in memory.
+func pageBytes(p Page) int {
+	n := 0
+	for _, r := range p.Rows {
+		n += 256 + len(r.Detail) + len(r.Action) + len(r.Entity) + len(r.EntityID) + len(r.TraceID) +
+			len(r.ActorName) + len(r.ActorRole) + len(r.EntityUserName)
+	}
+	return n
+}
 
 func newNewestPages() *newestPages {
 	return &newestPages{now: time.Now, maxAge: 30 * time.Second}
@@ -56,12 +72,20 @@ func (c *newestPages) get(tenantID int64, ver timelineVersion, limit int) (Page,
 }
 
 func (c *newestPages) put(tenantID int64, ver timelineVersion, limit int, readAt time.Time, page Page) {
+	size := pageBytes(page)
+	if size > newestPagesBytes/64 {
+		return // a page this large is read each time rather than crowd out the others
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= newestPagesSize {
-		c.m = make(map[int64]newestPage, newestPagesSize)
+	if old, ok := c.m[tenantID]; ok {
+		c.bytes -= old.bytes
 	}
-	c.m[tenantID] = newestPage{ver: ver, limit: limit, readAt: readAt, page: Page{Rows: slices.Clone(page.Rows), Next: page.Next}}
+	if c.m == nil || len(c.m) >= newestPagesSize || c.bytes+size > newestPagesBytes {
+		c.m, c.bytes = make(map[int64]newestPage, newestPagesSize), 0
+	}
+	c.m[tenantID] = newestPage{ver: ver, limit: limit, readAt: readAt, page: Page{Rows: slices.Clone(page.Rows), Next: page.Next}, bytes: size}
+	c.bytes += size
 }
 
 // newest is Timeline's first unfiltered page. The version is read before
