@@ -20,26 +20,25 @@ const chartDays = 30
 // homeCharts is the owner home's two 30-day charts, rendered once per
 // distinct tenant, language, zone and days: every member reading the home
 // between two changes of its figures gets the same bytes, and building and
-// drawing sixty bars was a third of the home's CPU per request. The key
-// holds every input of buildHomeCharts.
+// drawing sixty bars was a third of the home's CPU per request. Slot and
+// inputs hold every input of buildHomeCharts.
 func homeCharts(c echo.Context, days []activity.Day) []templ.Component {
 	t := currentTenant(c)
-	key := make([]byte, 0, 64+len(days)*40)
-	key = append(key, "home\x00"...)
-	key = append(append(key, i18n.Lang(c.Request().Context())...), 0)
-	key = append(append(key, t.Location().String()...), 0)
-	key = append(strconv.AppendInt(key, t.ID, 10), 0)
-	key = append(key, t.Slug...)
+	slot := "home\x00" + i18n.Lang(c.Request().Context()) + "\x00" + t.Location().String() + "\x00" +
+		strconv.FormatInt(t.ID, 10) + "\x00" + t.Slug
+	inputs := make([]byte, 0, len(days)*40)
 	for _, d := range days {
-		key = d.Date.AppendFormat(append(key, 0), time.DateOnly)
+		inputs = d.Date.AppendFormat(inputs, time.DateOnly)
 		for _, v := range [...]int64{d.Events, d.Succeeded, d.Failed, d.Dead} {
-			key = strconv.AppendInt(append(key, ' '), v, 10)
+			inputs = strconv.AppendInt(append(inputs, ' '), v, 10)
 		}
+		inputs = append(inputs, 0)
 	}
+	in := string(inputs)
 	charts := sync.OnceValue(func() []components.DayChart { return buildHomeCharts(c, days) })
 	return []templ.Component{
-		components.Fragments.Component(string(key)+"\x00events", func() templ.Component { return components.DayChartView(charts()[0]) }),
-		components.Fragments.Component(string(key)+"\x00jobs", func() templ.Component { return components.DayChartView(charts()[1]) }),
+		components.Fragments.Component(slot+"\x00events", in, func() templ.Component { return components.DayChartView(charts()[0]) }),
+		components.Fragments.Component(slot+"\x00jobs", in, func() templ.Component { return components.DayChartView(charts()[1]) }),
 	}
 }
 

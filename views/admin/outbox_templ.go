@@ -1238,7 +1238,7 @@ func OutboxLive(vm OutboxLiveVM) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = components.ThroughputChart(vm.Chart).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = components.ThroughputChart("deliveries", vm.Chart).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -542,7 +542,7 @@ func Overview(vm OverviewVM) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = components.ThroughputChart(vm.O.Minutes).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = components.ThroughputChart("jobs", vm.O.Minutes).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -9,28 +9,37 @@ import (
 	"github.com/a-h/templ"
 )
 
-// Memo keeps the bytes of rendered fragments under keys that name
-// everything the bytes depend on, for fragments many requests render from
-// the same inputs (charts of a cached snapshot, a tenant's 30 days). It
-// holds at most memoSize entries: when full it starts again, which costs
-// one render per fragment in use, never a stale one.
+// Memo keeps the bytes of rendered fragments that many requests render
+// from the same inputs (the charts of a cached snapshot, a tenant's 30
+// days). A fragment has a slot (what it is and for whom: the chart, its
+// language and zone, its tenant) and inputs (the figures it draws); the
+// slot keeps the bytes of its last inputs only, so figures that move
+// replace their fragment rather than pile up beside it. Slot and inputs
+// together must name everything the bytes depend on. At most memoSize
+// slots are kept: when full the memo starts again, which costs one render
+// per fragment in use, never a stale one.
 type Memo struct {
 	mu sync.Mutex
-	m  map[string][]byte
+	m  map[string]memoEntry
+}
+
+type memoEntry struct {
+	inputs string
+	bytes  []byte
 }
 
 const memoSize = 512
 
-// Fragments is the memo the pages' charts share; their keys begin with
-// what they are, so two kinds of fragment cannot meet under one key.
+// Fragments is the memo the pages' charts share; their slots begin with
+// what they are, so two kinds of fragment cannot meet in one slot.
 var Fragments Memo
 
-// Component writes the bytes kept under key, or renders build()'s
+// Component writes the bytes kept in slot for inputs, or renders build()'s
 // component, keeps its bytes and writes them. build runs only on a miss.
 // A failed render is written nowhere and kept nowhere.
-func (m *Memo) Component(key string, build func() templ.Component) templ.Component {
+func (m *Memo) Component(slot, inputs string, build func() templ.Component) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
-		if b, ok := m.get(key); ok {
+		if b, ok := m.get(slot, inputs); ok {
 			_, err := w.Write(b)
 			return err
 		}
@@ -38,24 +47,24 @@ func (m *Memo) Component(key string, build func() templ.Component) templ.Compone
 		if err := build().Render(ctx, &buf); err != nil {
 			return err
 		}
-		m.put(key, buf.Bytes())
+		m.put(slot, inputs, buf.Bytes())
 		_, err := w.Write(buf.Bytes())
 		return err
 	})
 }
 
-func (m *Memo) get(key string) ([]byte, bool) {
+func (m *Memo) get(slot, inputs string) ([]byte, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b, ok := m.m[key]
-	return b, ok
+	e, ok := m.m[slot]
+	return e.bytes, ok && e.inputs == inputs
 }
 
-func (m *Memo) put(key string, b []byte) {
+func (m *Memo) put(slot, inputs string, b []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.m == nil || len(m.m) >= memoSize {
-		m.m = make(map[string][]byte, memoSize)
+	if _, kept := m.m[slot]; m.m == nil || !kept && len(m.m) >= memoSize {
+		m.m = make(map[string]memoEntry, memoSize)
 	}
-	m.m[key] = b
+	m.m[slot] = memoEntry{inputs: inputs, bytes: b}
 }

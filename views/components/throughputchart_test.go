@@ -57,7 +57,7 @@ func TestThroughputChartCacheServesOnlyItsInputs(t *testing.T) {
 	}
 	first := ""
 	for _, c := range cases {
-		got := renderString(t, c.ctx, ThroughputChart(c.ms).Render)
+		got := renderString(t, c.ctx, ThroughputChart("jobs", c.ms).Render)
 		want := renderString(t, c.ctx, throughputChart(c.ms).Render)
 		if got != want {
 			t.Fatalf("%s: the cached chart differs from a fresh render", c.name)
@@ -81,8 +81,8 @@ func TestThroughputChartCacheRendersOnce(t *testing.T) {
 	ctx := i18n.WithLang(context.Background(), "en")
 	ms := hourOfMinutes(time.Date(2026, 12, 5, 18, 0, 0, 0, time.UTC))
 	fresh := testing.AllocsPerRun(5, func() { _ = throughputChart(ms).Render(ctx, io.Discard) })
-	_ = ThroughputChart(ms).Render(ctx, io.Discard)
-	cached := testing.AllocsPerRun(5, func() { _ = ThroughputChart(ms).Render(ctx, io.Discard) })
+	_ = ThroughputChart("jobs", ms).Render(ctx, io.Discard)
+	cached := testing.AllocsPerRun(5, func() { _ = ThroughputChart("jobs", ms).Render(ctx, io.Discard) })
 	if fresh < 100 || cached*50 > fresh {
 		t.Fatalf("allocations per render: %v afresh, %v cached; want the cached one to skip the layout", fresh, cached)
 	}
