@@ -13,13 +13,7 @@ import (
 // "4 Dec 2026 13:05:07 UTC" (i18n.DateTime). Tenant pages pass the
 // tenant's zone, staff pages the staff member's (When). A zero time is "—".
 func Stamp(t time.Time, loc *time.Location, lang string) string {
-	if t.IsZero() {
-		return "—"
-	}
-	if loc == nil {
-		loc = time.UTC
-	}
-	return i18n.DateTime(lang, t.In(loc))
+	return NewStamps(lang, loc).When(t)
 }
 
 // ZoneAbbr is t's zone as readers know it (i18n.ZoneAbbr).
@@ -27,17 +21,10 @@ func ZoneAbbr(t time.Time) string { return i18n.ZoneAbbr(t) }
 
 // When is Stamp for a staff page: in the zone the signed-in staff member
 // chose (UTC unless they chose another).
-func When(ctx context.Context, t time.Time) string {
-	return Stamp(t, reqctx.ViewerFrom(ctx).Location(), i18n.Lang(ctx))
-}
+func When(ctx context.Context, t time.Time) string { return StampsFor(ctx).When(t) }
 
 // WhenPtr is When for an optional time ("—" when nil).
-func WhenPtr(ctx context.Context, t *time.Time) string {
-	if t == nil {
-		return "—"
-	}
-	return When(ctx, *t)
-}
+func WhenPtr(ctx context.Context, t *time.Time) string { return StampsFor(ctx).WhenPtr(t) }
 
 // Stamps writes many moments for one reader as Stamp does, formatting each
 // day's date once: a list's rows mostly share their days, and a date in

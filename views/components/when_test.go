@@ -39,7 +39,8 @@ func TestStampShowsTheZoneInTheReadersLanguage(t *testing.T) {
 // TestStampsReadAsStamp: a list's moments stamped one after another, from
 // one day to the next, to the same day of another month and of another
 // year, across midnight in the reader's zone but not in UTC, and through
-// a zero time, read exactly as Stamp reads each alone.
+// a zero time, read exactly as each reads alone (Stamp: a fresh Stamps,
+// whose every moment starts a day).
 func TestStampsReadAsStamp(t *testing.T) {
 	t.Parallel()
 	jakarta, _ := time.LoadLocation("Asia/Jakarta")
