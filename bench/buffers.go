@@ -75,6 +75,12 @@ type queryCapture struct {
 	freshBatch map[*pgx.Conn]bool
 }
 
+// newQueryCapture records role's statements into qs under mu.
+func newQueryCapture(role string, mu *sync.Mutex, qs *[]capturedQuery) *queryCapture {
+	return &queryCapture{role: role, mu: mu, qs: qs, scope: map[*pgx.Conn][2]string{},
+		inTx: map[*pgx.Conn]bool{}, freshBatch: map[*pgx.Conn]bool{}}
+}
+
 var (
 	txEnd        = regexp.MustCompile(`(?i)^\s*(commit|rollback|end)\b`)
 	literalScope = regexp.MustCompile(`set_config\('app\.tenant_id', '(\d*)', true\), set_config\('app\.user_id', '(\d*)', true\)`)
@@ -191,8 +197,7 @@ func openBuffers(ctx context.Context, env *Env) (*buffersEnv, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.ConnConfig.Tracer = &queryCapture{role: role, mu: &b.mu, qs: &b.qs, scope: map[*pgx.Conn][2]string{},
-			inTx: map[*pgx.Conn]bool{}, freshBatch: map[*pgx.Conn]bool{}}
+		cfg.ConnConfig.Tracer = newQueryCapture(role, &b.mu, &b.qs)
 		if traced[role], err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 			return nil, err
 		}

@@ -26,8 +26,7 @@ func TestQueryCaptureReadsEveryScope(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var qs []capturedQuery
-	pool := appPool(t, &queryCapture{role: database.AppRole, mu: &mu, qs: &qs,
-		scope: map[*pgx.Conn][2]string{}, inTx: map[*pgx.Conn]bool{}, freshBatch: map[*pgx.Conn]bool{}})
+	pool := appPool(t, newQueryCapture(database.AppRole, &mu, &qs))
 
 	one := func(sql string) database.Read {
 		return func(q database.Querier) error {
