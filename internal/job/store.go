@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -273,7 +274,17 @@ type claimToken struct {
 	attempt  int
 }
 
+// tokenArrays spells claims out as the batched statements' arrays, in
+// primary-key order. Those statements lock the rows in the order of their
+// arrays, and two of them run at once on the same rows (the heartbeat's
+// renewal, from its own connection, and the completer's batch): in any
+// two orders of their own they could each hold a row the other waits for,
+// a deadlock PostgreSQL breaks only after deadlock_timeout by failing one.
 func tokenArrays(ts []claimToken) (tenantIDs, ids []int64, attempts []int32) {
+	ts = slices.Clone(ts)
+	slices.SortFunc(ts, func(a, b claimToken) int {
+		return cmp.Or(cmp.Compare(a.tenantID, b.tenantID), cmp.Compare(a.id, b.id))
+	})
 	tenantIDs, ids, attempts = make([]int64, len(ts)), make([]int64, len(ts)), make([]int32, len(ts))
 	for i, t := range ts {
 		tenantIDs[i], ids[i], attempts[i] = t.tenantID, t.id, int32(t.attempt)
