@@ -95,31 +95,45 @@ func (a *arrivals) wait(ctx context.Context) error {
 	}
 }
 
-func startNATS(ctx context.Context) (*server.Server, *nats.Conn, jetstream.JetStream, string, error) {
+// startNATS starts a fresh nats-server with JetStream on a loopback port,
+// connects to it and declares Jejak's stream. stop (never nil) closes the
+// connection, shuts the server down and removes its store, whatever
+// part of this failed.
+func startNATS(ctx context.Context) (ns *server.Server, nc *nats.Conn, js jetstream.JetStream, stop func(), err error) {
 	dir, err := os.MkdirTemp("", "jejak-bench-nats")
-	if err != nil {
-		return nil, nil, nil, "", err
+	stop = func() {
+		if nc != nil {
+			nc.Close()
+		}
+		if ns != nil {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
 	}
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
 	if err != nil {
-		return nil, nil, nil, dir, err
+		return nil, nil, nil, stop, err
+	}
+	ns, err = server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
+	if err != nil {
+		return nil, nil, nil, stop, err
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(20 * time.Second) {
-		return ns, nil, nil, dir, errors.New("nats-server did not start")
+		return ns, nil, nil, stop, errors.New("nats-server did not start")
 	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		return ns, nil, nil, dir, err
+	if nc, err = nats.Connect(ns.ClientURL()); err != nil {
+		return ns, nil, nil, stop, err
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192), jetstream.WithPublishAsyncTimeout(30*time.Second))
-	if err != nil {
-		return ns, nc, nil, dir, err
+	if js, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192), jetstream.WithPublishAsyncTimeout(30*time.Second)); err != nil {
+		return ns, nc, nil, stop, err
 	}
 	if _, err := natsbus.EnsureStream(ctx, js, time.Hour); err != nil {
-		return ns, nc, js, dir, err
+		return ns, nc, js, stop, err
 	}
-	return ns, nc, js, dir, nil
+	return ns, nc, js, stop, nil
 }
 
 // outboxSystem is one system under test.
@@ -137,17 +151,8 @@ func runOutbox(ctx context.Context, env *Env, system string) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, env.Cfg.Timeout)
 	defer cancel()
 	msgs, rate, dur := env.Cfg.outboxDefaults()
-	ns, nc, js, dir, err := startNATS(ctx)
-	defer func() {
-		if nc != nil {
-			nc.Close()
-		}
-		if ns != nil {
-			ns.Shutdown()
-			ns.WaitForShutdown()
-		}
-		_ = os.RemoveAll(dir)
-	}()
+	_, nc, js, stopNATS, err := startNATS(ctx)
+	defer stopNATS()
 	if err != nil {
 		return Result{}, fmt.Errorf("nats: %w", err)
 	}

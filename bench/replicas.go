@@ -132,9 +132,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startReplica runs `web serve --workers-only` on databaseURL with workers
-// worker goroutines, in its own working and data directory.
-func startReplica(bin, databaseURL string, workers int, conns int) (*replica, error) {
+// startReplica runs `web serve --workers-only` on databaseURL and the NATS
+// server at natsURL with workers worker goroutines, in its own working and
+// data directory.
+func startReplica(bin, databaseURL, natsURL string, workers int, conns int) (*replica, error) {
 	dir, err := os.MkdirTemp("", "jejak-bench-replica-")
 	if err != nil {
 		return nil, err
@@ -145,6 +146,7 @@ func startReplica(bin, databaseURL string, workers int, conns int) (*replica, er
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + dir,
 		"DATABASE_URL=" + databaseURL,
+		"NATS_URL=" + natsURL,
 		"JEJAK_WORKERS=" + strconv.Itoa(workers),
 		"JEJAK_DB_CONNS=" + strconv.Itoa(conns),
 		"JEJAK_WORKERS_ONLY=true",
@@ -203,6 +205,14 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 
+		// One NATS server for all of them, as replicas are deployed: a
+		// replica's embedded one would give each its own stream, and the
+		// binary warns against it.
+		ns, _, _, stopNATS, err := startNATS(ctx)
+		defer stopNATS()
+		if err != nil {
+			return Result{}, fmt.Errorf("nats: %w", err)
+		}
 		var reps []*replica
 		defer func() {
 			for _, r := range reps {
@@ -216,7 +226,7 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 		// benchmark's own connections.
 		conns := min(20, 70/(2*n))
 		for range n {
-			r, err := startReplica(bin, db.URL, cfg.ReplicaWorkers, conns)
+			r, err := startReplica(bin, db.URL, ns.ClientURL(), cfg.ReplicaWorkers, conns)
 			if err != nil {
 				return Result{}, err
 			}
