@@ -5,27 +5,43 @@ WHERE tenant_id = sqlc.arg('tenant_id') AND day >= sqlc.arg('from_day')::date
 ORDER BY day;
 
 -- name: JobStatsDayList :many
--- A tenant's finished attempts per day from from_day on: folded days from
--- job_stats_day before recent_day, the recent days straight from the
--- per-minute rollup (recent_start is recent_day's midnight in zone).
+-- A tenant's finished attempts per day from from_day on: the folded days,
+-- and the minutes the last fold did not reach (job_stats_folded: every
+-- minute before folded_before of a folded day is in its row, none after),
+-- each minute counted once. Before any fold, every minute is read.
 SELECT d.day, d.succeeded, d.failed, d.dead FROM job_stats_day d
-WHERE d.tenant_id = sqlc.arg('tenant_id') AND d.day >= sqlc.arg('from_day')::date AND d.day < sqlc.arg('recent_day')::date
+WHERE d.tenant_id = sqlc.arg('tenant_id') AND d.day >= sqlc.arg('from_day')::date
 UNION ALL
 SELECT (m.minute AT TIME ZONE sqlc.arg('zone')::text)::date AS day,
        sum(m.succeeded)::bigint, sum(m.failed)::bigint, sum(m.dead)::bigint
 FROM job_stats_minute m
-WHERE m.tenant_id = sqlc.arg('tenant_id') AND m.minute >= sqlc.arg('recent_start')::timestamptz
+WHERE m.tenant_id = sqlc.arg('tenant_id')
+  AND m.minute >= coalesce((SELECT f.folded_before FROM job_stats_folded f), '-infinity')
+  AND m.minute >= sqlc.arg('from_start')::timestamptz
 GROUP BY 1
 ORDER BY 1;
 
 -- name: JobStatsFoldDays :execrows
 -- Folds every tenant's minutes of yesterday and today (local days, whose
--- minutes are all still kept) into job_stats_day, replacing earlier folds.
+-- minutes are all still kept) before the fold's mark into job_stats_day,
+-- replacing earlier folds, and moves the mark (job_stats_folded) in the
+-- same statement, so a chart sees the days and the mark of one fold. The
+-- mark is two minutes before the current one: a rollup row is counted
+-- under the minute its transaction began, so a completion still open
+-- when the fold runs adds to a minute that has just gone by; the margin
+-- keeps such late additions out of the minutes a fold takes.
+WITH mark AS (
+    SELECT date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now())) - interval '2 minutes' AS before
+), marked AS (
+    INSERT INTO job_stats_folded (folded_before) SELECT before FROM mark
+    ON CONFLICT (only_row) DO UPDATE SET folded_before = EXCLUDED.folded_before
+)
 INSERT INTO job_stats_day AS d (tenant_id, day, succeeded, failed, dead)
 SELECT m.tenant_id, (m.minute AT TIME ZONE t.time_zone)::date,
        sum(m.succeeded)::bigint, sum(m.failed)::bigint, sum(m.dead)::bigint
-FROM job_stats_minute m JOIN tenants t ON t.id = m.tenant_id
+FROM job_stats_minute m JOIN tenants t ON t.id = m.tenant_id CROSS JOIN mark
 WHERE m.minute >= coalesce(sqlc.narg('now')::timestamptz, now()) - interval '48 hours'
+  AND m.minute < mark.before
   AND (m.minute AT TIME ZONE t.time_zone)::date
       >= ((coalesce(sqlc.narg('now')::timestamptz, now()) - interval '24 hours') AT TIME ZONE t.time_zone)::date
 GROUP BY 1, 2

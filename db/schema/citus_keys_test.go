@@ -30,7 +30,7 @@ var distributed = []string{
 
 // Reference tables (copied to every node): distributed tables may point
 // foreign keys at them.
-var reference = []string{"tenants", "users", "plans", "job_pauses", "app_secrets"}
+var reference = []string{"tenants", "users", "plans", "job_pauses", "app_secrets", "job_stats_folded"}
 
 // Tables with a tenant_id column that stay coordinator-local, with why.
 var tenantColumnButLocal = map[string]string{

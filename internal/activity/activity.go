@@ -1,9 +1,9 @@
 // Package activity is a tenant's day-by-day figures for its owner's home:
 // audit events per day and finished job attempts per day. Both come from
 // small per-day rollups (audit_day_counts, kept by the audit sealer as it
-// seals; job_stats_day plus the last two days of job_stats_minute),
-// so a chart of 30 days reads at most a few hundred small rows whatever
-// the size of the trail or the jobs table.
+// seals; job_stats_day plus the minutes of job_stats_minute its last fold
+// did not reach), so a chart of 30 days reads at most a few hundred small
+// rows whatever the size of the trail or the jobs table.
 package activity
 
 import (
@@ -26,19 +26,19 @@ type Day struct {
 // owner's home draws them. Its reads fill it; Days returns its days once
 // they have run.
 type Chart struct {
-	tenantID        int64
-	loc             *time.Location
-	from, yesterday time.Time
-	n               int
-	events          map[string]int64
-	jobs            map[string][3]int64
+	tenantID int64
+	loc      *time.Location
+	from     time.Time
+	n        int
+	events   map[string]int64
+	jobs     map[string][3]int64
 }
 
 // NewChart returns tenantID's chart of the n days up to now's day in loc.
 func NewChart(tenantID int64, loc *time.Location, now time.Time, n int) *Chart {
 	now = now.In(loc)
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
-	return &Chart{tenantID: tenantID, loc: loc, from: today.AddDate(0, 0, -(n - 1)), yesterday: today.AddDate(0, 0, -1), n: n}
+	return &Chart{tenantID: tenantID, loc: loc, from: today.AddDate(0, 0, -(n - 1)), n: n}
 }
 
 // Reads returns the chart's two reads, each one statement on db (scoped to
@@ -52,7 +52,7 @@ func (c *Chart) Reads(ctx context.Context) []database.Read {
 			return err
 		},
 		func(db database.Querier) (err error) {
-			c.jobs, err = newStore(db).jobs(ctx, c.tenantID, c.from, c.yesterday, c.loc)
+			c.jobs, err = newStore(db).jobs(ctx, c.tenantID, c.from, c.loc)
 			return err
 		},
 	}

@@ -137,3 +137,63 @@ func TestDayCountsMatchTheTrailAfterABulkLoad(t *testing.T) {
 		t.Fatalf("%d of %d tenant-days counted wrong", mismatched, days)
 	}
 }
+
+// TestJobDaysReadOnlyTheMinutesTheFoldDidNotReach: the chart's job days
+// are the folded day rows plus the minutes from the last fold's mark on
+// (two minutes before the fold's minute), every minute counted once on
+// either side of the mark, before any fold, between folds and after the
+// next. A minute already folded is read from its day row: changing it
+// changes nothing until the next fold takes it.
+func TestJobDaysReadOnlyTheMinutesTheFoldDidNotReach(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	var tenantID int64
+	if err := db.Admin.QueryRow(ctx, `INSERT INTO tenants (slug, name, time_zone) VALUES ('a', 'A', 'Asia/Jakarta') RETURNING id`).Scan(&tenantID); err != nil {
+		t.Fatal(err)
+	}
+	jkt, _ := time.LoadLocation("Asia/Jakarta")
+	now := time.Date(2026, 11, 30, 10, 0, 30, 0, jkt) // the fold's mark: 09:58
+	minute := func(at time.Time, ok, fail int) {
+		t.Helper()
+		if _, err := db.Admin.Exec(ctx, `INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded, failed, dead) VALUES ($1, $2, 'k', $3, $4, 0)`,
+			tenantID, at, ok, fail); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(h, m int) time.Time { return time.Date(2026, 11, 30, h, m, 0, 0, jkt) }
+	minute(time.Date(2026, 11, 29, 9, 0, 0, 0, jkt), 1, 1)
+	minute(at(7, 0), 2, 0)
+	minute(at(9, 57), 4, 0) // the last minute the fold takes
+	minute(at(9, 58), 3, 0) // the mark itself: left to the minutes
+	check := func(when string, yesterday, today [2]int64) {
+		t.Helper()
+		chart := activity.NewChart(tenantID, jkt, now, 7)
+		if err := database.ReadTenantAll(ctx, db.App, tenantID, chart.Reads(ctx)...); err != nil {
+			t.Fatal(err)
+		}
+		days := chart.Days()
+		for i, want := range map[int][2]int64{5: yesterday, 6: today} {
+			if got := [2]int64{days[i].Succeeded, days[i].Failed}; got != want {
+				t.Errorf("%s: %s succeeded/failed %v, want %v", when, days[i].Date.Format(time.DateOnly), got, want)
+			}
+		}
+	}
+	fold := func(at time.Time) {
+		t.Helper()
+		if _, err := job.StatsFoldDays(ctx, db.System, &at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("before any fold", [2]int64{1, 1}, [2]int64{9, 0})
+	fold(now)
+	check("after the fold", [2]int64{1, 1}, [2]int64{9, 0})
+	minute(at(9, 59), 5, 0)
+	check("a minute after the fold", [2]int64{1, 1}, [2]int64{14, 0})
+	if _, err := db.Admin.Exec(ctx, `UPDATE job_stats_minute SET succeeded = 1000 WHERE tenant_id = $1 AND minute = $2`, tenantID, at(7, 0)); err != nil {
+		t.Fatal(err)
+	}
+	check("a folded minute changed", [2]int64{1, 1}, [2]int64{14, 0})
+	fold(now.Add(5 * time.Minute))
+	check("the next fold", [2]int64{1, 1}, [2]int64{1012, 0})
+}

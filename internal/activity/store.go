@@ -32,11 +32,12 @@ func (s store) events(ctx context.Context, tenantID int64, from time.Time) (map[
 	return out, nil
 }
 
-// jobs returns succeeded, failed and dead attempts per day from from on:
-// folded days before recent, per-minute figures from recent's midnight.
-func (s store) jobs(ctx context.Context, tenantID int64, from, recent time.Time, loc *time.Location) (map[string][3]int64, error) {
+// jobs returns succeeded, failed and dead attempts per day from from
+// (local midnight in loc) on: the folded days, and the minutes since the
+// last fold.
+func (s store) jobs(ctx context.Context, tenantID int64, from time.Time, loc *time.Location) (map[string][3]int64, error) {
 	rows, err := s.q.JobStatsDayList(ctx, queries.JobStatsDayListParams{
-		TenantID: tenantID, FromDay: date(from), RecentDay: date(recent), Zone: loc.String(), RecentStart: recent,
+		TenantID: tenantID, FromDay: date(from), Zone: loc.String(), FromStart: from,
 	})
 	if err != nil {
 		return nil, err

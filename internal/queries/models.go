@@ -283,6 +283,11 @@ type JobStatsDay struct {
 	Dead      int64
 }
 
+type JobStatsFolded struct {
+	OnlyRow      bool
+	FoldedBefore time.Time
+}
+
 type JobStatsMinute struct {
 	TenantID  int64
 	Minute    time.Time
