@@ -142,8 +142,11 @@ func TestDayCountsMatchTheTrailAfterABulkLoad(t *testing.T) {
 // are the folded day rows plus the minutes from the last fold's mark on
 // (two minutes before the fold's minute), every minute counted once on
 // either side of the mark, before any fold, between folds and after the
-// next. A minute already folded is read from its day row: changing it
-// changes nothing until the next fold takes it.
+// next. The first fold replaces yesterday's and today's rows (left by
+// folds from before the mark existed); each later one adds only the
+// minutes from the previous mark to its own: a folded minute is not read
+// again, and folding twice at the same moment, or with a clock behind the
+// mark, adds nothing.
 func TestJobDaysReadOnlyTheMinutesTheFoldDidNotReach(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -153,7 +156,7 @@ func TestJobDaysReadOnlyTheMinutesTheFoldDidNotReach(t *testing.T) {
 		t.Fatal(err)
 	}
 	jkt, _ := time.LoadLocation("Asia/Jakarta")
-	now := time.Date(2026, 11, 30, 10, 0, 30, 0, jkt) // the fold's mark: 09:58
+	now := time.Date(2026, 11, 30, 10, 0, 30, 0, jkt) // the first fold's mark: 09:58
 	minute := func(at time.Time, ok, fail int) {
 		t.Helper()
 		if _, err := db.Admin.Exec(ctx, `INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded, failed, dead) VALUES ($1, $2, 'k', $3, $4, 0)`,
@@ -164,8 +167,13 @@ func TestJobDaysReadOnlyTheMinutesTheFoldDidNotReach(t *testing.T) {
 	at := func(h, m int) time.Time { return time.Date(2026, 11, 30, h, m, 0, 0, jkt) }
 	minute(time.Date(2026, 11, 29, 9, 0, 0, 0, jkt), 1, 1)
 	minute(at(7, 0), 2, 0)
-	minute(at(9, 57), 4, 0) // the last minute the fold takes
+	minute(at(9, 57), 4, 0) // the last minute the first fold takes
 	minute(at(9, 58), 3, 0) // the mark itself: left to the minutes
+	// A row of today from a fold before the mark existed (the minutes'
+	// sum then): the first fold replaces it.
+	if _, err := db.Admin.Exec(ctx, `INSERT INTO job_stats_day (tenant_id, day, succeeded, failed, dead) VALUES ($1, '2026-11-30', 2, 0, 0)`, tenantID); err != nil {
+		t.Fatal(err)
+	}
 	check := func(when string, yesterday, today [2]int64) {
 		t.Helper()
 		chart := activity.NewChart(tenantID, jkt, now, 7)
@@ -185,15 +193,26 @@ func TestJobDaysReadOnlyTheMinutesTheFoldDidNotReach(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check("before any fold", [2]int64{1, 1}, [2]int64{9, 0})
 	fold(now)
-	check("after the fold", [2]int64{1, 1}, [2]int64{9, 0})
+	check("after the first fold", [2]int64{1, 1}, [2]int64{9, 0})
+	fold(now)
+	fold(now.Add(-10 * time.Minute))
+	check("folded again at the same moment and with a clock behind", [2]int64{1, 1}, [2]int64{9, 0})
 	minute(at(9, 59), 5, 0)
-	check("a minute after the fold", [2]int64{1, 1}, [2]int64{14, 0})
+	check("a minute after the mark", [2]int64{1, 1}, [2]int64{14, 0})
 	if _, err := db.Admin.Exec(ctx, `UPDATE job_stats_minute SET succeeded = 1000 WHERE tenant_id = $1 AND minute = $2`, tenantID, at(7, 0)); err != nil {
 		t.Fatal(err)
 	}
 	check("a folded minute changed", [2]int64{1, 1}, [2]int64{14, 0})
-	fold(now.Add(5 * time.Minute))
-	check("the next fold", [2]int64{1, 1}, [2]int64{1012, 0})
+	minute(at(10, 4), 6, 0)
+	fold(now.Add(5 * time.Minute)) // mark 10:03: takes 09:58 and 09:59
+	check("the next fold", [2]int64{1, 1}, [2]int64{20, 0})
+	var day [3]int64
+	if err := db.Admin.QueryRow(ctx, `SELECT succeeded, failed, dead FROM job_stats_day WHERE tenant_id = $1 AND day = '2026-11-30'`, tenantID).
+		Scan(&day[0], &day[1], &day[2]); err != nil {
+		t.Fatal(err)
+	}
+	if day != [3]int64{14, 0, 0} {
+		t.Errorf("today's folded row %v, want [14 0 0] (up to 10:02, the changed 07:00 as first folded)", day)
+	}
 }

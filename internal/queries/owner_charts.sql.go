@@ -112,34 +112,49 @@ func (q *Queries) JobStatsDayList(ctx context.Context, arg JobStatsDayListParams
 }
 
 const jobStatsFoldDays = `-- name: JobStatsFoldDays :execrows
-WITH mark AS (
-    SELECT date_trunc('minute', coalesce($1::timestamptz, now())) - interval '2 minutes' AS before
+WITH prev AS (
+    SELECT folded_before FROM job_stats_folded FOR UPDATE
+), span AS (
+    SELECT (SELECT folded_before FROM prev) AS after,
+           date_trunc('minute', coalesce($1::timestamptz, now())) - interval '2 minutes' AS before
 ), marked AS (
-    INSERT INTO job_stats_folded (folded_before) SELECT before FROM mark
+    INSERT INTO job_stats_folded (folded_before) SELECT greatest(after, before) FROM span
     ON CONFLICT (only_row) DO UPDATE SET folded_before = EXCLUDED.folded_before
 )
 INSERT INTO job_stats_day AS d (tenant_id, day, succeeded, failed, dead)
 SELECT m.tenant_id, (m.minute AT TIME ZONE t.time_zone)::date,
        sum(m.succeeded)::bigint, sum(m.failed)::bigint, sum(m.dead)::bigint
-FROM job_stats_minute m JOIN tenants t ON t.id = m.tenant_id CROSS JOIN mark
-WHERE m.minute >= coalesce($1::timestamptz, now()) - interval '48 hours'
-  AND m.minute < mark.before
-  AND (m.minute AT TIME ZONE t.time_zone)::date
-      >= ((coalesce($1::timestamptz, now()) - interval '24 hours') AT TIME ZONE t.time_zone)::date
+FROM job_stats_minute m JOIN tenants t ON t.id = m.tenant_id CROSS JOIN span
+WHERE m.minute >= coalesce(span.after, coalesce($1::timestamptz, now()) - interval '48 hours')
+  AND m.minute < span.before
+  AND (span.after IS NOT NULL
+       OR (m.minute AT TIME ZONE t.time_zone)::date
+          >= ((coalesce($1::timestamptz, now()) - interval '24 hours') AT TIME ZONE t.time_zone)::date)
 GROUP BY 1, 2
 ORDER BY 1, 2
 ON CONFLICT (tenant_id, day) DO UPDATE
-    SET succeeded = EXCLUDED.succeeded, failed = EXCLUDED.failed, dead = EXCLUDED.dead
+    SET succeeded = CASE WHEN (SELECT after FROM span) IS NULL THEN EXCLUDED.succeeded ELSE d.succeeded + EXCLUDED.succeeded END,
+        failed = CASE WHEN (SELECT after FROM span) IS NULL THEN EXCLUDED.failed ELSE d.failed + EXCLUDED.failed END,
+        dead = CASE WHEN (SELECT after FROM span) IS NULL THEN EXCLUDED.dead ELSE d.dead + EXCLUDED.dead END
 `
 
-// Folds every tenant's minutes of yesterday and today (local days, whose
-// minutes are all still kept) before the fold's mark into job_stats_day,
-// replacing earlier folds, and moves the mark (job_stats_folded) in the
-// same statement, so a chart sees the days and the mark of one fold. The
-// mark is two minutes before the current one: a rollup row is counted
-// under the minute its transaction began, so a completion still open
-// when the fold runs adds to a minute that has just gone by; the margin
-// keeps such late additions out of the minutes a fold takes.
+// Folds the minutes since the last fold into the days of job_stats_day and
+// moves the mark (job_stats_folded) in the same statement, so a chart sees
+// the days and the mark of one fold. Each fold adds only the minutes from
+// the previous mark to its own, so a pass costs what was written since the
+// last one rather than two days of every tenant's minutes (0.7 s for two
+// busy tenants' 414k rows, every maintenance pass). The first fold, with
+// no mark yet, replaces yesterday's and today's rows (local days, all of
+// whose minutes are still kept) with their minutes, as every fold did
+// before the mark existed.
+//
+// The mark is two minutes before the fold's minute: a rollup row is
+// counted under the minute its transaction began, so a completion still
+// open when the fold runs adds to a minute that has just gone by; the
+// margin keeps such late additions out of the minutes a fold takes (a
+// minute once folded is not read again). The previous mark is locked: a
+// second fold at the same moment (the leadership changing hands) waits
+// and then folds only from the first one's mark.
 func (q *Queries) JobStatsFoldDays(ctx context.Context, now *time.Time) (int64, error) {
 	result, err := q.db.Exec(ctx, jobStatsFoldDays, now)
 	if err != nil {
