@@ -9,7 +9,12 @@
 -- 0.9 ms from the mark). The fold itself, which re-read the same two days
 -- of every tenant each maintenance pass, now adds only the minutes from
 -- the previous mark to its own.
--- One row; no tenant's data in it.
+-- One row, always there ('-infinity' until the first fold: every minute is
+-- read), so the chart's condition is a plain comparison with a scalar
+-- subquery: under row-level security only a leakproof condition can be an
+-- index condition, and a COALESCE around the subquery is not one (the
+-- chart's statement became a sequential scan of every tenant's minutes).
+-- No tenant's data in it.
 SET LOCAL ROLE jejak_owner;
 
 CREATE TABLE job_stats_folded (
@@ -19,4 +24,4 @@ CREATE TABLE job_stats_folded (
 REVOKE ALL ON job_stats_folded FROM PUBLIC, jejak_app, jejak_system;
 GRANT SELECT ON job_stats_folded TO jejak_app;
 GRANT SELECT, INSERT, UPDATE ON job_stats_folded TO jejak_system;
-
+INSERT INTO job_stats_folded (folded_before) VALUES ('-infinity');

@@ -2,6 +2,8 @@ package activity_test
 
 import (
 	"context"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/jejakhq/jejak/internal/testdb"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestDaysCountsEventsAndJobsPerLocalDay: events are counted per day in the
@@ -215,4 +218,88 @@ func TestJobDaysReadOnlyTheMinutesTheFoldDidNotReach(t *testing.T) {
 	if day != [3]int64{14, 0, 0} {
 		t.Errorf("today's folded row %v, want [14 0 0] (up to 10:02, the changed 07:00 as first folded)", day)
 	}
+}
+
+// TestJobDaysBoundTheMinutesByTheMark: under the tenant's scoping (row-level
+// security on the rollup), the mark bounds the index scan of
+// job_stats_minute rather than filtering every minute of the tenant: only
+// a leakproof condition can become an index condition below the policy's,
+// and a COALESCE around the mark's subquery is not one (it made the
+// chart's statement a scan of every tenant's minutes). Sequential scans
+// are off so that the plan shows what the index can be given even on a
+// test's small table.
+func TestJobDaysBoundTheMinutesByTheMark(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	var tenantID int64
+	if err := db.Admin.QueryRow(ctx, `INSERT INTO tenants (slug, name) VALUES ('a', 'A') RETURNING id`).Scan(&tenantID); err != nil {
+		t.Fatal(err)
+	}
+	jkt, _ := time.LoadLocation("Asia/Jakarta")
+	chart := activity.NewChart(tenantID, jkt, time.Date(2026, 11, 30, 10, 0, 0, 0, jkt), 30)
+	ex := &explaining{plans: map[string][]map[string]any{}}
+	err := database.InTenantTx(ctx, db.App, tenantID, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+			return err
+		}
+		ex.tx = tx
+		for _, read := range chart.Reads(ctx) {
+			if err := read(ex); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, ok := ex.plans["JobStatsDayList"]
+	if !ok {
+		t.Fatalf("the chart's reads sent no JobStatsDayList (sent %v)", ex.plans)
+	}
+	found := false
+	for _, n := range testdb.PlanNodes(plan[0]["Plan"].(map[string]any)) {
+		if n["Relation Name"] != "job_stats_minute" {
+			continue
+		}
+		found = true
+		cond, _ := n["Index Cond"].(string)
+		if !strings.Contains(cond, "minute >= $") {
+			t.Errorf("job_stats_minute read by %s, index condition %q, filter %q: the mark does not bound the scan",
+				n["Node Type"], cond, n["Filter"])
+		}
+	}
+	if !found {
+		t.Fatal("the chart's statement does not read job_stats_minute")
+	}
+}
+
+// explaining is a database.Querier that plans each query it is given
+// (EXPLAIN (FORMAT JSON), kept under the query's sqlc name) before
+// running it on tx as sent.
+type explaining struct {
+	tx    pgx.Tx
+	plans map[string][]map[string]any
+}
+
+var queryName = regexp.MustCompile(`-- name: (\w+)`)
+
+func (e *explaining) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	var plan []map[string]any
+	if err := e.tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+		return nil, err
+	}
+	if m := queryName.FindStringSubmatch(sql); m != nil {
+		e.plans[m[1]] = plan
+	}
+	return e.tx.Query(ctx, sql, args...)
+}
+
+func (e *explaining) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return e.tx.QueryRow(ctx, sql, args...)
+}
+
+func (e *explaining) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return e.tx.Exec(ctx, sql, args...)
 }
