@@ -6,10 +6,11 @@ import (
 	"time"
 )
 
-// StatsFoldDays folds every tenant's per-minute rollup of yesterday and
-// today (local days, all of whose minutes are still kept) into the per-day
-// rollup that owners' 30-day charts read. The maintenance leader runs it
-// before pruning minutes, so a day is folded whole before its minutes go.
+// StatsFoldDays folds every tenant's per-minute rollup since the last
+// fold's mark into the per-day rollup that owners' 30-day charts read, and
+// moves the mark (JobStatsFoldDays says how). The maintenance leader runs
+// it every pass before pruning minutes, so a minute is folded long before
+// it goes.
 func StatsFoldDays(ctx context.Context, db Querier, now *time.Time) (int64, error) {
 	n, err := storeStatsFoldDays(ctx, db, now)
 	if err != nil {
