@@ -46,7 +46,9 @@ WITH prev AS (
     SELECT folded_before FROM job_stats_folded FOR UPDATE
 ), span AS (
     SELECT (SELECT folded_before FROM prev) AS after,
-           date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now())) - interval '2 minutes' AS before
+           date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now())) - interval '2 minutes' AS before,
+           -- 0 for the first fold (replace), 1 after it (add)
+           CASE WHEN (SELECT folded_before FROM prev) = '-infinity' THEN 0 ELSE 1 END AS kept
 ), marked AS (
     UPDATE job_stats_folded SET folded_before = greatest(folded_before, (SELECT before FROM span))
 )
@@ -56,12 +58,12 @@ SELECT m.tenant_id, (m.minute AT TIME ZONE t.time_zone)::date,
 FROM job_stats_minute m JOIN tenants t ON t.id = m.tenant_id CROSS JOIN span
 WHERE m.minute >= greatest(span.after, coalesce(sqlc.narg('now')::timestamptz, now()) - interval '48 hours')
   AND m.minute < span.before
-  AND (span.after > '-infinity'
+  AND (span.kept = 1
        OR (m.minute AT TIME ZONE t.time_zone)::date
           >= ((coalesce(sqlc.narg('now')::timestamptz, now()) - interval '24 hours') AT TIME ZONE t.time_zone)::date)
 GROUP BY 1, 2
 ORDER BY 1, 2
 ON CONFLICT (tenant_id, day) DO UPDATE
-    SET succeeded = CASE WHEN (SELECT after FROM span) = '-infinity' THEN EXCLUDED.succeeded ELSE d.succeeded + EXCLUDED.succeeded END,
-        failed = CASE WHEN (SELECT after FROM span) = '-infinity' THEN EXCLUDED.failed ELSE d.failed + EXCLUDED.failed END,
-        dead = CASE WHEN (SELECT after FROM span) = '-infinity' THEN EXCLUDED.dead ELSE d.dead + EXCLUDED.dead END;
+    SET succeeded = d.succeeded * (SELECT kept FROM span) + EXCLUDED.succeeded,
+        failed = d.failed * (SELECT kept FROM span) + EXCLUDED.failed,
+        dead = d.dead * (SELECT kept FROM span) + EXCLUDED.dead;

@@ -2,6 +2,7 @@ package activity_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -258,14 +260,27 @@ func TestJobDaysBoundTheMinutesByTheMark(t *testing.T) {
 	if !ok {
 		t.Fatalf("the chart's reads sent no JobStatsDayList (sent %v)", ex.plans)
 	}
+	// The mark is the output of the InitPlan that reads job_stats_folded
+	// ("InitPlan 2 (returns $1)"); the chart's own bounds are constants in
+	// this plan.
+	nodes := testdb.PlanNodes(plan[0]["Plan"].(map[string]any))
+	mark := ""
+	for _, n := range nodes {
+		if m := initPlanReturns.FindStringSubmatch(fmt.Sprint(n["Subplan Name"])); m != nil && n["Relation Name"] == "job_stats_folded" {
+			mark = m[1]
+		}
+	}
+	if mark == "" {
+		t.Fatal("no InitPlan reads the fold's mark from job_stats_folded")
+	}
 	found := false
-	for _, n := range testdb.PlanNodes(plan[0]["Plan"].(map[string]any)) {
+	for _, n := range nodes {
 		if n["Relation Name"] != "job_stats_minute" {
 			continue
 		}
 		found = true
 		cond, _ := n["Index Cond"].(string)
-		if !strings.Contains(cond, "minute >= $") {
+		if !strings.Contains(cond, "minute >= "+mark+")") {
 			t.Errorf("job_stats_minute read by %s, index condition %q, filter %q: the mark does not bound the scan",
 				n["Node Type"], cond, n["Filter"])
 		}
@@ -283,7 +298,10 @@ type explaining struct {
 	plans map[string][]map[string]any
 }
 
-var queryName = regexp.MustCompile(`-- name: (\w+)`)
+var (
+	queryName       = regexp.MustCompile(`-- name: (\w+)`)
+	initPlanReturns = regexp.MustCompile(`^InitPlan \d+ \(returns (\$\d+)\)$`)
+)
 
 func (e *explaining) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	var plan []map[string]any
@@ -302,4 +320,63 @@ func (e *explaining) QueryRow(ctx context.Context, sql string, args ...any) pgx.
 
 func (e *explaining) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	return e.tx.Exec(ctx, sql, args...)
+}
+
+// TestFoldsAtOnceFoldEachMinuteOnce: a fold that starts while another's
+// transaction is still open (the leadership changing hands) waits for it
+// and then folds only from the mark it left, so no minute is added twice.
+func TestFoldsAtOnceFoldEachMinuteOnce(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	var tenantID int64
+	if err := db.Admin.QueryRow(ctx, `INSERT INTO tenants (slug, name, time_zone) VALUES ('a', 'A', 'UTC') RETURNING id`).Scan(&tenantID); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 10, 0, 30, 0, time.UTC)
+	for i, at := range []time.Time{now.Add(-3 * time.Hour), now.Add(-time.Hour), now.Add(-30 * time.Minute)} {
+		if _, err := db.Admin.Exec(ctx, `INSERT INTO job_stats_minute (tenant_id, minute, kind, succeeded, failed, dead) VALUES ($1, $2, 'k', $3, 0, 0)`,
+			tenantID, at.Truncate(time.Minute), i+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	early := now.Add(-2 * time.Hour) // the first fold: the 07:00 minute, mark 07:58
+	if _, err := job.StatsFoldDays(ctx, db.System, &early); err != nil {
+		t.Fatal(err)
+	}
+	first, err := db.System.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback(ctx) //nolint:errcheck // committed below
+	if _, err := job.StatsFoldDays(ctx, first, &now); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		later := now.Add(time.Minute)
+		_, err := job.StatsFoldDays(ctx, db.System, &later)
+		second <- err
+	}()
+	testwait.For(t, "the second fold to wait for the first", func() bool {
+		var n int
+		if err := db.Admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	})
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	var succeeded int64
+	if err := db.Admin.QueryRow(ctx, `SELECT succeeded FROM job_stats_day WHERE tenant_id = $1 AND day = '2026-11-30'`, tenantID).Scan(&succeeded); err != nil {
+		t.Fatal(err)
+	}
+	if succeeded != 1+2+3 {
+		t.Errorf("today's folded row counts %d attempts, want 6 (each minute once)", succeeded)
+	}
 }
