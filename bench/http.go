@@ -555,6 +555,9 @@ type httpRun struct {
 	firstErr string
 	before   counters
 	after    counters
+	// behind is how many events published to the stream the webhook
+	// fan-out had not yet handled when the window ended.
+	behind int64
 }
 
 func (r httpRun) result(statements bool, load float64) Result {
@@ -578,6 +581,7 @@ func (r httpRun) result(statements bool, load float64) Result {
 		{"pg_cpu_per_req_ms", per(d.pgCPU.Seconds() * 1000)},
 		{key, per(float64(d.statements))},
 		{"requests", done},
+		{"fanout_behind", float64(r.behind)},
 		{"loadavg_1m", load},
 	}}
 }
@@ -618,6 +622,9 @@ func (s *httpServer) drive(ctx context.Context, ss []*httpSession, next func(con
 		if err == nil {
 			run.after, err = s.counters(ctx)
 		}
+		if err == nil {
+			run.behind, err = s.fanoutBehind(ctx)
+		}
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
@@ -625,6 +632,23 @@ func (s *httpServer) drive(ctx context.Context, ss []*httpSession, next func(con
 	}
 	sort.Float64s(run.lat)
 	return run, err
+}
+
+// fanoutBehind counts the events the relay has published that the webhook
+// fan-out has not turned into deliveries yet, among tenants with an
+// endpoint taking every event (each demo tenant has one): work the
+// request path left behind. The event of a delivery is its outbox id.
+func (s *httpServer) fanoutBehind(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.admin.QueryRow(ctx, `SELECT count(*) FROM outbox_messages o
+		 WHERE o.state = 'delivered'
+		   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.tenant_id = o.tenant_id
+		                  AND e.enabled AND e.deleted_at IS NULL AND '*' = ANY(e.events))
+		   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.tenant_id = o.tenant_id AND d.event_id = o.id)`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count events not fanned out: %w", err)
+	}
+	return n, nil
 }
 
 // sessionLoop is one session asking for one request after the other

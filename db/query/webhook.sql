@@ -122,18 +122,29 @@ UPDATE webhook_endpoints
 RETURNING *;
 
 -- name: WebhookEndpointsMatching :many
-SELECT id FROM webhook_endpoints
- WHERE tenant_id = @tenant_id AND enabled AND deleted_at IS NULL AND (@event_type::text = ANY(events) OR '*' = ANY(events))
- ORDER BY id;
+-- The enabled endpoints that take each event of a batch (the i-th of
+-- tenant_ids and event_types, i from 1): one statement for every event the
+-- consumer holds, ordered by event, then endpoint.
+SELECT x.i::int AS i, e.id
+  FROM (SELECT i, (sqlc.arg('tenant_ids')::bigint[])[i] AS tenant_id, (sqlc.arg('event_types')::text[])[i] AS event_type
+          FROM generate_subscripts(sqlc.arg('tenant_ids')::bigint[], 1) AS i) x
+  JOIN webhook_endpoints e ON e.tenant_id = x.tenant_id
+ WHERE e.enabled AND e.deleted_at IS NULL AND (x.event_type = ANY(e.events) OR '*' = ANY(e.events))
+ ORDER BY x.i, e.id;
 
--- name: WebhookDeliveryInsert :one
--- One delivery per (event, endpoint): a redelivered event inserts nothing
--- and gets the existing delivery back (inserted = false).
+-- name: WebhookDeliveryInsert :many
+-- One delivery per (event, endpoint), for any number of pairs in one
+-- statement (an empty aggregate stands for none): a redelivered event
+-- inserts nothing and gets its existing deliveries back (inserted =
+-- false). A pair must not appear twice in one call.
 INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at)
-VALUES (@tenant_id, @endpoint_id, @event_id, @event_type, @body, sqlc.narg('aggregate'),
-        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()))
+SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''), c.at, c.at, c.at
+  FROM (SELECT unnest(sqlc.arg('tenant_ids')::bigint[]) AS tenant_id, unnest(sqlc.arg('endpoint_ids')::bigint[]) AS endpoint_id,
+               unnest(sqlc.arg('event_ids')::bigint[]) AS event_id, unnest(sqlc.arg('event_types')::text[]) AS event_type,
+               unnest(sqlc.arg('bodies')::text[]) AS body, unnest(sqlc.arg('aggregates')::text[]) AS aggregate) d,
+       (SELECT coalesce(sqlc.narg('now')::timestamptz, now()) AS at) c
 ON CONFLICT (tenant_id, endpoint_id, event_id) DO UPDATE SET updated_at = webhook_deliveries.updated_at
-RETURNING id, (xmax = 0)::boolean AS inserted;
+RETURNING id, endpoint_id, event_id, (xmax = 0)::boolean AS inserted;
 
 -- name: WebhookDeliveryForAttempt :one
 SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.state, d.attempts,

@@ -203,44 +203,69 @@ func (q *Queries) WebhookDeliveryGet(ctx context.Context, arg WebhookDeliveryGet
 	return i, err
 }
 
-const webhookDeliveryInsert = `-- name: WebhookDeliveryInsert :one
+const webhookDeliveryInsert = `-- name: WebhookDeliveryInsert :many
 INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6,
-        coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now()))
+SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''), c.at, c.at, c.at
+  FROM (SELECT unnest($1::bigint[]) AS tenant_id, unnest($2::bigint[]) AS endpoint_id,
+               unnest($3::bigint[]) AS event_id, unnest($4::text[]) AS event_type,
+               unnest($5::text[]) AS body, unnest($6::text[]) AS aggregate) d,
+       (SELECT coalesce($7::timestamptz, now()) AS at) c
 ON CONFLICT (tenant_id, endpoint_id, event_id) DO UPDATE SET updated_at = webhook_deliveries.updated_at
-RETURNING id, (xmax = 0)::boolean AS inserted
+RETURNING id, endpoint_id, event_id, (xmax = 0)::boolean AS inserted
 `
 
 type WebhookDeliveryInsertParams struct {
-	TenantID   int64
-	EndpointID int64
-	EventID    int64
-	EventType  string
-	Body       string
-	Aggregate  *string
-	Now        *time.Time
+	TenantIds   []int64
+	EndpointIds []int64
+	EventIds    []int64
+	EventTypes  []string
+	Bodies      []string
+	Aggregates  []string
+	Now         *time.Time
 }
 
 type WebhookDeliveryInsertRow struct {
-	ID       int64
-	Inserted bool
+	ID         int64
+	EndpointID int64
+	EventID    int64
+	Inserted   bool
 }
 
-// One delivery per (event, endpoint): a redelivered event inserts nothing
-// and gets the existing delivery back (inserted = false).
-func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDeliveryInsertParams) (WebhookDeliveryInsertRow, error) {
-	row := q.db.QueryRow(ctx, webhookDeliveryInsert,
-		arg.TenantID,
-		arg.EndpointID,
-		arg.EventID,
-		arg.EventType,
-		arg.Body,
-		arg.Aggregate,
+// One delivery per (event, endpoint), for any number of pairs in one
+// statement (an empty aggregate stands for none): a redelivered event
+// inserts nothing and gets its existing deliveries back (inserted =
+// false). A pair must not appear twice in one call.
+func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDeliveryInsertParams) ([]WebhookDeliveryInsertRow, error) {
+	rows, err := q.db.Query(ctx, webhookDeliveryInsert,
+		arg.TenantIds,
+		arg.EndpointIds,
+		arg.EventIds,
+		arg.EventTypes,
+		arg.Bodies,
+		arg.Aggregates,
 		arg.Now,
 	)
-	var i WebhookDeliveryInsertRow
-	err := row.Scan(&i.ID, &i.Inserted)
-	return i, err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookDeliveryInsertRow{}
+	for rows.Next() {
+		var i WebhookDeliveryInsertRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.EndpointID,
+			&i.EventID,
+			&i.Inserted,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const webhookDeliveryList = `-- name: WebhookDeliveryList :many
@@ -1015,29 +1040,40 @@ func (q *Queries) WebhookEndpointTakeRate(ctx context.Context, arg WebhookEndpoi
 }
 
 const webhookEndpointsMatching = `-- name: WebhookEndpointsMatching :many
-SELECT id FROM webhook_endpoints
- WHERE tenant_id = $1 AND enabled AND deleted_at IS NULL AND ($2::text = ANY(events) OR '*' = ANY(events))
- ORDER BY id
+SELECT x.i::int AS i, e.id
+  FROM (SELECT i, ($1::bigint[])[i] AS tenant_id, ($2::text[])[i] AS event_type
+          FROM generate_subscripts($1::bigint[], 1) AS i) x
+  JOIN webhook_endpoints e ON e.tenant_id = x.tenant_id
+ WHERE e.enabled AND e.deleted_at IS NULL AND (x.event_type = ANY(e.events) OR '*' = ANY(e.events))
+ ORDER BY x.i, e.id
 `
 
 type WebhookEndpointsMatchingParams struct {
-	TenantID  int64
-	EventType string
+	TenantIds  []int64
+	EventTypes []string
 }
 
-func (q *Queries) WebhookEndpointsMatching(ctx context.Context, arg WebhookEndpointsMatchingParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, webhookEndpointsMatching, arg.TenantID, arg.EventType)
+type WebhookEndpointsMatchingRow struct {
+	I  int32
+	ID int64
+}
+
+// The enabled endpoints that take each event of a batch (the i-th of
+// tenant_ids and event_types, i from 1): one statement for every event the
+// consumer holds, ordered by event, then endpoint.
+func (q *Queries) WebhookEndpointsMatching(ctx context.Context, arg WebhookEndpointsMatchingParams) ([]WebhookEndpointsMatchingRow, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointsMatching, arg.TenantIds, arg.EventTypes)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	items := []WebhookEndpointsMatchingRow{}
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var i WebhookEndpointsMatchingRow
+		if err := rows.Scan(&i.I, &i.ID); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -106,10 +106,12 @@ func (s *Service) SendTest(ctx context.Context, tenantID int64, actor Actor, end
 		if err != nil {
 			return fmt.Errorf("encode test event: %w", err)
 		}
-		did, _, err := st.insertDelivery(ctx, tenantID, ep.ID, id, eventType, string(body), nil, s.clk.Now())
+		dids, _, err := st.insertDeliveries(ctx, []newDelivery{{TenantID: tenantID, EndpointID: ep.ID, EventID: id,
+			EventType: eventType, Body: string(body)}}, s.clk.Now())
 		if err != nil {
 			return fmt.Errorf("record test delivery: %w", err)
 		}
+		did := dids[0]
 		if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, did, nil, actor.TraceID, fmt.Sprintf("evt_%d:ep_%d", id, ep.ID)); err != nil {
 			return err
 		}

@@ -45,6 +45,15 @@ func (q onQueue) Enqueue(ctx context.Context, tx job.Querier, p job.EnqueueParam
 	return q.Enqueuer.Enqueue(ctx, tx, p)
 }
 
+func (q onQueue) EnqueueMany(ctx context.Context, tx job.Querier, ps []job.EnqueueParams) ([]int64, error) {
+	on := make([]job.EnqueueParams, len(ps))
+	for i, p := range ps {
+		p.Queue = q.queue
+		on[i] = p
+	}
+	return q.Enqueuer.EnqueueMany(ctx, tx, on)
+}
+
 // OnQueue returns e enqueuing every delivery on queue: give it to the
 // Fanout, the Deliverer (retries) and the Service (resends), and run an
 // engine working that queue.

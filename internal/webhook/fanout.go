@@ -12,6 +12,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/natsbus"
 	"github.com/jejakhq/jejak/internal/outbox"
 )
@@ -31,11 +32,27 @@ type Fanout struct {
 	Logger *slog.Logger
 }
 
-// HandleEvent records the deliveries of one event and enqueues their
-// first attempts in one transaction. It is idempotent: a redelivered event
-// finds its deliveries and the jobs' idempotency keys (event id +
-// endpoint), and creates nothing. It returns how many jobs it enqueued.
+// Event is one event to fan out, as the stream carries it.
+type Event struct {
+	TenantID, ID int64
+	Type         string
+	Body         []byte
+	TraceID      string
+}
+
+// HandleEvent is HandleEvents for one event.
 func (f *Fanout) HandleEvent(ctx context.Context, tenantID, eventID int64, eventType string, body []byte, traceID string) (int, error) {
+	return f.HandleEvents(ctx, []Event{{TenantID: tenantID, ID: eventID, Type: eventType, Body: body, TraceID: traceID}})
+}
+
+// HandleEvents records one delivery per matching enabled endpoint of each
+// event's tenant and enqueues their first attempts, in one transaction of
+// at most three statements however many events there are: a consumer
+// that took a transaction per event fell behind a stream of a few hundred
+// events a second. It is idempotent: a redelivered event finds its
+// deliveries and creates nothing, nor a job (an event given twice is
+// recorded once). It returns how many deliveries it created.
+func (f *Fanout) HandleEvents(ctx context.Context, events []Event) (int, error) {
 	clk := f.Clock
 	if clk == nil {
 		clk = clock.Database{}
@@ -44,26 +61,45 @@ func (f *Fanout) HandleEvent(ctx context.Context, tenantID, eventID int64, event
 	err := database.InTx(ctx, f.System, func(tx pgx.Tx) error {
 		created = 0
 		st := newStore(tx)
-		eps, err := st.matching(ctx, tenantID, eventType)
+		ms, err := st.matching(ctx, events)
 		if err != nil {
 			return fmt.Errorf("match webhook endpoints: %w", err)
 		}
-		agg := aggregateOf(body)
-		for _, ep := range eps {
-			did, _, err := st.insertDelivery(ctx, tenantID, ep, eventID, eventType, string(body), agg, clk.Now())
-			if err != nil {
-				return fmt.Errorf("record webhook delivery: %w", err)
-			}
-			key := fmt.Sprintf("evt_%d:ep_%d", eventID, ep)
-			p := jobPayloadJSON(tenantID, did)
-			res, err := f.Jobs.Enqueue(ctx, tx, jobParams(tenantID, p, nil, traceID, key))
-			if err != nil {
-				return fmt.Errorf("enqueue webhook delivery: %w", err)
-			}
-			if !res.Existing {
-				created++
+		if len(ms) == 0 {
+			return nil
+		}
+		type pair struct{ tenant, event, endpoint int64 }
+		seen := make(map[pair]bool, len(ms))
+		ds := make([]newDelivery, 0, len(ms))
+		from := make([]int, 0, len(ms)) // the event of ds[i]
+		for _, m := range ms {
+			e := &events[m.Event]
+			if k := (pair{e.TenantID, e.ID, m.Endpoint}); !seen[k] {
+				seen[k] = true
+				ds = append(ds, newDelivery{TenantID: e.TenantID, EndpointID: m.Endpoint, EventID: e.ID,
+					EventType: e.Type, Body: string(e.Body), Aggregate: aggregateOf(e.Body)})
+				from = append(from, m.Event)
 			}
 		}
+		ids, inserted, err := st.insertDeliveries(ctx, ds, clk.Now())
+		if err != nil {
+			return fmt.Errorf("record webhook deliveries: %w", err)
+		}
+		jobs := make([]job.EnqueueParams, 0, len(ds))
+		for i, d := range ds {
+			if !inserted[i] {
+				continue // recorded before, with its job
+			}
+			key := fmt.Sprintf("evt_%d:ep_%d", d.EventID, d.EndpointID)
+			jobs = append(jobs, jobParams(d.TenantID, jobPayloadJSON(d.TenantID, ids[i]), nil, events[from[i]].TraceID, key))
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		if _, err := f.Jobs.EnqueueMany(ctx, tx, jobs); err != nil {
+			return fmt.Errorf("enqueue webhook deliveries: %w", err)
+		}
+		created = len(jobs)
 		return nil
 	})
 	return created, err
@@ -82,41 +118,111 @@ func aggregateOf(body []byte) *string {
 	return &s
 }
 
-// Run consumes the stream until ctx ends. A message is acknowledged only
-// after its deliveries committed; on error it is redelivered after a pause.
+// fanoutBatch is the most events one transaction of the consumer takes.
+const fanoutBatch = 256
+
+// maxAckPending is how many events the server hands the consumer before
+// it acknowledges any.
+const maxAckPending = 1000
+
+// Run consumes the stream until ctx ends, in batches: each transaction
+// takes every event that has arrived (up to fanoutBatch), so a backlog
+// drains in few transactions and a quiet stream waits for none. An event
+// is acknowledged only after its deliveries committed; on error it is
+// redelivered after a pause.
 func (f *Fanout) Run(ctx context.Context, stream jetstream.Stream) error {
-	log := f.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := f.logger()
 	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable: ConsumerName, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
-		FilterSubject: natsbus.SubjectPrefix + ".>", MaxAckPending: 1000,
+		FilterSubject: natsbus.SubjectPrefix + ".>", MaxAckPending: maxAckPending,
 		Description: "fans Jejak events out to tenant webhooks",
 	})
 	if err != nil {
 		return fmt.Errorf("webhook consumer: %w", err)
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		id, tid, err := natsbus.EventOf(m)
-		if err != nil {
-			_ = m.Term() // not ours; never redeliver it
-			return
-		}
-		h := m.Headers()
-		if _, err := f.HandleEvent(ctx, tid, id, h.Get(natsbus.HeaderEventType), m.Data(), h.Get(natsbus.HeaderTraceID)); err != nil {
-			if ctx.Err() == nil {
-				log.Error("webhook fan-out", "event_id", id, "tenant_id", tid, "err", err)
-			}
-			_ = m.NakWithDelay(5 * time.Second)
-			return
-		}
-		_ = m.Ack()
-	})
+	// The callback only queues. The server hands out at most
+	// maxAckPending unacknowledged events, so the queue never fills and
+	// the callback never blocks.
+	queued := make(chan jetstream.Msg, maxAckPending)
+	cc, err := cons.Consume(func(m jetstream.Msg) { queued <- m })
 	if err != nil {
 		return fmt.Errorf("consume webhook events: %w", err)
 	}
-	<-ctx.Done()
-	cc.Stop()
-	return nil
+	for {
+		var batch []jetstream.Msg
+		select {
+		case <-ctx.Done():
+			cc.Stop()
+			// What is queued goes back now rather than after AckWait.
+			for {
+				select {
+				case m := <-queued:
+					_ = m.Nak()
+				default:
+					return nil
+				}
+			}
+		case m := <-queued:
+			batch = append(batch, m)
+		}
+	gather:
+		for len(batch) < fanoutBatch {
+			select {
+			case m := <-queued:
+				batch = append(batch, m)
+			default:
+				break gather
+			}
+		}
+		f.handleBatch(ctx, batch, log)
+	}
+}
+
+// handleBatch fans msgs out in one transaction and acknowledges them once
+// it committed. When that fails each event is tried alone, so an event
+// that cannot be recorded holds back only itself (it is redelivered after
+// a pause); a message that is not an event is never redelivered.
+func (f *Fanout) handleBatch(ctx context.Context, msgs []jetstream.Msg, log *slog.Logger) {
+	events := make([]Event, 0, len(msgs))
+	held := make([]jetstream.Msg, 0, len(msgs))
+	for _, m := range msgs {
+		id, tid, err := natsbus.EventOf(m)
+		if err != nil {
+			_ = m.Term()
+			continue
+		}
+		h := m.Headers()
+		events = append(events, Event{TenantID: tid, ID: id, Type: h.Get(natsbus.HeaderEventType), Body: m.Data(),
+			TraceID: h.Get(natsbus.HeaderTraceID)})
+		held = append(held, m)
+	}
+	if len(events) == 0 {
+		return
+	}
+	_, err := f.HandleEvents(ctx, events)
+	if err == nil {
+		for _, m := range held {
+			_ = m.Ack()
+		}
+		return
+	}
+	if len(events) > 1 && ctx.Err() == nil {
+		for i := range events {
+			f.handleBatch(ctx, held[i:i+1], log)
+		}
+		return
+	}
+	for i, m := range held {
+		if ctx.Err() == nil {
+			log.Error("webhook fan-out", "event_id", events[i].ID, "tenant_id", events[i].TenantID, "err", err)
+		}
+		_ = m.NakWithDelay(5 * time.Second)
+	}
+}
+
+func (f *Fanout) logger() *slog.Logger {
+	if f.Logger == nil {
+		return slog.Default()
+	}
+	return f.Logger
 }

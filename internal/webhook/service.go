@@ -21,6 +21,7 @@ import (
 // Enqueuer is the part of the job engine webhooks need.
 type Enqueuer interface {
 	Enqueue(ctx context.Context, tx job.Querier, p job.EnqueueParams) (job.Enqueued, error)
+	EnqueueMany(ctx context.Context, tx job.Querier, ps []job.EnqueueParams) ([]int64, error)
 }
 
 // Actor is who manages endpoints, for authorisation and the audit trail.

@@ -193,14 +193,71 @@ func (s store) recoverFailed(ctx context.Context, tenantID, endpointID int64, si
 	return out, err
 }
 
-func (s store) matching(ctx context.Context, tenantID int64, eventType string) ([]int64, error) {
-	return s.q.WebhookEndpointsMatching(ctx, queries.WebhookEndpointsMatchingParams{TenantID: tenantID, EventType: eventType})
+// match is one endpoint that takes event number Event of a batch.
+type match struct {
+	Event    int // index into the batch
+	Endpoint int64
 }
 
-func (s store) insertDelivery(ctx context.Context, tenantID, endpointID, eventID int64, eventType, body string, aggregate *string, now *time.Time) (int64, bool, error) {
-	r, err := s.q.WebhookDeliveryInsert(ctx, queries.WebhookDeliveryInsertParams{
-		TenantID: tenantID, EndpointID: endpointID, EventID: eventID, EventType: eventType, Body: body, Aggregate: aggregate, Now: now})
-	return r.ID, r.Inserted, err
+// matching lists the enabled endpoints taking each of events, in event
+// order, then endpoint order.
+func (s store) matching(ctx context.Context, events []Event) ([]match, error) {
+	tenants := make([]int64, len(events))
+	types := make([]string, len(events))
+	for i, e := range events {
+		tenants[i], types[i] = e.TenantID, e.Type
+	}
+	rows, err := s.q.WebhookEndpointsMatching(ctx, queries.WebhookEndpointsMatchingParams{TenantIds: tenants, EventTypes: types})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]match, len(rows))
+	for i, r := range rows {
+		out[i] = match{Event: int(r.I) - 1, Endpoint: r.ID}
+	}
+	return out, nil
+}
+
+// newDelivery is one delivery to record: an event for one endpoint.
+type newDelivery struct {
+	TenantID, EndpointID, EventID int64
+	EventType, Body               string
+	Aggregate                     *string
+}
+
+// insertDeliveries records ds (no (event, endpoint) pair twice) in one
+// statement and returns, in ds's order, each one's id and whether this
+// call inserted it (false: the event was recorded before).
+func (s store) insertDeliveries(ctx context.Context, ds []newDelivery, now *time.Time) (ids []int64, inserted []bool, err error) {
+	p := queries.WebhookDeliveryInsertParams{Now: now,
+		TenantIds: make([]int64, len(ds)), EndpointIds: make([]int64, len(ds)), EventIds: make([]int64, len(ds)),
+		EventTypes: make([]string, len(ds)), Bodies: make([]string, len(ds)), Aggregates: make([]string, len(ds))}
+	type key struct{ endpoint, event int64 }
+	at := make(map[key]int, len(ds))
+	for i, d := range ds {
+		p.TenantIds[i], p.EndpointIds[i], p.EventIds[i] = d.TenantID, d.EndpointID, d.EventID
+		p.EventTypes[i], p.Bodies[i] = d.EventType, d.Body
+		if d.Aggregate != nil {
+			p.Aggregates[i] = *d.Aggregate
+		}
+		at[key{d.EndpointID, d.EventID}] = i
+	}
+	rows, err := s.q.WebhookDeliveryInsert(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rows) != len(ds) {
+		return nil, nil, fmt.Errorf("recorded %d of %d webhook deliveries", len(rows), len(ds))
+	}
+	ids, inserted = make([]int64, len(ds)), make([]bool, len(ds))
+	for _, r := range rows {
+		i, ok := at[key{r.EndpointID, r.EventID}]
+		if !ok {
+			return nil, nil, fmt.Errorf("webhook delivery %d: unexpected endpoint %d and event %d", r.ID, r.EndpointID, r.EventID)
+		}
+		ids[i], inserted[i] = r.ID, r.Inserted
+	}
+	return ids, inserted, nil
 }
 
 type attemptTarget struct {

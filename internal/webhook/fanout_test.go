@@ -1,0 +1,192 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jejakhq/jejak/internal/natsbus"
+	"github.com/jejakhq/jejak/internal/webhook"
+)
+
+// One call fans a batch out: each event gets one delivery and one job per
+// enabled endpoint of its own tenant that takes its type, an event given
+// twice is recorded once, and the same batch again creates nothing.
+func TestFanoutRecordsABatchOnce(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	ctx := context.Background()
+	endpoint := func(tenant int64, actor webhook.Actor, events string) int64 {
+		t.Helper()
+		c, err := v.svc.Create(ctx, tenant, actor, "https://example.com/"+strconv.Itoa(len(events)), events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Endpoint.ID
+	}
+	all := endpoint(v.tenant, v.owner, "*")
+	created := endpoint(v.tenant, v.owner, "project.created")
+	off := endpoint(v.tenant, v.owner, "project.deleted")
+	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, off, false); err != nil {
+		t.Fatal(err)
+	}
+	var other, otherOwner int64
+	if err := v.db.Admin.QueryRow(ctx, "INSERT INTO tenants (slug, name) VALUES ('lain', 'Lain') RETURNING id").Scan(&other); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.db.Admin.QueryRow(ctx, "INSERT INTO users (email, name, password_hash) VALUES ('o@lain.test', 'Lain', 'x') RETURNING id").Scan(&otherOwner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.db.Admin.Exec(ctx, "INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, 'owner')", other, otherOwner); err != nil {
+		t.Fatal(err)
+	}
+	theirs := endpoint(other, webhook.Actor{UserID: otherOwner, Role: "owner"}, "*")
+
+	events := []webhook.Event{
+		{TenantID: v.tenant, ID: 11, Type: "project.created", Body: []byte(`{"aggregate":{"type":"project","id":"1"}}`), TraceID: "t11"},
+		{TenantID: v.tenant, ID: 12, Type: "project.deleted", Body: []byte(`{}`), TraceID: "t12"},
+		{TenantID: other, ID: 13, Type: "project.created", Body: []byte(`{}`), TraceID: "t13"},
+		{TenantID: v.tenant, ID: 11, Type: "project.created", Body: []byte(`{"aggregate":{"type":"project","id":"1"}}`), TraceID: "t11"},
+		{TenantID: 999999, ID: 14, Type: "project.created", Body: []byte(`{}`)},
+	}
+	want := map[string]bool{
+		fmt.Sprintf("evt_11:ep_%d", all): true, fmt.Sprintf("evt_11:ep_%d", created): true,
+		fmt.Sprintf("evt_12:ep_%d", all): true, fmt.Sprintf("evt_13:ep_%d", theirs): true,
+	}
+	for round, wantCreated := range []int{len(want), 0} {
+		n, err := v.fanout.HandleEvents(ctx, events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != wantCreated {
+			t.Fatalf("round %d: created %d deliveries, want %d", round, n, wantCreated)
+		}
+		rows, err := v.db.Admin.Query(ctx, `SELECT j.idempotency_key, j.trace_id, d.tenant_id, coalesce(d.aggregate, '')
+			FROM jobs j JOIN webhook_deliveries d ON d.id = (j.payload->>'delivery_id')::bigint
+			WHERE j.kind = 'webhook.deliver'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for rows.Next() {
+			var key, trace, agg string
+			var tenant int64
+			if err := rows.Scan(&key, &trace, &tenant, &agg); err != nil {
+				t.Fatal(err)
+			}
+			got[key] = true
+			var ev int64
+			var ep int64
+			if _, err := fmt.Sscanf(key, "evt_%d:ep_%d", &ev, &ep); err != nil {
+				t.Fatalf("job key %q: %v", key, err)
+			}
+			if wantTrace := fmt.Sprintf("t%d", ev); trace != wantTrace {
+				t.Errorf("job %s has trace %q, want %q", key, trace, wantTrace)
+			}
+			if (ep == theirs) != (tenant == other) {
+				t.Errorf("job %s belongs to tenant %d", key, tenant)
+			}
+			if wantAgg := map[int64]string{11: "project/1"}[ev]; agg != wantAgg {
+				t.Errorf("delivery of %s has aggregate %q, want %q", key, agg, wantAgg)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: jobs %v, want %v", round, got, want)
+		}
+		for k := range want {
+			if !got[k] {
+				t.Fatalf("round %d: no job %s among %v", round, k, got)
+			}
+		}
+		if d := v.count(t, "SELECT count(*) FROM webhook_deliveries"); d != len(want) {
+			t.Fatalf("round %d: %d deliveries, want %d", round, d, len(want))
+		}
+	}
+}
+
+// An event that cannot be recorded (its body is not valid text for the
+// database) makes its batch fail; the events beside it are recorded and
+// acknowledged all the same, and only it waits for redelivery.
+func TestFanoutBatchHoldsBackOnlyTheEventItCannotRecord(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	ctx := context.Background()
+	if _, err := v.svc.Create(ctx, v.tenant, v.owner, "https://example.com/hook", "*"); err != nil {
+		t.Fatal(err)
+	}
+	bus, err := natsbus.Open(ctx, natsbus.Config{DataDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	bodies := [][]byte{[]byte(`{"n":1}`), {'{', 0xff, '}'}, []byte(`{"n":3}`)}
+	for i, b := range bodies {
+		m := nats.NewMsg(natsbus.Subject("toko", "project.created"))
+		m.Data = b
+		m.Header.Set(jetstream.MsgIDHeader, strconv.Itoa(i+1))
+		m.Header.Set(natsbus.HeaderTenantID, strconv.FormatInt(v.tenant, 10))
+		m.Header.Set(natsbus.HeaderEventType, "project.created")
+		if _, err := bus.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := bus.Stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "test", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetched, err := cons.Fetch(len(bodies), jetstream.FetchMaxWait(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []jetstream.Msg
+	for m := range fetched.Messages() {
+		msgs = append(msgs, m)
+	}
+	if len(msgs) != len(bodies) {
+		t.Fatalf("fetched %d events, want %d", len(msgs), len(bodies))
+	}
+	v.fanout.HandleBatch(ctx, msgs)
+
+	rows, err := v.db.Admin.Query(ctx, "SELECT event_id FROM webhook_deliveries ORDER BY event_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, id)
+	}
+	if rows.Err() != nil || fmt.Sprint(got) != "[1 3]" {
+		t.Fatalf("deliveries of events %v (%v), want [1 3]", got, rows.Err())
+	}
+	if n := v.count(t, "SELECT count(*) FROM jobs WHERE kind = 'webhook.deliver'"); n != 2 {
+		t.Fatalf("%d jobs, want 2", n)
+	}
+	// The server saw two acknowledgements and one refusal: only the
+	// unrecordable event is still pending (redelivered after a pause).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumAckPending == 1 && info.AckFloor.Stream == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer: %d pending, ack floor %d; want 1 pending (event 2), floor 1", info.NumAckPending, info.AckFloor.Stream)
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the server's view, with a deadline
+	}
+}
