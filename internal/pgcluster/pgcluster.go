@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -82,16 +83,39 @@ func Start(ctx context.Context, dir, database string, settings ...string) (*Clus
 	if port, ok := c.runningPort(ctx); ok {
 		c.Port = port
 	} else {
-		if err := c.start(ctx); err != nil {
-			return nil, err
-		}
+		// The server is ours to stop from here: pg_ctl cut short while it
+		// waits for the server (ctx ended: a signal during start-up) has
+		// already started one, which would outlive us.
 		c.started = true
+		if err := c.start(ctx); err != nil {
+			return nil, c.abandon(err)
+		}
 	}
 	if err := c.ensureDatabase(ctx); err != nil {
-		return nil, err
+		return nil, c.abandon(err)
 	}
 	return c, nil
 }
+
+// abandon stops the server if Start started it, and returns err, why Start
+// gives up: a start that fails half-way leaves no server behind. The stop
+// has a deadline of its own, as ctx's end may be why Start gives up.
+func (c *Cluster) abandon(err error) error {
+	if !c.started {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if serr := c.Stop(sctx); serr != nil {
+		if _, running := c.runningPort(sctx); running {
+			return errors.Join(err, fmt.Errorf("stop the server this start left running: %w", serr))
+		}
+	}
+	return err
+}
+
+// stopTimeout bounds stopping a server whose start failed.
+const stopTimeout = 30 * time.Second
 
 // Stop shuts the server down (fast mode: sessions are ended, data is safe)
 // if this process started it.
