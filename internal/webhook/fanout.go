@@ -3,11 +3,14 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jejakhq/jejak/internal/clock"
@@ -179,9 +182,10 @@ func (f *Fanout) Run(ctx context.Context, stream jetstream.Stream) error {
 }
 
 // handleBatch fans msgs out in one transaction and acknowledges them once
-// it committed. When that fails each event is tried alone, so an event
-// that cannot be recorded holds back only itself (it is redelivered after
-// a pause); a message that is not an event is never redelivered.
+// it committed. When PostgreSQL refused something of one event, each event
+// is tried alone, so an event that cannot be recorded holds back only
+// itself; otherwise the batch is redelivered after a pause as a whole. A
+// message that is not an event is never redelivered.
 func (f *Fanout) handleBatch(ctx context.Context, msgs []jetstream.Msg, log *slog.Logger) {
 	events := make([]Event, 0, len(msgs))
 	held := make([]jetstream.Msg, 0, len(msgs))
@@ -206,18 +210,28 @@ func (f *Fanout) handleBatch(ctx context.Context, msgs []jetstream.Msg, log *slo
 		}
 		return
 	}
-	if len(events) > 1 && ctx.Err() == nil {
+	if len(events) > 1 && ctx.Err() == nil && ofOneEvent(err) {
 		for i := range events {
 			f.handleBatch(ctx, held[i:i+1], log)
 		}
 		return
 	}
-	for i, m := range held {
-		if ctx.Err() == nil {
-			log.Error("webhook fan-out", "event_id", events[i].ID, "tenant_id", events[i].TenantID, "err", err)
-		}
+	if ctx.Err() == nil {
+		log.Error("webhook fan-out", "first_event_id", events[0].ID, "tenant_id", events[0].TenantID,
+			"events", len(events), "err", err)
+	}
+	for _, m := range held {
 		_ = m.NakWithDelay(5 * time.Second)
 	}
+}
+
+// ofOneEvent reports whether err may be about one event of a batch rather
+// than the database as a whole: PostgreSQL refused a value (data exception)
+// or a row (integrity constraint). Anything else (a lost connection, a
+// timeout) would fail each event alone too, so the batch waits as one.
+func ofOneEvent(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (strings.HasPrefix(pg.Code, "22") || strings.HasPrefix(pg.Code, "23"))
 }
 
 func (f *Fanout) logger() *slog.Logger {

@@ -1,12 +1,17 @@
 package webhook_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -122,17 +127,63 @@ func TestFanoutBatchHoldsBackOnlyTheEventItCannotRecord(t *testing.T) {
 	if _, err := v.svc.Create(ctx, v.tenant, v.owner, "https://example.com/hook", "*"); err != nil {
 		t.Fatal(err)
 	}
+	cons, msgs := fetchEvents(t, v.tenant, []byte(`{"n":1}`), []byte{'{', 0xff, '}'}, []byte(`{"n":3}`))
+	v.fanout.HandleBatch(ctx, msgs)
+
+	rows, err := v.db.Admin.Query(ctx, "SELECT event_id FROM webhook_deliveries ORDER BY event_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || fmt.Sprint(got) != "[1 3]" {
+		t.Fatalf("deliveries of events %v (%v), want [1 3]", got, err)
+	}
+	if n := v.count(t, "SELECT count(*) FROM jobs WHERE kind = 'webhook.deliver'"); n != 2 {
+		t.Fatalf("%d jobs, want 2", n)
+	}
+	// The server saw two acknowledgements and one refusal: only the
+	// unrecordable event is still pending (redelivered after a pause).
+	waitForPending(t, cons, 1, 1)
+}
+
+// When the database cannot be reached, a batch goes back whole: one error
+// logged, and no event tried on its own (each would fail the same way).
+func TestFanoutBatchWaitsWholeWhenTheDatabaseFails(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	ctx := context.Background()
+	closed, err := pgxpool.New(ctx, v.db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	var logged bytes.Buffer
+	fan := &webhook.Fanout{System: closed, Jobs: v.engine, Clock: v.clk,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))}
+	cons, msgs := fetchEvents(t, v.tenant, []byte(`{"n":1}`), []byte(`{"n":2}`), []byte(`{"n":3}`))
+	fan.HandleBatch(ctx, msgs)
+	if n := strings.Count(logged.String(), "webhook fan-out"); n != 1 {
+		t.Fatalf("%d errors logged for one failed batch, want 1:\n%s", n, logged.String())
+	}
+	waitForPending(t, cons, 3, 0)
+}
+
+// fetchEvents publishes one event of tenant per body on a real
+// nats-server, as the relay would, and fetches them all from a consumer of
+// their own.
+func fetchEvents(t *testing.T, tenant int64, bodies ...[]byte) (jetstream.Consumer, []jetstream.Msg) {
+	t.Helper()
+	ctx := context.Background()
 	bus, err := natsbus.Open(ctx, natsbus.Config{DataDir: t.TempDir(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bus.Close()
-	bodies := [][]byte{[]byte(`{"n":1}`), {'{', 0xff, '}'}, []byte(`{"n":3}`)}
+	t.Cleanup(bus.Close)
 	for i, b := range bodies {
 		m := nats.NewMsg(natsbus.Subject("toko", "project.created"))
 		m.Data = b
 		m.Header.Set(jetstream.MsgIDHeader, strconv.Itoa(i+1))
-		m.Header.Set(natsbus.HeaderTenantID, strconv.FormatInt(v.tenant, 10))
+		m.Header.Set(natsbus.HeaderTenantID, strconv.FormatInt(tenant, 10))
 		m.Header.Set(natsbus.HeaderEventType, "project.created")
 		if _, err := bus.JS.PublishMsg(ctx, m); err != nil {
 			t.Fatal(err)
@@ -153,39 +204,25 @@ func TestFanoutBatchHoldsBackOnlyTheEventItCannotRecord(t *testing.T) {
 	if len(msgs) != len(bodies) {
 		t.Fatalf("fetched %d events, want %d", len(msgs), len(bodies))
 	}
-	v.fanout.HandleBatch(ctx, msgs)
+	return cons, msgs
+}
 
-	rows, err := v.db.Admin.Query(ctx, "SELECT event_id FROM webhook_deliveries ORDER BY event_id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, id)
-	}
-	if rows.Err() != nil || fmt.Sprint(got) != "[1 3]" {
-		t.Fatalf("deliveries of events %v (%v), want [1 3]", got, rows.Err())
-	}
-	if n := v.count(t, "SELECT count(*) FROM jobs WHERE kind = 'webhook.deliver'"); n != 2 {
-		t.Fatalf("%d jobs, want 2", n)
-	}
-	// The server saw two acknowledgements and one refusal: only the
-	// unrecordable event is still pending (redelivered after a pause).
+// waitForPending waits until the server counts pending events awaiting
+// their acknowledgement and every event up to ackFloor acknowledged.
+func waitForPending(t *testing.T, cons jetstream.Consumer, pending int, ackFloor uint64) {
+	t.Helper()
+	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		info, err := cons.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.NumAckPending == 1 && info.AckFloor.Stream == 1 {
-			break
+		if info.NumAckPending == pending && info.AckFloor.Stream == ackFloor {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("consumer: %d pending, ack floor %d; want 1 pending (event 2), floor 1", info.NumAckPending, info.AckFloor.Stream)
+			t.Fatalf("consumer: %d pending, ack floor %d; want %d pending, floor %d", info.NumAckPending, info.AckFloor.Stream, pending, ackFloor)
 		}
 		time.Sleep(10 * time.Millisecond) // polling for the server's view, with a deadline
 	}
