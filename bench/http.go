@@ -556,8 +556,9 @@ type httpRun struct {
 	before   counters
 	after    counters
 	// behind is how many events published to the stream the webhook
-	// fan-out had not yet handled when the window ended.
-	behind int64
+	// fan-out had not yet handled when the window ended; undelivered how
+	// many webhook deliveries were still pending then.
+	behind, undelivered int64
 }
 
 func (r httpRun) result(statements bool, load float64) Result {
@@ -582,6 +583,7 @@ func (r httpRun) result(statements bool, load float64) Result {
 		{key, per(float64(d.statements))},
 		{"requests", done},
 		{"fanout_behind", float64(r.behind)},
+		{"webhooks_pending", float64(r.undelivered)},
 		{"loadavg_1m", load},
 	}}
 }
@@ -623,7 +625,7 @@ func (s *httpServer) drive(ctx context.Context, ss []*httpSession, next func(con
 			run.after, err = s.counters(ctx)
 		}
 		if err == nil {
-			run.behind, err = s.fanoutBehind(ctx)
+			run.behind, run.undelivered, err = s.webhookBacklog(ctx)
 		}
 	}
 	wg.Wait()
@@ -634,21 +636,23 @@ func (s *httpServer) drive(ctx context.Context, ss []*httpSession, next func(con
 	return run, err
 }
 
-// fanoutBehind counts the events the relay has published that the webhook
-// fan-out has not turned into deliveries yet, among tenants with an
-// endpoint taking every event (each demo tenant has one): work the
-// request path left behind. The event of a delivery is its outbox id.
-func (s *httpServer) fanoutBehind(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.admin.QueryRow(ctx, `SELECT count(*) FROM outbox_messages o
-		 WHERE o.state = 'delivered'
-		   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.tenant_id = o.tenant_id
-		                  AND e.enabled AND e.deleted_at IS NULL AND '*' = ANY(e.events))
-		   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.tenant_id = o.tenant_id AND d.event_id = o.id)`).Scan(&n)
+// webhookBacklog counts the work on webhooks the request path has left:
+// the events the relay has published that the fan-out has not turned into
+// deliveries yet, among tenants with an endpoint taking every event (each
+// demo tenant has one; the event of a delivery is its outbox id), and the
+// deliveries not yet made (pending: due, delayed, or held by a breaker).
+func (s *httpServer) webhookBacklog(ctx context.Context) (behind, undelivered int64, err error) {
+	err = s.admin.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM outbox_messages o
+		  WHERE o.state = 'delivered'
+		    AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.tenant_id = o.tenant_id
+		                   AND e.enabled AND e.deleted_at IS NULL AND '*' = ANY(e.events))
+		    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.tenant_id = o.tenant_id AND d.event_id = o.id)),
+		(SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')`).Scan(&behind, &undelivered)
 	if err != nil {
-		return 0, fmt.Errorf("count events not fanned out: %w", err)
+		return 0, 0, fmt.Errorf("count the webhook backlog: %w", err)
 	}
-	return n, nil
+	return behind, undelivered, nil
 }
 
 // sessionLoop is one session asking for one request after the other
