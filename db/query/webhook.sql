@@ -136,13 +136,17 @@ SELECT x.i::int AS i, e.id
 -- One delivery per (event, endpoint), for any number of pairs in one
 -- statement (an empty aggregate stands for none): a redelivered event
 -- inserts nothing and gets its existing deliveries back (inserted =
--- false). A pair must not appear twice in one call.
+-- false). A pair must not appear twice in one call. The deliveries get
+-- their ids in the order given: an ordered endpoint delivers an
+-- aggregate's events in delivery id order.
 INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at)
 SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''), c.at, c.at, c.at
-  FROM (SELECT unnest(sqlc.arg('tenant_ids')::bigint[]) AS tenant_id, unnest(sqlc.arg('endpoint_ids')::bigint[]) AS endpoint_id,
+  FROM (SELECT generate_subscripts(sqlc.arg('tenant_ids')::bigint[], 1) AS n,
+               unnest(sqlc.arg('tenant_ids')::bigint[]) AS tenant_id, unnest(sqlc.arg('endpoint_ids')::bigint[]) AS endpoint_id,
                unnest(sqlc.arg('event_ids')::bigint[]) AS event_id, unnest(sqlc.arg('event_types')::text[]) AS event_type,
                unnest(sqlc.arg('bodies')::text[]) AS body, unnest(sqlc.arg('aggregates')::text[]) AS aggregate) d,
        (SELECT coalesce(sqlc.narg('now')::timestamptz, now()) AS at) c
+ ORDER BY d.n
 ON CONFLICT (tenant_id, endpoint_id, event_id) DO UPDATE SET updated_at = webhook_deliveries.updated_at
 RETURNING id, endpoint_id, event_id, (xmax = 0)::boolean AS inserted;
 

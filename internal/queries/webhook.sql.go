@@ -206,10 +206,12 @@ func (q *Queries) WebhookDeliveryGet(ctx context.Context, arg WebhookDeliveryGet
 const webhookDeliveryInsert = `-- name: WebhookDeliveryInsert :many
 INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at)
 SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''), c.at, c.at, c.at
-  FROM (SELECT unnest($1::bigint[]) AS tenant_id, unnest($2::bigint[]) AS endpoint_id,
+  FROM (SELECT generate_subscripts($1::bigint[], 1) AS n,
+               unnest($1::bigint[]) AS tenant_id, unnest($2::bigint[]) AS endpoint_id,
                unnest($3::bigint[]) AS event_id, unnest($4::text[]) AS event_type,
                unnest($5::text[]) AS body, unnest($6::text[]) AS aggregate) d,
        (SELECT coalesce($7::timestamptz, now()) AS at) c
+ ORDER BY d.n
 ON CONFLICT (tenant_id, endpoint_id, event_id) DO UPDATE SET updated_at = webhook_deliveries.updated_at
 RETURNING id, endpoint_id, event_id, (xmax = 0)::boolean AS inserted
 `
@@ -234,7 +236,9 @@ type WebhookDeliveryInsertRow struct {
 // One delivery per (event, endpoint), for any number of pairs in one
 // statement (an empty aggregate stands for none): a redelivered event
 // inserts nothing and gets its existing deliveries back (inserted =
-// false). A pair must not appear twice in one call.
+// false). A pair must not appear twice in one call. The deliveries get
+// their ids in the order given: an ordered endpoint delivers an
+// aggregate's events in delivery id order.
 func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDeliveryInsertParams) ([]WebhookDeliveryInsertRow, error) {
 	rows, err := q.db.Query(ctx, webhookDeliveryInsert,
 		arg.TenantIds,

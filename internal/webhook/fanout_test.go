@@ -117,6 +117,40 @@ func TestFanoutRecordsABatchOnce(t *testing.T) {
 	}
 }
 
+// Events of one aggregate fanned out in one batch keep their stream order
+// in their deliveries' ids, the order an ordered endpoint delivers them in.
+func TestFanoutBatchKeepsStreamOrder(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	ctx := context.Background()
+	c, err := v.svc.Create(ctx, v.tenant, v.owner, "https://example.com/hook", "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.svc.Configure(ctx, v.tenant, v.owner, c.Endpoint.ID, webhook.Settings{Ordered: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Event ids out of numeric order, as a stream may carry them (the
+	// relay publishes in claim order, not id order).
+	ids := []int64{30, 10, 50, 20, 40, 70, 60}
+	events := make([]webhook.Event, len(ids))
+	for i, id := range ids {
+		events[i] = webhook.Event{TenantID: v.tenant, ID: id, Type: "project.updated",
+			Body: []byte(`{"aggregate":{"type":"project","id":"7"}}`)}
+	}
+	if n, err := v.fanout.HandleEvents(ctx, events); err != nil || n != len(ids) {
+		t.Fatalf("created %d (%v), want %d", n, err, len(ids))
+	}
+	rows, err := v.db.Admin.Query(ctx, "SELECT event_id FROM webhook_deliveries ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Fatalf("deliveries in id order carry events %v (%v), want the stream's order %v", got, err, ids)
+	}
+}
+
 // An event that cannot be recorded (its body is not valid text for the
 // database) makes its batch fail; the events beside it are recorded and
 // acknowledged all the same, and only it waits for redelivery.
