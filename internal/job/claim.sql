@@ -13,9 +13,15 @@
 --   $11 maximum per-tenant share
 --   $12 paused kinds: their jobs are passed over. When none is paused the
 --       engine runs this statement without that line and parameter
---       (claimAnyKindSQL), as a prepared statement with a cached plan:
---       parsing and planning this statement cost about a third of a
---       claim. Its generic plan is the right one only without the filter:
+--       (claimAnyKindSQL), as a prepared statement: parsed once per
+--       connection. PostgreSQL caches its generic plan only when it
+--       estimates it no dearer than the custom ones: under a steady queue
+--       it mostly does; with a near-empty queue (the web server's) it
+--       plans again on about half the claims (about as costly as running
+--       them). Forcing the generic plan (SET LOCAL plan_cache_mode in a
+--       transaction of the claim's own) did not pay: the generic plan costs
+--       ~21 ms to build on every connection and after every ANALYZE of
+--       jobs. Its generic plan is the right one only without the filter:
 --       `kind <> ALL($12)` over a table where one kind dominates is
 --       estimated to keep almost nothing, and the plan then reads each
 --       tenant's whole range through a bitmap and sorts it (15x slower).
