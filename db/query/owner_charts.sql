@@ -33,7 +33,9 @@ ORDER BY 1;
 -- busy tenants' 414k rows, every maintenance pass). The first fold (the
 -- mark still -infinity) replaces yesterday's and today's rows (local days,
 -- all of whose minutes are still kept) with their minutes, as every fold
--- did before the mark existed. The mark never moves back.
+-- did before the mark existed. A later fold takes every minute from the
+-- mark, however old (a leader away for days folds them before they are
+-- pruned). The mark never moves back.
 --
 -- The mark is two minutes before the fold's minute: a rollup row is
 -- counted under the minute its transaction began, so a completion still
@@ -45,7 +47,9 @@ ORDER BY 1;
 WITH prev AS (
     SELECT folded_before FROM job_stats_folded FOR UPDATE
 ), span AS (
-    SELECT (SELECT folded_before FROM prev) AS after,
+    SELECT CASE WHEN (SELECT folded_before FROM prev) = '-infinity'
+                THEN coalesce(sqlc.narg('now')::timestamptz, now()) - interval '48 hours'
+                ELSE (SELECT folded_before FROM prev) END AS after,
            date_trunc('minute', coalesce(sqlc.narg('now')::timestamptz, now())) - interval '2 minutes' AS before,
            -- 0 for the first fold (replace), 1 after it (add)
            CASE WHEN (SELECT folded_before FROM prev) = '-infinity' THEN 0 ELSE 1 END AS kept
@@ -56,8 +60,7 @@ INSERT INTO job_stats_day AS d (tenant_id, day, succeeded, failed, dead)
 SELECT m.tenant_id, (m.minute AT TIME ZONE t.time_zone)::date,
        sum(m.succeeded)::bigint, sum(m.failed)::bigint, sum(m.dead)::bigint
 FROM job_stats_minute m JOIN tenants t ON t.id = m.tenant_id CROSS JOIN span
-WHERE m.minute >= greatest(span.after, coalesce(sqlc.narg('now')::timestamptz, now()) - interval '48 hours')
-  AND m.minute < span.before
+WHERE m.minute >= span.after AND m.minute < span.before
   AND (span.kept = 1
        OR (m.minute AT TIME ZONE t.time_zone)::date
           >= ((coalesce(sqlc.narg('now')::timestamptz, now()) - interval '24 hours') AT TIME ZONE t.time_zone)::date)

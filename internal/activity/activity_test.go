@@ -220,6 +220,18 @@ func TestJobDaysReadOnlyTheMinutesTheFoldDidNotReach(t *testing.T) {
 	if day != [3]int64{14, 0, 0} {
 		t.Errorf("today's folded row %v, want [14 0 0] (up to 10:02, the changed 07:00 as first folded)", day)
 	}
+	// The leader away for three days: its next fold still takes every
+	// minute from the mark, those more than 48 hours old too (they are
+	// pruned only after it).
+	minute(at(12, 0), 3, 0)
+	fold(now.AddDate(0, 0, 3))
+	if err := db.Admin.QueryRow(ctx, `SELECT succeeded, failed, dead FROM job_stats_day WHERE tenant_id = $1 AND day = '2026-11-30'`, tenantID).
+		Scan(&day[0], &day[1], &day[2]); err != nil {
+		t.Fatal(err)
+	}
+	if day != [3]int64{23, 0, 0} {
+		t.Errorf("the folded row of three days before %v, want [23 0 0] (with 10:04 and 12:00)", day)
+	}
 }
 
 // TestJobDaysBoundTheMinutesByTheMark: under the tenant's scoping (row-level

@@ -380,7 +380,7 @@ func storeStatsPrune(ctx context.Context, db queries.DBTX, now *time.Time, older
 	return queries.New(db).JobStatsPrune(ctx, queries.JobStatsPruneParams{Now: now, OlderThanSeconds: olderThan.Seconds()})
 }
 
-// storeStatsFoldDays folds yesterday's and today's minutes into days.
+// storeStatsFoldDays folds the minutes since the last fold into days.
 func storeStatsFoldDays(ctx context.Context, db queries.DBTX, now *time.Time) (int64, error) {
 	return queries.New(db).JobStatsFoldDays(ctx, now)
 }
