@@ -112,7 +112,7 @@ func (s *Service) SendTest(ctx context.Context, tenantID int64, actor Actor, end
 			return fmt.Errorf("record test delivery: %w", err)
 		}
 		did := dids[0]
-		if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, did, nil, actor.TraceID, fmt.Sprintf("evt_%d:ep_%d", id, ep.ID)); err != nil {
+		if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, did, nil, actor.TraceID, firstAttemptKey(id, ep.ID)); err != nil {
 			return err
 		}
 		if d, err = st.delivery(ctx, tenantID, did); err != nil {

@@ -102,6 +102,13 @@ func jobPayloadJSON(tenantID, deliveryID int64) json.RawMessage {
 	return p
 }
 
+// firstAttemptKey is the idempotency key of the job of a delivery's first
+// attempt: one per (event, endpoint), so an event recorded again enqueues
+// nothing.
+func firstAttemptKey(eventID, endpointID int64) string {
+	return "evt_" + strconv.FormatInt(eventID, 10) + ":ep_" + strconv.FormatInt(endpointID, 10)
+}
+
 func jobParams(tenantID int64, p json.RawMessage, at *time.Time, traceID, key string) job.EnqueueParams {
 	// The job's own retries cover database trouble only; delivery retries
 	// follow Schedule as new jobs.

@@ -71,16 +71,20 @@ func (f *Fanout) HandleEvents(ctx context.Context, events []Event) (int, error) 
 		if len(ms) == 0 {
 			return nil
 		}
-		type pair struct{ tenant, event, endpoint int64 }
+		type pair struct{ event, endpoint int64 }
 		seen := make(map[pair]bool, len(ms))
 		ds := make([]newDelivery, 0, len(ms))
 		from := make([]int, 0, len(ms)) // the event of ds[i]
-		for _, m := range ms {
+		body, agg := "", (*string)(nil) // of the event last read: ms lists each event's endpoints together
+		for i, m := range ms {
 			e := &events[m.Event]
-			if k := (pair{e.TenantID, e.ID, m.Endpoint}); !seen[k] {
+			if k := (pair{e.ID, m.Endpoint}); !seen[k] {
 				seen[k] = true
+				if i == 0 || m.Event != ms[i-1].Event {
+					body, agg = string(e.Body), aggregateOf(e.Body)
+				}
 				ds = append(ds, newDelivery{TenantID: e.TenantID, EndpointID: m.Endpoint, EventID: e.ID,
-					EventType: e.Type, Body: string(e.Body), Aggregate: aggregateOf(e.Body)})
+					EventType: e.Type, Body: body, Aggregate: agg})
 				from = append(from, m.Event)
 			}
 		}
@@ -93,8 +97,8 @@ func (f *Fanout) HandleEvents(ctx context.Context, events []Event) (int, error) 
 			if !inserted[i] {
 				continue // recorded before, with its job
 			}
-			key := fmt.Sprintf("evt_%d:ep_%d", d.EventID, d.EndpointID)
-			jobs = append(jobs, jobParams(d.TenantID, jobPayloadJSON(d.TenantID, ids[i]), nil, events[from[i]].TraceID, key))
+			jobs = append(jobs, jobParams(d.TenantID, jobPayloadJSON(d.TenantID, ids[i]), nil, events[from[i]].TraceID,
+				firstAttemptKey(d.EventID, d.EndpointID)))
 		}
 		if len(jobs) == 0 {
 			return nil
