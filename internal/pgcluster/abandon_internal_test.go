@@ -13,13 +13,7 @@ import (
 // error and leaves no server running on the data directory.
 func TestStartCutShortLeavesNoServer(t *testing.T) {
 	t.Parallel()
-	parent := t.TempDir()
-	for _, d := range []string{filepath.Dir(parent), parent} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := filepath.Join(parent, "pg")
+	dir := DataDirForTest(t)
 	// initdb and the first start, whole: the cut must fall on a start.
 	first, err := Start(context.Background(), dir, "jejak_try")
 	if err != nil {

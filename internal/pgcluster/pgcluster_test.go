@@ -18,15 +18,7 @@ import (
 func TestClusterKeepsDataAcrossRestarts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	parent := t.TempDir()
-	// The server may run as the postgres OS user (when tests run as root):
-	// it must be able to reach the data directory.
-	for _, d := range []string{filepath.Dir(parent), parent} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := filepath.Join(parent, "pg")
+	dir := pgcluster.DataDirForTest(t)
 
 	c, err := pgcluster.Start(ctx, dir, "jejak_try")
 	if err != nil {
