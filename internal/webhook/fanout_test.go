@@ -40,17 +40,9 @@ func TestFanoutRecordsABatchOnce(t *testing.T) {
 	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, off, false); err != nil {
 		t.Fatal(err)
 	}
-	var other, otherOwner int64
-	if err := v.db.Admin.QueryRow(ctx, "INSERT INTO tenants (slug, name) VALUES ('lain', 'Lain') RETURNING id").Scan(&other); err != nil {
-		t.Fatal(err)
-	}
-	if err := v.db.Admin.QueryRow(ctx, "INSERT INTO users (email, name, password_hash) VALUES ('o@lain.test', 'Lain', 'x') RETURNING id").Scan(&otherOwner); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := v.db.Admin.Exec(ctx, "INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, 'owner')", other, otherOwner); err != nil {
-		t.Fatal(err)
-	}
-	theirs := endpoint(other, webhook.Actor{UserID: otherOwner, Role: "owner"}, "*")
+	lain := seedTenant(t, v.db, "lain")
+	other := lain.tenant
+	theirs := endpoint(other, lain.owner, "*")
 
 	events := []webhook.Event{
 		{TenantID: v.tenant, ID: 11, Type: "project.created", Body: []byte(`{"aggregate":{"type":"project","id":"1"}}`), TraceID: "t11"},
