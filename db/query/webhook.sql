@@ -165,9 +165,84 @@ VALUES (@tenant_id, @delivery_id, @attempt, coalesce(sqlc.narg('now')::timestamp
 -- name: WebhookDeliveryUpdate :one
 UPDATE webhook_deliveries
    SET state = @state, attempts = @attempts, last_status = sqlc.narg('last_status'), last_error = sqlc.narg('last_error'),
-       next_attempt_at = sqlc.narg('next_attempt_at'), updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+       next_attempt_at = sqlc.narg('next_attempt_at'), updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+       held_at = NULL
  WHERE tenant_id = @tenant_id AND id = @id
 RETURNING *;
+
+-- name: WebhookEndpointTakeHolder :one
+-- Makes @delivery_id the delivery whose job waits out the endpoint's open
+-- breaker, unless another one already does (a holder stands while it is
+-- pending and not held). No row: another delivery holds the breaker.
+UPDATE webhook_endpoints e
+   SET breaker_holder = @delivery_id::bigint
+ WHERE e.tenant_id = @tenant_id AND e.id = @endpoint_id
+   AND (e.breaker_holder IS NULL OR e.breaker_holder = @delivery_id::bigint
+        OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                        WHERE d.tenant_id = e.tenant_id AND d.id = e.breaker_holder
+                          AND d.state = 'pending' AND d.held_at IS NULL))
+RETURNING e.id;
+
+-- name: WebhookDeliveryHold :execrows
+-- Holds a pending delivery: it keeps its state and attempts but has no job
+-- until the held deliveries of its endpoint are released.
+UPDATE webhook_deliveries
+   SET held_at = @now::timestamptz, next_attempt_at = NULL, updated_at = @now::timestamptz
+ WHERE tenant_id = @tenant_id AND id = @id AND state = 'pending' AND held_at IS NULL;
+
+-- name: WebhookHeldRelease :many
+-- Takes up to @lim of an endpoint's held deliveries off hold, oldest first;
+-- the caller enqueues their jobs in the same transaction. Rows another
+-- release has locked are skipped, and each is released once.
+UPDATE webhook_deliveries d
+   SET held_at = NULL, next_attempt_at = @now::timestamptz, updated_at = @now::timestamptz
+ WHERE d.tenant_id = @tenant_id AND d.held_at IS NOT NULL AND d.id IN (
+       SELECT x.id FROM webhook_deliveries x
+        WHERE x.tenant_id = @tenant_id AND x.endpoint_id = @endpoint_id AND x.held_at IS NOT NULL
+        ORDER BY x.id LIMIT @lim::int
+          FOR UPDATE SKIP LOCKED)
+RETURNING d.id;
+
+-- name: WebhookHeldFail :execrows
+-- Fails up to @lim of an endpoint's held deliveries, oldest first, as a
+-- job would on finding its endpoint disabled or deleted; nothing once the
+-- endpoint is enabled again.
+UPDATE webhook_deliveries d
+   SET state = 'failed', held_at = NULL, last_error = @last_error::text, next_attempt_at = NULL,
+       updated_at = @now::timestamptz
+ WHERE d.tenant_id = @tenant_id AND d.held_at IS NOT NULL
+   AND EXISTS (SELECT 1 FROM webhook_endpoints e
+                WHERE e.tenant_id = @tenant_id AND e.id = @endpoint_id AND NOT e.enabled)
+   AND d.id IN (
+       SELECT x.id FROM webhook_deliveries x
+        WHERE x.tenant_id = @tenant_id AND x.endpoint_id = @endpoint_id AND x.held_at IS NOT NULL
+        ORDER BY x.id LIMIT @lim::int
+          FOR UPDATE SKIP LOCKED);
+
+-- name: WebhookHeldEndpoints :many
+-- The endpoints with held deliveries (one probe of the held index per
+-- endpoint, however many it holds), after (@after_tenant, @after_endpoint),
+-- with what decides their fate: whether the endpoint still takes
+-- deliveries, whether its breaker is open, and whether a holder's job is
+-- waiting it out.
+WITH RECURSIVE h AS (
+    (SELECT x.tenant_id, x.endpoint_id FROM webhook_deliveries x
+      WHERE x.held_at IS NOT NULL AND (x.tenant_id, x.endpoint_id) > (@after_tenant::bigint, @after_endpoint::bigint)
+      ORDER BY x.tenant_id, x.endpoint_id LIMIT 1)
+  UNION ALL
+    SELECT n.tenant_id, n.endpoint_id FROM h, LATERAL (
+        SELECT x.tenant_id, x.endpoint_id FROM webhook_deliveries x
+         WHERE x.held_at IS NOT NULL AND (x.tenant_id, x.endpoint_id) > (h.tenant_id, h.endpoint_id)
+         ORDER BY x.tenant_id, x.endpoint_id LIMIT 1) n
+)
+SELECT e.tenant_id, e.id, e.enabled, (e.deleted_at IS NOT NULL)::boolean AS deleted,
+       (e.breaker_open_until IS NOT NULL)::boolean AS breaker_open,
+       EXISTS (SELECT 1 FROM webhook_deliveries d
+                WHERE d.tenant_id = e.tenant_id AND d.id = e.breaker_holder
+                  AND d.state = 'pending' AND d.held_at IS NULL)::boolean AS holder_waiting
+  FROM h JOIN webhook_endpoints e ON e.tenant_id = h.tenant_id AND e.id = h.endpoint_id
+ ORDER BY e.tenant_id, e.id
+ LIMIT @lim::int;
 
 -- name: WebhookDeliveryList :many
 SELECT * FROM webhook_deliveries

@@ -346,6 +346,13 @@ func startEngine(ctx context.Context, cfg Config, env *Env, clk clock.Clock, log
 		Jobs: webhookJobs(engine), WebhookGuard: webhook.Guard{Allow: cfg.WebhookAllow, AllowAddrs: cfg.WebhookAllowAddrs}, Payments: ext.payments,
 		WebhookOutcome: reg.WebhookDelivered, Webhooks: wh, WebhookTenantLimit: cfg.WebhookTenantConcurrency,
 		WebhookBreaker: cfg.WebhookBreaker, WebhookSealer: env.WebhookSealer})
+	// Deliveries held behind open breakers go back to the queue (or fail
+	// with their endpoint) on the maintenance leader's passes.
+	held := webhook.HeldSweep{System: env.System, Jobs: webhookJobs(engine), Clock: clk}
+	engine.OnMaintenance(func(ctx context.Context) error {
+		_, err := held.Run(ctx)
+		return err
+	})
 	if cfg.ChaosKind {
 		chaos.Register(engine, env.App)
 	}

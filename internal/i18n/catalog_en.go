@@ -420,6 +420,7 @@ var en = map[string]string{
 	"webhooks.recover_submit":                               "Recover",
 	"webhooks.col_attempts_log":                             "Attempts",
 	"webhooks.next_in":                                      "next attempt in %s",
+	"webhooks.held":                                         "held until the endpoint answers again",
 	"delivery.retrying":                                     "retrying",
 	"webhooks.flash_deleted":                                "Endpoint %s deleted: it receives nothing more.",
 	"webhooks.flash_saved":                                  "Settings saved.",

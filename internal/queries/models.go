@@ -582,6 +582,7 @@ type WebhookDelivery struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	Aggregate     *string
+	HeldAt        *time.Time
 }
 
 type WebhookEndpoint struct {
@@ -604,6 +605,7 @@ type WebhookEndpoint struct {
 	RateCount               int32
 	Ordered                 bool
 	DeletedAt               *time.Time
+	BreakerHolder           *int64
 }
 
 type WebhookEndpointHour struct {

@@ -173,7 +173,7 @@ func (q *Queries) WebhookDeliveryForAttempt(ctx context.Context, arg WebhookDeli
 }
 
 const webhookDeliveryGet = `-- name: WebhookDeliveryGet :one
-SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2
 `
 
 type WebhookDeliveryGetParams struct {
@@ -199,8 +199,31 @@ func (q *Queries) WebhookDeliveryGet(ctx context.Context, arg WebhookDeliveryGet
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Aggregate,
+		&i.HeldAt,
 	)
 	return i, err
+}
+
+const webhookDeliveryHold = `-- name: WebhookDeliveryHold :execrows
+UPDATE webhook_deliveries
+   SET held_at = $1::timestamptz, next_attempt_at = NULL, updated_at = $1::timestamptz
+ WHERE tenant_id = $2 AND id = $3 AND state = 'pending' AND held_at IS NULL
+`
+
+type WebhookDeliveryHoldParams struct {
+	Now      time.Time
+	TenantID int64
+	ID       int64
+}
+
+// Holds a pending delivery: it keeps its state and attempts but has no job
+// until the held deliveries of its endpoint are released.
+func (q *Queries) WebhookDeliveryHold(ctx context.Context, arg WebhookDeliveryHoldParams) (int64, error) {
+	result, err := q.db.Exec(ctx, webhookDeliveryHold, arg.Now, arg.TenantID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const webhookDeliveryInsert = `-- name: WebhookDeliveryInsert :many
@@ -273,7 +296,7 @@ func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDelivery
 }
 
 const webhookDeliveryList = `-- name: WebhookDeliveryList :many
-SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate FROM webhook_deliveries
+SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at FROM webhook_deliveries
  WHERE tenant_id = $1 AND endpoint_id = $2
  ORDER BY id DESC LIMIT $3
 `
@@ -308,6 +331,7 @@ func (q *Queries) WebhookDeliveryList(ctx context.Context, arg WebhookDeliveryLi
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Aggregate,
+			&i.HeldAt,
 		); err != nil {
 			return nil, err
 		}
@@ -376,9 +400,10 @@ func (q *Queries) WebhookDeliveryRecover(ctx context.Context, arg WebhookDeliver
 const webhookDeliveryUpdate = `-- name: WebhookDeliveryUpdate :one
 UPDATE webhook_deliveries
    SET state = $1, attempts = $2, last_status = $3, last_error = $4,
-       next_attempt_at = $5, updated_at = coalesce($6::timestamptz, now())
+       next_attempt_at = $5, updated_at = coalesce($6::timestamptz, now()),
+       held_at = NULL
  WHERE tenant_id = $7 AND id = $8
-RETURNING id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate
+RETURNING id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at
 `
 
 type WebhookDeliveryUpdateParams struct {
@@ -419,6 +444,7 @@ func (q *Queries) WebhookDeliveryUpdate(ctx context.Context, arg WebhookDelivery
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Aggregate,
+		&i.HeldAt,
 	)
 	return i, err
 }
@@ -457,7 +483,7 @@ const webhookEndpointConfigure = `-- name: WebhookEndpointConfigure :one
 UPDATE webhook_endpoints
    SET rate_limit = $1, ordered = $2, updated_at = coalesce($3::timestamptz, now())
  WHERE tenant_id = $4 AND id = $5 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder
 `
 
 type WebhookEndpointConfigureParams struct {
@@ -497,6 +523,7 @@ func (q *Queries) WebhookEndpointConfigure(ctx context.Context, arg WebhookEndpo
 		&i.RateCount,
 		&i.Ordered,
 		&i.DeletedAt,
+		&i.BreakerHolder,
 	)
 	return i, err
 }
@@ -518,7 +545,7 @@ UPDATE webhook_endpoints
        previous_secret = NULL, previous_secret_expires_at = NULL,
        updated_at = coalesce($1::timestamptz, now())
  WHERE tenant_id = $2 AND id = $3 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder
 `
 
 type WebhookEndpointDeleteParams struct {
@@ -552,12 +579,13 @@ func (q *Queries) WebhookEndpointDelete(ctx context.Context, arg WebhookEndpoint
 		&i.RateCount,
 		&i.Ordered,
 		&i.DeletedAt,
+		&i.BreakerHolder,
 	)
 	return i, err
 }
 
 const webhookEndpointGet = `-- name: WebhookEndpointGet :one
-SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL
+SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL
 `
 
 type WebhookEndpointGetParams struct {
@@ -588,6 +616,7 @@ func (q *Queries) WebhookEndpointGet(ctx context.Context, arg WebhookEndpointGet
 		&i.RateCount,
 		&i.Ordered,
 		&i.DeletedAt,
+		&i.BreakerHolder,
 	)
 	return i, err
 }
@@ -678,7 +707,7 @@ const webhookEndpointInsert = `-- name: WebhookEndpointInsert :one
 
 INSERT INTO webhook_endpoints (tenant_id, url, events, secret, ordered, created_at, updated_at)
 VALUES ($1, $2, $3::text[], $4, $5, coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()))
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder
 `
 
 type WebhookEndpointInsertParams struct {
@@ -721,12 +750,13 @@ func (q *Queries) WebhookEndpointInsert(ctx context.Context, arg WebhookEndpoint
 		&i.RateCount,
 		&i.Ordered,
 		&i.DeletedAt,
+		&i.BreakerHolder,
 	)
 	return i, err
 }
 
 const webhookEndpointList = `-- name: WebhookEndpointList :many
-SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at FROM webhook_endpoints
+SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder FROM webhook_endpoints
  WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
  ORDER BY id DESC LIMIT $3::int
 `
@@ -768,6 +798,7 @@ func (q *Queries) WebhookEndpointList(ctx context.Context, arg WebhookEndpointLi
 			&i.RateCount,
 			&i.Ordered,
 			&i.DeletedAt,
+			&i.BreakerHolder,
 		); err != nil {
 			return nil, err
 		}
@@ -884,7 +915,7 @@ UPDATE webhook_endpoints
    SET previous_secret = secret, previous_secret_expires_at = $1::timestamptz,
        secret = $2, updated_at = coalesce($3::timestamptz, now())
  WHERE tenant_id = $4 AND id = $5 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder
 `
 
 type WebhookEndpointRotateParams struct {
@@ -925,6 +956,7 @@ func (q *Queries) WebhookEndpointRotate(ctx context.Context, arg WebhookEndpoint
 		&i.RateCount,
 		&i.Ordered,
 		&i.DeletedAt,
+		&i.BreakerHolder,
 	)
 	return i, err
 }
@@ -967,7 +999,7 @@ UPDATE webhook_endpoints
        breaker_open_until = CASE WHEN $1 THEN NULL ELSE breaker_open_until END,
        updated_at = coalesce($3::timestamptz, now())
  WHERE tenant_id = $4 AND id = $5 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder
 `
 
 type WebhookEndpointSetEnabledParams struct {
@@ -1009,8 +1041,36 @@ func (q *Queries) WebhookEndpointSetEnabled(ctx context.Context, arg WebhookEndp
 		&i.RateCount,
 		&i.Ordered,
 		&i.DeletedAt,
+		&i.BreakerHolder,
 	)
 	return i, err
+}
+
+const webhookEndpointTakeHolder = `-- name: WebhookEndpointTakeHolder :one
+UPDATE webhook_endpoints e
+   SET breaker_holder = $1::bigint
+ WHERE e.tenant_id = $2 AND e.id = $3
+   AND (e.breaker_holder IS NULL OR e.breaker_holder = $1::bigint
+        OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                        WHERE d.tenant_id = e.tenant_id AND d.id = e.breaker_holder
+                          AND d.state = 'pending' AND d.held_at IS NULL))
+RETURNING e.id
+`
+
+type WebhookEndpointTakeHolderParams struct {
+	DeliveryID int64
+	TenantID   int64
+	EndpointID int64
+}
+
+// Makes @delivery_id the delivery whose job waits out the endpoint's open
+// breaker, unless another one already does (a holder stands while it is
+// pending and not held). No row: another delivery holds the breaker.
+func (q *Queries) WebhookEndpointTakeHolder(ctx context.Context, arg WebhookEndpointTakeHolderParams) (int64, error) {
+	row := q.db.QueryRow(ctx, webhookEndpointTakeHolder, arg.DeliveryID, arg.TenantID, arg.EndpointID)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }
 
 const webhookEndpointTakeRate = `-- name: WebhookEndpointTakeRate :one
@@ -1078,6 +1138,159 @@ func (q *Queries) WebhookEndpointsMatching(ctx context.Context, arg WebhookEndpo
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookHeldEndpoints = `-- name: WebhookHeldEndpoints :many
+WITH RECURSIVE h AS (
+    (SELECT x.tenant_id, x.endpoint_id FROM webhook_deliveries x
+      WHERE x.held_at IS NOT NULL AND (x.tenant_id, x.endpoint_id) > ($2::bigint, $3::bigint)
+      ORDER BY x.tenant_id, x.endpoint_id LIMIT 1)
+  UNION ALL
+    SELECT n.tenant_id, n.endpoint_id FROM h, LATERAL (
+        SELECT x.tenant_id, x.endpoint_id FROM webhook_deliveries x
+         WHERE x.held_at IS NOT NULL AND (x.tenant_id, x.endpoint_id) > (h.tenant_id, h.endpoint_id)
+         ORDER BY x.tenant_id, x.endpoint_id LIMIT 1) n
+)
+SELECT e.tenant_id, e.id, e.enabled, (e.deleted_at IS NOT NULL)::boolean AS deleted,
+       (e.breaker_open_until IS NOT NULL)::boolean AS breaker_open,
+       EXISTS (SELECT 1 FROM webhook_deliveries d
+                WHERE d.tenant_id = e.tenant_id AND d.id = e.breaker_holder
+                  AND d.state = 'pending' AND d.held_at IS NULL)::boolean AS holder_waiting
+  FROM h JOIN webhook_endpoints e ON e.tenant_id = h.tenant_id AND e.id = h.endpoint_id
+ ORDER BY e.tenant_id, e.id
+ LIMIT $1::int
+`
+
+type WebhookHeldEndpointsParams struct {
+	Lim           int32
+	AfterTenant   int64
+	AfterEndpoint int64
+}
+
+type WebhookHeldEndpointsRow struct {
+	TenantID      int64
+	ID            int64
+	Enabled       bool
+	Deleted       bool
+	BreakerOpen   bool
+	HolderWaiting bool
+}
+
+// The endpoints with held deliveries (one probe of the held index per
+// endpoint, however many it holds), after (@after_tenant, @after_endpoint),
+// with what decides their fate: whether the endpoint still takes
+// deliveries, whether its breaker is open, and whether a holder's job is
+// waiting it out.
+func (q *Queries) WebhookHeldEndpoints(ctx context.Context, arg WebhookHeldEndpointsParams) ([]WebhookHeldEndpointsRow, error) {
+	rows, err := q.db.Query(ctx, webhookHeldEndpoints, arg.Lim, arg.AfterTenant, arg.AfterEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookHeldEndpointsRow{}
+	for rows.Next() {
+		var i WebhookHeldEndpointsRow
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.Enabled,
+			&i.Deleted,
+			&i.BreakerOpen,
+			&i.HolderWaiting,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookHeldFail = `-- name: WebhookHeldFail :execrows
+UPDATE webhook_deliveries d
+   SET state = 'failed', held_at = NULL, last_error = $1::text, next_attempt_at = NULL,
+       updated_at = $2::timestamptz
+ WHERE d.tenant_id = $3 AND d.held_at IS NOT NULL
+   AND EXISTS (SELECT 1 FROM webhook_endpoints e
+                WHERE e.tenant_id = $3 AND e.id = $4 AND NOT e.enabled)
+   AND d.id IN (
+       SELECT x.id FROM webhook_deliveries x
+        WHERE x.tenant_id = $3 AND x.endpoint_id = $4 AND x.held_at IS NOT NULL
+        ORDER BY x.id LIMIT $5::int
+          FOR UPDATE SKIP LOCKED)
+`
+
+type WebhookHeldFailParams struct {
+	LastError  string
+	Now        time.Time
+	TenantID   int64
+	EndpointID int64
+	Lim        int32
+}
+
+// Fails up to @lim of an endpoint's held deliveries, oldest first, as a
+// job would on finding its endpoint disabled or deleted; nothing once the
+// endpoint is enabled again.
+func (q *Queries) WebhookHeldFail(ctx context.Context, arg WebhookHeldFailParams) (int64, error) {
+	result, err := q.db.Exec(ctx, webhookHeldFail,
+		arg.LastError,
+		arg.Now,
+		arg.TenantID,
+		arg.EndpointID,
+		arg.Lim,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const webhookHeldRelease = `-- name: WebhookHeldRelease :many
+UPDATE webhook_deliveries d
+   SET held_at = NULL, next_attempt_at = $1::timestamptz, updated_at = $1::timestamptz
+ WHERE d.tenant_id = $2 AND d.held_at IS NOT NULL AND d.id IN (
+       SELECT x.id FROM webhook_deliveries x
+        WHERE x.tenant_id = $2 AND x.endpoint_id = $3 AND x.held_at IS NOT NULL
+        ORDER BY x.id LIMIT $4::int
+          FOR UPDATE SKIP LOCKED)
+RETURNING d.id
+`
+
+type WebhookHeldReleaseParams struct {
+	Now        time.Time
+	TenantID   int64
+	EndpointID int64
+	Lim        int32
+}
+
+// Takes up to @lim of an endpoint's held deliveries off hold, oldest first;
+// the caller enqueues their jobs in the same transaction. Rows another
+// release has locked are skipped, and each is released once.
+func (q *Queries) WebhookHeldRelease(ctx context.Context, arg WebhookHeldReleaseParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, webhookHeldRelease,
+		arg.Now,
+		arg.TenantID,
+		arg.EndpointID,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

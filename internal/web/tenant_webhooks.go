@@ -220,6 +220,9 @@ func deliveryRow(ctx context.Context, slug string, endpointID int64, d webhook.D
 		row.State, row.StateLabel, row.StateClass = "retrying", i18n.T(ctx, "delivery.retrying"), "dead"
 		row.NextIn = i18n.T(ctx, "webhooks.next_in", i18n.Duration(ctx, d.NextIn.Round(time.Second)))
 	}
+	if d.Held {
+		row.NextIn = i18n.T(ctx, "webhooks.held")
+	}
 	for _, a := range d.Log {
 		row.Log = append(row.Log, viewtenant.WebhookAttemptRow{N: strconv.Itoa(a.N), At: components.Stamp(a.At, loc, i18n.Lang(ctx)),
 			Status: statusText(ctx, a.StatusCode), OK: a.StatusCode >= 200 && a.StatusCode < 300,

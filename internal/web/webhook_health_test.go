@@ -127,6 +127,17 @@ func TestWebhookPagesShowHealth(t *testing.T) {
 	if !strings.Contains(list.body, `data-breaker="open"`) || !strings.Contains(list.body, "breaker open") {
 		t.Fatal("the owner's list does not show the open breaker")
 	}
+	// Held behind the open breaker, the delivery says so instead of a
+	// countdown to an attempt that has no job.
+	if _, err := f.db.Admin.Exec(context.Background(), `UPDATE webhook_deliveries SET held_at = now(), next_attempt_at = NULL
+		WHERE endpoint_id = $1`, s.failing); err != nil {
+		t.Fatal(err)
+	}
+	page = s.owner.get(fmt.Sprintf("/t/toko-bunga-melati/webhooks/%d", s.failing))
+	row = between(page.body, `data-testid="delivery"`, `</tr>`)
+	if !strings.Contains(row, "held until the endpoint answers again") || strings.Contains(row, "next attempt in") {
+		t.Fatalf("the held delivery's row:\n%s", row)
+	}
 }
 
 // between is the part of s from the first start to the next end.

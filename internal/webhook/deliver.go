@@ -143,9 +143,11 @@ func (d *Deliverer) Handle(ctx context.Context, j *job.Job) error {
 	case t.State != StatePending:
 		return nil // settled meanwhile (a duplicate job)
 	case t.Deleted:
-		return d.settle(ctx, j, t, Attempt{}, now, StateFailed, "endpoint deleted", nil, "")
+		return d.settle(ctx, j, t, Attempt{}, now, StateFailed, errEndpointDeleted, nil, "")
 	case !t.Enabled:
-		return d.settle(ctx, j, t, Attempt{}, now, StateFailed, "endpoint disabled", nil, "")
+		return d.settle(ctx, j, t, Attempt{}, now, StateFailed, errEndpointDisabled, nil, "")
+	case why == whyHeld:
+		return nil // no job until its endpoint's held deliveries are released
 	case wait > 0:
 		return job.Delay(wait, why)
 	}
@@ -165,7 +167,9 @@ func (d *Deliverer) Handle(ctx context.Context, j *job.Job) error {
 
 // load reads the delivery and its endpoint, and whether it must wait
 // without taking a place: the breaker is open, or (ordered endpoints) an
-// earlier delivery of the same aggregate is unfinished.
+// earlier delivery of the same aggregate is unfinished. Behind an open
+// breaker only the holder's job waits; any other pending delivery is held
+// in the same transaction (why is whyHeld).
 func (d *Deliverer) load(ctx context.Context, j *job.Job, id int64) (t attemptTarget, now time.Time, wait time.Duration, why string, err error) {
 	err = database.InTenantTx(ctx, d.App, j.TenantID, func(tx pgx.Tx) error {
 		st := newStore(tx)
@@ -177,6 +181,19 @@ func (d *Deliverer) load(ctx context.Context, j *job.Job, id int64) (t attemptTa
 			return err
 		}
 		if t.BreakerOpenUntil != nil && t.BreakerOpenUntil.After(now) {
+			if t.State == StatePending && t.Enabled && !t.Deleted {
+				holder, err := st.takeHolder(ctx, j.TenantID, t.EndpointID, t.ID)
+				if err != nil {
+					return fmt.Errorf("take breaker holder: %w", err)
+				}
+				if !holder {
+					if _, err := st.hold(ctx, j.TenantID, t.ID, now); err != nil {
+						return fmt.Errorf("hold webhook delivery: %w", err)
+					}
+					why = whyHeld
+					return nil
+				}
+			}
 			wait, why = t.BreakerOpenUntil.Sub(now), "breaker_open"
 			return nil
 		}
@@ -403,6 +420,13 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 			out, err := st.recordOutcome(ctx, j.TenantID, t.EndpointID, a.ok(), now, d.Breaker.withDefaults())
 			if err != nil {
 				return err
+			}
+			if a.ok() && t.BreakerOpenUntil != nil {
+				// The probe closed the breaker: the deliveries held behind
+				// it go back to the queue (the sweep releases the rest).
+				if _, err := releaseHeld(ctx, tx, d.Jobs, j.TenantID, t.EndpointID, heldBatch, clk); err != nil {
+					return err
+				}
 			}
 			if disable == "" && !a.ok() && out.failingSince != nil && now.Sub(*out.failingSince) >= d.Breaker.withDefaults().DisableAfter {
 				disable = ReasonFailing

@@ -119,6 +119,44 @@ func (s store) claimProbe(ctx context.Context, tenantID, id int64, now, until ti
 	return err == nil, err
 }
 
+// takeHolder makes deliveryID the delivery that waits out the endpoint's
+// open breaker, unless another pending one already does.
+func (s store) takeHolder(ctx context.Context, tenantID, endpointID, deliveryID int64) (bool, error) {
+	_, err := s.q.WebhookEndpointTakeHolder(ctx, queries.WebhookEndpointTakeHolderParams{TenantID: tenantID,
+		EndpointID: endpointID, DeliveryID: deliveryID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// hold holds a pending delivery without a job; false when it was not
+// pending or already held.
+func (s store) hold(ctx context.Context, tenantID, id int64, now time.Time) (bool, error) {
+	n, err := s.q.WebhookDeliveryHold(ctx, queries.WebhookDeliveryHoldParams{TenantID: tenantID, ID: id, Now: now})
+	return n == 1, err
+}
+
+// releaseHeld takes up to limit of an endpoint's held deliveries off hold
+// and returns their ids, oldest first.
+func (s store) releaseHeld(ctx context.Context, tenantID, endpointID int64, limit int, now time.Time) ([]int64, error) {
+	return s.q.WebhookHeldRelease(ctx, queries.WebhookHeldReleaseParams{TenantID: tenantID, EndpointID: endpointID,
+		Lim: int32(limit), Now: now})
+}
+
+// failHeld fails up to limit of an endpoint's held deliveries with lastErr.
+func (s store) failHeld(ctx context.Context, tenantID, endpointID int64, limit int, lastErr string, now time.Time) (int64, error) {
+	return s.q.WebhookHeldFail(ctx, queries.WebhookHeldFailParams{TenantID: tenantID, EndpointID: endpointID,
+		Lim: int32(limit), LastError: lastErr, Now: now})
+}
+
+// heldEndpoints lists up to limit endpoints with held deliveries after
+// (afterTenant, afterEndpoint).
+func (s store) heldEndpoints(ctx context.Context, afterTenant, afterEndpoint int64, limit int) ([]queries.WebhookHeldEndpointsRow, error) {
+	return s.q.WebhookHeldEndpoints(ctx, queries.WebhookHeldEndpointsParams{AfterTenant: afterTenant,
+		AfterEndpoint: afterEndpoint, Lim: int32(limit)})
+}
+
 // outcome is an endpoint's breaker after an attempt.
 type outcome struct {
 	failures     int
@@ -303,7 +341,7 @@ func (s store) updateDelivery(ctx context.Context, tenantID, id int64, state str
 
 func toDelivery(r queries.WebhookDelivery) Delivery {
 	d := Delivery{ID: r.ID, EndpointID: r.EndpointID, EventID: eventID(r.EventID), EventType: r.EventType,
-		State: r.State, Attempts: int(r.Attempts), NextAttempt: r.NextAttemptAt, CreatedAt: r.CreatedAt}
+		State: r.State, Attempts: int(r.Attempts), NextAttempt: r.NextAttemptAt, CreatedAt: r.CreatedAt, Held: r.HeldAt != nil}
 	if r.LastStatus != nil {
 		d.LastStatus = int(*r.LastStatus)
 	}

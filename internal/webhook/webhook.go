@@ -140,7 +140,10 @@ type Delivery struct {
 	NextAttempt *time.Time
 	// NextIn is how long until NextAttempt, for pending deliveries shown
 	// to owners.
-	NextIn     time.Duration
+	NextIn time.Duration
+	// Held: pending with no job while its endpoint's breaker is open
+	// (another delivery waits it out); released when the breaker closes.
+	Held       bool
 	LastStatus int // 0 = no HTTP answer
 	LastError  string
 	CreatedAt  time.Time

@@ -1,0 +1,181 @@
+package webhook_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jejakhq/jejak/internal/webhook"
+)
+
+// liveJobs counts the webhook jobs still to run.
+func (v *env) liveJobs(t *testing.T) int {
+	t.Helper()
+	return v.count(t, "SELECT count(*) FROM jobs WHERE kind = $1 AND state IN ('pending', 'running')", webhook.Kind)
+}
+
+func (v *env) held(t *testing.T) int {
+	t.Helper()
+	return v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE held_at IS NOT NULL")
+}
+
+func (v *env) sweep(t *testing.T) int {
+	t.Helper()
+	n, err := webhook.HeldSweep{System: v.db.System, Jobs: v.engine, Clock: v.clk}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestOpenBreakerHoldsTheBacklogWithoutJobs: behind an open breaker one
+// delivery's job waits it out and the others are held with no job, so a
+// cool-down ending claims one job however large the backlog; the probe
+// that closes the breaker sends the held deliveries back to the queue and
+// each is delivered once.
+func TestOpenBreakerHoldsTheBacklogWithoutJobs(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	v.deliver.Breaker = webhook.Breaker{Failures: 3, Cooldown: 30 * time.Second}
+	rcv := newReceiver(t, nil, 500, 500, 500, 500, 500, 200)
+	ctx := context.Background()
+	if _, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*"); err != nil {
+		t.Fatal(err)
+	}
+	v.emit(t, 1, 3, nil)
+	v.work(t)
+	const backlog = 40
+	v.emit(t, 4, backlog, nil)
+	v.work(t)
+	// The three failed ones come up for their retry: held too.
+	v.clk.Advance(6 * time.Second)
+	v.work(t)
+	if n := len(rcv.all()); n != 3 {
+		t.Fatalf("the receiver got %d requests with the breaker open, want 3", n)
+	}
+	if held, live := v.held(t), v.liveJobs(t); held != backlog+2 || live != 1 {
+		t.Fatalf("%d deliveries held and %d webhook jobs left, want %d held and the holder's one job", held, live, backlog+2)
+	}
+	// Each cool-down's end claims the holder's job alone (one probe), not
+	// every pending delivery.
+	for i, cool := range []time.Duration{30 * time.Second, 60 * time.Second} {
+		v.clk.Advance(cool)
+		if n := v.work(t); n != 1 {
+			t.Fatalf("cool-down %d over: %d jobs claimed, want 1 (the probe)", i+1, n)
+		}
+		if n := len(rcv.all()); n != 4+i {
+			t.Fatalf("cool-down %d over: the receiver got %d requests, want %d", i+1, n, 4+i)
+		}
+		if n := v.sweep(t); n != 0 {
+			t.Fatalf("the sweep moved %d held deliveries while the holder waits behind an open breaker", n)
+		}
+	}
+	// The holder's next retry (5 min on) probes again and succeeds; the
+	// breaker's close releases every held delivery.
+	v.clk.Advance(5 * time.Minute)
+	for i := 0; i < 10 && v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'succeeded'") < backlog+3; i++ {
+		v.work(t)
+	}
+	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'succeeded'"); n != backlog+3 {
+		t.Fatalf("%d deliveries succeeded after the breaker closed, want %d", n, backlog+3)
+	}
+	if held, live := v.held(t), v.liveJobs(t); held != 0 || live != 0 {
+		t.Fatalf("after recovery: %d held, %d jobs left", held, live)
+	}
+	ok := map[string]int{}
+	for _, r := range rcv.all() {
+		ok[r.id]++
+	}
+	if len(ok) != backlog+3 {
+		t.Fatalf("the receiver saw %d distinct messages, want %d", len(ok), backlog+3)
+	}
+	if n := v.count(t, "SELECT sum(attempts) FROM webhook_deliveries"); n != len(rcv.all()) {
+		t.Fatalf("%d attempts counted for %d requests", n, len(rcv.all()))
+	}
+}
+
+// TestHeldSweep: the sweep releases held deliveries in bounded batches
+// once the breaker is closed, gives an open breaker a new holder when the
+// old one ended without closing it, and fails the held deliveries of a
+// disabled endpoint as their jobs would have.
+func TestHeldSweep(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	v.deliver.Breaker = webhook.Breaker{Failures: 1, Cooldown: time.Hour}
+	rcv := newReceiver(t, nil, 500, 200)
+	ctx := context.Background()
+	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.emit(t, 1, 1, nil)
+	v.work(t) // fails: the breaker opens for an hour
+	v.emit(t, 2, 5, nil)
+	v.work(t)
+	var holder int64
+	if err := v.db.Admin.QueryRow(ctx, "SELECT breaker_holder FROM webhook_endpoints WHERE id = $1", c.Endpoint.ID).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if held := v.held(t); held != 4 || holder == 0 {
+		t.Fatalf("%d held, holder %d: want 4 held behind one holder", held, holder)
+	}
+	// The holder ends without closing the breaker (its last attempt
+	// failed): one held delivery is released to take its place.
+	if _, err := v.db.Admin.Exec(ctx, "UPDATE webhook_deliveries SET state = 'failed' WHERE id = $1", holder); err != nil {
+		t.Fatal(err)
+	}
+	if n := v.sweep(t); n != 1 {
+		t.Fatalf("the sweep released %d deliveries for a breaker without a holder, want 1", n)
+	}
+	v.work(t)
+	var next int64
+	if err := v.db.Admin.QueryRow(ctx, "SELECT breaker_holder FROM webhook_endpoints WHERE id = $1", c.Endpoint.ID).Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	if next == holder || v.held(t) != 3 {
+		t.Fatalf("after the hand-over: holder %d (was %d), %d held", next, holder, v.held(t))
+	}
+	if n := v.sweep(t); n != 0 {
+		t.Fatalf("the sweep released %d more while the new holder waits", n)
+	}
+
+	// The owner disables the endpoint: the sweep fails what it held.
+	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, c.Endpoint.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := v.sweep(t); n != 3 {
+		t.Fatalf("the sweep failed %d held deliveries of a disabled endpoint, want 3", n)
+	}
+	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'failed' AND last_error = 'endpoint disabled'"); n != 3 {
+		t.Fatalf("%d deliveries failed as 'endpoint disabled', want 3", n)
+	}
+
+	// Enabled again with its breaker open once more (the holder still
+	// waiting), a burst of 250 events is held; enabling it again closes
+	// the breaker, and the sweep releases them at most 200 a pass.
+	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, c.Endpoint.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.db.Admin.Exec(ctx, "UPDATE webhook_endpoints SET breaker_open_until = $2 WHERE id = $1",
+		c.Endpoint.ID, v.clk.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	v.emit(t, 100, 250, nil)
+	for v.work(t) > 0 {
+	}
+	if held := v.held(t); held != 250 {
+		t.Fatalf("%d held behind the breaker, want the 250 new ones", held)
+	}
+	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, c.Endpoint.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := v.sweep(t); n != 200 {
+		t.Fatalf("first pass after the breaker closed released %d, want a batch of 200", n)
+	}
+	if n := v.sweep(t); n != 50 {
+		t.Fatalf("second pass released %d, want the other 50", n)
+	}
+	if held := v.held(t); held != 0 {
+		t.Fatalf("%d still held", held)
+	}
+}
