@@ -199,6 +199,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) err
 	if err != nil {
 		return err
 	}
+	reg.WatchFanout(func(ctx context.Context) (int64, error) { return webhook.FanoutPending(ctx, ob.bus.Stream) })
 	// Runs before the workers stop (defers unwind in reverse): the relay
 	// settles its batch in flight, then NATS closes.
 	defer ob.Close()

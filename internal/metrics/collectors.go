@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -166,4 +167,31 @@ func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descPoolWait, prometheus.CounterValue, s.AcquireDuration().Seconds(), name)
 		ch <- prometheus.MustNewConstMetric(descPoolCancel, prometheus.CounterValue, float64(s.CanceledAcquireCount()), name)
 	}
+}
+
+var descFanout = prometheus.NewDesc(Namespace+"_webhook_fanout_pending",
+	"Events published to JetStream that this replica's webhook fan-out consumer has not recorded as deliveries yet (pending plus unacknowledged).", nil, nil)
+
+// fanoutCollector reports the webhook fan-out's backlog once the outbox
+// runtime has connected to NATS (Registry.WatchFanout); before that, and
+// when NATS does not answer, it reports nothing rather than a zero that
+// would read as "caught up".
+type fanoutCollector struct {
+	pending atomic.Pointer[func(context.Context) (int64, error)]
+}
+
+func (c *fanoutCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descFanout }
+
+func (c *fanoutCollector) Collect(ch chan<- prometheus.Metric) {
+	fn := c.pending.Load()
+	if fn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, err := (*fn)(ctx)
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descFanout, prometheus.GaugeValue, float64(n))
 }

@@ -91,6 +91,7 @@ type Registry struct {
 	alertTransitions                          *prometheus.CounterVec
 	alertFiring                               *prometheus.GaugeVec
 	sealDelay                                 prometheus.Histogram
+	fanout                                    *fanoutCollector
 }
 
 // sealBuckets span a sealer that keeps up (tens of milliseconds) to one
@@ -153,7 +154,16 @@ func New(o Options) *Registry {
 	f(build)
 	f(newSnapshotCollector(o))
 	f(&poolCollector{pools: o.Pools}) // no pools: described, never emitted
+	r.fanout = &fanoutCollector{}
+	f(r.fanout)
 	return r
+}
+
+// WatchFanout makes jejak_webhook_fanout_pending report pending, read at
+// each scrape. The outbox runtime sets it once it has its NATS stream (the
+// registry is built before).
+func (r *Registry) WatchFanout(pending func(context.Context) (int64, error)) {
+	r.fanout.pending.Store(&pending)
 }
 
 func or(v, def string) string {

@@ -132,6 +132,21 @@ const fanoutBatch = 256
 // it acknowledges any.
 const maxAckPending = 1000
 
+// FanoutPending is how many events of stream the fan-out consumer has yet
+// to record: those not handed to it yet and those handed out but not
+// acknowledged (acknowledged only once their deliveries are committed).
+func FanoutPending(ctx context.Context, stream jetstream.Stream) (int64, error) {
+	cons, err := stream.Consumer(ctx, ConsumerName)
+	if err != nil {
+		return 0, fmt.Errorf("webhook consumer: %w", err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("webhook consumer info: %w", err)
+	}
+	return int64(info.NumPending) + int64(info.NumAckPending), nil
+}
+
 // Run consumes the stream until ctx ends, in batches: each transaction
 // takes every event that has arrived (up to fanoutBatch), so a backlog
 // drains in few transactions and a quiet stream waits for none. An event

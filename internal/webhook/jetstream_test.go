@@ -2,12 +2,16 @@ package webhook_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/natsbus"
 	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/webhook"
@@ -79,5 +83,92 @@ func TestJetStreamRedeliveryCreatesNoSecondJob(t *testing.T) {
 	}
 	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries"); n != 1 {
 		t.Fatalf("%d deliveries, want 1", n)
+	}
+}
+
+// TestFanoutPendingIsExported: jejak_webhook_fanout_pending reads the
+// shared consumer's backlog from the real nats-server: absent until the
+// consumer exists, the events not yet recorded while nothing consumes,
+// and zero once the fan-out has recorded them all.
+func TestFanoutPendingIsExported(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	ctx := context.Background()
+	bus, err := natsbus.Open(ctx, natsbus.Config{DataDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	for i := 1; i <= 3; i++ {
+		m := nats.NewMsg(natsbus.Subject("toko", "project.created"))
+		m.Data = []byte(`{"id":"evt_` + strconv.Itoa(i) + `"}`)
+		m.Header.Set(jetstream.MsgIDHeader, strconv.Itoa(i))
+		m.Header.Set(natsbus.HeaderTenantID, strconv.FormatInt(v.tenant, 10))
+		m.Header.Set(natsbus.HeaderEventType, "project.created")
+		if _, err := bus.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := metrics.New(metrics.Options{})
+	reg.WatchFanout(func(ctx context.Context) (int64, error) { return webhook.FanoutPending(ctx, bus.Stream) })
+	gauge := func() (float64, bool) {
+		t.Helper()
+		fams, err := reg.Gatherer().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			if f.GetName() == "jejak_webhook_fanout_pending" {
+				return f.GetMetric()[0].GetGauge().GetValue(), true
+			}
+		}
+		return 0, false
+	}
+	if n, ok := gauge(); ok {
+		t.Fatalf("jejak_webhook_fanout_pending = %v before the consumer exists, want no sample", n)
+	}
+	// The consumer as the fan-out declares it, before anything consumes.
+	if _, err := bus.Stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: webhook.ConsumerName,
+		AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: natsbus.SubjectPrefix + ".>"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := gauge(); !ok || n != 3 {
+		t.Fatalf("jejak_webhook_fanout_pending = %v (%v) with three events unconsumed, want 3", n, ok)
+	}
+	// Handed out but not acknowledged (a replica's batch in flight) still
+	// counts.
+	cons, err := bus.Stream.Consumer(ctx, webhook.ConsumerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetched, err := cons.Fetch(3, jetstream.FetchMaxWait(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inFlight []jetstream.Msg
+	for m := range fetched.Messages() {
+		inFlight = append(inFlight, m)
+	}
+	if n, ok := gauge(); len(inFlight) != 3 || n != 3 {
+		t.Fatalf("jejak_webhook_fanout_pending = %v (%v) with %d events handed out unacknowledged, want 3", n, ok, len(inFlight))
+	}
+	for _, m := range inFlight {
+		if err := m.Nak(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- v.fanout.Run(cctx, bus.Stream) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for n, _ := gauge(); n != 0; n, _ = gauge() {
+		if time.Now().After(deadline) {
+			t.Fatalf("jejak_webhook_fanout_pending still %v after the fan-out ran", n)
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the server's view, with a deadline
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
