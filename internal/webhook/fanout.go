@@ -174,17 +174,16 @@ func (f *Fanout) Run(ctx context.Context, stream jetstream.Stream) error {
 		var batch []jetstream.Msg
 		select {
 		case <-ctx.Done():
-			cc.Stop()
-			// What is queued goes back now rather than after AckWait.
-			for {
-				select {
-				case m := <-queued:
-					_ = m.Nak()
-				default:
-					return nil
-				}
-			}
+			giveBack(cc, queued)
+			return nil
 		case m := <-queued:
+			if ctx.Err() != nil {
+				// select chose between two ready cases at random: a batch
+				// now would only fail and come back after a pause.
+				_ = m.Nak()
+				giveBack(cc, queued)
+				return nil
+			}
 			batch = append(batch, m)
 		}
 	gather:
@@ -197,6 +196,26 @@ func (f *Fanout) Run(ctx context.Context, stream jetstream.Stream) error {
 			}
 		}
 		f.handleBatch(ctx, batch, log)
+	}
+}
+
+// giveBack stops consuming and NAKs every event received and not yet
+// handled, so that another replica (or this one, restarted) gets them at
+// once rather than after AckWait. Draining hands the events still in the
+// client's buffer to the callback first, which queues them too.
+func giveBack(cc jetstream.ConsumeContext, queued <-chan jetstream.Msg) {
+	cc.Drain()
+	select {
+	case <-cc.Closed():
+	case <-time.After(5 * time.Second): // the server went away: AckWait returns the rest
+	}
+	for {
+		select {
+		case m := <-queued:
+			_ = m.Nak()
+		default:
+			return
+		}
 	}
 }
 

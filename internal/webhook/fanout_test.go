@@ -237,19 +237,12 @@ func fetchEvents(t *testing.T, tenant int64, bodies ...[]byte) (jetstream.Consum
 // their acknowledgement and every event up to ackFloor acknowledged.
 func waitForPending(t *testing.T, cons jetstream.Consumer, pending int, ackFloor uint64) {
 	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := cons.Info(ctx)
-		if err != nil {
+	var info *jetstream.ConsumerInfo
+	waitFor(t, fmt.Sprintf("%d events pending and the ack floor at %d", pending, ackFloor), func() bool {
+		var err error
+		if info, err = cons.Info(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if info.NumAckPending == pending && info.AckFloor.Stream == ackFloor {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer: %d pending, ack floor %d; want %d pending, floor %d", info.NumAckPending, info.AckFloor.Stream, pending, ackFloor)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for the server's view, with a deadline
-	}
+		return info.NumAckPending == pending && info.AckFloor.Stream == ackFloor
+	})
 }

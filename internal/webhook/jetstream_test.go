@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -52,19 +53,14 @@ func TestJetStreamRedeliveryCreatesNoSecondJob(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- v.fanout.Run(cctx, bus.Stream) }()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		waitFor(t, "the consumer to acknowledge the event", func() bool {
 			c, err := bus.Stream.Consumer(ctx, webhook.ConsumerName)
-			if err == nil {
-				if info, err := c.Info(ctx); err == nil && info.AckFloor.Stream >= 1 {
-					break
-				}
+			if err != nil {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("consumer did not acknowledge the event")
-			}
-			time.Sleep(10 * time.Millisecond) // polling for an outcome, with a deadline
-		}
+			info, err := c.Info(ctx)
+			return err == nil && info.AckFloor.Stream >= 1
+		})
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
@@ -160,15 +156,97 @@ func TestFanoutPendingIsExported(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- v.fanout.Run(cctx, bus.Stream) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for n, _ := gauge(); n != 0; n, _ = gauge() {
-		if time.Now().After(deadline) {
-			t.Fatalf("jejak_webhook_fanout_pending still %v after the fan-out ran", n)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for the server's view, with a deadline
-	}
+	waitFor(t, "jejak_webhook_fanout_pending to reach 0 once the fan-out runs", func() bool {
+		n, ok := gauge()
+		return ok && n == 0
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFanoutShutdownGivesQueuedEventsBack: events a replica received but
+// had not started on when it stops are NAKed at once, so the consumer
+// hands them out again within seconds rather than after AckWait (30 s);
+// the batch cut short by the shutdown waits its pause.
+func TestFanoutShutdownGivesQueuedEventsBack(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	ctx := context.Background()
+	bus, err := natsbus.Open(ctx, natsbus.Config{DataDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	publish := func(i int) {
+		t.Helper()
+		m := nats.NewMsg(natsbus.Subject("toko", "project.created"))
+		m.Data = []byte(`{"id":"evt_` + strconv.Itoa(i) + `"}`)
+		m.Header.Set(jetstream.MsgIDHeader, strconv.Itoa(i))
+		m.Header.Set(natsbus.HeaderTenantID, strconv.FormatInt(v.tenant, 10))
+		m.Header.Set(natsbus.HeaderEventType, "project.created")
+		if _, err := bus.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first batch blocks on the endpoints table.
+	lock, err := v.db.Admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx) //nolint:errcheck
+	if _, err := lock.Exec(ctx, "LOCK TABLE webhook_endpoints IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	publish(1)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- v.fanout.Run(cctx, bus.Stream) }()
+	waitFor(t, "the first batch waiting for its lock", func() bool {
+		return v.count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '%webhook_endpoints%'`) == 1
+	})
+	publish(2)
+	publish(3)
+	cons, err := bus.Stream.Consumer(ctx, webhook.ConsumerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "events 2 and 3 handed to the replica", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 3
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(2, jetstream.FetchMaxWait(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for m := range batch.Messages() {
+		got = append(got, m.Headers().Get(jetstream.MsgIDHeader))
+	}
+	slices.Sort(got)
+	if len(got) != 2 || got[0] != "2" || got[1] != "3" {
+		t.Fatalf("redelivered within 3 s of the shutdown: %v, want events 2 and 3 (event 1 waits its pause)", got)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling for an outcome, with a deadline
 	}
 }
