@@ -138,17 +138,21 @@ SELECT x.i::int AS i, e.id
 -- inserts nothing and gets its existing deliveries back (inserted =
 -- false). A pair must not appear twice in one call. The deliveries get
 -- their ids in the order given: an ordered endpoint delivers an
--- aggregate's events in delivery id order.
-INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at)
-SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''), c.at, c.at, c.at
+-- aggregate's events in delivery id order. A delivery to an endpoint whose
+-- breaker is open is held from the start (held = true: it gets no job).
+INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at, held_at)
+SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''),
+       CASE WHEN e.held THEN NULL ELSE c.at END, c.at, c.at, CASE WHEN e.held THEN c.at END
   FROM (SELECT generate_subscripts(sqlc.arg('tenant_ids')::bigint[], 1) AS n,
                unnest(sqlc.arg('tenant_ids')::bigint[]) AS tenant_id, unnest(sqlc.arg('endpoint_ids')::bigint[]) AS endpoint_id,
                unnest(sqlc.arg('event_ids')::bigint[]) AS event_id, unnest(sqlc.arg('event_types')::text[]) AS event_type,
-               unnest(sqlc.arg('bodies')::text[]) AS body, unnest(sqlc.arg('aggregates')::text[]) AS aggregate) d,
-       (SELECT coalesce(sqlc.narg('now')::timestamptz, now()) AS at) c
+               unnest(sqlc.arg('bodies')::text[]) AS body, unnest(sqlc.arg('aggregates')::text[]) AS aggregate) d
+  CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, now()) AS at) c
+  CROSS JOIN LATERAL (SELECT coalesce(x.breaker_open_until > c.at, false) AS held FROM webhook_endpoints x
+                       WHERE x.tenant_id = d.tenant_id AND x.id = d.endpoint_id) e
  ORDER BY d.n
 ON CONFLICT (tenant_id, endpoint_id, event_id) DO UPDATE SET updated_at = webhook_deliveries.updated_at
-RETURNING id, endpoint_id, event_id, (xmax = 0)::boolean AS inserted;
+RETURNING id, endpoint_id, event_id, (xmax = 0)::boolean AS inserted, (held_at IS NOT NULL)::boolean AS held;
 
 -- name: WebhookDeliveryForAttempt :one
 SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.state, d.attempts,

@@ -227,16 +227,19 @@ func (q *Queries) WebhookDeliveryHold(ctx context.Context, arg WebhookDeliveryHo
 }
 
 const webhookDeliveryInsert = `-- name: WebhookDeliveryInsert :many
-INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at)
-SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''), c.at, c.at, c.at
+INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at, held_at)
+SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''),
+       CASE WHEN e.held THEN NULL ELSE c.at END, c.at, c.at, CASE WHEN e.held THEN c.at END
   FROM (SELECT generate_subscripts($1::bigint[], 1) AS n,
                unnest($1::bigint[]) AS tenant_id, unnest($2::bigint[]) AS endpoint_id,
                unnest($3::bigint[]) AS event_id, unnest($4::text[]) AS event_type,
-               unnest($5::text[]) AS body, unnest($6::text[]) AS aggregate) d,
-       (SELECT coalesce($7::timestamptz, now()) AS at) c
+               unnest($5::text[]) AS body, unnest($6::text[]) AS aggregate) d
+  CROSS JOIN (SELECT coalesce($7::timestamptz, now()) AS at) c
+  CROSS JOIN LATERAL (SELECT coalesce(x.breaker_open_until > c.at, false) AS held FROM webhook_endpoints x
+                       WHERE x.tenant_id = d.tenant_id AND x.id = d.endpoint_id) e
  ORDER BY d.n
 ON CONFLICT (tenant_id, endpoint_id, event_id) DO UPDATE SET updated_at = webhook_deliveries.updated_at
-RETURNING id, endpoint_id, event_id, (xmax = 0)::boolean AS inserted
+RETURNING id, endpoint_id, event_id, (xmax = 0)::boolean AS inserted, (held_at IS NOT NULL)::boolean AS held
 `
 
 type WebhookDeliveryInsertParams struct {
@@ -254,6 +257,7 @@ type WebhookDeliveryInsertRow struct {
 	EndpointID int64
 	EventID    int64
 	Inserted   bool
+	Held       bool
 }
 
 // One delivery per (event, endpoint), for any number of pairs in one
@@ -261,7 +265,8 @@ type WebhookDeliveryInsertRow struct {
 // inserts nothing and gets its existing deliveries back (inserted =
 // false). A pair must not appear twice in one call. The deliveries get
 // their ids in the order given: an ordered endpoint delivers an
-// aggregate's events in delivery id order.
+// aggregate's events in delivery id order. A delivery to an endpoint whose
+// breaker is open is held from the start (held = true: it gets no job).
 func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDeliveryInsertParams) ([]WebhookDeliveryInsertRow, error) {
 	rows, err := q.db.Query(ctx, webhookDeliveryInsert,
 		arg.TenantIds,
@@ -284,6 +289,7 @@ func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDelivery
 			&i.EndpointID,
 			&i.EventID,
 			&i.Inserted,
+			&i.Held,
 		); err != nil {
 			return nil, err
 		}

@@ -421,11 +421,25 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 			if err != nil {
 				return err
 			}
-			if a.ok() && t.BreakerOpenUntil != nil {
+			switch {
+			case a.ok() && t.BreakerOpenUntil != nil:
 				// The probe closed the breaker: the deliveries held behind
 				// it go back to the queue (the sweep releases the rest).
 				if _, err := releaseHeld(ctx, tx, d.Jobs, j.TenantID, t.EndpointID, heldBatch, clk); err != nil {
 					return err
+				}
+			case out.openUntil != nil && next != nil:
+				// The breaker is open and this delivery is to be retried:
+				// unless another delivery holds the breaker, this one does,
+				// and its retry is the probe when the breaker's time is up
+				// (what the fan-out records meanwhile is held from the
+				// start).
+				holder, err := st.takeHolder(ctx, j.TenantID, t.EndpointID, t.ID)
+				if err != nil {
+					return fmt.Errorf("take breaker holder: %w", err)
+				}
+				if holder && out.openUntil.Before(*next) {
+					next = out.openUntil
 				}
 			}
 			if disable == "" && !a.ok() && out.failingSince != nil && now.Sub(*out.failingSince) >= d.Breaker.withDefaults().DisableAfter {

@@ -88,14 +88,14 @@ func (f *Fanout) HandleEvents(ctx context.Context, events []Event) (int, error) 
 				from = append(from, m.Event)
 			}
 		}
-		ids, inserted, err := st.insertDeliveries(ctx, ds, clk.Now())
+		ids, needJob, err := st.insertDeliveries(ctx, ds, clk.Now())
 		if err != nil {
 			return fmt.Errorf("record webhook deliveries: %w", err)
 		}
 		jobs := make([]job.EnqueueParams, 0, len(ds))
 		for i, d := range ds {
-			if !inserted[i] {
-				continue // recorded before, with its job
+			if !needJob[i] {
+				continue // recorded before, with its job; or held behind an open breaker
 			}
 			jobs = append(jobs, jobParams(d.TenantID, jobPayloadJSON(d.TenantID, ids[i]), nil, events[from[i]].TraceID,
 				firstAttemptKey(d.EventID, d.EndpointID)))

@@ -46,6 +46,10 @@ func TestOpenBreakerHoldsTheBacklogWithoutJobs(t *testing.T) {
 	v.work(t)
 	const backlog = 40
 	v.emit(t, 4, backlog, nil)
+	// Recorded behind the open breaker: held at once, without a job.
+	if held, live := v.held(t), v.liveJobs(t); held != backlog || live != 3 {
+		t.Fatalf("%d new deliveries held and %d webhook jobs, want all %d held and only the 3 retries' jobs", held, live, backlog)
+	}
 	v.work(t)
 	// The three failed ones come up for their retry: held too.
 	v.clk.Advance(6 * time.Second)
@@ -56,23 +60,25 @@ func TestOpenBreakerHoldsTheBacklogWithoutJobs(t *testing.T) {
 	if held, live := v.held(t), v.liveJobs(t); held != backlog+2 || live != 1 {
 		t.Fatalf("%d deliveries held and %d webhook jobs left, want %d held and the holder's one job", held, live, backlog+2)
 	}
-	// Each cool-down's end claims the holder's job alone (one probe), not
-	// every pending delivery.
-	for i, cool := range []time.Duration{30 * time.Second, 60 * time.Second} {
-		v.clk.Advance(cool)
-		if n := v.work(t); n != 1 {
-			t.Fatalf("cool-down %d over: %d jobs claimed, want 1 (the probe)", i+1, n)
+	// Until a probe succeeds, whatever the clock does, a pass claims at
+	// most the holder's job (one probe), not every pending delivery, and
+	// the sweep leaves the held ones alone.
+	for step := 0; len(rcv.all()) < 6; step++ {
+		if step > 40 {
+			t.Fatalf("no successful probe after %d steps of 30 s (%d requests)", step, len(rcv.all()))
 		}
-		if n := len(rcv.all()); n != 4+i {
-			t.Fatalf("cool-down %d over: the receiver got %d requests, want %d", i+1, n, 4+i)
+		v.clk.Advance(30 * time.Second)
+		sent := len(rcv.all())
+		if n := v.work(t); n > 1 || len(rcv.all()) > sent+n {
+			t.Fatalf("step %d with the breaker open: %d jobs claimed and %d requests sent, want at most the holder's one", step, n, len(rcv.all())-sent)
+		}
+		if len(rcv.all()) == 6 {
+			break // the probe succeeded and released the held deliveries
 		}
 		if n := v.sweep(t); n != 0 {
 			t.Fatalf("the sweep moved %d held deliveries while the holder waits behind an open breaker", n)
 		}
 	}
-	// The holder's next retry (5 min on) probes again and succeeds; the
-	// breaker's close releases every held delivery.
-	v.clk.Advance(5 * time.Minute)
 	for i := 0; i < 10 && v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'succeeded'") < backlog+3; i++ {
 		v.work(t)
 	}
@@ -116,8 +122,8 @@ func TestHeldSweep(t *testing.T) {
 	if err := v.db.Admin.QueryRow(ctx, "SELECT breaker_holder FROM webhook_endpoints WHERE id = $1", c.Endpoint.ID).Scan(&holder); err != nil {
 		t.Fatal(err)
 	}
-	if held := v.held(t); held != 4 || holder == 0 {
-		t.Fatalf("%d held, holder %d: want 4 held behind one holder", held, holder)
+	if held := v.held(t); held != 5 || holder != 1 {
+		t.Fatalf("%d held, holder %d: want all 5 later ones held behind the delivery whose failure opened the breaker", held, holder)
 	}
 	// The holder ends without closing the breaker (its last attempt
 	// failed): one held delivery is released to take its place.
@@ -132,7 +138,7 @@ func TestHeldSweep(t *testing.T) {
 	if err := v.db.Admin.QueryRow(ctx, "SELECT breaker_holder FROM webhook_endpoints WHERE id = $1", c.Endpoint.ID).Scan(&next); err != nil {
 		t.Fatal(err)
 	}
-	if next == holder || v.held(t) != 3 {
+	if next == holder || v.held(t) != 4 {
 		t.Fatalf("after the hand-over: holder %d (was %d), %d held", next, holder, v.held(t))
 	}
 	if n := v.sweep(t); n != 0 {
@@ -143,11 +149,11 @@ func TestHeldSweep(t *testing.T) {
 	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, c.Endpoint.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	if n := v.sweep(t); n != 3 {
-		t.Fatalf("the sweep failed %d held deliveries of a disabled endpoint, want 3", n)
+	if n := v.sweep(t); n != 4 {
+		t.Fatalf("the sweep failed %d held deliveries of a disabled endpoint, want 4", n)
 	}
-	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'failed' AND last_error = 'endpoint disabled'"); n != 3 {
-		t.Fatalf("%d deliveries failed as 'endpoint disabled', want 3", n)
+	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'failed' AND last_error = 'endpoint disabled'"); n != 4 {
+		t.Fatalf("%d deliveries failed as 'endpoint disabled', want 4", n)
 	}
 
 	// Enabled again with its breaker open once more (the holder still

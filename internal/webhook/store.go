@@ -264,9 +264,10 @@ type newDelivery struct {
 }
 
 // insertDeliveries records ds (no (event, endpoint) pair twice) in one
-// statement and returns, in ds's order, each one's id and whether this
-// call inserted it (false: the event was recorded before).
-func (s store) insertDeliveries(ctx context.Context, ds []newDelivery, now *time.Time) (ids []int64, inserted []bool, err error) {
+// statement and returns, in ds's order, each one's id and whether it needs
+// a job: this call inserted it (not: the event was recorded before, with
+// its job) and did not hold it (its endpoint's breaker is open).
+func (s store) insertDeliveries(ctx context.Context, ds []newDelivery, now *time.Time) (ids []int64, needJob []bool, err error) {
 	p := queries.WebhookDeliveryInsertParams{Now: now,
 		TenantIds: make([]int64, len(ds)), EndpointIds: make([]int64, len(ds)), EventIds: make([]int64, len(ds)),
 		EventTypes: make([]string, len(ds)), Bodies: make([]string, len(ds)), Aggregates: make([]string, len(ds))}
@@ -287,15 +288,15 @@ func (s store) insertDeliveries(ctx context.Context, ds []newDelivery, now *time
 	if len(rows) != len(ds) {
 		return nil, nil, fmt.Errorf("recorded %d of %d webhook deliveries", len(rows), len(ds))
 	}
-	ids, inserted = make([]int64, len(ds)), make([]bool, len(ds))
+	ids, needJob = make([]int64, len(ds)), make([]bool, len(ds))
 	for _, r := range rows {
 		i, ok := at[key{r.EndpointID, r.EventID}]
 		if !ok {
 			return nil, nil, fmt.Errorf("webhook delivery %d: unexpected endpoint %d and event %d", r.ID, r.EndpointID, r.EventID)
 		}
-		ids[i], inserted[i] = r.ID, r.Inserted
+		ids[i], needJob[i] = r.ID, r.Inserted && !r.Held
 	}
-	return ids, inserted, nil
+	return ids, needJob, nil
 }
 
 type attemptTarget struct {
