@@ -200,20 +200,9 @@ func TestFanoutBatchWaitsWholeWhenTheDatabaseFails(t *testing.T) {
 func fetchEvents(t *testing.T, tenant int64, bodies ...[]byte) (jetstream.Consumer, []jetstream.Msg) {
 	t.Helper()
 	ctx := context.Background()
-	bus, err := natsbus.Open(ctx, natsbus.Config{DataDir: t.TempDir(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(bus.Close)
+	bus := openBus(t)
 	for i, b := range bodies {
-		m := nats.NewMsg(natsbus.Subject("toko", "project.created"))
-		m.Data = b
-		m.Header.Set(jetstream.MsgIDHeader, strconv.Itoa(i+1))
-		m.Header.Set(natsbus.HeaderTenantID, strconv.FormatInt(tenant, 10))
-		m.Header.Set(natsbus.HeaderEventType, "project.created")
-		if _, err := bus.JS.PublishMsg(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		publishEvent(t, bus, tenant, i+1, b)
 	}
 	cons, err := bus.Stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "test", AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
@@ -231,6 +220,31 @@ func fetchEvents(t *testing.T, tenant int64, bodies ...[]byte) (jetstream.Consum
 		t.Fatalf("fetched %d events, want %d", len(msgs), len(bodies))
 	}
 	return cons, msgs
+}
+
+// openBus starts a real nats-server with the stream, for this test only.
+func openBus(t *testing.T) *natsbus.Bus {
+	t.Helper()
+	bus, err := natsbus.Open(context.Background(), natsbus.Config{DataDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bus.Close)
+	return bus
+}
+
+// publishEvent publishes event n (a project.created of tenant) with body,
+// as the relay would.
+func publishEvent(t *testing.T, bus *natsbus.Bus, tenant int64, n int, body []byte) {
+	t.Helper()
+	m := nats.NewMsg(natsbus.Subject("toko", "project.created"))
+	m.Data = body
+	m.Header.Set(jetstream.MsgIDHeader, strconv.Itoa(n))
+	m.Header.Set(natsbus.HeaderTenantID, strconv.FormatInt(tenant, 10))
+	m.Header.Set(natsbus.HeaderEventType, "project.created")
+	if _, err := bus.JS.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitForPending waits until the server counts pending events awaiting

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jejakhq/jejak/internal/database"
@@ -25,15 +24,11 @@ func TestJetStreamRedeliveryCreatesNoSecondJob(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, webhook.Guard{Allow: loopback})
 	ctx := context.Background()
-	bus, err := natsbus.Open(ctx, natsbus.Config{DataDir: t.TempDir(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close()
+	bus := openBus(t)
 	if _, err := v.svc.Create(ctx, v.tenant, v.owner, "https://example.com/hook", "*"); err != nil {
 		t.Fatal(err)
 	}
-	err = database.InTenantTx(ctx, v.db.App, v.tenant, func(tx pgx.Tx) error {
+	err := database.InTenantTx(ctx, v.db.App, v.tenant, func(tx pgx.Tx) error {
 		_, err := outbox.NewWriter(v.clk).Publish(ctx, tx, v.tenant, outbox.Message{Type: "project.created",
 			AggregateType: "project", AggregateID: "9", Payload: map[string]any{"name": "Katalog"}})
 		return err
@@ -90,20 +85,9 @@ func TestFanoutPendingIsExported(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, webhook.Guard{Allow: loopback})
 	ctx := context.Background()
-	bus, err := natsbus.Open(ctx, natsbus.Config{DataDir: t.TempDir(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close()
+	bus := openBus(t)
 	for i := 1; i <= 3; i++ {
-		m := nats.NewMsg(natsbus.Subject("toko", "project.created"))
-		m.Data = []byte(`{"id":"evt_` + strconv.Itoa(i) + `"}`)
-		m.Header.Set(jetstream.MsgIDHeader, strconv.Itoa(i))
-		m.Header.Set(natsbus.HeaderTenantID, strconv.FormatInt(v.tenant, 10))
-		m.Header.Set(natsbus.HeaderEventType, "project.created")
-		if _, err := bus.JS.PublishMsg(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		publishEvent(t, bus, v.tenant, i, []byte(`{"id":"evt_`+strconv.Itoa(i)+`"}`))
 	}
 	reg := metrics.New(metrics.Options{})
 	reg.WatchFanout(func(ctx context.Context) (int64, error) { return webhook.FanoutPending(ctx, bus.Stream) })
@@ -174,21 +158,10 @@ func TestFanoutShutdownGivesQueuedEventsBack(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, webhook.Guard{Allow: loopback})
 	ctx := context.Background()
-	bus, err := natsbus.Open(ctx, natsbus.Config{DataDir: t.TempDir(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close()
+	bus := openBus(t)
 	publish := func(i int) {
 		t.Helper()
-		m := nats.NewMsg(natsbus.Subject("toko", "project.created"))
-		m.Data = []byte(`{"id":"evt_` + strconv.Itoa(i) + `"}`)
-		m.Header.Set(jetstream.MsgIDHeader, strconv.Itoa(i))
-		m.Header.Set(natsbus.HeaderTenantID, strconv.FormatInt(v.tenant, 10))
-		m.Header.Set(natsbus.HeaderEventType, "project.created")
-		if _, err := bus.JS.PublishMsg(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		publishEvent(t, bus, v.tenant, i, []byte(`{"id":"evt_`+strconv.Itoa(i)+`"}`))
 	}
 	// The first batch blocks on the endpoints table.
 	lock, err := v.db.Admin.Begin(ctx)
