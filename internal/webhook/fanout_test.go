@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jejakhq/jejak/internal/natsbus"
+	"github.com/jejakhq/jejak/internal/testwait"
 	"github.com/jejakhq/jejak/internal/webhook"
 )
 
@@ -252,7 +253,7 @@ func publishEvent(t *testing.T, bus *natsbus.Bus, tenant int64, n int, body []by
 func waitForPending(t *testing.T, cons jetstream.Consumer, pending int, ackFloor uint64) {
 	t.Helper()
 	var info *jetstream.ConsumerInfo
-	waitFor(t, fmt.Sprintf("%d events pending and the ack floor at %d", pending, ackFloor), func() bool {
+	testwait.For(t, fmt.Sprintf("%d events pending and the ack floor at %d", pending, ackFloor), func() bool {
 		var err error
 		if info, err = cons.Info(context.Background()); err != nil {
 			t.Fatal(err)

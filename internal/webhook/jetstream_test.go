@@ -14,6 +14,7 @@ import (
 	"github.com/jejakhq/jejak/internal/metrics"
 	"github.com/jejakhq/jejak/internal/natsbus"
 	"github.com/jejakhq/jejak/internal/outbox"
+	"github.com/jejakhq/jejak/internal/testwait"
 	"github.com/jejakhq/jejak/internal/webhook"
 )
 
@@ -48,7 +49,7 @@ func TestJetStreamRedeliveryCreatesNoSecondJob(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- v.fanout.Run(cctx, bus.Stream) }()
-		waitFor(t, "the consumer to acknowledge the event", func() bool {
+		testwait.Within(t, 20*time.Second, "the consumer to acknowledge the event", func() bool {
 			c, err := bus.Stream.Consumer(ctx, webhook.ConsumerName)
 			if err != nil {
 				return false
@@ -140,7 +141,7 @@ func TestFanoutPendingIsExported(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- v.fanout.Run(cctx, bus.Stream) }()
-	waitFor(t, "jejak_webhook_fanout_pending to reach 0 once the fan-out runs", func() bool {
+	testwait.For(t, "jejak_webhook_fanout_pending to reach 0 once the fan-out runs", func() bool {
 		n, ok := gauge()
 		return ok && n == 0
 	})
@@ -177,7 +178,7 @@ func TestFanoutShutdownGivesQueuedEventsBack(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- v.fanout.Run(cctx, bus.Stream) }()
-	waitFor(t, "the first batch waiting for its lock", func() bool {
+	testwait.For(t, "the first batch waiting for its lock", func() bool {
 		return v.count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND wait_event_type = 'Lock' AND query LIKE '%webhook_endpoints%'`) == 1
 	})
@@ -187,7 +188,7 @@ func TestFanoutShutdownGivesQueuedEventsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "events 2 and 3 handed to the replica", func() bool {
+	testwait.For(t, "events 2 and 3 handed to the replica", func() bool {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumAckPending == 3
 	})
@@ -209,17 +210,5 @@ func TestFanoutShutdownGivesQueuedEventsBack(t *testing.T) {
 	slices.Sort(got)
 	if len(got) != 2 || got[0] != "2" || got[1] != "3" {
 		t.Fatalf("redelivered within 3 s of the shutdown: %v, want events 2 and 3 (event 1 waits its pause)", got)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for an outcome, with a deadline
 	}
 }
