@@ -6,9 +6,10 @@
 -- commit order: the relay's "no older undelivered message" test can then
 -- trust ids within an aggregate (ids in general are allocated before
 -- commit, so a higher id may commit first).
-INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at)
+INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
 SELECT @tenant_id::bigint, @event_type::text, @aggregate_type::text, @aggregate_id::text, @payload, @trace_id,
-       coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
+       coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+       sqlc.narg('requested_by')::bigint
   FROM (SELECT pg_advisory_xact_lock(727276, hashtext(concat(@tenant_id::bigint, ':', @aggregate_type::text, ':', @aggregate_id::text)))) AS aggregate_lock
 RETURNING id;
 
@@ -17,11 +18,13 @@ RETURNING id;
 -- aggregates' locks are all taken first (an InitPlan, in key order, so
 -- two such statements cannot deadlock), then the rows get their ids in
 -- the given order.
-INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at)
+INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
 SELECT @tenant_id::bigint, m.event_type, m.aggregate_type, m.aggregate_id, m.payload::jsonb, m.trace_id,
-       coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
+       coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+       NULLIF(m.requested_by, 0)
   FROM (SELECT i AS ord, (@event_types::text[])[i] AS event_type, (@aggregate_types::text[])[i] AS aggregate_type,
-               (@aggregate_ids::text[])[i] AS aggregate_id, (@payloads::text[])[i] AS payload, (@trace_ids::text[])[i] AS trace_id
+               (@aggregate_ids::text[])[i] AS aggregate_id, (@payloads::text[])[i] AS payload, (@trace_ids::text[])[i] AS trace_id,
+               (@requested_bys::bigint[])[i] AS requested_by
           FROM generate_subscripts(@event_types::text[], 1) AS i) m
  WHERE (SELECT count(pg_advisory_xact_lock(727276, hashtext(concat(@tenant_id::bigint, ':', a.aggregate_type, ':', a.aggregate_id))))
           FROM (SELECT DISTINCT (@aggregate_types::text[])[i] AS aggregate_type, (@aggregate_ids::text[])[i] AS aggregate_id
@@ -44,7 +47,8 @@ UPDATE outbox_messages m
   FROM tenants t
  WHERE m.id = ANY((SELECT outbox_claimable(@lim::int, coalesce(sqlc.narg('now')::timestamptz, now())))::bigint[])
    AND m.state = 'pending' AND t.id = m.tenant_id
-RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts;
+RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts,
+          m.requested_by;
 
 -- name: OutboxMarkDelivered :one
 -- Marks a batch delivered and adds it to the minute's throughput in the

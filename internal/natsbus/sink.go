@@ -18,6 +18,9 @@ const (
 	HeaderEventID   = "Jejak-Event-Id"
 	HeaderEventType = "Jejak-Event-Type"
 	HeaderTraceID   = "Jejak-Trace-Id"
+	// HeaderRequestedBy is the id of the user whose action the event
+	// reports (absent for the system's own events).
+	HeaderRequestedBy = "Jejak-Requested-By"
 )
 
 // Sink publishes outbox messages to JetStream asynchronously, a whole batch
@@ -48,6 +51,9 @@ func (s Sink) Publish(ctx context.Context, msgs []outbox.Envelope) []error {
 		nm.Header.Set(HeaderEventType, m.Type)
 		if m.TraceID != "" {
 			nm.Header.Set(HeaderTraceID, m.TraceID)
+		}
+		if m.RequestedBy != nil {
+			nm.Header.Set(HeaderRequestedBy, strconv.FormatInt(*m.RequestedBy, 10))
 		}
 		if futs[i], err = s.JS.PublishMsgAsync(nm); err != nil {
 			errs[i] = fmt.Errorf("publish to JetStream: %w", err)

@@ -10,15 +10,20 @@ import (
 
 // This file is the only one in the package that touches sqlc's types.
 
-func storeInsert(ctx context.Context, db queries.DBTX, now *time.Time, tenantID int64, m Message, payload json.RawMessage) (int64, error) {
-	return queries.New(db).OutboxInsert(ctx, queries.OutboxInsertParams{
+func storeInsert(ctx context.Context, db queries.DBTX, now *time.Time, tenantID int64, m Message, payload json.RawMessage, requester int64) (int64, error) {
+	p := queries.OutboxInsertParams{
 		TenantID: tenantID, EventType: m.Type, AggregateType: m.AggregateType, AggregateID: m.AggregateID,
 		Payload: payload, TraceID: m.TraceID, Now: now,
-	})
+	}
+	if requester > 0 {
+		p.RequestedBy = &requester
+	}
+	return queries.New(db).OutboxInsert(ctx, p)
 }
 
-func storeInsertMany(ctx context.Context, db queries.DBTX, now *time.Time, tenantID int64, ms []Message, payloads []json.RawMessage) error {
-	p := queries.OutboxInsertManyParams{TenantID: tenantID, Now: now}
+// storeInsertMany inserts ms; requesters[i] is ms[i]'s user (0: none).
+func storeInsertMany(ctx context.Context, db queries.DBTX, now *time.Time, tenantID int64, ms []Message, payloads []json.RawMessage, requesters []int64) error {
+	p := queries.OutboxInsertManyParams{TenantID: tenantID, Now: now, RequestedBys: requesters}
 	for i, m := range ms {
 		p.EventTypes = append(p.EventTypes, m.Type)
 		p.AggregateTypes = append(p.AggregateTypes, m.AggregateType)
@@ -38,7 +43,7 @@ func storeClaim(ctx context.Context, db queries.DBTX, now *time.Time, worker str
 	for i, r := range rows {
 		out[i] = Envelope{ID: r.ID, TenantID: r.TenantID, TenantSlug: r.Slug, Type: r.EventType,
 			AggregateType: r.AggregateType, AggregateID: r.AggregateID, Payload: r.Payload,
-			TraceID: r.TraceID, CreatedAt: r.CreatedAt, Attempt: int(r.Attempts)}
+			TraceID: r.TraceID, RequestedBy: r.RequestedBy, CreatedAt: r.CreatedAt, Attempt: int(r.Attempts)}
 	}
 	return out, nil
 }

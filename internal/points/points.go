@@ -47,6 +47,10 @@ type Award struct {
 	Customer  string // the tenant's customer reference (e.g. an e-mail address)
 	Points    int64
 	Reason    string
+	// RequestedBy is the user the award is made for (the job's requester;
+	// nil: the system): its points.awarded event, and the webhook
+	// deliveries of that event, are attributed to them.
+	RequestedBy *int64
 }
 
 // Validate checks an award's fields.
@@ -147,7 +151,7 @@ func firstApplied(awards []Award, applied map[string]bool) []int {
 
 // message is the outbox message announcing a.
 func (a Award) message() outbox.Message {
-	return outbox.Message{Type: "points.awarded", AggregateType: "customer", AggregateID: a.Customer,
+	return outbox.Message{Type: "points.awarded", AggregateType: "customer", AggregateID: a.Customer, RequestedBy: a.RequestedBy,
 		Payload: map[string]any{"customer": a.Customer, "points": a.Points, "reason": a.Reason, "message_id": a.MessageID}}
 }
 
@@ -174,7 +178,7 @@ func (h *Handler) Handle(ctx context.Context, j *job.Job) error {
 	if err := payload.Decode(j, &p); err != nil {
 		return err
 	}
-	a := Award{MessageID: p.MessageID, Customer: p.Customer, Points: p.Points, Reason: p.Reason}
+	a := Award{MessageID: p.MessageID, Customer: p.Customer, Points: p.Points, Reason: p.Reason, RequestedBy: j.RequestedBy}
 	if err := a.Validate(); err != nil {
 		return job.Permanent(fmt.Errorf("points.award job %d: %w", j.ID, err))
 	}

@@ -352,6 +352,7 @@ type OutboxMessage struct {
 	ReservedBy    *string
 	ReservedAt    *time.Time
 	ProcessedAt   *time.Time
+	RequestedBy   *int64
 }
 
 type OutboxStatsMinute struct {

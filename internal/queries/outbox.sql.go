@@ -18,7 +18,8 @@ UPDATE outbox_messages m
   FROM tenants t
  WHERE m.id = ANY((SELECT outbox_claimable($3::int, coalesce($2::timestamptz, now())))::bigint[])
    AND m.state = 'pending' AND t.id = m.tenant_id
-RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts
+RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts,
+          m.requested_by
 `
 
 type OutboxClaimParams struct {
@@ -38,6 +39,7 @@ type OutboxClaimRow struct {
 	TraceID       string
 	CreatedAt     time.Time
 	Attempts      int32
+	RequestedBy   *int64
 }
 
 // outbox_claimable (db/schema/00032) picks and locks the batch: due pending
@@ -68,6 +70,7 @@ func (q *Queries) OutboxClaim(ctx context.Context, arg OutboxClaimParams) ([]Out
 			&i.TraceID,
 			&i.CreatedAt,
 			&i.Attempts,
+			&i.RequestedBy,
 		); err != nil {
 			return nil, err
 		}
@@ -81,9 +84,10 @@ func (q *Queries) OutboxClaim(ctx context.Context, arg OutboxClaimParams) ([]Out
 
 const outboxInsert = `-- name: OutboxInsert :one
 
-INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at)
+INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
 SELECT $1::bigint, $2::text, $3::text, $4::text, $5, $6,
-       coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now())
+       coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now()),
+       $8::bigint
   FROM (SELECT pg_advisory_xact_lock(727276, hashtext(concat($1::bigint, ':', $3::text, ':', $4::text)))) AS aggregate_lock
 RETURNING id
 `
@@ -96,6 +100,7 @@ type OutboxInsertParams struct {
 	Payload       json.RawMessage
 	TraceID       string
 	Now           *time.Time
+	RequestedBy   *int64
 }
 
 // The outbox runtime: publish, claim, settle, reclaim, prune (internal/outbox).
@@ -113,6 +118,7 @@ func (q *Queries) OutboxInsert(ctx context.Context, arg OutboxInsertParams) (int
 		arg.Payload,
 		arg.TraceID,
 		arg.Now,
+		arg.RequestedBy,
 	)
 	var id int64
 	err := row.Scan(&id)
@@ -120,11 +126,13 @@ func (q *Queries) OutboxInsert(ctx context.Context, arg OutboxInsertParams) (int
 }
 
 const outboxInsertMany = `-- name: OutboxInsertMany :exec
-INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at)
+INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
 SELECT $1::bigint, m.event_type, m.aggregate_type, m.aggregate_id, m.payload::jsonb, m.trace_id,
-       coalesce($2::timestamptz, now()), coalesce($2::timestamptz, now())
+       coalesce($2::timestamptz, now()), coalesce($2::timestamptz, now()),
+       NULLIF(m.requested_by, 0)
   FROM (SELECT i AS ord, ($3::text[])[i] AS event_type, ($4::text[])[i] AS aggregate_type,
-               ($5::text[])[i] AS aggregate_id, ($6::text[])[i] AS payload, ($7::text[])[i] AS trace_id
+               ($5::text[])[i] AS aggregate_id, ($6::text[])[i] AS payload, ($7::text[])[i] AS trace_id,
+               ($8::bigint[])[i] AS requested_by
           FROM generate_subscripts($3::text[], 1) AS i) m
  WHERE (SELECT count(pg_advisory_xact_lock(727276, hashtext(concat($1::bigint, ':', a.aggregate_type, ':', a.aggregate_id))))
           FROM (SELECT DISTINCT ($4::text[])[i] AS aggregate_type, ($5::text[])[i] AS aggregate_id
@@ -141,6 +149,7 @@ type OutboxInsertManyParams struct {
 	AggregateIds   []string
 	Payloads       []string
 	TraceIds       []string
+	RequestedBys   []int64
 }
 
 // OutboxInsert for many messages of one tenant in one statement: the
@@ -156,6 +165,7 @@ func (q *Queries) OutboxInsertMany(ctx context.Context, arg OutboxInsertManyPara
 		arg.AggregateIds,
 		arg.Payloads,
 		arg.TraceIds,
+		arg.RequestedBys,
 	)
 	return err
 }

@@ -38,6 +38,10 @@ func (s *Service) publish(ctx context.Context, tx pgx.Tx, tenantID int64, actor 
 	}
 	// Nothing in the transaction reads the message back: it is sent with
 	// the COMMIT, in the same round trip (as the audit event is).
+	var requestedBy *int64
+	if actor.UserID > 0 {
+		requestedBy = &actor.UserID
+	}
 	return s.outbox.PublishMany(ctx, database.AtCommit(tx), tenantID, []outbox.Message{{Type: ev.event,
-		AggregateType: ev.aggregate, AggregateID: aggID, Payload: payload, TraceID: actor.TraceID}})
+		AggregateType: ev.aggregate, AggregateID: aggID, Payload: payload, TraceID: actor.TraceID, RequestedBy: requestedBy}})
 }

@@ -29,7 +29,7 @@ func TestAuditedChangesPublishDomainEvents(t *testing.T) {
 	if err := e.svc.ChangePlan(ctx, melati, owner, "free"); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := e.db.Admin.Query(ctx, `SELECT event_type, aggregate_type, aggregate_id, trace_id FROM outbox_messages
+	rows, err := e.db.Admin.Query(ctx, `SELECT event_type, aggregate_type, aggregate_id, trace_id, requested_by FROM outbox_messages
 		WHERE tenant_id = $1 ORDER BY id`, melati)
 	if err != nil {
 		t.Fatal(err)
@@ -37,11 +37,16 @@ func TestAuditedChangesPublishDomainEvents(t *testing.T) {
 	var got []string
 	for rows.Next() {
 		var typ, at, aid, tr string
-		if err := rows.Scan(&typ, &at, &aid, &tr); err != nil {
+		var by *int64
+		if err := rows.Scan(&typ, &at, &aid, &tr, &by); err != nil {
 			t.Fatal(err)
 		}
 		if tr != "t-ev" {
 			t.Errorf("%s: trace %q", typ, tr)
+		}
+		// Its webhook deliveries are done on behalf of the owner who acted.
+		if by == nil || *by != budi {
+			t.Errorf("%s: requested by %v, want the owner %d", typ, by, budi)
 		}
 		got = append(got, typ+" "+at)
 	}

@@ -106,14 +106,16 @@ func (s *Service) SendTest(ctx context.Context, tenantID int64, actor Actor, end
 		if err != nil {
 			return fmt.Errorf("encode test event: %w", err)
 		}
-		dids, _, err := st.insertDeliveries(ctx, []newDelivery{{TenantID: tenantID, EndpointID: ep.ID, EventID: id,
+		dids, needJob, err := st.insertDeliveries(ctx, []newDelivery{{TenantID: tenantID, EndpointID: ep.ID, EventID: id,
 			EventType: eventType, Body: string(body)}}, s.clk.Now())
 		if err != nil {
 			return fmt.Errorf("record test delivery: %w", err)
 		}
 		did := dids[0]
-		if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, did, nil, actor.TraceID, firstAttemptKey(id, ep.ID)); err != nil {
-			return err
+		if needJob[0] { // else held behind the endpoint's open breaker
+			if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, did, nil, actor.TraceID, &actor.UserID, firstAttemptKey(id, ep.ID)); err != nil {
+				return err
+			}
 		}
 		if d, err = st.delivery(ctx, tenantID, did); err != nil {
 			return err

@@ -109,11 +109,13 @@ func firstAttemptKey(eventID, endpointID int64) string {
 	return "evt_" + strconv.FormatInt(eventID, 10) + ":ep_" + strconv.FormatInt(endpointID, 10)
 }
 
-func jobParams(tenantID int64, p json.RawMessage, at *time.Time, traceID, key string) job.EnqueueParams {
+// jobParams is a delivery attempt's job, requested by the user whose
+// action caused the event (nil: the system).
+func jobParams(tenantID int64, p json.RawMessage, at *time.Time, traceID string, requestedBy *int64, key string) job.EnqueueParams {
 	// The job's own retries cover database trouble only; delivery retries
 	// follow Schedule as new jobs.
 	return job.EnqueueParams{TenantID: tenantID, Kind: Kind, Payload: p, AvailableAt: at, MaxAttempts: 3,
-		TraceID: traceID, IdempotencyKey: key}
+		TraceID: traceID, RequestedBy: requestedBy, IdempotencyKey: key}
 }
 
 func (d *Deliverer) clock() clock.Clock {
@@ -451,7 +453,7 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 		}
 		if next != nil {
 			key := fmt.Sprintf("dlv_%d:attempt_%d", t.ID, attempts+1)
-			if err := enqueueAttempt(ctx, tx, d.Jobs, j.TenantID, t.ID, next, j.TraceID, key); err != nil {
+			if err := enqueueAttempt(ctx, tx, d.Jobs, j.TenantID, t.ID, next, j.TraceID, j.RequestedBy, key); err != nil {
 				return err
 			}
 		}

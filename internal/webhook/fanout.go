@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +42,9 @@ type Event struct {
 	Type         string
 	Body         []byte
 	TraceID      string
+	// RequestedBy is the user whose action the event reports (nil: the
+	// system's own); its deliveries' jobs are requested on their behalf.
+	RequestedBy *int64
 }
 
 // HandleEvent is HandleEvents for one event.
@@ -97,7 +101,8 @@ func (f *Fanout) HandleEvents(ctx context.Context, events []Event) (int, error) 
 			if !needJob[i] {
 				continue // recorded before, with its job; or held behind an open breaker
 			}
-			jobs = append(jobs, jobParams(d.TenantID, jobPayloadJSON(d.TenantID, ids[i]), nil, events[from[i]].TraceID,
+			e := &events[from[i]]
+			jobs = append(jobs, jobParams(d.TenantID, jobPayloadJSON(d.TenantID, ids[i]), nil, e.TraceID, e.RequestedBy,
 				firstAttemptKey(d.EventID, d.EndpointID)))
 		}
 		if len(jobs) == 0 {
@@ -234,8 +239,12 @@ func (f *Fanout) handleBatch(ctx context.Context, msgs []jetstream.Msg, log *slo
 			continue
 		}
 		h := m.Headers()
-		events = append(events, Event{TenantID: tid, ID: id, Type: h.Get(natsbus.HeaderEventType), Body: m.Data(),
-			TraceID: h.Get(natsbus.HeaderTraceID)})
+		e := Event{TenantID: tid, ID: id, Type: h.Get(natsbus.HeaderEventType), Body: m.Data(),
+			TraceID: h.Get(natsbus.HeaderTraceID)}
+		if uid, err := strconv.ParseInt(h.Get(natsbus.HeaderRequestedBy), 10, 64); err == nil && uid > 0 {
+			e.RequestedBy = &uid
+		}
+		events = append(events, e)
 		held = append(held, m)
 	}
 	if len(events) == 0 {

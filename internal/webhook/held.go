@@ -56,7 +56,9 @@ func releaseHeld(ctx context.Context, tx pgx.Tx, jobs Enqueuer, tenantID, endpoi
 	}
 	ps := make([]job.EnqueueParams, len(ids))
 	for i, id := range ids {
-		ps[i] = jobParams(tenantID, jobPayloadJSON(tenantID, id), nil, "", "")
+		// Who caused the event is on the job the delivery was held from,
+		// which is gone: the release is the system's.
+		ps[i] = jobParams(tenantID, jobPayloadJSON(tenantID, id), nil, "", nil, "")
 	}
 	if _, err := jobs.EnqueueMany(ctx, tx, ps); err != nil {
 		return 0, fmt.Errorf("enqueue released webhook deliveries: %w", err)

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -183,5 +184,48 @@ func TestHeldSweep(t *testing.T) {
 	}
 	if held := v.held(t); held != 0 {
 		t.Fatalf("%d still held", held)
+	}
+}
+
+// TestDeliveryJobsActForTheEventsUser: every attempt's job of a delivery
+// names the user whose action caused the event (the retry inherits it), and
+// a resend names the owner who asked for it; the system's own events name
+// nobody.
+func TestDeliveryJobsActForTheEventsUser(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	rcv := newReceiver(t, nil, 500, 200)
+	ctx := context.Background()
+	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := v.owner.UserID
+	if _, err := v.fanout.HandleEvents(ctx, []webhook.Event{
+		{TenantID: v.tenant, ID: 1, Type: "project.created", Body: []byte(`{"id":"evt_1"}`), TraceID: "t", RequestedBy: &user},
+		{TenantID: v.tenant, ID: 2, Type: "webhook.endpoint.disabled", Body: []byte(`{"id":"evt_2"}`), TraceID: "t"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	v.work(t) // the first attempt of event 1 fails and is retried; event 2 goes
+	jobs := func(q string) int {
+		t.Helper()
+		return v.count(t, "SELECT count(*) FROM jobs j JOIN webhook_deliveries d ON d.id = (j.payload->>'delivery_id')::bigint WHERE "+q)
+	}
+	if n := jobs("d.event_id = 1 AND j.requested_by = " + strconv.FormatInt(user, 10)); n != 2 {
+		t.Fatalf("%d of event 1's attempt jobs name its user, want both (the first and the retry)", n)
+	}
+	if n := jobs("d.event_id = 2 AND j.requested_by IS NULL"); n != 1 {
+		t.Fatalf("%d jobs of the system's event name nobody, want 1", n)
+	}
+	var did int64
+	if err := v.db.Admin.QueryRow(ctx, "SELECT id FROM webhook_deliveries WHERE event_id = 2").Scan(&did); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.svc.Resend(ctx, v.tenant, v.owner, c.Endpoint.ID, did); err != nil {
+		t.Fatal(err)
+	}
+	if n := jobs("d.event_id = 2 AND j.requested_by = " + strconv.FormatInt(user, 10)); n != 1 {
+		t.Fatalf("%d resend jobs name the owner who resent, want 1", n)
 	}
 }

@@ -31,7 +31,7 @@ func TestJetStreamRedeliveryCreatesNoSecondJob(t *testing.T) {
 	}
 	err := database.InTenantTx(ctx, v.db.App, v.tenant, func(tx pgx.Tx) error {
 		_, err := outbox.NewWriter(v.clk).Publish(ctx, tx, v.tenant, outbox.Message{Type: "project.created",
-			AggregateType: "project", AggregateID: "9", Payload: map[string]any{"name": "Katalog"}})
+			AggregateType: "project", AggregateID: "9", Payload: map[string]any{"name": "Katalog"}, RequestedBy: &v.owner.UserID})
 		return err
 	})
 	if err != nil {
@@ -65,6 +65,11 @@ func TestJetStreamRedeliveryCreatesNoSecondJob(t *testing.T) {
 	consumeAll()
 	if n := v.count(t, "SELECT count(*) FROM jobs WHERE kind = 'webhook.deliver'"); n != 1 {
 		t.Fatalf("%d jobs after the first delivery, want 1", n)
+	}
+	// The delivery is done on behalf of the user whose action the event
+	// reports: outbox row, relay header, fan-out, job.
+	if n := v.count(t, "SELECT count(*) FROM jobs WHERE kind = 'webhook.deliver' AND requested_by = $1", v.owner.UserID); n != 1 {
+		t.Fatal("the delivery's job does not name the user who caused the event")
 	}
 	if err := bus.Stream.DeleteConsumer(ctx, webhook.ConsumerName); err != nil {
 		t.Fatal(err)

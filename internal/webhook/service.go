@@ -253,7 +253,7 @@ func (s *Service) Resend(ctx context.Context, tenantID int64, actor Actor, endpo
 		if d, err = st.updateDelivery(ctx, tenantID, d.ID, StatePending, d.Attempts, d.LastStatus, d.LastError, nil, now); err != nil {
 			return err
 		}
-		if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, d.ID, nil, actor.TraceID,
+		if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, d.ID, nil, actor.TraceID, &actor.UserID,
 			fmt.Sprintf("dlv_%d:resend_after_%d", d.ID, d.Attempts)); err != nil {
 			return err
 		}
@@ -383,7 +383,7 @@ func (s *Service) Recover(ctx context.Context, tenantID int64, actor Actor, id i
 			return fmt.Errorf("recover deliveries: %w", err)
 		}
 		for _, r := range rs {
-			if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, r.id, nil, actor.TraceID,
+			if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, r.id, nil, actor.TraceID, &actor.UserID,
 				fmt.Sprintf("dlv_%d:resend_after_%d", r.id, r.attempts)); err != nil {
 				return err
 			}
@@ -419,8 +419,8 @@ type jobPayload struct {
 	DeliveryID int64 `json:"delivery_id"`
 }
 
-func enqueueAttempt(ctx context.Context, tx database.Querier, jobs Enqueuer, tenantID, deliveryID int64, at *time.Time, traceID, key string) error {
-	_, err := jobs.Enqueue(ctx, tx, jobParams(tenantID, jobPayloadJSON(tenantID, deliveryID), at, traceID, key))
+func enqueueAttempt(ctx context.Context, tx database.Querier, jobs Enqueuer, tenantID, deliveryID int64, at *time.Time, traceID string, requestedBy *int64, key string) error {
+	_, err := jobs.Enqueue(ctx, tx, jobParams(tenantID, jobPayloadJSON(tenantID, deliveryID), at, traceID, requestedBy, key))
 	if err != nil {
 		return fmt.Errorf("enqueue webhook delivery %d: %w", deliveryID, err)
 	}
