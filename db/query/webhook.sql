@@ -140,13 +140,15 @@ SELECT x.i::int AS i, e.id
 -- their ids in the order given: an ordered endpoint delivers an
 -- aggregate's events in delivery id order. A delivery to an endpoint whose
 -- breaker is open is held from the start (held = true: it gets no job).
-INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at, held_at)
+INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at,
+                                held_at, requested_by)
 SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''),
-       CASE WHEN e.held THEN NULL ELSE c.at END, c.at, c.at, CASE WHEN e.held THEN c.at END
+       CASE WHEN e.held THEN NULL ELSE c.at END, c.at, c.at, CASE WHEN e.held THEN c.at END, NULLIF(d.requested_by, 0)
   FROM (SELECT generate_subscripts(sqlc.arg('tenant_ids')::bigint[], 1) AS n,
                unnest(sqlc.arg('tenant_ids')::bigint[]) AS tenant_id, unnest(sqlc.arg('endpoint_ids')::bigint[]) AS endpoint_id,
                unnest(sqlc.arg('event_ids')::bigint[]) AS event_id, unnest(sqlc.arg('event_types')::text[]) AS event_type,
-               unnest(sqlc.arg('bodies')::text[]) AS body, unnest(sqlc.arg('aggregates')::text[]) AS aggregate) d
+               unnest(sqlc.arg('bodies')::text[]) AS body, unnest(sqlc.arg('aggregates')::text[]) AS aggregate,
+               unnest(sqlc.arg('requested_bys')::bigint[]) AS requested_by) d
   CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, now()) AS at) c
   CROSS JOIN LATERAL (SELECT coalesce(x.breaker_open_until > c.at, false) AS held FROM webhook_endpoints x
                        WHERE x.tenant_id = d.tenant_id AND x.id = d.endpoint_id) e
@@ -197,31 +199,35 @@ UPDATE webhook_deliveries
 -- name: WebhookHeldRelease :many
 -- Takes up to @lim of an endpoint's held deliveries off hold, oldest first;
 -- the caller enqueues their jobs in the same transaction. Rows another
--- release has locked are skipped, and each is released once.
+-- release has locked are skipped, and each is released once. The ids are
+-- picked once, as an array (an InitPlan): as `IN (subquery)` the locking
+-- subquery may be run again for each row, each run skipping the rows this
+-- statement has just updated, and so take far more than @lim.
 UPDATE webhook_deliveries d
    SET held_at = NULL, next_attempt_at = @now::timestamptz, updated_at = @now::timestamptz
- WHERE d.tenant_id = @tenant_id AND d.held_at IS NOT NULL AND d.id IN (
+ WHERE d.tenant_id = @tenant_id AND d.held_at IS NOT NULL AND d.id = ANY(ARRAY(
        SELECT x.id FROM webhook_deliveries x
         WHERE x.tenant_id = @tenant_id AND x.endpoint_id = @endpoint_id AND x.held_at IS NOT NULL
         ORDER BY x.id LIMIT @lim::int
-          FOR UPDATE SKIP LOCKED)
-RETURNING d.id;
+          FOR UPDATE SKIP LOCKED))
+RETURNING d.id, d.requested_by;
 
 -- name: WebhookHeldFail :execrows
 -- Fails up to @lim of an endpoint's held deliveries, oldest first, as a
 -- job would on finding its endpoint disabled or deleted; nothing once the
--- endpoint is enabled again.
+-- endpoint is enabled again. The ids are picked once, as WebhookHeldRelease
+-- picks them.
 UPDATE webhook_deliveries d
    SET state = 'failed', held_at = NULL, last_error = @last_error::text, next_attempt_at = NULL,
        updated_at = @now::timestamptz
  WHERE d.tenant_id = @tenant_id AND d.held_at IS NOT NULL
    AND EXISTS (SELECT 1 FROM webhook_endpoints e
                 WHERE e.tenant_id = @tenant_id AND e.id = @endpoint_id AND NOT e.enabled)
-   AND d.id IN (
+   AND d.id = ANY(ARRAY(
        SELECT x.id FROM webhook_deliveries x
         WHERE x.tenant_id = @tenant_id AND x.endpoint_id = @endpoint_id AND x.held_at IS NOT NULL
         ORDER BY x.id LIMIT @lim::int
-          FOR UPDATE SKIP LOCKED);
+          FOR UPDATE SKIP LOCKED));
 
 -- name: WebhookHeldEndpoints :many
 -- The endpoints with held deliveries (one probe of the held index per

@@ -9,3 +9,7 @@
 SET LOCAL ROLE jejak_owner;
 
 ALTER TABLE outbox_messages ADD COLUMN requested_by bigint;
+-- The same on each webhook delivery of the event: every attempt's job,
+-- also one released after the delivery was held behind an open breaker
+-- (its job gone), is requested on that user's behalf.
+ALTER TABLE webhook_deliveries ADD COLUMN requested_by bigint;

@@ -584,6 +584,7 @@ type WebhookDelivery struct {
 	UpdatedAt     time.Time
 	Aggregate     *string
 	HeldAt        *time.Time
+	RequestedBy   *int64
 }
 
 type WebhookEndpoint struct {

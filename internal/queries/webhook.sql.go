@@ -173,7 +173,7 @@ func (q *Queries) WebhookDeliveryForAttempt(ctx context.Context, arg WebhookDeli
 }
 
 const webhookDeliveryGet = `-- name: WebhookDeliveryGet :one
-SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at, requested_by FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2
 `
 
 type WebhookDeliveryGetParams struct {
@@ -200,6 +200,7 @@ func (q *Queries) WebhookDeliveryGet(ctx context.Context, arg WebhookDeliveryGet
 		&i.UpdatedAt,
 		&i.Aggregate,
 		&i.HeldAt,
+		&i.RequestedBy,
 	)
 	return i, err
 }
@@ -227,14 +228,16 @@ func (q *Queries) WebhookDeliveryHold(ctx context.Context, arg WebhookDeliveryHo
 }
 
 const webhookDeliveryInsert = `-- name: WebhookDeliveryInsert :many
-INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at, held_at)
+INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at,
+                                held_at, requested_by)
 SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''),
-       CASE WHEN e.held THEN NULL ELSE c.at END, c.at, c.at, CASE WHEN e.held THEN c.at END
+       CASE WHEN e.held THEN NULL ELSE c.at END, c.at, c.at, CASE WHEN e.held THEN c.at END, NULLIF(d.requested_by, 0)
   FROM (SELECT generate_subscripts($1::bigint[], 1) AS n,
                unnest($1::bigint[]) AS tenant_id, unnest($2::bigint[]) AS endpoint_id,
                unnest($3::bigint[]) AS event_id, unnest($4::text[]) AS event_type,
-               unnest($5::text[]) AS body, unnest($6::text[]) AS aggregate) d
-  CROSS JOIN (SELECT coalesce($7::timestamptz, now()) AS at) c
+               unnest($5::text[]) AS body, unnest($6::text[]) AS aggregate,
+               unnest($7::bigint[]) AS requested_by) d
+  CROSS JOIN (SELECT coalesce($8::timestamptz, now()) AS at) c
   CROSS JOIN LATERAL (SELECT coalesce(x.breaker_open_until > c.at, false) AS held FROM webhook_endpoints x
                        WHERE x.tenant_id = d.tenant_id AND x.id = d.endpoint_id) e
  ORDER BY d.n
@@ -243,13 +246,14 @@ RETURNING id, endpoint_id, event_id, (xmax = 0)::boolean AS inserted, (held_at I
 `
 
 type WebhookDeliveryInsertParams struct {
-	TenantIds   []int64
-	EndpointIds []int64
-	EventIds    []int64
-	EventTypes  []string
-	Bodies      []string
-	Aggregates  []string
-	Now         *time.Time
+	TenantIds    []int64
+	EndpointIds  []int64
+	EventIds     []int64
+	EventTypes   []string
+	Bodies       []string
+	Aggregates   []string
+	RequestedBys []int64
+	Now          *time.Time
 }
 
 type WebhookDeliveryInsertRow struct {
@@ -275,6 +279,7 @@ func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDelivery
 		arg.EventTypes,
 		arg.Bodies,
 		arg.Aggregates,
+		arg.RequestedBys,
 		arg.Now,
 	)
 	if err != nil {
@@ -302,7 +307,7 @@ func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDelivery
 }
 
 const webhookDeliveryList = `-- name: WebhookDeliveryList :many
-SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at FROM webhook_deliveries
+SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at, requested_by FROM webhook_deliveries
  WHERE tenant_id = $1 AND endpoint_id = $2
  ORDER BY id DESC LIMIT $3
 `
@@ -338,6 +343,7 @@ func (q *Queries) WebhookDeliveryList(ctx context.Context, arg WebhookDeliveryLi
 			&i.UpdatedAt,
 			&i.Aggregate,
 			&i.HeldAt,
+			&i.RequestedBy,
 		); err != nil {
 			return nil, err
 		}
@@ -409,7 +415,7 @@ UPDATE webhook_deliveries
        next_attempt_at = $5, updated_at = coalesce($6::timestamptz, now()),
        held_at = NULL
  WHERE tenant_id = $7 AND id = $8
-RETURNING id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at
+RETURNING id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at, requested_by
 `
 
 type WebhookDeliveryUpdateParams struct {
@@ -451,6 +457,7 @@ func (q *Queries) WebhookDeliveryUpdate(ctx context.Context, arg WebhookDelivery
 		&i.UpdatedAt,
 		&i.Aggregate,
 		&i.HeldAt,
+		&i.RequestedBy,
 	)
 	return i, err
 }
@@ -1226,11 +1233,11 @@ UPDATE webhook_deliveries d
  WHERE d.tenant_id = $3 AND d.held_at IS NOT NULL
    AND EXISTS (SELECT 1 FROM webhook_endpoints e
                 WHERE e.tenant_id = $3 AND e.id = $4 AND NOT e.enabled)
-   AND d.id IN (
+   AND d.id = ANY(ARRAY(
        SELECT x.id FROM webhook_deliveries x
         WHERE x.tenant_id = $3 AND x.endpoint_id = $4 AND x.held_at IS NOT NULL
         ORDER BY x.id LIMIT $5::int
-          FOR UPDATE SKIP LOCKED)
+          FOR UPDATE SKIP LOCKED))
 `
 
 type WebhookHeldFailParams struct {
@@ -1243,7 +1250,8 @@ type WebhookHeldFailParams struct {
 
 // Fails up to @lim of an endpoint's held deliveries, oldest first, as a
 // job would on finding its endpoint disabled or deleted; nothing once the
-// endpoint is enabled again.
+// endpoint is enabled again. The ids are picked once, as WebhookHeldRelease
+// picks them.
 func (q *Queries) WebhookHeldFail(ctx context.Context, arg WebhookHeldFailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, webhookHeldFail,
 		arg.LastError,
@@ -1261,12 +1269,12 @@ func (q *Queries) WebhookHeldFail(ctx context.Context, arg WebhookHeldFailParams
 const webhookHeldRelease = `-- name: WebhookHeldRelease :many
 UPDATE webhook_deliveries d
    SET held_at = NULL, next_attempt_at = $1::timestamptz, updated_at = $1::timestamptz
- WHERE d.tenant_id = $2 AND d.held_at IS NOT NULL AND d.id IN (
+ WHERE d.tenant_id = $2 AND d.held_at IS NOT NULL AND d.id = ANY(ARRAY(
        SELECT x.id FROM webhook_deliveries x
         WHERE x.tenant_id = $2 AND x.endpoint_id = $3 AND x.held_at IS NOT NULL
         ORDER BY x.id LIMIT $4::int
-          FOR UPDATE SKIP LOCKED)
-RETURNING d.id
+          FOR UPDATE SKIP LOCKED))
+RETURNING d.id, d.requested_by
 `
 
 type WebhookHeldReleaseParams struct {
@@ -1276,10 +1284,18 @@ type WebhookHeldReleaseParams struct {
 	Lim        int32
 }
 
+type WebhookHeldReleaseRow struct {
+	ID          int64
+	RequestedBy *int64
+}
+
 // Takes up to @lim of an endpoint's held deliveries off hold, oldest first;
 // the caller enqueues their jobs in the same transaction. Rows another
-// release has locked are skipped, and each is released once.
-func (q *Queries) WebhookHeldRelease(ctx context.Context, arg WebhookHeldReleaseParams) ([]int64, error) {
+// release has locked are skipped, and each is released once. The ids are
+// picked once, as an array (an InitPlan): as `IN (subquery)` the locking
+// subquery may be run again for each row, each run skipping the rows this
+// statement has just updated, and so take far more than @lim.
+func (q *Queries) WebhookHeldRelease(ctx context.Context, arg WebhookHeldReleaseParams) ([]WebhookHeldReleaseRow, error) {
 	rows, err := q.db.Query(ctx, webhookHeldRelease,
 		arg.Now,
 		arg.TenantID,
@@ -1290,13 +1306,13 @@ func (q *Queries) WebhookHeldRelease(ctx context.Context, arg WebhookHeldRelease
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	items := []WebhookHeldReleaseRow{}
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var i WebhookHeldReleaseRow
+		if err := rows.Scan(&i.ID, &i.RequestedBy); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ import (
 // Held deliveries go back to the queue, oldest first and at most
 // heldBatch per endpoint at a time: when the holder's probe succeeds (in
 // the transaction that closes the breaker) and on each pass of
-// ReleaseHeld, which also hands an open breaker to a new holder when the
+// HeldSweep, which also hands an open breaker to a new holder when the
 // old one ended without closing it, and fails the held deliveries of
 // endpoints disabled or deleted meanwhile.
 
@@ -47,23 +47,21 @@ func releaseHeld(ctx context.Context, tx pgx.Tx, jobs Enqueuer, tenantID, endpoi
 	if err != nil {
 		return 0, err
 	}
-	ids, err := newStore(tx).releaseHeld(ctx, tenantID, endpointID, limit, at)
+	rs, err := newStore(tx).releaseHeld(ctx, tenantID, endpointID, limit, at)
 	if err != nil {
 		return 0, fmt.Errorf("release held webhook deliveries: %w", err)
 	}
-	if len(ids) == 0 {
+	if len(rs) == 0 {
 		return 0, nil
 	}
-	ps := make([]job.EnqueueParams, len(ids))
-	for i, id := range ids {
-		// Who caused the event is on the job the delivery was held from,
-		// which is gone: the release is the system's.
-		ps[i] = jobParams(tenantID, jobPayloadJSON(tenantID, id), nil, "", nil, "")
+	ps := make([]job.EnqueueParams, len(rs))
+	for i, r := range rs {
+		ps[i] = jobParams(tenantID, jobPayloadJSON(tenantID, r.ID), nil, "", r.RequestedBy, "")
 	}
 	if _, err := jobs.EnqueueMany(ctx, tx, ps); err != nil {
 		return 0, fmt.Errorf("enqueue released webhook deliveries: %w", err)
 	}
-	return len(ids), nil
+	return len(rs), nil
 }
 
 // HeldSweep is the periodic pass over the endpoints with held deliveries

@@ -167,7 +167,17 @@ func TestHeldSweep(t *testing.T) {
 		c.Endpoint.ID, v.clk.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	v.emit(t, 100, 250, nil)
+	// The burst is one user's doing: released later, their jobs still act
+	// for that user.
+	user := v.owner.UserID
+	burst := make([]webhook.Event, 250)
+	for i := range burst {
+		burst[i] = webhook.Event{TenantID: v.tenant, ID: int64(100 + i), Type: "project.created",
+			Body: []byte(`{"id":"evt_` + strconv.Itoa(100+i) + `"}`), TraceID: "t", RequestedBy: &user}
+	}
+	if _, err := v.fanout.HandleEvents(ctx, burst); err != nil {
+		t.Fatal(err)
+	}
 	for v.work(t) > 0 {
 	}
 	if held := v.held(t); held != 250 {
@@ -184,6 +194,9 @@ func TestHeldSweep(t *testing.T) {
 	}
 	if held := v.held(t); held != 0 {
 		t.Fatalf("%d still held", held)
+	}
+	if n := v.count(t, "SELECT count(*) FROM jobs WHERE kind = $1 AND state = 'pending' AND requested_by = $2", webhook.Kind, user); n != 250 {
+		t.Fatalf("%d released jobs act for the user who caused the burst, want 250", n)
 	}
 }
 

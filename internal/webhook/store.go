@@ -138,8 +138,8 @@ func (s store) hold(ctx context.Context, tenantID, id int64, now time.Time) (boo
 }
 
 // releaseHeld takes up to limit of an endpoint's held deliveries off hold
-// and returns their ids, oldest first.
-func (s store) releaseHeld(ctx context.Context, tenantID, endpointID int64, limit int, now time.Time) ([]int64, error) {
+// and returns them (id, and the user they act for), oldest first.
+func (s store) releaseHeld(ctx context.Context, tenantID, endpointID int64, limit int, now time.Time) ([]queries.WebhookHeldReleaseRow, error) {
 	return s.q.WebhookHeldRelease(ctx, queries.WebhookHeldReleaseParams{TenantID: tenantID, EndpointID: endpointID,
 		Lim: int32(limit), Now: now})
 }
@@ -261,6 +261,7 @@ type newDelivery struct {
 	TenantID, EndpointID, EventID int64
 	EventType, Body               string
 	Aggregate                     *string
+	RequestedBy                   *int64 // the user the event's deliveries act for
 }
 
 // insertDeliveries records ds (no (event, endpoint) pair twice) in one
@@ -270,7 +271,8 @@ type newDelivery struct {
 func (s store) insertDeliveries(ctx context.Context, ds []newDelivery, now *time.Time) (ids []int64, needJob []bool, err error) {
 	p := queries.WebhookDeliveryInsertParams{Now: now,
 		TenantIds: make([]int64, len(ds)), EndpointIds: make([]int64, len(ds)), EventIds: make([]int64, len(ds)),
-		EventTypes: make([]string, len(ds)), Bodies: make([]string, len(ds)), Aggregates: make([]string, len(ds))}
+		EventTypes: make([]string, len(ds)), Bodies: make([]string, len(ds)), Aggregates: make([]string, len(ds)),
+		RequestedBys: make([]int64, len(ds))}
 	type key struct{ endpoint, event int64 }
 	at := make(map[key]int, len(ds))
 	for i, d := range ds {
@@ -278,6 +280,9 @@ func (s store) insertDeliveries(ctx context.Context, ds []newDelivery, now *time
 		p.EventTypes[i], p.Bodies[i] = d.EventType, d.Body
 		if d.Aggregate != nil {
 			p.Aggregates[i] = *d.Aggregate
+		}
+		if d.RequestedBy != nil {
+			p.RequestedBys[i] = *d.RequestedBy
 		}
 		at[key{d.EndpointID, d.EventID}] = i
 	}
