@@ -231,7 +231,7 @@ func giveBack(cc jetstream.ConsumeContext, queued <-chan jetstream.Msg) {
 // message that is not an event is never redelivered.
 func (f *Fanout) handleBatch(ctx context.Context, msgs []jetstream.Msg, log *slog.Logger) {
 	events := make([]Event, 0, len(msgs))
-	held := make([]jetstream.Msg, 0, len(msgs))
+	withEvent := make([]jetstream.Msg, 0, len(msgs))
 	for _, m := range msgs {
 		id, tid, err := natsbus.EventOf(m)
 		if err != nil {
@@ -245,21 +245,21 @@ func (f *Fanout) handleBatch(ctx context.Context, msgs []jetstream.Msg, log *slo
 			e.RequestedBy = &uid
 		}
 		events = append(events, e)
-		held = append(held, m)
+		withEvent = append(withEvent, m)
 	}
 	if len(events) == 0 {
 		return
 	}
 	_, err := f.HandleEvents(ctx, events)
 	if err == nil {
-		for _, m := range held {
+		for _, m := range withEvent {
 			_ = m.Ack()
 		}
 		return
 	}
 	if len(events) > 1 && ctx.Err() == nil && ofOneEvent(err) {
 		for i := range events {
-			f.handleBatch(ctx, held[i:i+1], log)
+			f.handleBatch(ctx, withEvent[i:i+1], log)
 		}
 		return
 	}
@@ -267,7 +267,7 @@ func (f *Fanout) handleBatch(ctx context.Context, msgs []jetstream.Msg, log *slo
 		log.Error("webhook fan-out", "first_event_id", events[0].ID, "tenant_id", events[0].TenantID,
 			"events", len(events), "err", err)
 	}
-	for _, m := range held {
+	for _, m := range withEvent {
 		_ = m.NakWithDelay(5 * time.Second)
 	}
 }

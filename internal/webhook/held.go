@@ -56,7 +56,7 @@ func releaseHeld(ctx context.Context, tx pgx.Tx, jobs Enqueuer, tenantID, endpoi
 	}
 	ps := make([]job.EnqueueParams, len(rs))
 	for i, r := range rs {
-		ps[i] = jobParams(tenantID, jobPayloadJSON(tenantID, r.ID), nil, "", r.RequestedBy, "")
+		ps[i] = jobParams(tenantID, jobPayloadJSON(tenantID, r.id), nil, "", r.requestedBy, "")
 	}
 	if _, err := jobs.EnqueueMany(ctx, tx, ps); err != nil {
 		return 0, fmt.Errorf("enqueue released webhook deliveries: %w", err)
@@ -95,12 +95,8 @@ func (h HeldSweep) Run(ctx context.Context) (int, error) {
 	var afterTenant, afterEndpoint int64
 	for {
 		var eps []heldEndpoint
-		err := database.InTx(ctx, h.System, func(tx pgx.Tx) error {
-			rows, err := newStore(tx).heldEndpoints(ctx, afterTenant, afterEndpoint, heldPage)
-			for _, r := range rows {
-				eps = append(eps, heldEndpoint{tenantID: r.TenantID, id: r.ID, enabled: r.Enabled, deleted: r.Deleted,
-					breakerOpen: r.BreakerOpen, holderWaiting: r.HolderWaiting})
-			}
+		err := database.InTx(ctx, h.System, func(tx pgx.Tx) (err error) {
+			eps, err = newStore(tx).heldEndpoints(ctx, afterTenant, afterEndpoint, heldPage)
 			return err
 		})
 		if err != nil {

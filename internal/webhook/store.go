@@ -137,11 +137,22 @@ func (s store) hold(ctx context.Context, tenantID, id int64, now time.Time) (boo
 	return n == 1, err
 }
 
+// released is a delivery taken off hold: its id and the user it acts for.
+type released struct {
+	id          int64
+	requestedBy *int64
+}
+
 // releaseHeld takes up to limit of an endpoint's held deliveries off hold
-// and returns them (id, and the user they act for), oldest first.
-func (s store) releaseHeld(ctx context.Context, tenantID, endpointID int64, limit int, now time.Time) ([]queries.WebhookHeldReleaseRow, error) {
-	return s.q.WebhookHeldRelease(ctx, queries.WebhookHeldReleaseParams{TenantID: tenantID, EndpointID: endpointID,
+// and returns them, oldest first.
+func (s store) releaseHeld(ctx context.Context, tenantID, endpointID int64, limit int, now time.Time) ([]released, error) {
+	rows, err := s.q.WebhookHeldRelease(ctx, queries.WebhookHeldReleaseParams{TenantID: tenantID, EndpointID: endpointID,
 		Lim: int32(limit), Now: now})
+	out := make([]released, len(rows))
+	for i, r := range rows {
+		out[i] = released{r.ID, r.RequestedBy}
+	}
+	return out, err
 }
 
 // failHeld fails up to limit of an endpoint's held deliveries with lastErr.
@@ -152,9 +163,15 @@ func (s store) failHeld(ctx context.Context, tenantID, endpointID int64, limit i
 
 // heldEndpoints lists up to limit endpoints with held deliveries after
 // (afterTenant, afterEndpoint).
-func (s store) heldEndpoints(ctx context.Context, afterTenant, afterEndpoint int64, limit int) ([]queries.WebhookHeldEndpointsRow, error) {
-	return s.q.WebhookHeldEndpoints(ctx, queries.WebhookHeldEndpointsParams{AfterTenant: afterTenant,
+func (s store) heldEndpoints(ctx context.Context, afterTenant, afterEndpoint int64, limit int) ([]heldEndpoint, error) {
+	rows, err := s.q.WebhookHeldEndpoints(ctx, queries.WebhookHeldEndpointsParams{AfterTenant: afterTenant,
 		AfterEndpoint: afterEndpoint, Lim: int32(limit)})
+	out := make([]heldEndpoint, len(rows))
+	for i, r := range rows {
+		out[i] = heldEndpoint{tenantID: r.TenantID, id: r.ID, enabled: r.Enabled, deleted: r.Deleted,
+			breakerOpen: r.BreakerOpen, holderWaiting: r.HolderWaiting}
+	}
+	return out, err
 }
 
 // outcome is an endpoint's breaker after an attempt.
