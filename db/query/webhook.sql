@@ -229,6 +229,13 @@ UPDATE webhook_deliveries d
         ORDER BY x.id LIMIT @lim::int
           FOR UPDATE SKIP LOCKED));
 
+-- name: WebhookHeldCount :one
+-- How many of an endpoint's deliveries are held, counted up to @cap (the
+-- held index, at most @cap entries).
+SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries
+                       WHERE tenant_id = @tenant_id AND endpoint_id = @endpoint_id AND held_at IS NOT NULL
+                       LIMIT @cap::int) h;
+
 -- name: WebhookHeldEndpoints :many
 -- The endpoints with held deliveries (one probe of the held index per
 -- endpoint, however many it holds), after (@after_tenant, @after_endpoint),

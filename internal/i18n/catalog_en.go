@@ -421,6 +421,8 @@ var en = map[string]string{
 	"webhooks.col_attempts_log":                             "Attempts",
 	"webhooks.next_in":                                      "next attempt in %s",
 	"webhooks.held":                                         "held until the endpoint answers again",
+	"webhooks.held_count":                                   "%s deliveries held until the endpoint answers again",
+	"webhooks.held_count.one":                               "%s delivery held until the endpoint answers again",
 	"delivery.retrying":                                     "retrying",
 	"webhooks.flash_deleted":                                "Endpoint %s deleted: it receives nothing more.",
 	"webhooks.flash_saved":                                  "Settings saved.",

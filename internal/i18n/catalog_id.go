@@ -386,6 +386,7 @@ var id = map[string]string{
 	"webhooks.col_attempts_log":                             "Percobaan",
 	"webhooks.next_in":                                      "percobaan berikutnya dalam %s",
 	"webhooks.held":                                         "ditahan sampai endpoint menjawab lagi",
+	"webhooks.held_count":                                   "%s pengiriman ditahan sampai endpoint menjawab lagi",
 	"delivery.retrying":                                     "mencoba lagi",
 	"webhooks.flash_deleted":                                "Endpoint %s dihapus: tidak menerima apa pun lagi.",
 	"webhooks.flash_saved":                                  "Pengaturan disimpan.",

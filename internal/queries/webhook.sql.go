@@ -1158,6 +1158,27 @@ func (q *Queries) WebhookEndpointsMatching(ctx context.Context, arg WebhookEndpo
 	return items, nil
 }
 
+const webhookHeldCount = `-- name: WebhookHeldCount :one
+SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries
+                       WHERE tenant_id = $1 AND endpoint_id = $2 AND held_at IS NOT NULL
+                       LIMIT $3::int) h
+`
+
+type WebhookHeldCountParams struct {
+	TenantID   int64
+	EndpointID int64
+	Cap        int32
+}
+
+// How many of an endpoint's deliveries are held, counted up to @cap (the
+// held index, at most @cap entries).
+func (q *Queries) WebhookHeldCount(ctx context.Context, arg WebhookHeldCountParams) (int64, error) {
+	row := q.db.QueryRow(ctx, webhookHeldCount, arg.TenantID, arg.EndpointID, arg.Cap)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const webhookHeldEndpoints = `-- name: WebhookHeldEndpoints :many
 WITH RECURSIVE h AS (
     (SELECT x.tenant_id, x.endpoint_id FROM webhook_deliveries x

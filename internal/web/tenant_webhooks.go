@@ -77,6 +77,13 @@ func webhookRow(ctx context.Context, slug string, ep webhook.Endpoint, loc *time
 	if ep.Health.Breaker == webhook.BreakerOpen && ep.BreakerOpenUntil != nil {
 		r.BreakerUntil = components.Stamp(*ep.BreakerOpenUntil, loc, lang)
 	}
+	if ep.Health.Held > 0 {
+		n := i18n.Number(ctx, ep.Health.Held)
+		if ep.Health.Held >= webhook.HeldCountCap {
+			n += "+"
+		}
+		r.Held = i18n.Plural(ctx, "webhooks.held_count", ep.Health.Held, n)
+	}
 	if ep.RateLimit > 0 {
 		r.RateLimit = strconv.Itoa(ep.RateLimit)
 	}

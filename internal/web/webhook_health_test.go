@@ -138,6 +138,10 @@ func TestWebhookPagesShowHealth(t *testing.T) {
 	if !strings.Contains(row, "held until the endpoint answers again") || strings.Contains(row, "next attempt in") {
 		t.Fatalf("the held delivery's row:\n%s", row)
 	}
+	// The endpoint says how many wait behind its breaker.
+	if held := between(page.body, `data-testid="held-count">`, `<`); held != `data-testid="held-count">1 delivery held until the endpoint answers again` {
+		t.Fatalf("held count on the endpoint page: %q", held)
+	}
 }
 
 // between is the part of s from the first start to the next end.

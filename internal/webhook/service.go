@@ -217,6 +217,9 @@ func (s *Service) EndpointDeliveries(ctx context.Context, tenantID int64, actor 
 			return err
 		}
 		ep = eps[0]
+		if ep.Health.Held, err = st.heldCount(ctx, tenantID, id); err != nil {
+			return fmt.Errorf("count held deliveries: %w", err)
+		}
 		if ds, err = st.deliveries(ctx, tenantID, id, min(max(limit, 1), 200)); err != nil {
 			return err
 		}

@@ -161,6 +161,11 @@ func (s store) failHeld(ctx context.Context, tenantID, endpointID int64, limit i
 		Lim: int32(limit), LastError: lastErr, Now: now})
 }
 
+// heldCount counts an endpoint's held deliveries, up to HeldCountCap.
+func (s store) heldCount(ctx context.Context, tenantID, endpointID int64) (int64, error) {
+	return s.q.WebhookHeldCount(ctx, queries.WebhookHeldCountParams{TenantID: tenantID, EndpointID: endpointID, Cap: HeldCountCap})
+}
+
 // heldEndpoints lists up to limit endpoints with held deliveries after
 // (afterTenant, afterEndpoint).
 func (s store) heldEndpoints(ctx context.Context, afterTenant, afterEndpoint int64, limit int) ([]heldEndpoint, error) {

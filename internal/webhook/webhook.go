@@ -106,7 +106,13 @@ type Health struct {
 	Breaker string
 	// Succeeded and Failed count attempts over the last 24 hours.
 	Succeeded, Failed int64
+	// Held counts the deliveries held behind the open breaker, up to
+	// HeldCountCap (read for one endpoint's page, not for the list).
+	Held int64
 }
+
+// HeldCountCap is the most held deliveries an endpoint's page counts.
+const HeldCountCap = 10000
 
 // SuccessRate is the share of the last 24 hours' attempts that succeeded,
 // in percent; ok is false when there were none.
