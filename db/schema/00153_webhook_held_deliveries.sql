@@ -16,7 +16,10 @@ ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_held_pending
 CREATE INDEX webhook_deliveries_held_idx ON webhook_deliveries (tenant_id, endpoint_id, id)
     WHERE held_at IS NOT NULL;
 
--- The delivery whose job waits out the open breaker (NULL: none yet). It
--- stands only while that delivery is pending and not held itself.
-ALTER TABLE webhook_endpoints ADD COLUMN breaker_holder bigint;
+-- The delivery whose job waits out the open breaker (NULL: none yet), and
+-- that job. It stands only while that delivery is pending and not held
+-- itself, and the job is still to run: a job that died or was cancelled
+-- leaves its delivery pending with nothing to wait the breaker out.
+ALTER TABLE webhook_endpoints ADD COLUMN breaker_holder bigint,
+                              ADD COLUMN breaker_holder_job bigint;
 

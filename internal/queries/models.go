@@ -608,6 +608,7 @@ type WebhookEndpoint struct {
 	Ordered                 bool
 	DeletedAt               *time.Time
 	BreakerHolder           *int64
+	BreakerHolderJob        *int64
 }
 
 type WebhookEndpointHour struct {

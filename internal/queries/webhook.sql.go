@@ -496,7 +496,7 @@ const webhookEndpointConfigure = `-- name: WebhookEndpointConfigure :one
 UPDATE webhook_endpoints
    SET rate_limit = $1, ordered = $2, updated_at = coalesce($3::timestamptz, now())
  WHERE tenant_id = $4 AND id = $5 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder, breaker_holder_job
 `
 
 type WebhookEndpointConfigureParams struct {
@@ -537,6 +537,7 @@ func (q *Queries) WebhookEndpointConfigure(ctx context.Context, arg WebhookEndpo
 		&i.Ordered,
 		&i.DeletedAt,
 		&i.BreakerHolder,
+		&i.BreakerHolderJob,
 	)
 	return i, err
 }
@@ -558,7 +559,7 @@ UPDATE webhook_endpoints
        previous_secret = NULL, previous_secret_expires_at = NULL,
        updated_at = coalesce($1::timestamptz, now())
  WHERE tenant_id = $2 AND id = $3 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder, breaker_holder_job
 `
 
 type WebhookEndpointDeleteParams struct {
@@ -593,12 +594,13 @@ func (q *Queries) WebhookEndpointDelete(ctx context.Context, arg WebhookEndpoint
 		&i.Ordered,
 		&i.DeletedAt,
 		&i.BreakerHolder,
+		&i.BreakerHolderJob,
 	)
 	return i, err
 }
 
 const webhookEndpointGet = `-- name: WebhookEndpointGet :one
-SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL
+SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder, breaker_holder_job FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL
 `
 
 type WebhookEndpointGetParams struct {
@@ -630,8 +632,33 @@ func (q *Queries) WebhookEndpointGet(ctx context.Context, arg WebhookEndpointGet
 		&i.Ordered,
 		&i.DeletedAt,
 		&i.BreakerHolder,
+		&i.BreakerHolderJob,
 	)
 	return i, err
+}
+
+const webhookEndpointHolderJob = `-- name: WebhookEndpointHolderJob :exec
+UPDATE webhook_endpoints
+   SET breaker_holder_job = $1::bigint
+ WHERE tenant_id = $2 AND id = $3 AND breaker_holder = $4::bigint
+`
+
+type WebhookEndpointHolderJobParams struct {
+	JobID      int64
+	TenantID   int64
+	EndpointID int64
+	DeliveryID int64
+}
+
+// The holder's retry is a new job: the breaker's holder waits through it.
+func (q *Queries) WebhookEndpointHolderJob(ctx context.Context, arg WebhookEndpointHolderJobParams) error {
+	_, err := q.db.Exec(ctx, webhookEndpointHolderJob,
+		arg.JobID,
+		arg.TenantID,
+		arg.EndpointID,
+		arg.DeliveryID,
+	)
+	return err
 }
 
 const webhookEndpointHourAdd = `-- name: WebhookEndpointHourAdd :exec
@@ -720,7 +747,7 @@ const webhookEndpointInsert = `-- name: WebhookEndpointInsert :one
 
 INSERT INTO webhook_endpoints (tenant_id, url, events, secret, ordered, created_at, updated_at)
 VALUES ($1, $2, $3::text[], $4, $5, coalesce($6::timestamptz, now()), coalesce($6::timestamptz, now()))
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder, breaker_holder_job
 `
 
 type WebhookEndpointInsertParams struct {
@@ -764,12 +791,13 @@ func (q *Queries) WebhookEndpointInsert(ctx context.Context, arg WebhookEndpoint
 		&i.Ordered,
 		&i.DeletedAt,
 		&i.BreakerHolder,
+		&i.BreakerHolderJob,
 	)
 	return i, err
 }
 
 const webhookEndpointList = `-- name: WebhookEndpointList :many
-SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder FROM webhook_endpoints
+SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder, breaker_holder_job FROM webhook_endpoints
  WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
  ORDER BY id DESC LIMIT $3::int
 `
@@ -812,6 +840,7 @@ func (q *Queries) WebhookEndpointList(ctx context.Context, arg WebhookEndpointLi
 			&i.Ordered,
 			&i.DeletedAt,
 			&i.BreakerHolder,
+			&i.BreakerHolderJob,
 		); err != nil {
 			return nil, err
 		}
@@ -928,7 +957,7 @@ UPDATE webhook_endpoints
    SET previous_secret = secret, previous_secret_expires_at = $1::timestamptz,
        secret = $2, updated_at = coalesce($3::timestamptz, now())
  WHERE tenant_id = $4 AND id = $5 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder, breaker_holder_job
 `
 
 type WebhookEndpointRotateParams struct {
@@ -970,6 +999,7 @@ func (q *Queries) WebhookEndpointRotate(ctx context.Context, arg WebhookEndpoint
 		&i.Ordered,
 		&i.DeletedAt,
 		&i.BreakerHolder,
+		&i.BreakerHolderJob,
 	)
 	return i, err
 }
@@ -1012,7 +1042,7 @@ UPDATE webhook_endpoints
        breaker_open_until = CASE WHEN $1 THEN NULL ELSE breaker_open_until END,
        updated_at = coalesce($3::timestamptz, now())
  WHERE tenant_id = $4 AND id = $5 AND deleted_at IS NULL
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder, breaker_holder_job
 `
 
 type WebhookEndpointSetEnabledParams struct {
@@ -1055,32 +1085,43 @@ func (q *Queries) WebhookEndpointSetEnabled(ctx context.Context, arg WebhookEndp
 		&i.Ordered,
 		&i.DeletedAt,
 		&i.BreakerHolder,
+		&i.BreakerHolderJob,
 	)
 	return i, err
 }
 
 const webhookEndpointTakeHolder = `-- name: WebhookEndpointTakeHolder :one
 UPDATE webhook_endpoints e
-   SET breaker_holder = $1::bigint
- WHERE e.tenant_id = $2 AND e.id = $3
+   SET breaker_holder = $1::bigint, breaker_holder_job = $2::bigint
+ WHERE e.tenant_id = $3 AND e.id = $4
    AND (e.breaker_holder IS NULL OR e.breaker_holder = $1::bigint
         OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d
                         WHERE d.tenant_id = e.tenant_id AND d.id = e.breaker_holder
-                          AND d.state = 'pending' AND d.held_at IS NULL))
+                          AND d.state = 'pending' AND d.held_at IS NULL)
+        OR NOT EXISTS (SELECT 1 FROM jobs j
+                        WHERE j.tenant_id = e.tenant_id AND j.id = e.breaker_holder_job
+                          AND j.state IN ('pending', 'running')))
 RETURNING e.id
 `
 
 type WebhookEndpointTakeHolderParams struct {
 	DeliveryID int64
+	JobID      int64
 	TenantID   int64
 	EndpointID int64
 }
 
-// Makes @delivery_id the delivery whose job waits out the endpoint's open
-// breaker, unless another one already does (a holder stands while it is
-// pending and not held). No row: another delivery holds the breaker.
+// Makes @delivery_id, with its job @job_id, the delivery whose job waits
+// out the endpoint's open breaker, unless another one already does (a
+// holder stands while its delivery is pending and not held and its job is
+// still to run). No row: another delivery holds the breaker.
 func (q *Queries) WebhookEndpointTakeHolder(ctx context.Context, arg WebhookEndpointTakeHolderParams) (int64, error) {
-	row := q.db.QueryRow(ctx, webhookEndpointTakeHolder, arg.DeliveryID, arg.TenantID, arg.EndpointID)
+	row := q.db.QueryRow(ctx, webhookEndpointTakeHolder,
+		arg.DeliveryID,
+		arg.JobID,
+		arg.TenantID,
+		arg.EndpointID,
+	)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
@@ -1192,9 +1233,12 @@ WITH RECURSIVE h AS (
 )
 SELECT e.tenant_id, e.id, e.enabled, (e.deleted_at IS NOT NULL)::boolean AS deleted,
        (e.breaker_open_until IS NOT NULL)::boolean AS breaker_open,
-       EXISTS (SELECT 1 FROM webhook_deliveries d
-                WHERE d.tenant_id = e.tenant_id AND d.id = e.breaker_holder
-                  AND d.state = 'pending' AND d.held_at IS NULL)::boolean AS holder_waiting
+       (EXISTS (SELECT 1 FROM webhook_deliveries d
+                 WHERE d.tenant_id = e.tenant_id AND d.id = e.breaker_holder
+                   AND d.state = 'pending' AND d.held_at IS NULL)
+        AND EXISTS (SELECT 1 FROM jobs j
+                     WHERE j.tenant_id = e.tenant_id AND j.id = e.breaker_holder_job
+                       AND j.state IN ('pending', 'running')))::boolean AS holder_waiting
   FROM h JOIN webhook_endpoints e ON e.tenant_id = h.tenant_id AND e.id = h.endpoint_id
  ORDER BY e.tenant_id, e.id
  LIMIT $1::int
@@ -1219,7 +1263,7 @@ type WebhookHeldEndpointsRow struct {
 // endpoint, however many it holds), after (@after_tenant, @after_endpoint),
 // with what decides their fate: whether the endpoint still takes
 // deliveries, whether its breaker is open, and whether a holder's job is
-// waiting it out.
+// waiting it out (as WebhookEndpointTakeHolder judges it).
 func (q *Queries) WebhookHeldEndpoints(ctx context.Context, arg WebhookHeldEndpointsParams) ([]WebhookHeldEndpointsRow, error) {
 	rows, err := q.db.Query(ctx, webhookHeldEndpoints, arg.Lim, arg.AfterTenant, arg.AfterEndpoint)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 )
 
 const webhookSystemEndpoint = `-- name: WebhookSystemEndpoint :one
-SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY id LIMIT 1
+SELECT id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder, breaker_holder_job FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY id LIMIT 1
 `
 
 // The system tenant's endpoint (the oldest, should a second ever exist).
@@ -39,6 +39,7 @@ func (q *Queries) WebhookSystemEndpoint(ctx context.Context, tenantID int64) (We
 		&i.Ordered,
 		&i.DeletedAt,
 		&i.BreakerHolder,
+		&i.BreakerHolderJob,
 	)
 	return i, err
 }
@@ -48,7 +49,7 @@ UPDATE webhook_endpoints
    SET url = $1, events = $2::text[], secret = $3, enabled = $4,
        disabled_reason = $5, updated_at = coalesce($6::timestamptz, now())
  WHERE tenant_id = $7 AND id = $8
-RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder
+RETURNING id, tenant_id, url, events, enabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at, updated_at, consecutive_failures, failing_since, breaker_open_until, rate_limit, rate_window, rate_count, ordered, deleted_at, breaker_holder, breaker_holder_job
 `
 
 type WebhookSystemEndpointSetParams struct {
@@ -95,6 +96,7 @@ func (q *Queries) WebhookSystemEndpointSet(ctx context.Context, arg WebhookSyste
 		&i.Ordered,
 		&i.DeletedAt,
 		&i.BreakerHolder,
+		&i.BreakerHolderJob,
 	)
 	return i, err
 }

@@ -113,7 +113,7 @@ func (s *Service) SendTest(ctx context.Context, tenantID int64, actor Actor, end
 		}
 		did := dids[0]
 		if needJob[0] { // else held behind the endpoint's open breaker
-			if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, did, nil, actor.TraceID, &actor.UserID, firstAttemptKey(id, ep.ID)); err != nil {
+			if _, err := enqueueAttempt(ctx, tx, s.jobs, tenantID, did, nil, actor.TraceID, &actor.UserID, firstAttemptKey(id, ep.ID)); err != nil {
 				return err
 			}
 		}

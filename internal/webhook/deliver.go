@@ -184,7 +184,7 @@ func (d *Deliverer) load(ctx context.Context, j *job.Job, id int64) (t attemptTa
 		}
 		if t.BreakerOpenUntil != nil && t.BreakerOpenUntil.After(now) {
 			if t.State == StatePending && t.Enabled && !t.Deleted {
-				holder, err := st.takeHolder(ctx, j.TenantID, t.EndpointID, t.ID)
+				holder, err := st.takeHolder(ctx, j.TenantID, t.EndpointID, t.ID, j.ID)
 				if err != nil {
 					return fmt.Errorf("take breaker holder: %w", err)
 				}
@@ -413,6 +413,7 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 	err := database.InTenantTx(ctx, d.App, j.TenantID, func(tx pgx.Tx) error {
 		disabled = ""
 		st := newStore(tx)
+		holds := false // this delivery's retry waits out the open breaker
 		attempts := int(t.Attempts)
 		if a.N > 0 {
 			if err := st.insertAttempt(ctx, j.TenantID, t.ID, a, clk.Now()); err != nil {
@@ -436,11 +437,10 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 				// and its retry is the probe when the breaker's time is up
 				// (what the fan-out records meanwhile is held from the
 				// start).
-				holder, err := st.takeHolder(ctx, j.TenantID, t.EndpointID, t.ID)
-				if err != nil {
+				if holds, err = st.takeHolder(ctx, j.TenantID, t.EndpointID, t.ID, j.ID); err != nil {
 					return fmt.Errorf("take breaker holder: %w", err)
 				}
-				if holder && out.openUntil.Before(*next) {
+				if holds && out.openUntil.Before(*next) {
 					next = out.openUntil
 				}
 			}
@@ -453,8 +453,14 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 		}
 		if next != nil {
 			key := fmt.Sprintf("dlv_%d:attempt_%d", t.ID, attempts+1)
-			if err := enqueueAttempt(ctx, tx, d.Jobs, j.TenantID, t.ID, next, j.TraceID, j.RequestedBy, key); err != nil {
+			retry, err := enqueueAttempt(ctx, tx, d.Jobs, j.TenantID, t.ID, next, j.TraceID, j.RequestedBy, key)
+			if err != nil {
 				return err
+			}
+			if holds {
+				if err := st.holderJob(ctx, j.TenantID, t.EndpointID, t.ID, retry); err != nil {
+					return fmt.Errorf("record breaker holder's job: %w", err)
+				}
 			}
 		}
 		if disable != "" {

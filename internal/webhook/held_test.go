@@ -103,8 +103,8 @@ func TestOpenBreakerHoldsTheBacklogWithoutJobs(t *testing.T) {
 
 // TestHeldSweep: the sweep releases held deliveries in bounded batches
 // once the breaker is closed, gives an open breaker a new holder when the
-// old one ended without closing it, and fails the held deliveries of a
-// disabled endpoint as their jobs would have.
+// old one ended without closing it or its job died, and fails the held
+// deliveries of a disabled endpoint as their jobs would have.
 func TestHeldSweep(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, webhook.Guard{Allow: loopback})
@@ -145,16 +145,34 @@ func TestHeldSweep(t *testing.T) {
 	if n := v.sweep(t); n != 0 {
 		t.Fatalf("the sweep released %d more while the new holder waits", n)
 	}
+	// The new holder's job dies (its own attempts spent on database
+	// errors): its delivery is still pending, but nothing waits the
+	// breaker out any more, so the sweep hands it on again.
+	if _, err := v.db.Admin.Exec(ctx, `UPDATE jobs SET state = 'dead', finished_at = now()
+		WHERE id = (SELECT breaker_holder_job FROM webhook_endpoints WHERE id = $1)`, c.Endpoint.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := v.sweep(t); n != 1 {
+		t.Fatalf("the sweep released %d deliveries for a holder whose job died, want 1", n)
+	}
+	v.work(t)
+	var third int64
+	if err := v.db.Admin.QueryRow(ctx, "SELECT breaker_holder FROM webhook_endpoints WHERE id = $1", c.Endpoint.ID).Scan(&third); err != nil {
+		t.Fatal(err)
+	}
+	if third == next || v.held(t) != 3 {
+		t.Fatalf("after the holder's job died: holder %d (was %d), %d held", third, next, v.held(t))
+	}
 
 	// The owner disables the endpoint: the sweep fails what it held.
 	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, c.Endpoint.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	if n := v.sweep(t); n != 4 {
-		t.Fatalf("the sweep failed %d held deliveries of a disabled endpoint, want 4", n)
+	if n := v.sweep(t); n != 3 {
+		t.Fatalf("the sweep failed %d held deliveries of a disabled endpoint, want 3", n)
 	}
-	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'failed' AND last_error = 'endpoint disabled'"); n != 4 {
-		t.Fatalf("%d deliveries failed as 'endpoint disabled', want 4", n)
+	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'failed' AND last_error = 'endpoint disabled'"); n != 3 {
+		t.Fatalf("%d deliveries failed as 'endpoint disabled', want 3", n)
 	}
 
 	// Enabled again with its breaker open once more (the holder still

@@ -256,7 +256,7 @@ func (s *Service) Resend(ctx context.Context, tenantID int64, actor Actor, endpo
 		if d, err = st.updateDelivery(ctx, tenantID, d.ID, StatePending, d.Attempts, d.LastStatus, d.LastError, nil, now); err != nil {
 			return err
 		}
-		if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, d.ID, nil, actor.TraceID, &actor.UserID,
+		if _, err := enqueueAttempt(ctx, tx, s.jobs, tenantID, d.ID, nil, actor.TraceID, &actor.UserID,
 			fmt.Sprintf("dlv_%d:resend_after_%d", d.ID, d.Attempts)); err != nil {
 			return err
 		}
@@ -386,7 +386,7 @@ func (s *Service) Recover(ctx context.Context, tenantID int64, actor Actor, id i
 			return fmt.Errorf("recover deliveries: %w", err)
 		}
 		for _, r := range rs {
-			if err := enqueueAttempt(ctx, tx, s.jobs, tenantID, r.id, nil, actor.TraceID, &actor.UserID,
+			if _, err := enqueueAttempt(ctx, tx, s.jobs, tenantID, r.id, nil, actor.TraceID, &actor.UserID,
 				fmt.Sprintf("dlv_%d:resend_after_%d", r.id, r.attempts)); err != nil {
 				return err
 			}
@@ -422,12 +422,12 @@ type jobPayload struct {
 	DeliveryID int64 `json:"delivery_id"`
 }
 
-func enqueueAttempt(ctx context.Context, tx database.Querier, jobs Enqueuer, tenantID, deliveryID int64, at *time.Time, traceID string, requestedBy *int64, key string) error {
-	_, err := jobs.Enqueue(ctx, tx, jobParams(tenantID, jobPayloadJSON(tenantID, deliveryID), at, traceID, requestedBy, key))
+func enqueueAttempt(ctx context.Context, tx database.Querier, jobs Enqueuer, tenantID, deliveryID int64, at *time.Time, traceID string, requestedBy *int64, key string) (int64, error) {
+	e, err := jobs.Enqueue(ctx, tx, jobParams(tenantID, jobPayloadJSON(tenantID, deliveryID), at, traceID, requestedBy, key))
 	if err != nil {
-		return fmt.Errorf("enqueue webhook delivery %d: %w", deliveryID, err)
+		return 0, fmt.Errorf("enqueue webhook delivery %d: %w", deliveryID, err)
 	}
-	return nil
+	return e.ID, nil
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

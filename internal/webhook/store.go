@@ -119,15 +119,21 @@ func (s store) claimProbe(ctx context.Context, tenantID, id int64, now, until ti
 	return err == nil, err
 }
 
-// takeHolder makes deliveryID the delivery that waits out the endpoint's
-// open breaker, unless another pending one already does.
-func (s store) takeHolder(ctx context.Context, tenantID, endpointID, deliveryID int64) (bool, error) {
+// takeHolder makes deliveryID, with its job jobID, the delivery that waits
+// out the endpoint's open breaker, unless another one already does.
+func (s store) takeHolder(ctx context.Context, tenantID, endpointID, deliveryID, jobID int64) (bool, error) {
 	_, err := s.q.WebhookEndpointTakeHolder(ctx, queries.WebhookEndpointTakeHolderParams{TenantID: tenantID,
-		EndpointID: endpointID, DeliveryID: deliveryID})
+		EndpointID: endpointID, DeliveryID: deliveryID, JobID: jobID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// holderJob records jobID as the job of the breaker's holder deliveryID.
+func (s store) holderJob(ctx context.Context, tenantID, endpointID, deliveryID, jobID int64) error {
+	return s.q.WebhookEndpointHolderJob(ctx, queries.WebhookEndpointHolderJobParams{TenantID: tenantID,
+		EndpointID: endpointID, DeliveryID: deliveryID, JobID: jobID})
 }
 
 // hold holds a pending delivery without a job; false when it was not
