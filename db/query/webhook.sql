@@ -141,14 +141,14 @@ SELECT x.i::int AS i, e.id
 -- aggregate's events in delivery id order. A delivery to an endpoint whose
 -- breaker is open is held from the start (held = true: it gets no job).
 INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at,
-                                held_at, requested_by)
+                                held_at, requested_by, trace_id)
 SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''),
-       CASE WHEN e.held THEN NULL ELSE c.at END, c.at, c.at, CASE WHEN e.held THEN c.at END, NULLIF(d.requested_by, 0)
+       CASE WHEN e.held THEN NULL ELSE c.at END, c.at, c.at, CASE WHEN e.held THEN c.at END, NULLIF(d.requested_by, 0), d.trace_id
   FROM (SELECT generate_subscripts(sqlc.arg('tenant_ids')::bigint[], 1) AS n,
                unnest(sqlc.arg('tenant_ids')::bigint[]) AS tenant_id, unnest(sqlc.arg('endpoint_ids')::bigint[]) AS endpoint_id,
                unnest(sqlc.arg('event_ids')::bigint[]) AS event_id, unnest(sqlc.arg('event_types')::text[]) AS event_type,
                unnest(sqlc.arg('bodies')::text[]) AS body, unnest(sqlc.arg('aggregates')::text[]) AS aggregate,
-               unnest(sqlc.arg('requested_bys')::bigint[]) AS requested_by) d
+               unnest(sqlc.arg('requested_bys')::bigint[]) AS requested_by, unnest(sqlc.arg('trace_ids')::text[]) AS trace_id) d
   CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, now()) AS at) c
   CROSS JOIN LATERAL (SELECT coalesce(x.breaker_open_until > c.at, false) AS held FROM webhook_endpoints x
                        WHERE x.tenant_id = d.tenant_id AND x.id = d.endpoint_id) e
@@ -220,7 +220,7 @@ UPDATE webhook_deliveries d
         WHERE x.tenant_id = @tenant_id AND x.endpoint_id = @endpoint_id AND x.held_at IS NOT NULL
         ORDER BY x.id LIMIT @lim::int
           FOR UPDATE SKIP LOCKED))
-RETURNING d.id, d.requested_by;
+RETURNING d.id, d.requested_by, d.trace_id;
 
 -- name: WebhookHeldFail :execrows
 -- Fails up to @lim of an endpoint's held deliveries, oldest first, as a

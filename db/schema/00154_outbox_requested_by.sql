@@ -13,3 +13,6 @@ ALTER TABLE outbox_messages ADD COLUMN requested_by bigint;
 -- also one released after the delivery was held behind an open breaker
 -- (its job gone), is requested on that user's behalf.
 ALTER TABLE webhook_deliveries ADD COLUMN requested_by bigint;
+-- And the event's trace, for the same reason: a released delivery's
+-- attempts stay in the trace of the request that caused the event.
+ALTER TABLE webhook_deliveries ADD COLUMN trace_id text NOT NULL DEFAULT '' CHECK (length(trace_id) <= 200);

@@ -585,6 +585,7 @@ type WebhookDelivery struct {
 	Aggregate     *string
 	HeldAt        *time.Time
 	RequestedBy   *int64
+	TraceID       string
 }
 
 type WebhookEndpoint struct {

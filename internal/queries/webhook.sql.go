@@ -173,7 +173,7 @@ func (q *Queries) WebhookDeliveryForAttempt(ctx context.Context, arg WebhookDeli
 }
 
 const webhookDeliveryGet = `-- name: WebhookDeliveryGet :one
-SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at, requested_by FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at, requested_by, trace_id FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2
 `
 
 type WebhookDeliveryGetParams struct {
@@ -201,6 +201,7 @@ func (q *Queries) WebhookDeliveryGet(ctx context.Context, arg WebhookDeliveryGet
 		&i.Aggregate,
 		&i.HeldAt,
 		&i.RequestedBy,
+		&i.TraceID,
 	)
 	return i, err
 }
@@ -229,15 +230,15 @@ func (q *Queries) WebhookDeliveryHold(ctx context.Context, arg WebhookDeliveryHo
 
 const webhookDeliveryInsert = `-- name: WebhookDeliveryInsert :many
 INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, body, aggregate, next_attempt_at, created_at, updated_at,
-                                held_at, requested_by)
+                                held_at, requested_by, trace_id)
 SELECT d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, NULLIF(d.aggregate, ''),
-       CASE WHEN e.held THEN NULL ELSE c.at END, c.at, c.at, CASE WHEN e.held THEN c.at END, NULLIF(d.requested_by, 0)
+       CASE WHEN e.held THEN NULL ELSE c.at END, c.at, c.at, CASE WHEN e.held THEN c.at END, NULLIF(d.requested_by, 0), d.trace_id
   FROM (SELECT generate_subscripts($1::bigint[], 1) AS n,
                unnest($1::bigint[]) AS tenant_id, unnest($2::bigint[]) AS endpoint_id,
                unnest($3::bigint[]) AS event_id, unnest($4::text[]) AS event_type,
                unnest($5::text[]) AS body, unnest($6::text[]) AS aggregate,
-               unnest($7::bigint[]) AS requested_by) d
-  CROSS JOIN (SELECT coalesce($8::timestamptz, now()) AS at) c
+               unnest($7::bigint[]) AS requested_by, unnest($8::text[]) AS trace_id) d
+  CROSS JOIN (SELECT coalesce($9::timestamptz, now()) AS at) c
   CROSS JOIN LATERAL (SELECT coalesce(x.breaker_open_until > c.at, false) AS held FROM webhook_endpoints x
                        WHERE x.tenant_id = d.tenant_id AND x.id = d.endpoint_id) e
  ORDER BY d.n
@@ -253,6 +254,7 @@ type WebhookDeliveryInsertParams struct {
 	Bodies       []string
 	Aggregates   []string
 	RequestedBys []int64
+	TraceIds     []string
 	Now          *time.Time
 }
 
@@ -280,6 +282,7 @@ func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDelivery
 		arg.Bodies,
 		arg.Aggregates,
 		arg.RequestedBys,
+		arg.TraceIds,
 		arg.Now,
 	)
 	if err != nil {
@@ -307,7 +310,7 @@ func (q *Queries) WebhookDeliveryInsert(ctx context.Context, arg WebhookDelivery
 }
 
 const webhookDeliveryList = `-- name: WebhookDeliveryList :many
-SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at, requested_by FROM webhook_deliveries
+SELECT id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at, requested_by, trace_id FROM webhook_deliveries
  WHERE tenant_id = $1 AND endpoint_id = $2
  ORDER BY id DESC LIMIT $3
 `
@@ -344,6 +347,7 @@ func (q *Queries) WebhookDeliveryList(ctx context.Context, arg WebhookDeliveryLi
 			&i.Aggregate,
 			&i.HeldAt,
 			&i.RequestedBy,
+			&i.TraceID,
 		); err != nil {
 			return nil, err
 		}
@@ -415,7 +419,7 @@ UPDATE webhook_deliveries
        next_attempt_at = $5, updated_at = coalesce($6::timestamptz, now()),
        held_at = NULL
  WHERE tenant_id = $7 AND id = $8
-RETURNING id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at, requested_by
+RETURNING id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at, requested_by, trace_id
 `
 
 type WebhookDeliveryUpdateParams struct {
@@ -458,6 +462,7 @@ func (q *Queries) WebhookDeliveryUpdate(ctx context.Context, arg WebhookDelivery
 		&i.Aggregate,
 		&i.HeldAt,
 		&i.RequestedBy,
+		&i.TraceID,
 	)
 	return i, err
 }
@@ -1339,7 +1344,7 @@ UPDATE webhook_deliveries d
         WHERE x.tenant_id = $2 AND x.endpoint_id = $3 AND x.held_at IS NOT NULL
         ORDER BY x.id LIMIT $4::int
           FOR UPDATE SKIP LOCKED))
-RETURNING d.id, d.requested_by
+RETURNING d.id, d.requested_by, d.trace_id
 `
 
 type WebhookHeldReleaseParams struct {
@@ -1352,6 +1357,7 @@ type WebhookHeldReleaseParams struct {
 type WebhookHeldReleaseRow struct {
 	ID          int64
 	RequestedBy *int64
+	TraceID     string
 }
 
 // Takes up to @lim of an endpoint's held deliveries off hold, oldest first;
@@ -1374,7 +1380,7 @@ func (q *Queries) WebhookHeldRelease(ctx context.Context, arg WebhookHeldRelease
 	items := []WebhookHeldReleaseRow{}
 	for rows.Next() {
 		var i WebhookHeldReleaseRow
-		if err := rows.Scan(&i.ID, &i.RequestedBy); err != nil {
+		if err := rows.Scan(&i.ID, &i.RequestedBy, &i.TraceID); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -107,7 +107,7 @@ func (s *Service) SendTest(ctx context.Context, tenantID int64, actor Actor, end
 			return fmt.Errorf("encode test event: %w", err)
 		}
 		dids, needJob, err := st.insertDeliveries(ctx, []newDelivery{{TenantID: tenantID, EndpointID: ep.ID, EventID: id,
-			EventType: eventType, Body: string(body), RequestedBy: &actor.UserID}}, s.clk.Now())
+			EventType: eventType, Body: string(body), RequestedBy: &actor.UserID, TraceID: actor.TraceID}}, s.clk.Now())
 		if err != nil {
 			return fmt.Errorf("record test delivery: %w", err)
 		}

@@ -88,7 +88,7 @@ func (f *Fanout) HandleEvents(ctx context.Context, events []Event) (int, error) 
 					body, agg = string(e.Body), aggregateOf(e.Body)
 				}
 				ds = append(ds, newDelivery{TenantID: e.TenantID, EndpointID: m.Endpoint, EventID: e.ID,
-					EventType: e.Type, Body: body, Aggregate: agg, RequestedBy: e.RequestedBy})
+					EventType: e.Type, Body: body, Aggregate: agg, RequestedBy: e.RequestedBy, TraceID: e.TraceID})
 				from = append(from, m.Event)
 			}
 		}

@@ -56,7 +56,7 @@ func releaseHeld(ctx context.Context, tx pgx.Tx, jobs Enqueuer, tenantID, endpoi
 	}
 	ps := make([]job.EnqueueParams, len(rs))
 	for i, r := range rs {
-		ps[i] = jobParams(tenantID, jobPayloadJSON(tenantID, r.id), nil, "", r.requestedBy, "")
+		ps[i] = jobParams(tenantID, jobPayloadJSON(tenantID, r.id), nil, r.traceID, r.requestedBy, "")
 	}
 	if _, err := jobs.EnqueueMany(ctx, tx, ps); err != nil {
 		return 0, fmt.Errorf("enqueue released webhook deliveries: %w", err)

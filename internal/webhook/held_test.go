@@ -186,7 +186,7 @@ func TestHeldSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The burst is one user's doing: released later, their jobs still act
-	// for that user.
+	// for that user, in the trace of the request that caused it.
 	user := v.owner.UserID
 	burst := make([]webhook.Event, 250)
 	for i := range burst {
@@ -213,8 +213,9 @@ func TestHeldSweep(t *testing.T) {
 	if held := v.held(t); held != 0 {
 		t.Fatalf("%d still held", held)
 	}
-	if n := v.count(t, "SELECT count(*) FROM jobs WHERE kind = $1 AND state = 'pending' AND requested_by = $2", webhook.Kind, user); n != 250 {
-		t.Fatalf("%d released jobs act for the user who caused the burst, want 250", n)
+	if n := v.count(t, "SELECT count(*) FROM jobs WHERE kind = $1 AND state = 'pending' AND requested_by = $2 AND trace_id = 't'",
+		webhook.Kind, user); n != 250 {
+		t.Fatalf("%d released jobs act for the user who caused the burst, in its trace; want 250", n)
 	}
 }
 

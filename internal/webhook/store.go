@@ -143,10 +143,12 @@ func (s store) hold(ctx context.Context, tenantID, id int64, now time.Time) (boo
 	return n == 1, err
 }
 
-// released is a delivery taken off hold: its id and the user it acts for.
+// released is a delivery taken off hold: its id, the user it acts for and
+// its event's trace.
 type released struct {
 	id          int64
 	requestedBy *int64
+	traceID     string
 }
 
 // releaseHeld takes up to limit of an endpoint's held deliveries off hold
@@ -156,7 +158,7 @@ func (s store) releaseHeld(ctx context.Context, tenantID, endpointID int64, limi
 		Lim: int32(limit), Now: now})
 	out := make([]released, len(rows))
 	for i, r := range rows {
-		out[i] = released{r.ID, r.RequestedBy}
+		out[i] = released{r.ID, r.RequestedBy, r.TraceID}
 	}
 	return out, err
 }
@@ -290,6 +292,7 @@ type newDelivery struct {
 	EventType, Body               string
 	Aggregate                     *string
 	RequestedBy                   *int64 // the user the event's deliveries act for
+	TraceID                       string // the event's trace
 }
 
 // insertDeliveries records ds (no (event, endpoint) pair twice) in one
@@ -300,7 +303,7 @@ func (s store) insertDeliveries(ctx context.Context, ds []newDelivery, now *time
 	p := queries.WebhookDeliveryInsertParams{Now: now,
 		TenantIds: make([]int64, len(ds)), EndpointIds: make([]int64, len(ds)), EventIds: make([]int64, len(ds)),
 		EventTypes: make([]string, len(ds)), Bodies: make([]string, len(ds)), Aggregates: make([]string, len(ds)),
-		RequestedBys: make([]int64, len(ds))}
+		RequestedBys: make([]int64, len(ds)), TraceIds: make([]string, len(ds))}
 	type key struct{ endpoint, event int64 }
 	at := make(map[key]int, len(ds))
 	for i, d := range ds {
@@ -312,6 +315,7 @@ func (s store) insertDeliveries(ctx context.Context, ds []newDelivery, now *time
 		if d.RequestedBy != nil {
 			p.RequestedBys[i] = *d.RequestedBy
 		}
+		p.TraceIds[i] = d.TraceID
 		at[key{d.EndpointID, d.EventID}] = i
 	}
 	rows, err := s.q.WebhookDeliveryInsert(ctx, p)
