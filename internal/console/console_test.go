@@ -138,8 +138,9 @@ func TestActOnDeadConcurrentRetriesApplyOnce(t *testing.T) {
 	}
 	var events int
 	if err := db.Admin.QueryRow(context.Background(), `SELECT count(*) FROM outbox_messages WHERE tenant_id = $1
-		AND event_type = 'job.dead_letter.retried' AND aggregate_id = $2::bigint::text`, tenants[0], id).Scan(&events); err != nil || events != 1 {
-		t.Fatalf("%d job.dead_letter.retried events (%v), want 1", events, err)
+		AND event_type = 'job.dead_letter.retried' AND aggregate_id = $2::bigint::text
+		AND requested_by = $3`, tenants[0], id, staff).Scan(&events); err != nil || events != 1 {
+		t.Fatalf("%d job.dead_letter.retried events requested by the operator (%v), want 1", events, err)
 	}
 	v, err := c.Job(context.Background(), id)
 	r := v.Job

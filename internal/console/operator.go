@@ -368,8 +368,12 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, b batch, r locked, maxA
 	if b.action != ActionRetry {
 		event = "job.dead_letter.discarded"
 	}
+	var by *int64 // the staff member's; none from the command line
+	if actor > 0 {
+		by = &actor
+	}
 	if _, err := outbox.NewWriter(s.clock).Publish(ctx, tx, r.TenantID, outbox.Message{Type: event, AggregateType: "job",
-		AggregateID: strconv.FormatInt(r.ID, 10), TraceID: r.TraceID,
+		AggregateID: strconv.FormatInt(r.ID, 10), TraceID: r.TraceID, RequestedBy: by,
 		Payload: map[string]any{"job_id": r.ID, "kind": r.Kind, "reason": b.reason, "operator_user_id": actor}}); err != nil {
 		return fmt.Errorf("publish %s of job %d: %w", event, r.ID, err)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/reqctx"
 )
 
 // State is an outbox message's state; a CHECK constraint admits only these.
@@ -48,21 +47,10 @@ type Message struct {
 	Payload any
 	// TraceID links the event to the request or job that caused it.
 	TraceID string
-	// RequestedBy is the user whose action the event reports; nil takes
-	// the signed-in user serving the request (reqctx.ViewerFrom), if any.
-	// The webhook deliveries the event causes are done on their behalf.
+	// RequestedBy is the user whose action the event reports (nil: the
+	// system's own). The webhook deliveries the event causes are done on
+	// their behalf.
 	RequestedBy *int64
-}
-
-// requester is m's RequestedBy, or the request's signed-in user (0: none).
-func (m *Message) requester(ctx context.Context) int64 {
-	if m.RequestedBy != nil {
-		return *m.RequestedBy
-	}
-	if v := reqctx.ViewerFrom(ctx); v != nil {
-		return v.UserID
-	}
-	return 0
 }
 
 // MaxPayload bounds one message's payload.
@@ -102,7 +90,7 @@ func (w *Writer) Publish(ctx context.Context, tx database.Querier, tenantID int6
 	if err != nil {
 		return 0, err
 	}
-	id, err := storeInsert(ctx, tx, w.clk.Now(), tenantID, m, payload, m.requester(ctx))
+	id, err := storeInsert(ctx, tx, w.clk.Now(), tenantID, m, payload)
 	if err != nil {
 		return 0, fmt.Errorf("publish %s for tenant %d: %w", m.Type, tenantID, err)
 	}
@@ -125,11 +113,7 @@ func (w *Writer) PublishMany(ctx context.Context, tx database.Querier, tenantID 
 		}
 		payloads[i] = p
 	}
-	requesters := make([]int64, len(ms))
-	for i := range ms {
-		requesters[i] = ms[i].requester(ctx)
-	}
-	if err := storeInsertMany(ctx, tx, w.clk.Now(), tenantID, ms, payloads, requesters); err != nil {
+	if err := storeInsertMany(ctx, tx, w.clk.Now(), tenantID, ms, payloads); err != nil {
 		return fmt.Errorf("publish %d messages for tenant %d: %w", len(ms), tenantID, err)
 	}
 	database.WakeAfterCommit(tx, outboxChannel)

@@ -10,21 +10,19 @@ import (
 
 // This file is the only one in the package that touches sqlc's types.
 
-func storeInsert(ctx context.Context, db queries.DBTX, now *time.Time, tenantID int64, m Message, payload json.RawMessage, requester int64) (int64, error) {
-	p := queries.OutboxInsertParams{
+func storeInsert(ctx context.Context, db queries.DBTX, now *time.Time, tenantID int64, m Message, payload json.RawMessage) (int64, error) {
+	return queries.New(db).OutboxInsert(ctx, queries.OutboxInsertParams{
 		TenantID: tenantID, EventType: m.Type, AggregateType: m.AggregateType, AggregateID: m.AggregateID,
-		Payload: payload, TraceID: m.TraceID, Now: now,
-	}
-	if requester > 0 {
-		p.RequestedBy = &requester
-	}
-	return queries.New(db).OutboxInsert(ctx, p)
+		Payload: payload, TraceID: m.TraceID, RequestedBy: m.RequestedBy, Now: now,
+	})
 }
 
-// storeInsertMany inserts ms; requesters[i] is ms[i]'s user (0: none).
-func storeInsertMany(ctx context.Context, db queries.DBTX, now *time.Time, tenantID int64, ms []Message, payloads []json.RawMessage, requesters []int64) error {
-	p := queries.OutboxInsertManyParams{TenantID: tenantID, Now: now, RequestedBys: requesters}
+func storeInsertMany(ctx context.Context, db queries.DBTX, now *time.Time, tenantID int64, ms []Message, payloads []json.RawMessage) error {
+	p := queries.OutboxInsertManyParams{TenantID: tenantID, Now: now, RequestedBys: make([]int64, len(ms))}
 	for i, m := range ms {
+		if m.RequestedBy != nil {
+			p.RequestedBys[i] = *m.RequestedBy // 0: none
+		}
 		p.EventTypes = append(p.EventTypes, m.Type)
 		p.AggregateTypes = append(p.AggregateTypes, m.AggregateType)
 		p.AggregateIds = append(p.AggregateIds, m.AggregateID)
