@@ -88,3 +88,13 @@ func EventOf(msg jetstream.Msg) (id, tenantID int64, err error) {
 	}
 	return id, tenantID, nil
 }
+
+// RequestedByOf reads the user whose action a consumed event reports (nil:
+// the system's own, or a header that is not a user id).
+func RequestedByOf(msg jetstream.Msg) *int64 {
+	uid, err := strconv.ParseInt(msg.Headers().Get(HeaderRequestedBy), 10, 64)
+	if err != nil || uid <= 0 {
+		return nil
+	}
+	return &uid
+}

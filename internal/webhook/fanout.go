@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -58,7 +57,8 @@ func (f *Fanout) HandleEvent(ctx context.Context, tenantID, eventID int64, event
 // that took a transaction per event fell behind a stream of a few hundred
 // events a second. It is idempotent: a redelivered event finds its
 // deliveries and creates nothing, nor a job (an event given twice is
-// recorded once). It returns how many deliveries it created.
+// recorded once). It returns how many first attempts it enqueued (a
+// delivery held behind an open breaker has none).
 func (f *Fanout) HandleEvents(ctx context.Context, events []Event) (int, error) {
 	clk := f.Clock
 	if clk == nil {
@@ -176,21 +176,22 @@ func (f *Fanout) Run(ctx context.Context, stream jetstream.Stream) error {
 		return fmt.Errorf("consume webhook events: %w", err)
 	}
 	for {
-		var batch []jetstream.Msg
+		var m jetstream.Msg
 		select {
 		case <-ctx.Done():
+		case m = <-queued:
+		}
+		// Checked whichever case ran: select picks at random between
+		// ready cases, and a batch now would only fail and come back
+		// after a pause.
+		if ctx.Err() != nil {
+			if m != nil {
+				_ = m.Nak()
+			}
 			giveBack(cc, queued)
 			return nil
-		case m := <-queued:
-			if ctx.Err() != nil {
-				// select chose between two ready cases at random: a batch
-				// now would only fail and come back after a pause.
-				_ = m.Nak()
-				giveBack(cc, queued)
-				return nil
-			}
-			batch = append(batch, m)
 		}
+		batch := []jetstream.Msg{m}
 	gather:
 		for len(batch) < fanoutBatch {
 			select {
@@ -239,12 +240,8 @@ func (f *Fanout) handleBatch(ctx context.Context, msgs []jetstream.Msg, log *slo
 			continue
 		}
 		h := m.Headers()
-		e := Event{TenantID: tid, ID: id, Type: h.Get(natsbus.HeaderEventType), Body: m.Data(),
-			TraceID: h.Get(natsbus.HeaderTraceID)}
-		if uid, err := strconv.ParseInt(h.Get(natsbus.HeaderRequestedBy), 10, 64); err == nil && uid > 0 {
-			e.RequestedBy = &uid
-		}
-		events = append(events, e)
+		events = append(events, Event{TenantID: tid, ID: id, Type: h.Get(natsbus.HeaderEventType), Body: m.Data(),
+			TraceID: h.Get(natsbus.HeaderTraceID), RequestedBy: natsbus.RequestedByOf(m)})
 		withEvent = append(withEvent, m)
 	}
 	if len(events) == 0 {
