@@ -180,7 +180,8 @@ RETURNING *;
 -- Makes @delivery_id, with its job @job_id, the delivery whose job waits
 -- out the endpoint's open breaker, unless another one already does (a
 -- holder stands while its delivery is pending and not held and its job is
--- still to run). No row: another delivery holds the breaker.
+-- still to run). The holder itself may name its next job (a retry). No
+-- row: another delivery holds the breaker.
 UPDATE webhook_endpoints e
    SET breaker_holder = @delivery_id::bigint, breaker_holder_job = @job_id::bigint
  WHERE e.tenant_id = @tenant_id AND e.id = @endpoint_id
@@ -193,11 +194,6 @@ UPDATE webhook_endpoints e
                           AND j.state IN ('pending', 'running')))
 RETURNING e.id;
 
--- name: WebhookEndpointHolderJob :exec
--- The holder's retry is a new job: the breaker's holder waits through it.
-UPDATE webhook_endpoints
-   SET breaker_holder_job = @job_id::bigint
- WHERE tenant_id = @tenant_id AND id = @endpoint_id AND breaker_holder = @delivery_id::bigint;
 
 -- name: WebhookDeliveryHold :execrows
 -- Holds a pending delivery: it keeps its state and attempts but has no job

@@ -642,30 +642,6 @@ func (q *Queries) WebhookEndpointGet(ctx context.Context, arg WebhookEndpointGet
 	return i, err
 }
 
-const webhookEndpointHolderJob = `-- name: WebhookEndpointHolderJob :exec
-UPDATE webhook_endpoints
-   SET breaker_holder_job = $1::bigint
- WHERE tenant_id = $2 AND id = $3 AND breaker_holder = $4::bigint
-`
-
-type WebhookEndpointHolderJobParams struct {
-	JobID      int64
-	TenantID   int64
-	EndpointID int64
-	DeliveryID int64
-}
-
-// The holder's retry is a new job: the breaker's holder waits through it.
-func (q *Queries) WebhookEndpointHolderJob(ctx context.Context, arg WebhookEndpointHolderJobParams) error {
-	_, err := q.db.Exec(ctx, webhookEndpointHolderJob,
-		arg.JobID,
-		arg.TenantID,
-		arg.EndpointID,
-		arg.DeliveryID,
-	)
-	return err
-}
-
 const webhookEndpointHourAdd = `-- name: WebhookEndpointHourAdd :exec
 INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, succeeded, failed)
 VALUES ($1, $2, date_trunc('hour', $3::timestamptz), CASE WHEN $4::boolean THEN 1 ELSE 0 END,
@@ -1119,7 +1095,8 @@ type WebhookEndpointTakeHolderParams struct {
 // Makes @delivery_id, with its job @job_id, the delivery whose job waits
 // out the endpoint's open breaker, unless another one already does (a
 // holder stands while its delivery is pending and not held and its job is
-// still to run). No row: another delivery holds the breaker.
+// still to run). The holder itself may name its next job (a retry). No
+// row: another delivery holds the breaker.
 func (q *Queries) WebhookEndpointTakeHolder(ctx context.Context, arg WebhookEndpointTakeHolderParams) (int64, error) {
 	row := q.db.QueryRow(ctx, webhookEndpointTakeHolder,
 		arg.DeliveryID,

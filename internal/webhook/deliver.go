@@ -413,7 +413,7 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 	err := database.InTenantTx(ctx, d.App, j.TenantID, func(tx pgx.Tx) error {
 		disabled = ""
 		st := newStore(tx)
-		holds := false // this delivery's retry waits out the open breaker
+		probe := false // the breaker is open and this delivery's retry may probe it
 		attempts := int(t.Attempts)
 		if a.N > 0 {
 			if err := st.insertAttempt(ctx, j.TenantID, t.ID, a, clk.Now()); err != nil {
@@ -433,14 +433,12 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 				}
 			case out.openUntil != nil && next != nil:
 				// The breaker is open and this delivery is to be retried:
-				// unless another delivery holds the breaker, this one does,
-				// and its retry is the probe when the breaker's time is up
-				// (what the fan-out records meanwhile is held from the
-				// start).
-				if holds, err = st.takeHolder(ctx, j.TenantID, t.EndpointID, t.ID, j.ID); err != nil {
-					return fmt.Errorf("take breaker holder: %w", err)
-				}
-				if holds && out.openUntil.Before(*next) {
+				// the retry comes up when the breaker's time is up, to
+				// probe it as the holder (below), or to be held if another
+				// delivery holds the breaker by then. What the fan-out
+				// records meanwhile is held from the start.
+				probe = true
+				if out.openUntil.Before(*next) {
 					next = out.openUntil
 				}
 			}
@@ -457,9 +455,9 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 			if err != nil {
 				return err
 			}
-			if holds {
-				if err := st.holderJob(ctx, j.TenantID, t.EndpointID, t.ID, retry); err != nil {
-					return fmt.Errorf("record breaker holder's job: %w", err)
+			if probe {
+				if _, err := st.takeHolder(ctx, j.TenantID, t.EndpointID, t.ID, retry); err != nil {
+					return fmt.Errorf("take breaker holder: %w", err)
 				}
 			}
 		}

@@ -130,12 +130,6 @@ func (s store) takeHolder(ctx context.Context, tenantID, endpointID, deliveryID,
 	return err == nil, err
 }
 
-// holderJob records jobID as the job of the breaker's holder deliveryID.
-func (s store) holderJob(ctx context.Context, tenantID, endpointID, deliveryID, jobID int64) error {
-	return s.q.WebhookEndpointHolderJob(ctx, queries.WebhookEndpointHolderJobParams{TenantID: tenantID,
-		EndpointID: endpointID, DeliveryID: deliveryID, JobID: jobID})
-}
-
 // hold holds a pending delivery without a job; false when it was not
 // pending or already held.
 func (s store) hold(ctx context.Context, tenantID, id int64, now time.Time) (bool, error) {
