@@ -428,7 +428,7 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 			case a.ok() && t.BreakerOpenUntil != nil:
 				// The probe closed the breaker: the deliveries held behind
 				// it go back to the queue (the sweep releases the rest).
-				if _, err := releaseHeld(ctx, tx, d.Jobs, j.TenantID, t.EndpointID, heldBatch, clk); err != nil {
+				if _, err := releaseHeld(ctx, tx, d.Jobs, j.TenantID, t.EndpointID, heldBatch, now); err != nil {
 					return err
 				}
 			case out.openUntil != nil && next != nil:

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -41,13 +42,9 @@ const (
 const whyHeld = "held"
 
 // releaseHeld takes up to limit of an endpoint's held deliveries off hold
-// and enqueues a job for each, in tx; it returns how many.
-func releaseHeld(ctx context.Context, tx pgx.Tx, jobs Enqueuer, tenantID, endpointID int64, limit int, clk clock.Clock) (int, error) {
-	at, err := dbNow(ctx, tx, clk)
-	if err != nil {
-		return 0, err
-	}
-	rs, err := newStore(tx).releaseHeld(ctx, tenantID, endpointID, limit, at)
+// at now and enqueues a job for each, in tx; it returns how many.
+func releaseHeld(ctx context.Context, tx pgx.Tx, jobs Enqueuer, tenantID, endpointID int64, limit int, now time.Time) (int, error) {
+	rs, err := newStore(tx).releaseHeld(ctx, tenantID, endpointID, limit, now)
 	if err != nil {
 		return 0, fmt.Errorf("release held webhook deliveries: %w", err)
 	}
@@ -125,12 +122,12 @@ type heldEndpoint struct {
 func (h HeldSweep) endpoint(ctx context.Context, clk clock.Clock, ep heldEndpoint) (int, error) {
 	n := 0
 	err := database.InTx(ctx, h.System, func(tx pgx.Tx) error {
+		now, err := dbNow(ctx, tx, clk)
+		if err != nil {
+			return err
+		}
 		switch {
 		case ep.deleted || !ep.enabled:
-			now, err := dbNow(ctx, tx, clk)
-			if err != nil {
-				return err
-			}
 			why := errEndpointDisabled
 			if ep.deleted {
 				why = errEndpointDeleted
@@ -139,15 +136,11 @@ func (h HeldSweep) endpoint(ctx context.Context, clk clock.Clock, ep heldEndpoin
 			n = int(failed)
 			return err
 		case !ep.breakerOpen:
-			var err error
-			n, err = releaseHeld(ctx, tx, h.Jobs, ep.tenantID, ep.id, heldBatch, clk)
-			return err
+			n, err = releaseHeld(ctx, tx, h.Jobs, ep.tenantID, ep.id, heldBatch, now)
 		case !ep.holderWaiting:
-			var err error
-			n, err = releaseHeld(ctx, tx, h.Jobs, ep.tenantID, ep.id, 1, clk)
-			return err
+			n, err = releaseHeld(ctx, tx, h.Jobs, ep.tenantID, ep.id, 1, now)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return n, fmt.Errorf("held webhook deliveries of endpoint %d (tenant %d): %w", ep.id, ep.tenantID, err)
