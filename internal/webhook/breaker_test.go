@@ -64,17 +64,13 @@ func TestBreakerHoldsDeliveriesUntilAProbeSucceeds(t *testing.T) {
 	v := newEnv(t, webhook.Guard{Allow: loopback})
 	v.deliver.Breaker = webhook.Breaker{Failures: 3, Cooldown: 30 * time.Second}
 	rcv := newReceiver(t, nil, 500, 500, 500, 500, 200)
-	ctx := context.Background()
-	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*")
-	if err != nil {
-		t.Fatal(err)
-	}
+	epID := v.hook(t, rcv)
 	v.emit(t, 1, 5, nil)
 	v.work(t)
 	if n := len(rcv.all()); n != 3 {
 		t.Fatalf("the receiver got %d requests, want 3 (then the breaker opens)", n)
 	}
-	ep := v.endpoint(t, c.Endpoint.ID)
+	ep := v.endpoint(t, epID)
 	if ep.Health.Breaker != webhook.BreakerOpen || ep.ConsecutiveFailures != 3 || ep.Health.Failed != 3 || ep.Health.Succeeded != 0 {
 		t.Fatalf("endpoint after 3 failures: %+v", ep)
 	}
@@ -93,7 +89,7 @@ func TestBreakerHoldsDeliveriesUntilAProbeSucceeds(t *testing.T) {
 	if n := len(rcv.all()); n != 4 {
 		t.Fatalf("the receiver got %d requests after the cool-down, want 4 (one probe)", n)
 	}
-	ep = v.endpoint(t, c.Endpoint.ID)
+	ep = v.endpoint(t, epID)
 	if ep.Health.Breaker != webhook.BreakerOpen || ep.BreakerOpenUntil.Sub(*v.clk.Now()) != 60*time.Second {
 		t.Fatalf("after a failed probe the breaker should be open for 60 s: %+v (now %v)", ep, v.clk.Now())
 	}
@@ -105,7 +101,7 @@ func TestBreakerHoldsDeliveriesUntilAProbeSucceeds(t *testing.T) {
 	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'succeeded'"); n != 5 {
 		t.Fatalf("%d deliveries succeeded after the probe closed the breaker, want 5", n)
 	}
-	ep = v.endpoint(t, c.Endpoint.ID)
+	ep = v.endpoint(t, epID)
 	if ep.Health.Breaker != webhook.BreakerClosed || ep.ConsecutiveFailures != 0 || ep.Health.Succeeded != 5 || ep.Health.Failed != 4 {
 		t.Fatalf("endpoint after recovery: %+v", ep.Health)
 	}
@@ -132,25 +128,22 @@ func TestEndpointDisabledAfterDaysOfFailures(t *testing.T) {
 	v.deliver.Mailer = mail.NewSink(v.db.App)
 	rcv := newReceiver(t, nil, 500)
 	ctx := context.Background()
-	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*")
-	if err != nil {
-		t.Fatal(err)
-	}
+	epID := v.hook(t, rcv)
 	v.emit(t, 1, 1, nil)
 	v.work(t)
-	if ep := v.endpoint(t, c.Endpoint.ID); !ep.Enabled || ep.FailingSince == nil {
+	if ep := v.endpoint(t, epID); !ep.Enabled || ep.FailingSince == nil {
 		t.Fatalf("after one failure: %+v", ep)
 	}
 	v.clk.Advance(47 * time.Hour)
 	v.emit(t, 2, 1, nil)
 	v.work(t)
-	if ep := v.endpoint(t, c.Endpoint.ID); !ep.Enabled {
+	if ep := v.endpoint(t, epID); !ep.Enabled {
 		t.Fatal("disabled before the span ended")
 	}
 	v.clk.Advance(2 * time.Hour)
 	v.emit(t, 3, 1, nil)
 	v.work(t)
-	ep := v.endpoint(t, c.Endpoint.ID)
+	ep := v.endpoint(t, epID)
 	if ep.Enabled || ep.DisabledReason != webhook.ReasonFailing {
 		t.Fatalf("after 49 h of failures: enabled %v, reason %q", ep.Enabled, ep.DisabledReason)
 	}
@@ -175,7 +168,7 @@ func TestEndpointDisabledAfterDaysOfFailures(t *testing.T) {
 	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, ep.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if ep := v.endpoint(t, c.Endpoint.ID); !ep.Enabled || ep.ConsecutiveFailures != 0 || ep.FailingSince != nil || ep.Health.Breaker != webhook.BreakerClosed {
+	if ep := v.endpoint(t, epID); !ep.Enabled || ep.ConsecutiveFailures != 0 || ep.FailingSince != nil || ep.Health.Breaker != webhook.BreakerClosed {
 		t.Fatalf("re-enabled endpoint did not start afresh: %+v", ep)
 	}
 }
@@ -253,37 +246,34 @@ func TestRecoverResendsFailedDeliveriesSince(t *testing.T) {
 	v := newEnv(t, webhook.Guard{Allow: loopback})
 	rcv := newReceiver(t, nil, 200)
 	ctx := context.Background()
-	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*")
-	if err != nil {
-		t.Fatal(err)
-	}
+	epID := v.hook(t, rcv)
 	v.emit(t, 1, 1, nil)
 	v.clk.Advance(time.Hour)
 	since := *v.clk.Now()
 	v.emit(t, 2, 2, nil)
 	// Disabled with deliveries pending: all three fail without an attempt.
-	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, c.Endpoint.ID, false); err != nil {
+	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, epID, false); err != nil {
 		t.Fatal(err)
 	}
 	v.work(t)
 	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'failed'"); n != 3 {
 		t.Fatalf("%d failed deliveries, want 3", n)
 	}
-	if _, err := v.svc.Recover(ctx, v.tenant, v.owner, c.Endpoint.ID, since); apperr.CodeOf(err) != apperr.CodeInvalid {
+	if _, err := v.svc.Recover(ctx, v.tenant, v.owner, epID, since); apperr.CodeOf(err) != apperr.CodeInvalid {
 		t.Fatalf("recover of a disabled endpoint: %v, want a validation error", err)
 	}
-	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, c.Endpoint.ID, true); err != nil {
+	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, epID, true); err != nil {
 		t.Fatal(err)
 	}
 	other := seedTenant(t, v.db, "other")
-	if _, err := v.svc.Recover(ctx, other.tenant, other.owner, c.Endpoint.ID, since); !errors.Is(err, webhook.ErrNotFound) {
+	if _, err := v.svc.Recover(ctx, other.tenant, other.owner, epID, since); !errors.Is(err, webhook.ErrNotFound) {
 		t.Fatalf("recover from another tenant: %v", err)
 	}
-	if _, err := v.svc.Recover(ctx, v.tenant, v.owner, c.Endpoint.ID, since.Add(time.Hour)); apperr.CodeOf(err) != apperr.CodeInvalid {
+	if _, err := v.svc.Recover(ctx, v.tenant, v.owner, epID, since.Add(time.Hour)); apperr.CodeOf(err) != apperr.CodeInvalid {
 		t.Fatalf("recover since the future: %v", err)
 	}
 	for i, want := range []int{2, 0} {
-		n, err := v.svc.Recover(ctx, v.tenant, v.owner, c.Endpoint.ID, since)
+		n, err := v.svc.Recover(ctx, v.tenant, v.owner, epID, since)
 		if err != nil || n != want {
 			t.Fatalf("recover #%d: %d, %v; want %d", i+1, n, err, want)
 		}
@@ -306,17 +296,14 @@ func TestRateLimitPerEndpoint(t *testing.T) {
 	v := newEnv(t, webhook.Guard{Allow: loopback})
 	rcv := newReceiver(t, nil, 200)
 	ctx := context.Background()
-	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := v.svc.Configure(ctx, v.tenant, v.owner, c.Endpoint.ID, webhook.Settings{RateLimit: webhook.MaxRateLimit + 1}); apperr.CodeOf(err) != apperr.CodeInvalid {
+	epID := v.hook(t, rcv)
+	if err := v.svc.Configure(ctx, v.tenant, v.owner, epID, webhook.Settings{RateLimit: webhook.MaxRateLimit + 1}); apperr.CodeOf(err) != apperr.CodeInvalid {
 		t.Fatalf("rate over the maximum: %v", err)
 	}
-	if err := v.svc.Configure(ctx, v.tenant, v.owner, c.Endpoint.ID, webhook.Settings{RateLimit: 2}); err != nil {
+	if err := v.svc.Configure(ctx, v.tenant, v.owner, epID, webhook.Settings{RateLimit: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if ep := v.endpoint(t, c.Endpoint.ID); ep.RateLimit != 2 {
+	if ep := v.endpoint(t, epID); ep.RateLimit != 2 {
 		t.Fatalf("rate limit %d, want 2", ep.RateLimit)
 	}
 	v.emit(t, 1, 5, nil)
@@ -340,11 +327,8 @@ func TestOrderedEndpointKeepsAnAggregatesOrder(t *testing.T) {
 	v := newEnv(t, webhook.Guard{Allow: loopback})
 	rcv := newReceiver(t, nil, 500, 200)
 	ctx := context.Background()
-	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := v.svc.Configure(ctx, v.tenant, v.owner, c.Endpoint.ID, webhook.Settings{Ordered: true}); err != nil {
+	epID := v.hook(t, rcv)
+	if err := v.svc.Configure(ctx, v.tenant, v.owner, epID, webhook.Settings{Ordered: true}); err != nil {
 		t.Fatal(err)
 	}
 	project := map[int]string{1: "1", 2: "1", 3: "2"}

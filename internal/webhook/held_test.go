@@ -20,6 +20,12 @@ func (v *env) held(t *testing.T) int {
 	return v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE held_at IS NOT NULL")
 }
 
+// holder is the delivery named as holding the endpoint's breaker (0: none).
+func (v *env) holder(t *testing.T, endpointID int64) int64 {
+	t.Helper()
+	return int64(v.count(t, "SELECT coalesce(breaker_holder, 0) FROM webhook_endpoints WHERE id = $1", endpointID))
+}
+
 func (v *env) sweep(t *testing.T) int {
 	t.Helper()
 	n, err := webhook.HeldSweep{System: v.db.System, Jobs: v.engine, Clock: v.clk}.Run(context.Background())
@@ -39,10 +45,7 @@ func TestOpenBreakerHoldsTheBacklogWithoutJobs(t *testing.T) {
 	v := newEnv(t, webhook.Guard{Allow: loopback})
 	v.deliver.Breaker = webhook.Breaker{Failures: 3, Cooldown: 30 * time.Second}
 	rcv := newReceiver(t, nil, 500, 500, 500, 500, 500, 200)
-	ctx := context.Background()
-	if _, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*"); err != nil {
-		t.Fatal(err)
-	}
+	v.hook(t, rcv)
 	v.emit(t, 1, 3, nil)
 	v.work(t)
 	const backlog = 40
@@ -111,18 +114,12 @@ func TestHeldSweep(t *testing.T) {
 	v.deliver.Breaker = webhook.Breaker{Failures: 1, Cooldown: time.Hour}
 	rcv := newReceiver(t, nil, 500, 200)
 	ctx := context.Background()
-	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*")
-	if err != nil {
-		t.Fatal(err)
-	}
+	epID := v.hook(t, rcv)
 	v.emit(t, 1, 1, nil)
 	v.work(t) // fails: the breaker opens for an hour
 	v.emit(t, 2, 5, nil)
 	v.work(t)
-	var holder int64
-	if err := v.db.Admin.QueryRow(ctx, "SELECT breaker_holder FROM webhook_endpoints WHERE id = $1", c.Endpoint.ID).Scan(&holder); err != nil {
-		t.Fatal(err)
-	}
+	holder := v.holder(t, epID)
 	if held := v.held(t); held != 5 || holder != 1 {
 		t.Fatalf("%d held, holder %d: want all 5 later ones held behind the delivery whose failure opened the breaker", held, holder)
 	}
@@ -135,10 +132,7 @@ func TestHeldSweep(t *testing.T) {
 		t.Fatalf("the sweep released %d deliveries for a breaker without a holder, want 1", n)
 	}
 	v.work(t)
-	var next int64
-	if err := v.db.Admin.QueryRow(ctx, "SELECT breaker_holder FROM webhook_endpoints WHERE id = $1", c.Endpoint.ID).Scan(&next); err != nil {
-		t.Fatal(err)
-	}
+	next := v.holder(t, epID)
 	if next == holder || v.held(t) != 4 {
 		t.Fatalf("after the hand-over: holder %d (was %d), %d held", next, holder, v.held(t))
 	}
@@ -149,23 +143,20 @@ func TestHeldSweep(t *testing.T) {
 	// errors): its delivery is still pending, but nothing waits the
 	// breaker out any more, so the sweep hands it on again.
 	if _, err := v.db.Admin.Exec(ctx, `UPDATE jobs SET state = 'dead', finished_at = now()
-		WHERE id = (SELECT breaker_holder_job FROM webhook_endpoints WHERE id = $1)`, c.Endpoint.ID); err != nil {
+		WHERE id = (SELECT breaker_holder_job FROM webhook_endpoints WHERE id = $1)`, epID); err != nil {
 		t.Fatal(err)
 	}
 	if n := v.sweep(t); n != 1 {
 		t.Fatalf("the sweep released %d deliveries for a holder whose job died, want 1", n)
 	}
 	v.work(t)
-	var third int64
-	if err := v.db.Admin.QueryRow(ctx, "SELECT breaker_holder FROM webhook_endpoints WHERE id = $1", c.Endpoint.ID).Scan(&third); err != nil {
-		t.Fatal(err)
-	}
+	third := v.holder(t, epID)
 	if third == next || v.held(t) != 3 {
 		t.Fatalf("after the holder's job died: holder %d (was %d), %d held", third, next, v.held(t))
 	}
 
 	// The owner disables the endpoint: the sweep fails what it held.
-	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, c.Endpoint.ID, false); err != nil {
+	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, epID, false); err != nil {
 		t.Fatal(err)
 	}
 	if n := v.sweep(t); n != 3 {
@@ -178,11 +169,11 @@ func TestHeldSweep(t *testing.T) {
 	// Enabled again with its breaker open once more (the holder still
 	// waiting), a burst of 250 events is held; enabling it again closes
 	// the breaker, and the sweep releases them at most 200 a pass.
-	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, c.Endpoint.ID, true); err != nil {
+	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, epID, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v.db.Admin.Exec(ctx, "UPDATE webhook_endpoints SET breaker_open_until = $2 WHERE id = $1",
-		c.Endpoint.ID, v.clk.Now().Add(time.Hour)); err != nil {
+		epID, v.clk.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	// The burst is one user's doing: released later, their jobs still act
@@ -201,7 +192,7 @@ func TestHeldSweep(t *testing.T) {
 	if held := v.held(t); held != 250 {
 		t.Fatalf("%d held behind the breaker, want the 250 new ones", held)
 	}
-	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, c.Endpoint.ID, true); err != nil {
+	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, epID, true); err != nil {
 		t.Fatal(err)
 	}
 	if n := v.sweep(t); n != 200 {
@@ -228,10 +219,7 @@ func TestDeliveryJobsActForTheEventsUser(t *testing.T) {
 	v := newEnv(t, webhook.Guard{Allow: loopback})
 	rcv := newReceiver(t, nil, 500, 200)
 	ctx := context.Background()
-	c, err := v.svc.Create(ctx, v.tenant, v.owner, rcv.URL+"/hook", "*")
-	if err != nil {
-		t.Fatal(err)
-	}
+	epID := v.hook(t, rcv)
 	user := v.owner.UserID
 	if _, err := v.fanout.HandleEvents(ctx, []webhook.Event{
 		{TenantID: v.tenant, ID: 1, Type: "project.created", Body: []byte(`{"id":"evt_1"}`), TraceID: "t", RequestedBy: &user},
@@ -254,7 +242,7 @@ func TestDeliveryJobsActForTheEventsUser(t *testing.T) {
 	if err := v.db.Admin.QueryRow(ctx, "SELECT id FROM webhook_deliveries WHERE event_id = 2").Scan(&did); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.svc.Resend(ctx, v.tenant, v.owner, c.Endpoint.ID, did); err != nil {
+	if _, err := v.svc.Resend(ctx, v.tenant, v.owner, epID, did); err != nil {
 		t.Fatal(err)
 	}
 	if n := jobs("d.event_id = 2 AND j.requested_by = " + strconv.FormatInt(user, 10)); n != 1 {

@@ -62,6 +62,17 @@ func newEnv(t *testing.T, guard webhook.Guard) *env {
 		tenant: tid, owner: webhook.Actor{UserID: uid, Role: "owner", TraceID: "trace-1"}}
 }
 
+// hook makes an endpoint of v's tenant that takes every event, at rcv's
+// /hook, and returns its id.
+func (v *env) hook(t *testing.T, rcv *receiver) int64 {
+	t.Helper()
+	c, err := v.svc.Create(context.Background(), v.tenant, v.owner, rcv.URL+"/hook", "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Endpoint.ID
+}
+
 // runDue claims every due webhook job and runs it, as a worker would.
 func (v *env) runDue(t *testing.T) int {
 	t.Helper()
