@@ -120,8 +120,10 @@ func TestAwardsOfOneTenantGoTogether(t *testing.T) {
 			t.Errorf("balance of %s = %d, want %d", c, got, w)
 		}
 	}
-	if n := count(t, db, `SELECT count(*) FROM outbox_messages WHERE tenant_id = $1 AND event_type = 'points.awarded'`, tenant); n != 10 {
-		t.Errorf("outbox messages %d, want 10", n)
+	// Each names the user its job was requested by, alone or batched.
+	if n := count(t, db, `SELECT count(*) FROM outbox_messages WHERE tenant_id = $1 AND event_type = 'points.awarded'
+		AND requested_by = $2`, tenant, awardRequester); n != 10 {
+		t.Errorf("outbox messages requested by the jobs' user %d, want 10", n)
 	}
 	// One event per applied message, naming the job that applied it: one
 	// of msg-dup's two jobs (11 and 12 arrive in either order), never

@@ -33,8 +33,12 @@ func newTenant(t *testing.T, db *testdb.DB, slug string) int64 {
 
 func awardJob(id, tenantID int64, payload any) *job.Job {
 	raw, _ := json.Marshal(payload)
-	return &job.Job{ID: id, TenantID: tenantID, Kind: points.Kind, Payload: raw, Attempt: 1, MaxAttempts: 3}
+	by := int64(awardRequester)
+	return &job.Job{ID: id, TenantID: tenantID, Kind: points.Kind, Payload: raw, Attempt: 1, MaxAttempts: 3, RequestedBy: &by}
 }
+
+// awardRequester is the user every test award job is requested by.
+const awardRequester = 42
 
 func award(tenantID int64, msg, customer string, pts int64) map[string]any {
 	return map[string]any{"tenant_id": tenantID, "message_id": msg, "customer": customer, "points": pts, "reason": "order"}
