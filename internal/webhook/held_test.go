@@ -249,3 +249,28 @@ func TestDeliveryJobsActForTheEventsUser(t *testing.T) {
 		t.Fatalf("%d resend jobs name the owner who resent, want 1", n)
 	}
 }
+
+// TestHeldSweepFailsADeletedEndpointsHeldDeliveries: deleted while its
+// breaker held deliveries, the endpoint's held deliveries fail as
+// "endpoint deleted", as their jobs would have.
+func TestHeldSweepFailsADeletedEndpointsHeldDeliveries(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	v.deliver.Breaker = webhook.Breaker{Failures: 1, Cooldown: time.Hour}
+	epID := v.hook(t, newReceiver(t, nil, 500))
+	v.emit(t, 1, 1, nil)
+	v.work(t) // fails: the breaker opens for an hour
+	v.emit(t, 2, 3, nil)
+	if held := v.held(t); held != 3 {
+		t.Fatalf("%d held, want 3", held)
+	}
+	if _, err := v.svc.Delete(context.Background(), v.tenant, v.owner, epID); err != nil {
+		t.Fatal(err)
+	}
+	if n := v.sweep(t); n != 3 {
+		t.Fatalf("the sweep failed %d held deliveries of a deleted endpoint, want 3", n)
+	}
+	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'failed' AND last_error = 'endpoint deleted' AND held_at IS NULL"); n != 3 {
+		t.Fatalf("%d deliveries failed as 'endpoint deleted', want 3", n)
+	}
+}
