@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -201,5 +202,19 @@ func TestSendTestEvent(t *testing.T) {
 	}
 	if n := v.count(t, "SELECT count(*) FROM audit_events WHERE action = 'webhook.endpoint.test'"); n != 1 {
 		t.Fatalf("%d test events in the trail, want 1", n)
+	}
+	// Behind an open breaker a test event is held like any other, with no
+	// job of its own.
+	if _, err := v.db.Admin.Exec(ctx, "UPDATE webhook_endpoints SET breaker_open_until = now() + interval '1 hour' WHERE id = $1",
+		c.Endpoint.ID); err != nil {
+		t.Fatal(err)
+	}
+	v.clk.Advance(time.Second) // a test event's id is its time
+	held, err := v.svc.SendTest(ctx, v.tenant, v.owner, c.Endpoint.ID, "project.deleted")
+	if err != nil || !held.Held {
+		t.Fatalf("test event behind an open breaker: %+v %v", held, err)
+	}
+	if n := v.count(t, "SELECT count(*) FROM jobs WHERE kind = $1 AND state = 'pending'", webhook.Kind); n != 0 {
+		t.Fatalf("%d jobs for a held test event, want none", n)
 	}
 }
