@@ -26,6 +26,22 @@ func (v *env) holder(t *testing.T, endpointID int64) int64 {
 	return int64(v.count(t, "SELECT coalesce(breaker_holder, 0) FROM webhook_endpoints WHERE id = $1", endpointID))
 }
 
+// handOver checks that, the breaker's holder old having ended, one sweep
+// pass releases exactly one held delivery, which becomes the holder once
+// its job runs, leaving wantHeld held; it returns the new holder.
+func (v *env) handOver(t *testing.T, endpointID, old int64, wantHeld int, why string) int64 {
+	t.Helper()
+	if n := v.sweep(t); n != 1 {
+		t.Fatalf("%s: the sweep released %d deliveries, want 1", why, n)
+	}
+	v.work(t)
+	next := v.holder(t, endpointID)
+	if next == old || next == 0 || v.held(t) != wantHeld {
+		t.Fatalf("%s: holder %d (was %d), %d held, want %d", why, next, old, v.held(t), wantHeld)
+	}
+	return next
+}
+
 func (v *env) sweep(t *testing.T) int {
 	t.Helper()
 	n, err := webhook.HeldSweep{System: v.db.System, Jobs: v.engine, Clock: v.clk}.Run(context.Background())
@@ -128,14 +144,7 @@ func TestHeldSweep(t *testing.T) {
 	if _, err := v.db.Admin.Exec(ctx, "UPDATE webhook_deliveries SET state = 'failed' WHERE id = $1", holder); err != nil {
 		t.Fatal(err)
 	}
-	if n := v.sweep(t); n != 1 {
-		t.Fatalf("the sweep released %d deliveries for a breaker without a holder, want 1", n)
-	}
-	v.work(t)
-	next := v.holder(t, epID)
-	if next == holder || v.held(t) != 4 {
-		t.Fatalf("after the hand-over: holder %d (was %d), %d held", next, holder, v.held(t))
-	}
+	next := v.handOver(t, epID, holder, 4, "the holder failed for good")
 	if n := v.sweep(t); n != 0 {
 		t.Fatalf("the sweep released %d more while the new holder waits", n)
 	}
@@ -146,14 +155,7 @@ func TestHeldSweep(t *testing.T) {
 		WHERE id = (SELECT breaker_holder_job FROM webhook_endpoints WHERE id = $1)`, epID); err != nil {
 		t.Fatal(err)
 	}
-	if n := v.sweep(t); n != 1 {
-		t.Fatalf("the sweep released %d deliveries for a holder whose job died, want 1", n)
-	}
-	v.work(t)
-	third := v.holder(t, epID)
-	if third == next || v.held(t) != 3 {
-		t.Fatalf("after the holder's job died: holder %d (was %d), %d held", third, next, v.held(t))
-	}
+	v.handOver(t, epID, next, 3, "the holder's job died")
 
 	// The owner disables the endpoint: the sweep fails what it held.
 	if err := v.svc.SetEnabled(ctx, v.tenant, v.owner, epID, false); err != nil {
