@@ -557,8 +557,10 @@ type httpRun struct {
 	after    counters
 	// behind is how many events published to the stream the webhook
 	// fan-out had not yet handled when the window ended; undelivered how
-	// many webhook deliveries were still pending then.
-	behind, undelivered int64
+	// many webhook deliveries were still to be made then, held how many
+	// more waited for a failing endpoint's breaker (each demo tenant has
+	// an endpoint that always fails).
+	behind, undelivered, held int64
 }
 
 func (r httpRun) result(statements bool, load float64) Result {
@@ -584,6 +586,7 @@ func (r httpRun) result(statements bool, load float64) Result {
 		{"requests", done},
 		{"fanout_behind", float64(r.behind)},
 		{"webhooks_pending", float64(r.undelivered)},
+		{"webhooks_held", float64(r.held)},
 		{"loadavg_1m", load},
 	}}
 }
@@ -625,7 +628,7 @@ func (s *httpServer) drive(ctx context.Context, ss []*httpSession, next func(con
 			run.after, err = s.counters(ctx)
 		}
 		if err == nil {
-			run.behind, run.undelivered, err = s.webhookBacklog(ctx)
+			run.behind, run.undelivered, run.held, err = s.webhookBacklog(ctx)
 		}
 	}
 	wg.Wait()
@@ -640,19 +643,20 @@ func (s *httpServer) drive(ctx context.Context, ss []*httpSession, next func(con
 // the events the relay has published that the fan-out has not turned into
 // deliveries yet, among tenants with an endpoint taking every event (each
 // demo tenant has one; the event of a delivery is its outbox id), and the
-// deliveries not yet made (pending: due, delayed, or held by a breaker).
-func (s *httpServer) webhookBacklog(ctx context.Context) (behind, undelivered int64, err error) {
+// deliveries not yet made: pending (due or delayed), and held by a breaker.
+func (s *httpServer) webhookBacklog(ctx context.Context) (behind, undelivered, held int64, err error) {
 	err = s.admin.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM outbox_messages o
 		  WHERE o.state = 'delivered'
 		    AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.tenant_id = o.tenant_id
 		                   AND e.enabled AND e.deleted_at IS NULL AND '*' = ANY(e.events))
 		    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.tenant_id = o.tenant_id AND d.event_id = o.id)),
-		(SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')`).Scan(&behind, &undelivered)
+		(SELECT count(*) FILTER (WHERE held_at IS NULL) FROM webhook_deliveries WHERE state = 'pending'),
+		(SELECT count(*) FILTER (WHERE held_at IS NOT NULL) FROM webhook_deliveries WHERE state = 'pending')`).Scan(&behind, &undelivered, &held)
 	if err != nil {
-		return 0, 0, fmt.Errorf("count the webhook backlog: %w", err)
+		return 0, 0, 0, fmt.Errorf("count the webhook backlog: %w", err)
 	}
-	return behind, undelivered, nil
+	return behind, undelivered, held, nil
 }
 
 // sessionLoop is one session asking for one request after the other

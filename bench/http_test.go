@@ -55,14 +55,14 @@ func TestHTTPRunResult(t *testing.T) {
 	r := httpRun{window: 10 * time.Second, lat: lat, ok: 98, errors: 2,
 		before: counters{webCPU: time.Second, statements: 10, pgByPid: map[int]time.Duration{7: time.Second}},
 		after:  counters{webCPU: 1200 * time.Millisecond, statements: 710, pgByPid: map[int]time.Duration{7: 1100 * time.Millisecond}},
-		behind: 3, undelivered: 40,
+		behind: 3, undelivered: 40, held: 12,
 	}
 	res := r.result(false, 3.5)
 	want := map[string]float64{
 		"req_per_sec": 9.8, "p50_ms": 50, "p95_ms": 95, "p99_ms": 99, "errors": 2,
 		"web_cpu_per_req_ms": 2, "pg_cpu_per_req_ms": 1, "xact_per_req": 7, "requests": 100, "loadavg_1m": 3.5,
 		// Counts at the window's end, not per request.
-		"fanout_behind": 3, "webhooks_pending": 40,
+		"fanout_behind": 3, "webhooks_pending": 40, "webhooks_held": 12,
 	}
 	for k, v := range want {
 		if got, ok := res.Get(k); !ok || got < v-1e-9 || got > v+1e-9 {

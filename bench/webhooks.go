@@ -10,10 +10,12 @@ import (
 	"net/netip"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/app"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/webhook"
@@ -66,7 +68,7 @@ func runWebhookIsolation(ctx context.Context, env *Env, _ string) (Result, error
 	if err := addEndpoint(ctx, db, calm, ok.URL+"/hook"); err != nil {
 		return Result{}, err
 	}
-	dl, err := newDeliveries(env, db, app, 2, webhook.Breaker{})
+	dl, err := newDeliveries(env, db, app, serveDeliveryLimits(), webhook.Breaker{})
 	if err != nil {
 		return Result{}, err
 	}
@@ -198,7 +200,7 @@ func runWebhookOrdered(ordered bool) func(ctx context.Context, env *Env, _ strin
 		}
 		// The stuck aggregate's refusals would open the endpoint's breaker,
 		// which holds every aggregate: measured here is ordering alone.
-		dl, err := newDeliveries(env, db, app, 4, webhook.Breaker{Failures: math.MaxInt32})
+		dl, err := newDeliveries(env, db, app, serveDeliveryLimits(), webhook.Breaker{Failures: math.MaxInt32})
 		if err != nil {
 			return Result{}, err
 		}
@@ -250,15 +252,27 @@ func publishOrdered(ctx context.Context, fan *webhook.Fanout, tenant int64, n in
 	return others, nil
 }
 
-// deliveries is a benchmark's delivery engine (webhook.Queue, 4 workers)
-// and the fan-out feeding it.
+// deliveries is a benchmark's delivery engine (webhook.Queue) and the
+// fan-out feeding it; delayed counts the attempts put back for later.
 type deliveries struct {
-	eng *job.Engine
-	fan *webhook.Fanout
+	eng     *job.Engine
+	fan     *webhook.Fanout
+	delayed *delayCounter
 }
 
-// newDeliveries builds the engine with a tenant concurrency of
-// tenantLimit, not started.
+// deliveryLimits are a delivery engine's workers and tenant concurrency.
+type deliveryLimits struct{ workers, tenant int }
+
+// serveDeliveryLimits are the limits `serve` runs with by default
+// (JEJAK_WEBHOOK_WORKERS, JEJAK_WEBHOOK_TENANT_CONCURRENCY unset).
+func serveDeliveryLimits() deliveryLimits {
+	cfg, err := app.FromEnv(func(string) string { return "" })
+	if err != nil {
+		panic(err) // the defaults themselves are refused: a bug in app
+	}
+	return deliveryLimits{workers: cfg.WebhookWorkers, tenant: cfg.WebhookTenantConcurrency}
+}
+
 // webhookDB creates database base with tenants tenants and opens its
 // tenant-facing pool; done closes both and drops the database.
 func webhookDB(ctx context.Context, env *Env, base string, tenants int) (*JejakDB, *pgxpool.Pool, func(), error) {
@@ -280,22 +294,88 @@ func webhookDB(ctx context.Context, env *Env, base string, tenants int) (*JejakD
 	}, nil
 }
 
-func newDeliveries(env *Env, db *JejakDB, app *pgxpool.Pool, tenantLimit int, breaker webhook.Breaker) (*deliveries, error) {
-	eng, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "bench/webhooks", Queues: []string{webhook.Queue},
-		NoMaintenance: true, PollInterval: env.Cfg.PollInterval, Logger: env.Log})
+// newDeliveries builds the delivery engine with limits, not started.
+func newDeliveries(env *Env, db *JejakDB, app *pgxpool.Pool, limits deliveryLimits, breaker webhook.Breaker) (*deliveries, error) {
+	delayed := &delayCounter{}
+	eng, err := job.New(job.Config{Pool: db.System, Workers: limits.workers, WorkerID: "bench/webhooks", Queues: []string{webhook.Queue},
+		NoMaintenance: true, PollInterval: env.Cfg.PollInterval, Logger: env.Log, Observer: delayed, TenantConcurrency: limits.tenant})
 	if err != nil {
 		return nil, err
 	}
 	jobs := webhook.OnQueue(eng, webhook.Queue)
-	d := &webhook.Deliverer{App: app, Jobs: jobs, Logger: env.Log, TenantLimit: tenantLimit, Breaker: breaker,
+	d := &webhook.Deliverer{App: app, Jobs: jobs, Logger: env.Log, TenantLimit: limits.tenant, Breaker: breaker,
 		Client: webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}.Client()}
 	eng.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
-	return &deliveries{eng: eng, fan: &webhook.Fanout{System: db.System, Jobs: jobs, Logger: env.Log}}, nil
+	return &deliveries{eng: eng, fan: &webhook.Fanout{System: db.System, Jobs: jobs, Logger: env.Log}, delayed: delayed}, nil
 }
+
+// delayCounter counts the engine's delayed attempts.
+type delayCounter struct {
+	job.NopObserver
+	n atomic.Int64
+}
+
+func (c *delayCounter) JobDelayed(string, string) { c.n.Add(1) }
 
 // stop lets deliveries in flight finish (within a minute).
 func (d *deliveries) stop(ctx context.Context) {
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	_ = d.eng.Stop(stopCtx)
+}
+
+// webhook_throughput: a backlog of one tenant's events to one endpoint
+// whose receiver answers at once, delivered by an engine with the limits
+// `serve` runs with: how fast one busy tenant's webhooks can go. Printed:
+// deliveries per second from the engine's start to the last arrival, how
+// many attempts were put back for later (claimed and not made), and the
+// limits.
+func init() {
+	register(Bench{Name: "webhook_throughput", Labels: "endpoints=1", Run: runWebhookThroughput})
+}
+
+// throughputEvents caps the backlog.
+const throughputEvents = 5000
+
+func runWebhookThroughput(ctx context.Context, env *Env, _ string) (Result, error) {
+	// 500 events per second of -duration, at most throughputEvents.
+	n := min(throughputEvents, max(100, int(env.Cfg.Duration.Seconds())*500))
+	db, app, done, err := webhookDB(ctx, env, "bench_webhooks_throughput", 1)
+	if err != nil {
+		return Result{}, err
+	}
+	defer done()
+	var got atomic.Int64
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got.Add(1) }))
+	defer rcv.Close()
+	tenant := db.Tenants[0]
+	if err := addEndpoint(ctx, db, tenant, rcv.URL+"/hook"); err != nil {
+		return Result{}, err
+	}
+	limits := serveDeliveryLimits()
+	dl, err := newDeliveries(env, db, app, limits, webhook.Breaker{})
+	if err != nil {
+		return Result{}, err
+	}
+	for id := 1; id <= n; id++ {
+		if _, err := dl.fan.HandleEvent(ctx, tenant, int64(id), "project.created", []byte(`{}`), ""); err != nil {
+			return Result{}, err
+		}
+	}
+	start := time.Now()
+	if err := dl.eng.Start(ctx); err != nil {
+		return Result{}, err
+	}
+	defer dl.stop(ctx)
+	deadline := start.Add(2 * time.Minute)
+	for got.Load() < int64(n) {
+		if time.Now().After(deadline) {
+			return Result{}, fmt.Errorf("webhook_throughput: %d of %d deliveries arrived", got.Load(), n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the receiver with a deadline
+	}
+	secs := time.Since(start).Seconds()
+	return Result{Metrics: []Metric{{"deliveries_per_sec", float64(n) / secs}, {"seconds", secs},
+		{"put_back", float64(dl.delayed.n.Load())}, {"deliveries", float64(n)},
+		{"workers", float64(limits.workers)}, {"tenant_concurrency", float64(limits.tenant)}}}, nil
 }

@@ -65,7 +65,9 @@ RETURNING id;
 -- An attempt's outcome moves the endpoint's breaker: a success closes it
 -- and ends the failure run; the failure that reaches @threshold in a row
 -- (and every one after it) opens it for a cool-down that doubles per
--- further failure, up to @max_cooldown_s.
+-- further failure, up to @max_cooldown_s. A success that finds the
+-- endpoint healthy changes nothing and updates nothing (no row): the row
+-- is not locked, so an endpoint's successful attempts commit side by side.
 WITH o AS (SELECT @ok::boolean AS ok, @now::timestamptz AS at, @threshold::int AS threshold,
                   @cooldown_s::float8 AS cooldown_s, @max_cooldown_s::float8 AS max_cooldown_s)
 UPDATE webhook_endpoints e
@@ -78,6 +80,7 @@ UPDATE webhook_endpoints e
            ELSE NULL END
   FROM o
  WHERE e.tenant_id = @tenant_id AND e.id = @id
+   AND NOT (o.ok AND e.consecutive_failures = 0 AND e.failing_since IS NULL AND e.breaker_open_until IS NULL)
 RETURNING e.consecutive_failures, e.failing_since, e.breaker_open_until;
 
 -- name: WebhookEndpointTakeRate :one
@@ -97,11 +100,12 @@ UPDATE webhook_endpoints e
 RETURNING e.id;
 
 -- name: WebhookEndpointHourAdd :exec
--- Tallies one attempt's outcome in its hour, for the 24 h success rate.
-INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, succeeded, failed)
-VALUES (@tenant_id, @endpoint_id, date_trunc('hour', @now::timestamptz), CASE WHEN @ok::boolean THEN 1 ELSE 0 END,
+-- Tallies one attempt's outcome in its hour, for the 24 h success rate,
+-- in the backend's shard of the hour (readers sum the shards).
+INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, shard, succeeded, failed)
+VALUES (@tenant_id, @endpoint_id, date_trunc('hour', @now::timestamptz), stats_shard(), CASE WHEN @ok::boolean THEN 1 ELSE 0 END,
         CASE WHEN @ok::boolean THEN 0 ELSE 1 END)
-ON CONFLICT (tenant_id, endpoint_id, hour) DO UPDATE
+ON CONFLICT (tenant_id, endpoint_id, hour, shard) DO UPDATE
    SET succeeded = webhook_endpoint_hours.succeeded + excluded.succeeded,
        failed = webhook_endpoint_hours.failed + excluded.failed;
 

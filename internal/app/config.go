@@ -56,7 +56,8 @@ type Config struct {
 	WebhookMaxEndpoints int
 	// WebhookWorkers are the delivery workers beside Workers
 	// (JEJAK_WEBHOOK_WORKERS); WebhookTenantConcurrency caps one tenant's
-	// deliveries in flight per replica (JEJAK_WEBHOOK_TENANT_CONCURRENCY).
+	// deliveries in flight, claimed across replicas and run in each
+	// (JEJAK_WEBHOOK_TENANT_CONCURRENCY).
 	WebhookWorkers, WebhookTenantConcurrency int
 	// WebhookBreaker is the per-endpoint circuit breaker: failures in a
 	// row that open it (JEJAK_WEBHOOK_BREAKER_FAILURES) and how long an
@@ -206,7 +207,7 @@ func (c Config) AnchorDirectory() string {
 
 // webhookLimits reads the webhook endpoint and delivery limits.
 func (c *Config) webhookLimits(getenv func(string) string) error {
-	c.WebhookMaxEndpoints, c.WebhookWorkers, c.WebhookTenantConcurrency = webhook.DefaultMaxEndpoints, 4, 2
+	c.WebhookMaxEndpoints, c.WebhookWorkers, c.WebhookTenantConcurrency = webhook.DefaultMaxEndpoints, 64, 16
 	for _, n := range []struct {
 		name string
 		dst  *int

@@ -45,7 +45,7 @@ func TestWebhookLimitsFromEnv(t *testing.T) {
 	t.Parallel()
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 	c, err := FromEnv(env(nil))
-	if err != nil || c.WebhookMaxEndpoints != 50 || c.WebhookWorkers != 4 || c.WebhookTenantConcurrency != 2 {
+	if err != nil || c.WebhookMaxEndpoints != 50 || c.WebhookWorkers != 64 || c.WebhookTenantConcurrency != 16 {
 		t.Fatalf("defaults: %d %d %d (%v)", c.WebhookMaxEndpoints, c.WebhookWorkers, c.WebhookTenantConcurrency, err)
 	}
 	c, err = FromEnv(env(map[string]string{"JEJAK_WEBHOOK_MAX_ENDPOINTS": "7", "JEJAK_WEBHOOK_WORKERS": "9", "JEJAK_WEBHOOK_TENANT_CONCURRENCY": "3"}))

@@ -20,9 +20,12 @@ import (
 // newWebhookEngine builds the engine working webhook.Queue. The main
 // engine keeps maintenance (its rescue and pruning cover every queue).
 func newWebhookEngine(cfg Config, env *Env, clk clock.Clock, log *slog.Logger, obs job.Observer, mainID string) (*job.Engine, error) {
+	// The claim leaves a tenant no more deliveries in flight than the
+	// Deliverer lets it run: one busy tenant's jobs over its places would
+	// otherwise fill every worker, only to be put back for a second each.
 	return job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.WebhookWorkers, WorkerID: mainID + "/webhooks",
 		Queues: []string{webhook.Queue}, NoMaintenance: true, Logger: log.With("engine", "webhooks"), Observer: obs,
-		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat})
+		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, TenantConcurrency: cfg.WebhookTenantConcurrency})
 }
 
 // webhookJobs is the enqueuer every webhook enqueue goes through: onto

@@ -8,7 +8,7 @@
 --   $1 now (NULL = the database clock)   $2 queue        $3 worker id
 --   $4 batch size                        $5 lease (s)    $6 tenant cursor
 --   $7 max tenants visited               $8 minimum per-tenant share
---   $9 per-tenant running cap (0 = none)
+--   $9 per-tenant cap on the queue's running jobs (0 = none)
 --   $10 fair: round robin across tenants (false = strict priority/due order)
 --   $11 maximum per-tenant share
 --   $12 paused kinds: their jobs are passed over. When none is paused the
@@ -50,7 +50,7 @@
 -- 2) quota: each gets an equal share of the batch (at least $8, at most
 --    $11: a walk that reached the last tenant before visiting $7 of them
 --    must not hand the few it found the whole batch), less its
---    running jobs when a per-tenant cap is set.
+--    running jobs of the queue when a per-tenant cap is set.
 -- 3) candidates: each tenant's head jobs in priority, due-time, id order,
 --    starting at the key its walk probe found: every entry before it is
 --    a job already claimed (a dead index entry until vacuum) or not due,
@@ -100,7 +100,7 @@ quota AS (
            CASE WHEN $9::int > 0
                 THEN least(s.share, greatest(0, $9::int - (
                         SELECT count(*) FROM jobs r
-                         WHERE r.tenant_id = w.tenant_id AND r.state = 'running')::int))
+                         WHERE r.tenant_id = w.tenant_id AND r.state = 'running' AND r.queue = $2)::int))
                 ELSE s.share END AS k
       FROM tenant_walk w
      CROSS JOIN (SELECT least($11::int, greatest($8::int, ceil($4::int::numeric / greatest(count(t.tenant_id), 1))::int)) AS share

@@ -58,9 +58,9 @@ type Config struct {
 	// PerTenantBatch is the minimum share of a batch each tenant with due
 	// work may take; 0 = the equal share ceil(batch / tenants).
 	PerTenantBatch int
-	// TenantConcurrency caps running jobs per tenant across all replicas;
-	// 0 = no cap. The cap is soft: concurrent claimers may overshoot it by
-	// at most one batch share.
+	// TenantConcurrency caps running jobs per tenant and queue across all
+	// replicas; 0 = no cap. The cap is soft: concurrent claimers may
+	// overshoot it by at most one batch share.
 	TenantConcurrency int
 	// Backoff is the delay before retry n+1 after failed attempt n;
 	// nil = DefaultBackoff: 2^n minutes plus up to 10% jitter (2 min, then 4).

@@ -394,6 +394,31 @@ func TestTenantConcurrencyCap(t *testing.T) {
 	}
 }
 
+// TestTenantConcurrencyCapCountsItsQueue: the cap is on the running jobs
+// of the queue claimed from, so a tenant busy in one queue still gets its
+// share of another (the webhook engine's cap must not be used up by the
+// tenant's other jobs).
+func TestTenantConcurrencyCapCountsItsQueue(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenant := newTenants(t, db, 1)[0]
+	for _, q := range []string{"a", "b"} {
+		e := newEngine(t, db, job.Config{TenantConcurrency: 2, Queues: []string{q}})
+		ps := make([]job.EnqueueParams, 3)
+		for i := range ps {
+			ps[i] = job.EnqueueParams{TenantID: tenant, Kind: "k", Queue: q, Payload: json.RawMessage(`{}`)}
+		}
+		if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error { _, err := e.EnqueueMany(ctx, tx, ps); return err }); err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := e.Claim(ctx, "w-"+q, 100)
+		if err != nil || len(jobs) != 2 {
+			t.Fatalf("claim from queue %s = %d jobs, %v; want the cap of 2 whatever runs in the other queue", q, len(jobs), err)
+		}
+	}
+}
+
 func TestPriorityThenDueTimeOrder(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)

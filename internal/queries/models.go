@@ -618,4 +618,5 @@ type WebhookEndpointHour struct {
 	Hour       time.Time
 	Succeeded  int32
 	Failed     int32
+	Shard      int16
 }

@@ -643,10 +643,10 @@ func (q *Queries) WebhookEndpointGet(ctx context.Context, arg WebhookEndpointGet
 }
 
 const webhookEndpointHourAdd = `-- name: WebhookEndpointHourAdd :exec
-INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, succeeded, failed)
-VALUES ($1, $2, date_trunc('hour', $3::timestamptz), CASE WHEN $4::boolean THEN 1 ELSE 0 END,
+INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, shard, succeeded, failed)
+VALUES ($1, $2, date_trunc('hour', $3::timestamptz), stats_shard(), CASE WHEN $4::boolean THEN 1 ELSE 0 END,
         CASE WHEN $4::boolean THEN 0 ELSE 1 END)
-ON CONFLICT (tenant_id, endpoint_id, hour) DO UPDATE
+ON CONFLICT (tenant_id, endpoint_id, hour, shard) DO UPDATE
    SET succeeded = webhook_endpoint_hours.succeeded + excluded.succeeded,
        failed = webhook_endpoint_hours.failed + excluded.failed
 `
@@ -658,7 +658,8 @@ type WebhookEndpointHourAddParams struct {
 	Ok         bool
 }
 
-// Tallies one attempt's outcome in its hour, for the 24 h success rate.
+// Tallies one attempt's outcome in its hour, for the 24 h success rate,
+// in the backend's shard of the hour (readers sum the shards).
 func (q *Queries) WebhookEndpointHourAdd(ctx context.Context, arg WebhookEndpointHourAddParams) error {
 	_, err := q.db.Exec(ctx, webhookEndpointHourAdd,
 		arg.TenantID,
@@ -895,6 +896,7 @@ UPDATE webhook_endpoints e
            ELSE NULL END
   FROM o
  WHERE e.tenant_id = $1 AND e.id = $2
+   AND NOT (o.ok AND e.consecutive_failures = 0 AND e.failing_since IS NULL AND e.breaker_open_until IS NULL)
 RETURNING e.consecutive_failures, e.failing_since, e.breaker_open_until
 `
 
@@ -917,7 +919,9 @@ type WebhookEndpointRecordOutcomeRow struct {
 // An attempt's outcome moves the endpoint's breaker: a success closes it
 // and ends the failure run; the failure that reaches @threshold in a row
 // (and every one after it) opens it for a cool-down that doubles per
-// further failure, up to @max_cooldown_s.
+// further failure, up to @max_cooldown_s. A success that finds the
+// endpoint healthy changes nothing and updates nothing (no row): the row
+// is not locked, so an endpoint's successful attempts commit side by side.
 func (q *Queries) WebhookEndpointRecordOutcome(ctx context.Context, arg WebhookEndpointRecordOutcomeParams) (WebhookEndpointRecordOutcomeRow, error) {
 	row := q.db.QueryRow(ctx, webhookEndpointRecordOutcome,
 		arg.TenantID,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/apperr"
 	"github.com/jejakhq/jejak/internal/mail"
+	"github.com/jejakhq/jejak/internal/testwait"
 	"github.com/jejakhq/jejak/internal/webhook"
 	"github.com/jejakhq/jejak/internal/webhook/webhooktest"
 )
@@ -374,5 +375,62 @@ func TestEventsComeFromTheCatalog(t *testing.T) {
 	}
 	if n := v.count(t, "SELECT count(*) FROM webhook_endpoints"); n != 0 {
 		t.Fatalf("%d endpoints created", n)
+	}
+}
+
+// TestHealthyEndpointsSuccessesLeaveItsRowAlone: a success at an endpoint
+// that has not failed changes nothing on the endpoint's row, so it does
+// not lock it and an endpoint's attempts settle side by side. Here the row
+// is locked as a concurrent settle's update would lock it, and the
+// delivery still settles; a failure then does wait for the lock, since it
+// moves the breaker.
+func TestHealthyEndpointsSuccessesLeaveItsRowAlone(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	ctx := context.Background()
+	rcv := newReceiver(t, nil, 200, 500)
+	ep := v.hook(t, rcv)
+	v.emit(t, 1, 2, nil)
+	lock, err := v.db.Admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, "SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE", ep); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := v.engine.Claim(ctx, "w1", 100)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claimed %d jobs (%v), want the two deliveries", len(jobs), err)
+	}
+	handle := func(i int) chan error {
+		done := make(chan error, 1)
+		go func() { done <- v.deliver.Handle(ctx, jobs[i]) }()
+		return done
+	}
+	select {
+	case err := <-handle(0):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a success at a healthy endpoint waited for the endpoint's row lock")
+	}
+	if n := v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'succeeded'"); n != 1 {
+		t.Fatalf("%d deliveries succeeded, want 1", n)
+	}
+	failed := handle(1) // the receiver answers 500 from now on
+	testwait.For(t, "the failure's settle waiting for the endpoint's row", func() bool {
+		return v.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+			AND query LIKE '%WebhookEndpointRecordOutcome%'`) == 1
+	})
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-failed; err != nil {
+		t.Fatal(err)
+	}
+	if got := v.endpoint(t, ep); got.ConsecutiveFailures != 1 {
+		t.Fatalf("after the failure the endpoint has %d failures in a row, want 1", got.ConsecutiveFailures)
 	}
 }

@@ -213,6 +213,14 @@ func (d *Deliverer) load(ctx context.Context, j *job.Job, id int64) (t attemptTa
 	return t, now, wait, why, err
 }
 
+// failingRun is how many failed attempts in a row make an endpoint count
+// as failing for its places (one place, and failing endpoints together
+// at most the tenant's share less one). A receiver that refuses one kind of
+// event among its successes must not be cut to one place at every refusal,
+// its backlog put back a second at a time; an endpoint that is down gets
+// there within its first few attempts.
+const failingRun = 3
+
 // take counts the attempt against its tenant's and endpoint's places in
 // this process.
 func (d *Deliverer) take(tenantID int64, t attemptTarget) (release func(), ok bool) {
@@ -221,7 +229,7 @@ func (d *Deliverer) take(tenantID int64, t attemptTarget) (release func(), ok bo
 	}
 	share := max(1, d.TenantLimit-1)
 	perEndpoint := share
-	failing := t.ConsecutiveFailures > 0 || t.BreakerOpenUntil != nil
+	failing := t.ConsecutiveFailures >= failingRun || t.BreakerOpenUntil != nil
 	if failing {
 		perEndpoint = 1
 	}

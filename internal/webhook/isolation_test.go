@@ -206,3 +206,67 @@ func TestHangingEndpointLeavesTheTenantsOtherEndpoints(t *testing.T) {
 		t.Fatalf("the hanging endpoint holds %d requests (at most %d), want 1", n, most)
 	}
 }
+
+// TestOneRefusalLeavesAnEndpointItsPlaces: an endpoint whose last attempt
+// failed, once, still gets its share of the tenant's places (here 3 of 4),
+// so one refused event does not slow the endpoint's other deliveries to
+// one at a time; after three failures in a row it gets one place.
+func TestOneRefusalLeavesAnEndpointItsPlaces(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		failures, want int
+	}{{1, 3}, {3, 1}} {
+		t.Run(fmt.Sprintf("failures=%d", c.failures), func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			ctx := context.Background()
+			tn := seedTenant(t, db, "refusing")
+			hang := newHangingReceiver(t)
+			wh, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "wh", Queues: []string{webhook.Queue},
+				PollInterval: 20 * time.Millisecond, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := webhook.OnQueue(wh, webhook.Queue)
+			d := &webhook.Deliverer{App: db.App, Jobs: jobs, Client: webhook.Guard{Allow: loopback}.Client(), Logger: quiet, TenantLimit: 4}
+			wh.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
+			c0, err := webhook.NewService(db.App, nil, jobs).Create(ctx, tn.tenant, tn.owner, hang.URL+"/hook", "*")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Admin.Exec(ctx, "UPDATE webhook_endpoints SET consecutive_failures = $2, failing_since = now() WHERE id = $1",
+				c0.Endpoint.ID, c.failures); err != nil {
+				t.Fatal(err)
+			}
+			fan := &webhook.Fanout{System: db.System, Jobs: jobs, Logger: quiet}
+			for i := 1; i <= 4; i++ {
+				if _, err := fan.HandleEvent(ctx, tn.tenant, int64(i), "project.created", []byte(fmt.Sprintf(`{"id":"evt_%d"}`, i)), "t"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := wh.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_ = wh.Stop(stopCtx)
+			})
+			t.Cleanup(hang.answer)
+			testwait.For(t, fmt.Sprintf("%d deliveries at the endpoint at once", c.want), func() bool { n, _ := hang.counts(); return n == c.want })
+			// Every delivery not at the receiver has been claimed and put back
+			// at least once: a place it was refused, not one still to come.
+			testwait.For(t, "the others put back", func() bool {
+				var n int
+				if err := db.Admin.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE queue = $1 AND state = 'pending' AND available_at > now()`,
+					webhook.Queue).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n == 4-c.want
+			})
+			if n, most := hang.counts(); n != c.want || most != c.want {
+				t.Fatalf("the endpoint holds %d requests (at most %d), want %d", n, most, c.want)
+			}
+		})
+	}
+}

@@ -191,6 +191,11 @@ type outcome struct {
 func (s store) recordOutcome(ctx context.Context, tenantID, id int64, ok bool, now time.Time, b Breaker) (outcome, error) {
 	r, err := s.q.WebhookEndpointRecordOutcome(ctx, queries.WebhookEndpointRecordOutcomeParams{TenantID: tenantID, ID: id, Ok: ok,
 		Now: now, Threshold: int32(b.Failures), CooldownS: b.Cooldown.Seconds(), MaxCooldownS: b.MaxCooldown.Seconds()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A success that found the endpoint healthy: it stays so. (An
+		// endpoint deleted meanwhile keeps its row, soft-deleted.)
+		err, r = nil, queries.WebhookEndpointRecordOutcomeRow{}
+	}
 	if err != nil {
 		return outcome{}, fmt.Errorf("record endpoint outcome: %w", err)
 	}
