@@ -161,10 +161,14 @@ ON CONFLICT (tenant_id, endpoint_id, event_id) DO UPDATE SET updated_at = webhoo
 RETURNING id, endpoint_id, event_id, (xmax = 0)::boolean AS inserted, (held_at IS NOT NULL)::boolean AS held;
 
 -- name: WebhookDeliveryForAttempt :one
+-- held_waiting: the endpoint has held deliveries (one probe of the held
+-- index), which a success then releases one by one.
 SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.state, d.attempts,
        d.aggregate, e.url, e.enabled, e.secret, e.previous_secret, e.previous_secret_expires_at,
        (e.deleted_at IS NOT NULL)::boolean AS deleted, e.consecutive_failures, e.failing_since, e.breaker_open_until,
-       e.rate_limit, e.ordered
+       e.rate_limit, e.ordered,
+       EXISTS (SELECT 1 FROM webhook_deliveries h
+                WHERE h.tenant_id = d.tenant_id AND h.endpoint_id = d.endpoint_id AND h.held_at IS NOT NULL)::boolean AS held_waiting
   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.tenant_id = d.tenant_id
  WHERE d.tenant_id = @tenant_id AND d.id = @id;
 

@@ -111,7 +111,9 @@ const webhookDeliveryForAttempt = `-- name: WebhookDeliveryForAttempt :one
 SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.state, d.attempts,
        d.aggregate, e.url, e.enabled, e.secret, e.previous_secret, e.previous_secret_expires_at,
        (e.deleted_at IS NOT NULL)::boolean AS deleted, e.consecutive_failures, e.failing_since, e.breaker_open_until,
-       e.rate_limit, e.ordered
+       e.rate_limit, e.ordered,
+       EXISTS (SELECT 1 FROM webhook_deliveries h
+                WHERE h.tenant_id = d.tenant_id AND h.endpoint_id = d.endpoint_id AND h.held_at IS NOT NULL)::boolean AS held_waiting
   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.tenant_id = d.tenant_id
  WHERE d.tenant_id = $1 AND d.id = $2
 `
@@ -142,8 +144,11 @@ type WebhookDeliveryForAttemptRow struct {
 	BreakerOpenUntil        *time.Time
 	RateLimit               *int32
 	Ordered                 bool
+	HeldWaiting             bool
 }
 
+// held_waiting: the endpoint has held deliveries (one probe of the held
+// index), which a success then releases one by one.
 func (q *Queries) WebhookDeliveryForAttempt(ctx context.Context, arg WebhookDeliveryForAttemptParams) (WebhookDeliveryForAttemptRow, error) {
 	row := q.db.QueryRow(ctx, webhookDeliveryForAttempt, arg.TenantID, arg.ID)
 	var i WebhookDeliveryForAttemptRow
@@ -168,6 +173,7 @@ func (q *Queries) WebhookDeliveryForAttempt(ctx context.Context, arg WebhookDeli
 		&i.BreakerOpenUntil,
 		&i.RateLimit,
 		&i.Ordered,
+		&i.HeldWaiting,
 	)
 	return i, err
 }

@@ -276,3 +276,33 @@ func TestHeldSweepFailsADeletedEndpointsHeldDeliveries(t *testing.T) {
 		t.Fatalf("%d deliveries failed as 'endpoint deleted', want 3", n)
 	}
 }
+
+// TestHeldBacklogDrainsAsTheEndpointTakesIt: once the probe has closed the
+// breaker and released its batch, each success releases one more held
+// delivery, so a backlog larger than a batch is delivered without waiting
+// for the sweep's passes.
+func TestHeldBacklogDrainsAsTheEndpointTakesIt(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	v.deliver.Breaker = webhook.Breaker{Failures: 1, Cooldown: time.Minute}
+	rcv := newReceiver(t, nil, 500, 200)
+	v.hook(t, rcv)
+	v.emit(t, 1, 1, nil)
+	v.work(t) // fails: the breaker opens
+	const backlog = 260 // more than the probe releases
+	v.emit(t, 2, backlog, nil)
+	if held := v.held(t); held != backlog {
+		t.Fatalf("%d held behind the open breaker, want %d", held, backlog)
+	}
+	v.clk.Advance(2 * time.Minute)
+	succeeded := func() int { return v.count(t, "SELECT count(*) FROM webhook_deliveries WHERE state = 'succeeded'") }
+	for step := 0; step < 20 && succeeded() < backlog+1; step++ {
+		v.work(t)
+	}
+	if n, held := succeeded(), v.held(t); n != backlog+1 || held != 0 {
+		t.Fatalf("without a sweep pass %d of %d delivered and %d still held", n, backlog+1, held)
+	}
+	if got := len(rcv.all()); got != backlog+2 {
+		t.Fatalf("the receiver got %d requests, want %d (the failure, then each delivery once)", got, backlog+2)
+	}
+}
