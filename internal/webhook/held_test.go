@@ -288,7 +288,7 @@ func TestHeldBacklogDrainsAsTheEndpointTakesIt(t *testing.T) {
 	rcv := newReceiver(t, nil, 500, 200)
 	v.hook(t, rcv)
 	v.emit(t, 1, 1, nil)
-	v.work(t) // fails: the breaker opens
+	v.work(t)           // fails: the breaker opens
 	const backlog = 260 // more than the probe releases
 	v.emit(t, 2, backlog, nil)
 	if held := v.held(t); held != backlog {
