@@ -48,19 +48,8 @@ func (s *httpServer) counters(ctx context.Context) (counters, error) {
 	if c.webCPU, err = processCPU(s.web.cmd.Process.Pid); err != nil {
 		return c, fmt.Errorf("web process CPU: %w", err)
 	}
-	rows, err := s.admin.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
-	if err != nil {
-		return c, fmt.Errorf("list backends: %w", err)
-	}
-	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	if err != nil {
-		return c, fmt.Errorf("list backends: %w", err)
-	}
-	for _, pid := range pids {
-		// A backend that exited between the list and the read is skipped.
-		if t, err := processCPU(int(pid)); err == nil {
-			c.pgByPid[int(pid)] = t
-		}
+	if c.pgByPid, err = backendCPU(ctx, s.admin); err != nil {
+		return c, err
 	}
 	q := `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`
 	if s.statements {
@@ -70,6 +59,29 @@ func (s *httpServer) counters(ctx context.Context) (counters, error) {
 		return c, fmt.Errorf("count statements: %w", err)
 	}
 	return c, nil
+}
+
+// backendCPU is the CPU time so far of each backend serving admin's
+// database (pg_stat_activity's list, admin's own connection left out).
+func backendCPU(ctx context.Context, admin interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}) (map[int]time.Duration, error) {
+	rows, err := admin.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	if err != nil {
+		return nil, fmt.Errorf("list backends: %w", err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, fmt.Errorf("list backends: %w", err)
+	}
+	out := map[int]time.Duration{}
+	for _, pid := range pids {
+		// A backend that exited between the list and the read is skipped.
+		if t, err := processCPU(int(pid)); err == nil {
+			out[int(pid)] = t
+		}
+	}
+	return out, nil
 }
 
 // processCPU is a process's user + system CPU time from /proc/PID/stat.

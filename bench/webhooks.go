@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -362,6 +363,10 @@ func runWebhookThroughput(ctx context.Context, env *Env, _ string) (Result, erro
 			return Result{}, err
 		}
 	}
+	before, err := cpuNow(ctx, db)
+	if err != nil {
+		return Result{}, err
+	}
 	start := time.Now()
 	if err := dl.eng.Start(ctx); err != nil {
 		return Result{}, err
@@ -375,7 +380,25 @@ func runWebhookThroughput(ctx context.Context, env *Env, _ string) (Result, erro
 		time.Sleep(5 * time.Millisecond) // polling the receiver with a deadline
 	}
 	secs := time.Since(start).Seconds()
+	after, err := cpuNow(ctx, db)
+	if err != nil {
+		return Result{}, err
+	}
+	used := after.sub(before)
+	per := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
 	return Result{Metrics: []Metric{{"deliveries_per_sec", float64(n) / secs}, {"seconds", secs},
 		{"put_back", float64(dl.delayed.n.Load())}, {"deliveries", float64(n)},
+		{"client_cpu_per_delivery_ms", per(used.webCPU)}, {"pg_cpu_per_delivery_ms", per(used.pgCPU)},
 		{"workers", float64(limits.workers)}, {"tenant_concurrency", float64(limits.tenant)}}}, nil
+}
+
+// cpuNow reads this process's CPU time (the engine, the receiver and the
+// benchmark itself, in webCPU) and that of db's backends.
+func cpuNow(ctx context.Context, db *JejakDB) (counters, error) {
+	self, err := processCPU(os.Getpid())
+	if err != nil {
+		return counters{}, fmt.Errorf("own CPU: %w", err)
+	}
+	pg, err := backendCPU(ctx, db.Admin)
+	return counters{webCPU: self, pgByPid: pg}, err
 }

@@ -161,12 +161,21 @@ ON CONFLICT (tenant_id, endpoint_id, event_id) DO UPDATE SET updated_at = webhoo
 RETURNING id, endpoint_id, event_id, (xmax = 0)::boolean AS inserted, (held_at IS NOT NULL)::boolean AS held;
 
 -- name: WebhookDeliveryForAttempt :one
--- held_waiting: the endpoint has held deliveries (one probe of the held
--- index), which a success then releases one by one.
+-- What an attempt needs, in one statement: the delivery, its endpoint, the
+-- time (@now, or the database's), earlier_pending (the endpoint keeps
+-- each aggregate's order and an earlier delivery of this one's aggregate
+-- is unfinished) and held_waiting (the endpoint has held deliveries, one
+-- probe of the held index, which a success then releases one by one).
 SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.state, d.attempts,
        d.aggregate, e.url, e.enabled, e.secret, e.previous_secret, e.previous_secret_expires_at,
        (e.deleted_at IS NOT NULL)::boolean AS deleted, e.consecutive_failures, e.failing_since, e.breaker_open_until,
        e.rate_limit, e.ordered,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now,
+       (CASE WHEN e.ordered AND d.aggregate IS NOT NULL AND d.state = 'pending'
+             THEN EXISTS (SELECT 1 FROM webhook_deliveries p
+                           WHERE p.tenant_id = d.tenant_id AND p.endpoint_id = d.endpoint_id
+                             AND p.aggregate = d.aggregate AND p.state = 'pending' AND p.id < d.id)
+             ELSE false END)::boolean AS earlier_pending,
        EXISTS (SELECT 1 FROM webhook_deliveries h
                 WHERE h.tenant_id = d.tenant_id AND h.endpoint_id = d.endpoint_id AND h.held_at IS NOT NULL)::boolean AS held_waiting
   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.tenant_id = d.tenant_id
@@ -290,13 +299,6 @@ SELECT * FROM webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id;
 SELECT * FROM webhook_attempts
  WHERE tenant_id = @tenant_id AND delivery_id = ANY(@delivery_ids::bigint[])
  ORDER BY delivery_id DESC, attempt DESC;
-
--- name: WebhookDeliveryEarlierPending :one
--- Whether an earlier delivery of the same aggregate to the same endpoint
--- is unfinished (an ordered endpoint then holds this one).
-SELECT EXISTS (SELECT 1 FROM webhook_deliveries
-                WHERE tenant_id = @tenant_id AND endpoint_id = @endpoint_id AND aggregate = @aggregate::text
-                  AND state = 'pending' AND id < @id);
 
 -- name: WebhookDeliveryRecover :many
 -- Puts an endpoint's failed deliveries made since @since back to pending

@@ -80,45 +80,25 @@ func (q *Queries) WebhookAttemptList(ctx context.Context, arg WebhookAttemptList
 	return items, nil
 }
 
-const webhookDeliveryEarlierPending = `-- name: WebhookDeliveryEarlierPending :one
-SELECT EXISTS (SELECT 1 FROM webhook_deliveries
-                WHERE tenant_id = $1 AND endpoint_id = $2 AND aggregate = $3::text
-                  AND state = 'pending' AND id < $4)
-`
-
-type WebhookDeliveryEarlierPendingParams struct {
-	TenantID   int64
-	EndpointID int64
-	Aggregate  string
-	ID         int64
-}
-
-// Whether an earlier delivery of the same aggregate to the same endpoint
-// is unfinished (an ordered endpoint then holds this one).
-func (q *Queries) WebhookDeliveryEarlierPending(ctx context.Context, arg WebhookDeliveryEarlierPendingParams) (bool, error) {
-	row := q.db.QueryRow(ctx, webhookDeliveryEarlierPending,
-		arg.TenantID,
-		arg.EndpointID,
-		arg.Aggregate,
-		arg.ID,
-	)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
 const webhookDeliveryForAttempt = `-- name: WebhookDeliveryForAttempt :one
 SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.state, d.attempts,
        d.aggregate, e.url, e.enabled, e.secret, e.previous_secret, e.previous_secret_expires_at,
        (e.deleted_at IS NOT NULL)::boolean AS deleted, e.consecutive_failures, e.failing_since, e.breaker_open_until,
        e.rate_limit, e.ordered,
+       coalesce($1::timestamptz, now())::timestamptz AS db_now,
+       (CASE WHEN e.ordered AND d.aggregate IS NOT NULL AND d.state = 'pending'
+             THEN EXISTS (SELECT 1 FROM webhook_deliveries p
+                           WHERE p.tenant_id = d.tenant_id AND p.endpoint_id = d.endpoint_id
+                             AND p.aggregate = d.aggregate AND p.state = 'pending' AND p.id < d.id)
+             ELSE false END)::boolean AS earlier_pending,
        EXISTS (SELECT 1 FROM webhook_deliveries h
                 WHERE h.tenant_id = d.tenant_id AND h.endpoint_id = d.endpoint_id AND h.held_at IS NOT NULL)::boolean AS held_waiting
   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.tenant_id = d.tenant_id
- WHERE d.tenant_id = $1 AND d.id = $2
+ WHERE d.tenant_id = $2 AND d.id = $3
 `
 
 type WebhookDeliveryForAttemptParams struct {
+	Now      *time.Time
 	TenantID int64
 	ID       int64
 }
@@ -144,13 +124,18 @@ type WebhookDeliveryForAttemptRow struct {
 	BreakerOpenUntil        *time.Time
 	RateLimit               *int32
 	Ordered                 bool
+	DbNow                   time.Time
+	EarlierPending          bool
 	HeldWaiting             bool
 }
 
-// held_waiting: the endpoint has held deliveries (one probe of the held
-// index), which a success then releases one by one.
+// What an attempt needs, in one statement: the delivery, its endpoint, the
+// time (@now, or the database's), earlier_pending (the endpoint keeps
+// each aggregate's order and an earlier delivery of this one's aggregate
+// is unfinished) and held_waiting (the endpoint has held deliveries, one
+// probe of the held index, which a success then releases one by one).
 func (q *Queries) WebhookDeliveryForAttempt(ctx context.Context, arg WebhookDeliveryForAttemptParams) (WebhookDeliveryForAttemptRow, error) {
-	row := q.db.QueryRow(ctx, webhookDeliveryForAttempt, arg.TenantID, arg.ID)
+	row := q.db.QueryRow(ctx, webhookDeliveryForAttempt, arg.Now, arg.TenantID, arg.ID)
 	var i WebhookDeliveryForAttemptRow
 	err := row.Scan(
 		&i.ID,
@@ -173,6 +158,8 @@ func (q *Queries) WebhookDeliveryForAttempt(ctx context.Context, arg WebhookDeli
 		&i.BreakerOpenUntil,
 		&i.RateLimit,
 		&i.Ordered,
+		&i.DbNow,
+		&i.EarlierPending,
 		&i.HeldWaiting,
 	)
 	return i, err

@@ -169,48 +169,68 @@ func (d *Deliverer) Handle(ctx context.Context, j *job.Job) error {
 
 // load reads the delivery and its endpoint, and whether it must wait
 // without taking a place: the breaker is open, or (ordered endpoints) an
-// earlier delivery of the same aggregate is unfinished. Behind an open
+// earlier delivery of the same aggregate is unfinished. Most attempts only
+// read, in one round trip with the tenant's scoping. Behind an open
 // breaker only the holder's job waits; any other pending delivery is held
-// in the same transaction (why is whyHeld).
+// (why is whyHeld), which writes: holdOrWait decides that in a
+// transaction.
 func (d *Deliverer) load(ctx context.Context, j *job.Job, id int64) (t attemptTarget, now time.Time, wait time.Duration, why string, err error) {
+	err = database.ReadTenant(ctx, d.App, j.TenantID, func(q database.Querier) (err error) {
+		t, err = newStore(q).forAttempt(ctx, j.TenantID, id, d.clock().Now())
+		return err
+	})
+	if err == nil && t.mayBeHeld() {
+		var held bool
+		if t, held, err = d.holdOrWait(ctx, j, id); held {
+			return t, t.DbNow, 0, whyHeld, err
+		}
+	}
+	if err != nil {
+		return t, now, 0, "", err
+	}
+	now = t.DbNow
+	switch {
+	case t.breakerOpen():
+		return t, now, t.BreakerOpenUntil.Sub(now), "breaker_open", nil
+	case t.EarlierPending:
+		return t, now, OrderedWait, "ordered", nil
+	}
+	return t, now, 0, "", nil
+}
+
+// breakerOpen: the endpoint's breaker is open at the time t was read.
+func (t attemptTarget) breakerOpen() bool {
+	return t.BreakerOpenUntil != nil && t.BreakerOpenUntil.After(t.DbNow)
+}
+
+// mayBeHeld: t is pending behind an open breaker of an endpoint that
+// takes deliveries, so it waits as the holder or is held.
+func (t attemptTarget) mayBeHeld() bool {
+	return t.breakerOpen() && t.State == StatePending && t.Enabled && !t.Deleted
+}
+
+// holdOrWait reads the delivery again in a transaction and, while it may
+// be held, makes it the breaker's holder (its job then waits) unless
+// another delivery is, and holds it otherwise (held).
+func (d *Deliverer) holdOrWait(ctx context.Context, j *job.Job, id int64) (t attemptTarget, held bool, err error) {
 	err = database.InTenantTx(ctx, d.App, j.TenantID, func(tx pgx.Tx) error {
 		st := newStore(tx)
 		var err error
-		if t, err = st.forAttempt(ctx, j.TenantID, id); err != nil {
+		if t, err = st.forAttempt(ctx, j.TenantID, id, d.clock().Now()); err != nil || !t.mayBeHeld() {
 			return err
 		}
-		if now, err = dbNow(ctx, tx, d.clock()); err != nil {
+		holder, err := st.takeHolder(ctx, j.TenantID, t.EndpointID, t.ID, j.ID)
+		if err != nil || holder {
 			return err
 		}
-		if t.BreakerOpenUntil != nil && t.BreakerOpenUntil.After(now) {
-			if t.State == StatePending && t.Enabled && !t.Deleted {
-				holder, err := st.takeHolder(ctx, j.TenantID, t.EndpointID, t.ID, j.ID)
-				if err != nil {
-					return fmt.Errorf("take breaker holder: %w", err)
-				}
-				if !holder {
-					if _, err := st.hold(ctx, j.TenantID, t.ID, now); err != nil {
-						return fmt.Errorf("hold webhook delivery: %w", err)
-					}
-					why = whyHeld
-					return nil
-				}
-			}
-			wait, why = t.BreakerOpenUntil.Sub(now), "breaker_open"
-			return nil
-		}
-		if t.Ordered && t.Aggregate != nil && t.State == StatePending {
-			earlier, err := st.earlierPending(ctx, j.TenantID, t.EndpointID, t.ID, *t.Aggregate)
-			if err != nil {
-				return fmt.Errorf("check delivery order: %w", err)
-			}
-			if earlier {
-				wait, why = OrderedWait, "ordered"
-			}
-		}
-		return nil
+		_, err = st.hold(ctx, j.TenantID, t.ID, t.DbNow)
+		held = err == nil
+		return err
 	})
-	return t, now, wait, why, err
+	if err != nil {
+		err = fmt.Errorf("webhook delivery behind an open breaker: %w", err)
+	}
+	return t, held, err
 }
 
 // failingRun is how many failed attempts in a row make an endpoint count

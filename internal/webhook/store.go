@@ -215,11 +215,6 @@ func (s store) takeRate(ctx context.Context, tenantID, id int64, now time.Time) 
 	return err == nil, err
 }
 
-func (s store) earlierPending(ctx context.Context, tenantID, endpointID, id int64, aggregate string) (bool, error) {
-	return s.q.WebhookDeliveryEarlierPending(ctx, queries.WebhookDeliveryEarlierPendingParams{
-		TenantID: tenantID, EndpointID: endpointID, Aggregate: aggregate, ID: id})
-}
-
 // health fills each endpoint's breaker state and 24 h outcomes.
 func (s store) health(ctx context.Context, tenantID int64, eps []Endpoint, now time.Time) error {
 	if len(eps) == 0 {
@@ -339,8 +334,10 @@ type attemptTarget struct {
 	queries.WebhookDeliveryForAttemptRow
 }
 
-func (s store) forAttempt(ctx context.Context, tenantID, id int64) (attemptTarget, error) {
-	r, err := s.q.WebhookDeliveryForAttempt(ctx, queries.WebhookDeliveryForAttemptParams{TenantID: tenantID, ID: id})
+// forAttempt reads what an attempt needs; DbNow is now, or the
+// database's time when now is nil.
+func (s store) forAttempt(ctx context.Context, tenantID, id int64, now *time.Time) (attemptTarget, error) {
+	r, err := s.q.WebhookDeliveryForAttempt(ctx, queries.WebhookDeliveryForAttemptParams{TenantID: tenantID, ID: id, Now: now})
 	return attemptTarget{r}, notFound(err)
 }
 
