@@ -61,28 +61,6 @@ UPDATE webhook_endpoints
    AND breaker_open_until <= @now::timestamptz
 RETURNING id;
 
--- name: WebhookEndpointRecordOutcome :one
--- An attempt's outcome moves the endpoint's breaker: a success closes it
--- and ends the failure run; the failure that reaches @threshold in a row
--- (and every one after it) opens it for a cool-down that doubles per
--- further failure, up to @max_cooldown_s. A success that finds the
--- endpoint healthy changes nothing and updates nothing (no row): the row
--- is not locked, so an endpoint's successful attempts commit side by side.
-WITH o AS (SELECT @ok::boolean AS ok, @now::timestamptz AS at, @threshold::int AS threshold,
-                  @cooldown_s::float8 AS cooldown_s, @max_cooldown_s::float8 AS max_cooldown_s)
-UPDATE webhook_endpoints e
-   SET consecutive_failures = CASE WHEN o.ok THEN 0 ELSE e.consecutive_failures + 1 END,
-       failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(e.failing_since, o.at) END,
-       breaker_open_until = CASE
-           WHEN o.ok THEN NULL
-           WHEN e.consecutive_failures + 1 >= o.threshold THEN o.at + interval '1 second' *
-               least(o.max_cooldown_s, o.cooldown_s * power(2, least(e.consecutive_failures + 1 - o.threshold, 20)))
-           ELSE NULL END
-  FROM o
- WHERE e.tenant_id = @tenant_id AND e.id = @id
-   AND NOT (o.ok AND e.consecutive_failures = 0 AND e.failing_since IS NULL AND e.breaker_open_until IS NULL)
-RETURNING e.consecutive_failures, e.failing_since, e.breaker_open_until;
-
 -- name: WebhookEndpointTakeRate :one
 -- Counts one message in the endpoint's current one-second window, unless
 -- the window is full (no row: wait for the next one). One row holds the
@@ -98,16 +76,6 @@ UPDATE webhook_endpoints e
    AND (e.rate_limit IS NULL OR e.rate_window IS NULL OR e.rate_window <= o.at - interval '1 second'
         OR e.rate_count < e.rate_limit)
 RETURNING e.id;
-
--- name: WebhookEndpointHourAdd :exec
--- Tallies one attempt's outcome in its hour, for the 24 h success rate,
--- in the backend's shard of the hour (readers sum the shards).
-INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, shard, succeeded, failed)
-VALUES (@tenant_id, @endpoint_id, date_trunc('hour', @now::timestamptz), stats_shard(), CASE WHEN @ok::boolean THEN 1 ELSE 0 END,
-        CASE WHEN @ok::boolean THEN 0 ELSE 1 END)
-ON CONFLICT (tenant_id, endpoint_id, hour, shard) DO UPDATE
-   SET succeeded = webhook_endpoint_hours.succeeded + excluded.succeeded,
-       failed = webhook_endpoint_hours.failed + excluded.failed;
 
 -- name: WebhookEndpointHourTotals :many
 -- Attempt outcomes of the given endpoints since @since (at most 24 rows
@@ -181,9 +149,44 @@ SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type, d.body, d.sta
   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.tenant_id = d.tenant_id
  WHERE d.tenant_id = @tenant_id AND d.id = @id;
 
--- name: WebhookAttemptInsert :exec
-INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, attempted_at, status_code, latency_ms, response, error)
-VALUES (@tenant_id, @delivery_id, @attempt, coalesce(sqlc.narg('now')::timestamptz, now()), sqlc.narg('status_code'), @latency_ms, @response, sqlc.narg('error'));
+-- name: WebhookAttemptRecord :one
+-- Records one attempt of a delivery and what it did to the endpoint, in
+-- one statement (one round trip): the attempt's row; its outcome in the
+-- hour's tally, for the 24 h success rate, in the backend's shard of the
+-- hour (readers sum the shards); and the breaker: a success closes it and
+-- ends the failure run; the failure that reaches @threshold in a row (and
+-- every one after it) opens it for a cool-down that doubles per further
+-- failure, up to @max_cooldown_s. A success that finds the endpoint
+-- healthy changes nothing on it and updates nothing (no row): the row is
+-- not locked, so an endpoint's successful attempts commit side by side.
+WITH o AS (SELECT @ok::boolean AS ok, @now::timestamptz AS at, @threshold::int AS threshold,
+                  @cooldown_s::float8 AS cooldown_s, @max_cooldown_s::float8 AS max_cooldown_s),
+attempt AS (
+    INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, attempted_at, status_code, latency_ms, response, error)
+    VALUES (@tenant_id::bigint, @delivery_id::bigint, @attempt::int, coalesce(sqlc.narg('attempted_at')::timestamptz, now()),
+            sqlc.narg('status_code')::int, @latency_ms::int, @response::text, sqlc.narg('error')::text)
+),
+tally AS (
+    INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, shard, succeeded, failed)
+    SELECT @tenant_id::bigint, @endpoint_id::bigint, date_trunc('hour', o.at), stats_shard(),
+           CASE WHEN o.ok THEN 1 ELSE 0 END, CASE WHEN o.ok THEN 0 ELSE 1 END
+      FROM o
+    ON CONFLICT (tenant_id, endpoint_id, hour, shard) DO UPDATE
+       SET succeeded = webhook_endpoint_hours.succeeded + excluded.succeeded,
+           failed = webhook_endpoint_hours.failed + excluded.failed
+)
+UPDATE webhook_endpoints e
+   SET consecutive_failures = CASE WHEN o.ok THEN 0 ELSE e.consecutive_failures + 1 END,
+       failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(e.failing_since, o.at) END,
+       breaker_open_until = CASE
+           WHEN o.ok THEN NULL
+           WHEN e.consecutive_failures + 1 >= o.threshold THEN o.at + interval '1 second' *
+               least(o.max_cooldown_s, o.cooldown_s * power(2, least(e.consecutive_failures + 1 - o.threshold, 20)))
+           ELSE NULL END
+  FROM o
+ WHERE e.tenant_id = @tenant_id::bigint AND e.id = @endpoint_id::bigint
+   AND NOT (o.ok AND e.consecutive_failures = 0 AND e.failing_since IS NULL AND e.breaker_open_until IS NULL)
+RETURNING e.consecutive_failures, e.failing_since, e.breaker_open_until;
 
 -- name: WebhookDeliveryUpdate :one
 UPDATE webhook_deliveries

@@ -10,36 +10,6 @@ import (
 	"time"
 )
 
-const webhookAttemptInsert = `-- name: WebhookAttemptInsert :exec
-INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, attempted_at, status_code, latency_ms, response, error)
-VALUES ($1, $2, $3, coalesce($4::timestamptz, now()), $5, $6, $7, $8)
-`
-
-type WebhookAttemptInsertParams struct {
-	TenantID   int64
-	DeliveryID int64
-	Attempt    int32
-	Now        *time.Time
-	StatusCode *int32
-	LatencyMs  int32
-	Response   string
-	Error      *string
-}
-
-func (q *Queries) WebhookAttemptInsert(ctx context.Context, arg WebhookAttemptInsertParams) error {
-	_, err := q.db.Exec(ctx, webhookAttemptInsert,
-		arg.TenantID,
-		arg.DeliveryID,
-		arg.Attempt,
-		arg.Now,
-		arg.StatusCode,
-		arg.LatencyMs,
-		arg.Response,
-		arg.Error,
-	)
-	return err
-}
-
 const webhookAttemptList = `-- name: WebhookAttemptList :many
 SELECT tenant_id, delivery_id, attempt, attempted_at, status_code, latency_ms, response, error FROM webhook_attempts
  WHERE tenant_id = $1 AND delivery_id = ANY($2::bigint[])
@@ -78,6 +48,91 @@ func (q *Queries) WebhookAttemptList(ctx context.Context, arg WebhookAttemptList
 		return nil, err
 	}
 	return items, nil
+}
+
+const webhookAttemptRecord = `-- name: WebhookAttemptRecord :one
+WITH o AS (SELECT $3::boolean AS ok, $4::timestamptz AS at, $5::int AS threshold,
+                  $6::float8 AS cooldown_s, $7::float8 AS max_cooldown_s),
+attempt AS (
+    INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, attempted_at, status_code, latency_ms, response, error)
+    VALUES ($1::bigint, $8::bigint, $9::int, coalesce($10::timestamptz, now()),
+            $11::int, $12::int, $13::text, $14::text)
+),
+tally AS (
+    INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, shard, succeeded, failed)
+    SELECT $1::bigint, $2::bigint, date_trunc('hour', o.at), stats_shard(),
+           CASE WHEN o.ok THEN 1 ELSE 0 END, CASE WHEN o.ok THEN 0 ELSE 1 END
+      FROM o
+    ON CONFLICT (tenant_id, endpoint_id, hour, shard) DO UPDATE
+       SET succeeded = webhook_endpoint_hours.succeeded + excluded.succeeded,
+           failed = webhook_endpoint_hours.failed + excluded.failed
+)
+UPDATE webhook_endpoints e
+   SET consecutive_failures = CASE WHEN o.ok THEN 0 ELSE e.consecutive_failures + 1 END,
+       failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(e.failing_since, o.at) END,
+       breaker_open_until = CASE
+           WHEN o.ok THEN NULL
+           WHEN e.consecutive_failures + 1 >= o.threshold THEN o.at + interval '1 second' *
+               least(o.max_cooldown_s, o.cooldown_s * power(2, least(e.consecutive_failures + 1 - o.threshold, 20)))
+           ELSE NULL END
+  FROM o
+ WHERE e.tenant_id = $1::bigint AND e.id = $2::bigint
+   AND NOT (o.ok AND e.consecutive_failures = 0 AND e.failing_since IS NULL AND e.breaker_open_until IS NULL)
+RETURNING e.consecutive_failures, e.failing_since, e.breaker_open_until
+`
+
+type WebhookAttemptRecordParams struct {
+	TenantID     int64
+	EndpointID   int64
+	Ok           bool
+	Now          time.Time
+	Threshold    int32
+	CooldownS    float64
+	MaxCooldownS float64
+	DeliveryID   int64
+	Attempt      int32
+	AttemptedAt  *time.Time
+	StatusCode   *int32
+	LatencyMs    int32
+	Response     string
+	Error        *string
+}
+
+type WebhookAttemptRecordRow struct {
+	ConsecutiveFailures int32
+	FailingSince        *time.Time
+	BreakerOpenUntil    *time.Time
+}
+
+// Records one attempt of a delivery and what it did to the endpoint, in
+// one statement (one round trip): the attempt's row; its outcome in the
+// hour's tally, for the 24 h success rate, in the backend's shard of the
+// hour (readers sum the shards); and the breaker: a success closes it and
+// ends the failure run; the failure that reaches @threshold in a row (and
+// every one after it) opens it for a cool-down that doubles per further
+// failure, up to @max_cooldown_s. A success that finds the endpoint
+// healthy changes nothing on it and updates nothing (no row): the row is
+// not locked, so an endpoint's successful attempts commit side by side.
+func (q *Queries) WebhookAttemptRecord(ctx context.Context, arg WebhookAttemptRecordParams) (WebhookAttemptRecordRow, error) {
+	row := q.db.QueryRow(ctx, webhookAttemptRecord,
+		arg.TenantID,
+		arg.EndpointID,
+		arg.Ok,
+		arg.Now,
+		arg.Threshold,
+		arg.CooldownS,
+		arg.MaxCooldownS,
+		arg.DeliveryID,
+		arg.Attempt,
+		arg.AttemptedAt,
+		arg.StatusCode,
+		arg.LatencyMs,
+		arg.Response,
+		arg.Error,
+	)
+	var i WebhookAttemptRecordRow
+	err := row.Scan(&i.ConsecutiveFailures, &i.FailingSince, &i.BreakerOpenUntil)
+	return i, err
 }
 
 const webhookDeliveryForAttempt = `-- name: WebhookDeliveryForAttempt :one
@@ -635,34 +690,6 @@ func (q *Queries) WebhookEndpointGet(ctx context.Context, arg WebhookEndpointGet
 	return i, err
 }
 
-const webhookEndpointHourAdd = `-- name: WebhookEndpointHourAdd :exec
-INSERT INTO webhook_endpoint_hours (tenant_id, endpoint_id, hour, shard, succeeded, failed)
-VALUES ($1, $2, date_trunc('hour', $3::timestamptz), stats_shard(), CASE WHEN $4::boolean THEN 1 ELSE 0 END,
-        CASE WHEN $4::boolean THEN 0 ELSE 1 END)
-ON CONFLICT (tenant_id, endpoint_id, hour, shard) DO UPDATE
-   SET succeeded = webhook_endpoint_hours.succeeded + excluded.succeeded,
-       failed = webhook_endpoint_hours.failed + excluded.failed
-`
-
-type WebhookEndpointHourAddParams struct {
-	TenantID   int64
-	EndpointID int64
-	Now        time.Time
-	Ok         bool
-}
-
-// Tallies one attempt's outcome in its hour, for the 24 h success rate,
-// in the backend's shard of the hour (readers sum the shards).
-func (q *Queries) WebhookEndpointHourAdd(ctx context.Context, arg WebhookEndpointHourAddParams) error {
-	_, err := q.db.Exec(ctx, webhookEndpointHourAdd,
-		arg.TenantID,
-		arg.EndpointID,
-		arg.Now,
-		arg.Ok,
-	)
-	return err
-}
-
 const webhookEndpointHourTotals = `-- name: WebhookEndpointHourTotals :many
 SELECT endpoint_id, sum(succeeded)::bigint AS succeeded, sum(failed)::bigint AS failed
   FROM webhook_endpoint_hours
@@ -874,60 +901,6 @@ func (q *Queries) WebhookEndpointReadableSecrets(ctx context.Context) ([]Webhook
 		return nil, err
 	}
 	return items, nil
-}
-
-const webhookEndpointRecordOutcome = `-- name: WebhookEndpointRecordOutcome :one
-WITH o AS (SELECT $3::boolean AS ok, $4::timestamptz AS at, $5::int AS threshold,
-                  $6::float8 AS cooldown_s, $7::float8 AS max_cooldown_s)
-UPDATE webhook_endpoints e
-   SET consecutive_failures = CASE WHEN o.ok THEN 0 ELSE e.consecutive_failures + 1 END,
-       failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(e.failing_since, o.at) END,
-       breaker_open_until = CASE
-           WHEN o.ok THEN NULL
-           WHEN e.consecutive_failures + 1 >= o.threshold THEN o.at + interval '1 second' *
-               least(o.max_cooldown_s, o.cooldown_s * power(2, least(e.consecutive_failures + 1 - o.threshold, 20)))
-           ELSE NULL END
-  FROM o
- WHERE e.tenant_id = $1 AND e.id = $2
-   AND NOT (o.ok AND e.consecutive_failures = 0 AND e.failing_since IS NULL AND e.breaker_open_until IS NULL)
-RETURNING e.consecutive_failures, e.failing_since, e.breaker_open_until
-`
-
-type WebhookEndpointRecordOutcomeParams struct {
-	TenantID     int64
-	ID           int64
-	Ok           bool
-	Now          time.Time
-	Threshold    int32
-	CooldownS    float64
-	MaxCooldownS float64
-}
-
-type WebhookEndpointRecordOutcomeRow struct {
-	ConsecutiveFailures int32
-	FailingSince        *time.Time
-	BreakerOpenUntil    *time.Time
-}
-
-// An attempt's outcome moves the endpoint's breaker: a success closes it
-// and ends the failure run; the failure that reaches @threshold in a row
-// (and every one after it) opens it for a cool-down that doubles per
-// further failure, up to @max_cooldown_s. A success that finds the
-// endpoint healthy changes nothing and updates nothing (no row): the row
-// is not locked, so an endpoint's successful attempts commit side by side.
-func (q *Queries) WebhookEndpointRecordOutcome(ctx context.Context, arg WebhookEndpointRecordOutcomeParams) (WebhookEndpointRecordOutcomeRow, error) {
-	row := q.db.QueryRow(ctx, webhookEndpointRecordOutcome,
-		arg.TenantID,
-		arg.ID,
-		arg.Ok,
-		arg.Now,
-		arg.Threshold,
-		arg.CooldownS,
-		arg.MaxCooldownS,
-	)
-	var i WebhookEndpointRecordOutcomeRow
-	err := row.Scan(&i.ConsecutiveFailures, &i.FailingSince, &i.BreakerOpenUntil)
-	return i, err
 }
 
 const webhookEndpointRotate = `-- name: WebhookEndpointRotate :one

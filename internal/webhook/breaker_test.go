@@ -422,7 +422,7 @@ func TestHealthyEndpointsSuccessesLeaveItsRowAlone(t *testing.T) {
 	failed := handle(1) // the receiver answers 500 from now on
 	testwait.For(t, "the failure's settle waiting for the endpoint's row", func() bool {
 		return v.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
-			AND query LIKE '%WebhookEndpointRecordOutcome%'`) == 1
+			AND query LIKE '%WebhookAttemptRecord%'`) == 1
 	})
 	if err := lock.Rollback(ctx); err != nil {
 		t.Fatal(err)

@@ -444,11 +444,8 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 		probe := false // the breaker is open and this delivery's retry may probe it
 		attempts := int(t.Attempts)
 		if a.N > 0 {
-			if err := st.insertAttempt(ctx, j.TenantID, t.ID, a, clk.Now()); err != nil {
-				return fmt.Errorf("record webhook attempt: %w", err)
-			}
 			attempts = a.N
-			out, err := st.recordOutcome(ctx, j.TenantID, t.EndpointID, a.ok(), now, d.Breaker.withDefaults())
+			out, err := st.recordAttempt(ctx, j.TenantID, t.EndpointID, t.ID, a, clk.Now(), now, d.Breaker.withDefaults())
 			if err != nil {
 				return err
 			}

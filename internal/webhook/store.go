@@ -188,19 +188,31 @@ type outcome struct {
 	openUntil    *time.Time
 }
 
-func (s store) recordOutcome(ctx context.Context, tenantID, id int64, ok bool, now time.Time, b Breaker) (outcome, error) {
-	r, err := s.q.WebhookEndpointRecordOutcome(ctx, queries.WebhookEndpointRecordOutcomeParams{TenantID: tenantID, ID: id, Ok: ok,
-		Now: now, Threshold: int32(b.Failures), CooldownS: b.Cooldown.Seconds(), MaxCooldownS: b.MaxCooldown.Seconds()})
+// recordAttempt records attempt a of delivery deliveryID (attempted at
+// attemptedAt, nil: the database's time) and its outcome at now on
+// endpointID's tally and breaker.
+func (s store) recordAttempt(ctx context.Context, tenantID, endpointID, deliveryID int64, a Attempt, attemptedAt *time.Time,
+	now time.Time, b Breaker) (outcome, error) {
+	var code *int32
+	if a.StatusCode != 0 {
+		c := int32(a.StatusCode)
+		code = &c
+	}
+	var e *string
+	if a.Error != "" {
+		e = &a.Error
+	}
+	r, err := s.q.WebhookAttemptRecord(ctx, queries.WebhookAttemptRecordParams{
+		TenantID: tenantID, EndpointID: endpointID, DeliveryID: deliveryID, Attempt: int32(a.N), AttemptedAt: attemptedAt,
+		StatusCode: code, LatencyMs: int32(a.Latency.Milliseconds()), Response: a.Response, Error: e,
+		Ok: a.ok(), Now: now, Threshold: int32(b.Failures), CooldownS: b.Cooldown.Seconds(), MaxCooldownS: b.MaxCooldown.Seconds()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A success that found the endpoint healthy: it stays so. (An
 		// endpoint deleted meanwhile keeps its row, soft-deleted.)
-		err, r = nil, queries.WebhookEndpointRecordOutcomeRow{}
+		err, r = nil, queries.WebhookAttemptRecordRow{}
 	}
 	if err != nil {
-		return outcome{}, fmt.Errorf("record endpoint outcome: %w", err)
-	}
-	if err := s.q.WebhookEndpointHourAdd(ctx, queries.WebhookEndpointHourAddParams{TenantID: tenantID, EndpointID: id, Now: now, Ok: ok}); err != nil {
-		return outcome{}, fmt.Errorf("tally endpoint outcome: %w", err)
+		return outcome{}, fmt.Errorf("record webhook attempt: %w", err)
 	}
 	return outcome{failures: int(r.ConsecutiveFailures), failingSince: r.FailingSince, openUntil: r.BreakerOpenUntil}, nil
 }
@@ -339,21 +351,6 @@ type attemptTarget struct {
 func (s store) forAttempt(ctx context.Context, tenantID, id int64, now *time.Time) (attemptTarget, error) {
 	r, err := s.q.WebhookDeliveryForAttempt(ctx, queries.WebhookDeliveryForAttemptParams{TenantID: tenantID, ID: id, Now: now})
 	return attemptTarget{r}, notFound(err)
-}
-
-func (s store) insertAttempt(ctx context.Context, tenantID, deliveryID int64, a Attempt, now *time.Time) error {
-	var code *int32
-	if a.StatusCode != 0 {
-		c := int32(a.StatusCode)
-		code = &c
-	}
-	var e *string
-	if a.Error != "" {
-		e = &a.Error
-	}
-	return s.q.WebhookAttemptInsert(ctx, queries.WebhookAttemptInsertParams{
-		TenantID: tenantID, DeliveryID: deliveryID, Attempt: int32(a.N), Now: now, StatusCode: code,
-		LatencyMs: int32(a.Latency.Milliseconds()), Response: a.Response, Error: e})
 }
 
 func (s store) updateDelivery(ctx context.Context, tenantID, id int64, state string, attempts, status int, lastErr string,
