@@ -71,10 +71,12 @@
 --    start, without another round trip.
 -- 5) walk: how many tenants the walk visited and the last one, returned
 --    with every row (and alone, with NULL job columns, when nothing was
---    claimed), with each row's tenant quota: the engine continues the
---    round robin after the last tenant visited, and skips the refill pass
---    when the walk saw every tenant and none used its whole quota (nothing
---    more is due), which is what an idle queue's claim looks like.
+--    claimed), with each row's tenant quota and the share: the engine
+--    continues the round robin after the last tenant visited, and skips
+--    the refill pass when the walk saw every tenant and none used its
+--    whole quota (nothing more is due), which is what an idle queue's
+--    claim looks like, or used a quota the per-tenant cap cut below the
+--    share (a refill would find its places taken).
 WITH RECURSIVE tenant_walk AS (
     (SELECT j.tenant_id, j.priority, j.available_at, j.id, 1 AS n
        FROM jobs j
@@ -101,13 +103,14 @@ quota AS (
                 THEN least(s.share, greatest(0, $9::int - (
                         SELECT count(*) FROM jobs r
                          WHERE r.tenant_id = w.tenant_id AND r.state = 'running' AND r.queue = $2)::int))
-                ELSE s.share END AS k
+                ELSE s.share END AS k,
+           s.share
       FROM tenant_walk w
      CROSS JOIN (SELECT least($11::int, greatest($8::int, ceil($4::int::numeric / greatest(count(t.tenant_id), 1))::int)) AS share
                    FROM tenant_walk t) s
 ),
 candidates AS (
-    SELECT q.tenant_id, c.id, c.priority, c.available_at, q.k,
+    SELECT q.tenant_id, c.id, c.priority, c.available_at, q.k, q.share,
            row_number() OVER (PARTITION BY q.tenant_id
                               ORDER BY c.priority, c.available_at, c.id) AS rank
       FROM quota q
@@ -124,7 +127,7 @@ candidates AS (
      ) c
 ),
 picked AS (
-    SELECT candidates.tenant_id, candidates.id, candidates.k
+    SELECT candidates.tenant_id, candidates.id, candidates.k, candidates.share
       FROM candidates
      ORDER BY candidates.priority, CASE WHEN $10::bool THEN candidates.rank ELSE 0 END,
               candidates.available_at, candidates.id
@@ -146,7 +149,7 @@ claimed AS (
               jobs.attempt, jobs.max_attempts, jobs.available_at, jobs.created_at,
               jobs.attempted_at, jobs.trace_id, jobs.requested_by, jobs.requested_at,
               jobs.expires_at, jobs.idempotency_key, jobs.payload_hash, jobs.lease_expires_at,
-              jobs.payload_version, jobs.replayed_by, picked.k AS quota
+              jobs.payload_version, jobs.replayed_by, picked.k AS quota, picked.share
 ),
 -- Commit without waiting for the WAL flush (see the header).
 async AS (
@@ -165,5 +168,5 @@ SELECT walk.tenants, walk.last,
        claimed.expires_at, claimed.idempotency_key, claimed.payload_hash, claimed.lease_expires_at,
        claimed.payload_version, claimed.replayed_by,
        NOT EXISTS (SELECT 1 FROM tampered WHERE tampered.id = claimed.id) AS intact,
-       claimed.quota
+       claimed.quota, claimed.share
   FROM async CROSS JOIN walk LEFT JOIN claimed ON true

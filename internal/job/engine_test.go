@@ -382,6 +382,11 @@ func TestTenantConcurrencyCap(t *testing.T) {
 	if err != nil || len(jobs) != 4 {
 		t.Fatalf("first claim = %d jobs, %v; want 2 per tenant", len(jobs), err)
 	}
+	// Both tenants took what their cap allows: a refill pass would find
+	// no place, so the claim is one statement.
+	if n := e.Stats().Claims; n != 1 {
+		t.Fatalf("the claim ran %d statements, want 1", n)
+	}
 	if more, _ := e.Claim(ctx, "w", 100); len(more) != 0 {
 		t.Fatalf("claimed %d beyond the cap", len(more))
 	}

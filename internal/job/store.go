@@ -131,7 +131,8 @@ type fairClaim struct {
 	tenants int   // tenants with due work the walk visited
 	last    int64 // the highest of them (0 = none)
 	// fullQuota: some tenant got its whole share of the batch, so it may
-	// have more due jobs.
+	// have more due jobs. A quota the per-tenant cap cut below the share
+	// does not count: the tenant has no place left for more.
 	fullQuota bool
 	// deepShare is the smallest share of the tenants the walk visited when
 	// every one of them filled it (0 when one did not): they all had at
@@ -156,9 +157,9 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, e
 	}
 	defer rows.Close()
 	var (
-		out     fairClaim
-		tenants int32
-		quota   int32
+		out          fairClaim
+		tenants      int32
+		quota, share int32
 	)
 	perTenant := map[int64]int32{}
 	quotas := map[int64]int32{}
@@ -166,20 +167,20 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, e
 		// The walk's figures come with every row, and alone (job columns
 		// NULL) when nothing was claimed.
 		if rows.RawValues()[2] == nil {
-			if err := rows.Scan(append([]any{&tenants, &out.last}, make([]any, claimedColumns+1)...)...); err != nil {
+			if err := rows.Scan(append([]any{&tenants, &out.last}, make([]any, claimedColumns+2)...)...); err != nil {
 				return fairClaim{}, err
 			}
 			continue
 		}
 		var c claimedRow
 		dest := append([]any{&tenants, &out.last}, c.dest()...)
-		if err := rows.Scan(append(dest, &quota)...); err != nil {
+		if err := rows.Scan(append(dest, &quota, &share)...); err != nil {
 			return fairClaim{}, err
 		}
 		j := c.job(a.workerID)
 		perTenant[j.TenantID]++
 		quotas[j.TenantID] = quota
-		if perTenant[j.TenantID] >= quota {
+		if perTenant[j.TenantID] >= quota && quota >= share {
 			out.fullQuota = true
 		}
 		out.jobs = append(out.jobs, j)
