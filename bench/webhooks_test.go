@@ -55,3 +55,27 @@ func TestWebhookOrderedSmoke(t *testing.T) {
 		t.Logf("ordered=%v: %+v", ordered, res.Metrics)
 	}
 }
+
+// TestWebhookThroughputSmoke runs webhook_throughput for a one-second
+// backlog (500 events): every delivery arrives once the engine starts, and
+// the CPU figures are read (the backends did some work).
+func TestWebhookThroughputSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	ctx := context.Background()
+	url := testServer(t)
+	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smokethroughput_%d", os.Getpid()), Cfg: Config{
+		Duration: time.Second, PollInterval: 20 * time.Millisecond, Conns: 4}}
+	res, err := runWebhookThroughput(ctx, env, "jejak")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := res.Get("deliveries")
+	rate, _ := res.Get("deliveries_per_sec")
+	pg, _ := res.Get("pg_cpu_per_delivery_ms")
+	if n != 500 || !(rate > 0) || !(pg > 0) {
+		t.Fatalf("webhook_throughput: %+v", res.Metrics)
+	}
+	t.Logf("webhook_throughput: %+v", res.Metrics)
+}

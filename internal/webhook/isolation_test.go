@@ -170,37 +170,16 @@ func TestHangingEndpointLeavesTheTenantsOtherEndpoints(t *testing.T) {
 	tn := seedTenant(t, db, "mixed")
 	hang := newHangingReceiver(t)
 	ok := newReceiver(t, nil, 200)
-	wh, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "wh", Queues: []string{webhook.Queue},
-		PollInterval: 20 * time.Millisecond, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs := webhook.OnQueue(wh, webhook.Queue)
-	d := &webhook.Deliverer{App: db.App, Jobs: jobs, Client: webhook.Guard{Allow: loopback}.Client(), Logger: quiet, TenantLimit: 2}
-	wh.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
-	svc := webhook.NewService(db.App, nil, jobs)
+	svc := webhook.NewService(db.App, nil, nil)
 	if _, err := svc.Create(ctx, tn.tenant, tn.owner, hang.URL+"/stuck", "*"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Create(ctx, tn.tenant, tn.owner, ok.URL+"/fine", "*"); err != nil {
 		t.Fatal(err)
 	}
-	fan := &webhook.Fanout{System: db.System, Jobs: jobs, Logger: quiet}
 	const events = 6
-	for i := 1; i <= events; i++ {
-		if _, err := fan.HandleEvent(ctx, tn.tenant, int64(i), "project.created", []byte(fmt.Sprintf(`{"id":"evt_%d"}`, i)), "t"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := wh.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = wh.Stop(stopCtx)
-	})
-	t.Cleanup(hang.answer)
+	deliveryEngine(t, db, tn.tenant, 2, events)
+	t.Cleanup(hang.answer) // before the engine stops: it waits for deliveries in flight
 	testwait.For(t, "every event at the healthy endpoint", func() bool { return len(ok.all()) == events })
 	if n, most := hang.counts(); n != 1 || most != 1 {
 		t.Fatalf("the hanging endpoint holds %d requests (at most %d), want 1", n, most)
@@ -222,15 +201,7 @@ func TestOneRefusalLeavesAnEndpointItsPlaces(t *testing.T) {
 			ctx := context.Background()
 			tn := seedTenant(t, db, "refusing")
 			hang := newHangingReceiver(t)
-			wh, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "wh", Queues: []string{webhook.Queue},
-				PollInterval: 20 * time.Millisecond, Logger: quiet})
-			if err != nil {
-				t.Fatal(err)
-			}
-			jobs := webhook.OnQueue(wh, webhook.Queue)
-			d := &webhook.Deliverer{App: db.App, Jobs: jobs, Client: webhook.Guard{Allow: loopback}.Client(), Logger: quiet, TenantLimit: 4}
-			wh.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
-			c0, err := webhook.NewService(db.App, nil, jobs).Create(ctx, tn.tenant, tn.owner, hang.URL+"/hook", "*")
+			c0, err := webhook.NewService(db.App, nil, nil).Create(ctx, tn.tenant, tn.owner, hang.URL+"/hook", "*")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,20 +209,7 @@ func TestOneRefusalLeavesAnEndpointItsPlaces(t *testing.T) {
 				c0.Endpoint.ID, c.failures); err != nil {
 				t.Fatal(err)
 			}
-			fan := &webhook.Fanout{System: db.System, Jobs: jobs, Logger: quiet}
-			for i := 1; i <= 4; i++ {
-				if _, err := fan.HandleEvent(ctx, tn.tenant, int64(i), "project.created", []byte(fmt.Sprintf(`{"id":"evt_%d"}`, i)), "t"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := wh.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				_ = wh.Stop(stopCtx)
-			})
+			deliveryEngine(t, db, tn.tenant, 4, 4)
 			t.Cleanup(hang.answer)
 			testwait.For(t, fmt.Sprintf("%d deliveries at the endpoint at once", c.want), func() bool { n, _ := hang.counts(); return n == c.want })
 			// Every delivery not at the receiver has been claimed and put back
@@ -269,4 +227,34 @@ func TestOneRefusalLeavesAnEndpointItsPlaces(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deliveryEngine fans events 1..events of tenant out to its endpoints,
+// then starts a webhook engine of 4 workers whose Deliverer has a tenant
+// limit of tenantLimit; the engine stops at clean-up.
+func deliveryEngine(t *testing.T, db *testdb.DB, tenant int64, tenantLimit, events int) {
+	t.Helper()
+	ctx := context.Background()
+	wh, err := job.New(job.Config{Pool: db.System, Workers: 4, WorkerID: "wh", Queues: []string{webhook.Queue},
+		PollInterval: 20 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := webhook.OnQueue(wh, webhook.Queue)
+	d := &webhook.Deliverer{App: db.App, Jobs: jobs, Client: webhook.Guard{Allow: loopback}.Client(), Logger: quiet, TenantLimit: tenantLimit}
+	wh.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
+	fan := &webhook.Fanout{System: db.System, Jobs: jobs, Logger: quiet}
+	for i := 1; i <= events; i++ {
+		if _, err := fan.HandleEvent(ctx, tenant, int64(i), "project.created", []byte(fmt.Sprintf(`{"id":"evt_%d"}`, i)), "t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wh.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = wh.Stop(stopCtx)
+	})
 }
