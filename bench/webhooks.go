@@ -388,6 +388,7 @@ func runWebhookThroughput(ctx context.Context, env *Env, _ string) (Result, erro
 	per := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
 	return Result{Metrics: []Metric{{"deliveries_per_sec", float64(n) / secs}, {"seconds", secs},
 		{"put_back", float64(dl.delayed.n.Load())}, {"deliveries", float64(n)},
+		{"claims", float64(dl.eng.Stats().Claims)},
 		{"client_cpu_per_delivery_ms", per(used.webCPU)}, {"pg_cpu_per_delivery_ms", per(used.pgCPU)},
 		{"workers", float64(limits.workers)}, {"tenant_concurrency", float64(limits.tenant)}}}, nil
 }

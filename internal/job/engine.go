@@ -475,14 +475,17 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 			return jobs, true, nil // at most n were due: the queue stays idle
 		}
 	}
-	out, err := e.claimWalk(ctx, conn, args, cursor, deep)
+	out, capped, err := e.claimWalk(ctx, conn, args, cursor, deep)
 	if err != nil {
 		return out, false, err
 	}
 	e.cursorMu.Lock()
 	e.busy[queue] = len(out) == n
 	e.cursorMu.Unlock()
-	return out, false, nil
+	// A walk whose tenants took all their cap left them no place: claiming
+	// again at once would find none until jobs finish, so the producer
+	// waits as after a drained queue.
+	return out, capped, nil
 }
 
 // claimSmall takes every due job of the queue when they all fit in the
@@ -520,9 +523,11 @@ func (e *Engine) claimSmall(ctx context.Context, conn *pgxpool.Conn, args claimA
 // after tenant cursor. A pass falls short when a tenant has fewer due jobs
 // than its share (or when the round-robin cursor started mid-way); another
 // pass hands the rest of the batch to the tenants that still have work.
-func (e *Engine) claimWalk(ctx context.Context, conn *pgxpool.Conn, args claimArgs, cursor int64, deep bool) ([]*Job, error) {
+//
+// capped reports that the walk saw every tenant with due work and the
+// per-tenant cap cut each share it used: no tenant has a place left.
+func (e *Engine) claimWalk(ctx context.Context, conn *pgxpool.Conn, args claimArgs, cursor int64, deep bool) (out []*Job, capped bool, err error) {
 	n, perTenant := args.batch, args.perTenant
-	var out []*Job
 	for pass := 0; pass < 3 && len(out) < n; pass++ {
 		began := time.Now() //nolint:forbidigo // duration measurement, not domain time
 		args.batch, args.afterTenant = n-len(out), cursor
@@ -542,7 +547,7 @@ func (e *Engine) claimWalk(ctx context.Context, conn *pgxpool.Conn, args claimAr
 		}
 		res, err := storeClaim(ctx, conn, args)
 		if err != nil {
-			return out, fmt.Errorf("claim jobs from queue %s: %w", args.queue, err)
+			return out, false, fmt.Errorf("claim jobs from queue %s: %w", args.queue, err)
 		}
 		e.countClaim(len(res.jobs), began)
 		out = append(out, res.jobs...)
@@ -551,11 +556,11 @@ func (e *Engine) claimWalk(ctx context.Context, conn *pgxpool.Conn, args claimAr
 		// and filled nobody's share saw everything that is due: another
 		// pass would find nothing.
 		if cursor == 0 && next == 0 && (len(res.jobs) == 0 || res.tenants < args.maxTenants && !res.fullQuota) {
-			break
+			return out, res.capped && !res.fullQuota && res.tenants < args.maxTenants, nil
 		}
 		cursor = next
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // moveCursor records where the queue's round robin goes on after a walk and

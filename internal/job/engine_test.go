@@ -378,14 +378,18 @@ func TestTenantConcurrencyCap(t *testing.T) {
 	e := newEngine(t, db, job.Config{TenantConcurrency: 2})
 	enqueueBulk(t, db, e, ten[0], "k", 10)
 	enqueueBulk(t, db, e, ten[1], "k", 10)
-	jobs, err := e.Claim(ctx, "w", 100)
+	jobs, capped, err := e.ClaimDrained(ctx, "w", 100)
 	if err != nil || len(jobs) != 4 {
 		t.Fatalf("first claim = %d jobs, %v; want 2 per tenant", len(jobs), err)
 	}
 	// Both tenants took what their cap allows: a refill pass would find
-	// no place, so the claim is one statement.
+	// no place, so the claim is one statement, and the producer waits (for
+	// a completion) before the next rather than claiming again at once.
 	if n := e.Stats().Claims; n != 1 {
 		t.Fatalf("the claim ran %d statements, want 1", n)
+	}
+	if !capped {
+		t.Fatal("a claim that left its tenants at their cap lets the producer claim again at once")
 	}
 	if more, _ := e.Claim(ctx, "w", 100); len(more) != 0 {
 		t.Fatalf("claimed %d beyond the cap", len(more))
@@ -396,6 +400,38 @@ func TestTenantConcurrencyCap(t *testing.T) {
 	more, _ := e.Claim(ctx, "w", 100)
 	if len(more) != 1 || more[0].TenantID != jobs[0].TenantID {
 		t.Fatalf("after one completion claimed %+v", more)
+	}
+}
+
+// TestCappedTenantIsClaimedAgainWhenAJobCompletes: with a tenant at its
+// cap the producer waits, and a completion wakes it: the tenant's jobs
+// run one after the other although nothing else would wake the producer
+// (no warm period, an hour's poll, no inserts).
+func TestCappedTenantIsClaimedAgainWhenAJobCompletes(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenant := newTenants(t, db, 1)[0]
+	e := newEngine(t, db, job.Config{Workers: 4, TenantConcurrency: 1, PollInterval: time.Hour})
+	e.SetWarm(-1, 0)
+	ran := make(chan int64, 4)
+	e.Register("k", func(_ context.Context, j *job.Job) error { ran <- j.ID; return nil }, job.KindOptions{})
+	enqueueBulk(t, db, e, tenant, "k", 4)
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.Stop(stopCtx)
+	})
+	deadline := time.After(20 * time.Second)
+	for i := 0; i < 4; i++ {
+		select {
+		case <-ran:
+		case <-deadline:
+			t.Fatalf("%d of the tenant's 4 jobs ran: the producer was not woken when its place came free", i)
+		}
 	}
 }
 

@@ -155,3 +155,9 @@ func (e *Engine) Idle() bool {
 	defer r.wakeMu.Unlock()
 	return time.Duration(r.parked.Load()) == e.cfg.PollInterval && len(r.wake) == 0 && r.taken == r.sent
 }
+
+// ClaimDrained is Claim, also reporting whether the producer would wait
+// before claiming again (the queue drained, or its tenants at their cap).
+func (e *Engine) ClaimDrained(ctx context.Context, workerID string, n int) ([]*Job, bool, error) {
+	return e.claim(ctx, workerID, n)
+}

@@ -119,6 +119,10 @@ func (e *Engine) Start(ctx context.Context) error {
 			}
 		})
 		r.comp = newCompleter(e)
+		if e.cfg.TenantConcurrency > 0 {
+			// A flush frees the places of a tenant at its cap.
+			r.comp.flushed = r.wakeUp
+		}
 		go r.comp.loop(r.ctx)
 		for range e.cfg.Workers {
 			r.workersDone.Add(1)
@@ -753,6 +757,7 @@ type completer struct {
 	done    chan struct{}
 	quit    chan struct{}
 	drained chan struct{} // a flush finished: the producer may claim again
+	flushed func()        // called after each flush that completed jobs, if set
 }
 
 func newCompleter(e *Engine) *completer {
@@ -824,6 +829,9 @@ func (c *completer) flush(ctx context.Context) {
 		}
 		c.backlog.Add(-int64(n))
 		signal(c.drained)
+		if c.flushed != nil && err == nil {
+			c.flushed()
+		}
 	}
 }
 
