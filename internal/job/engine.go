@@ -380,9 +380,10 @@ func (e *Engine) Claim(ctx context.Context, workerID string, n int) ([]*Job, err
 }
 
 // claim is Claim, also reporting whether every queue was answered by the
-// idle queue's claim (claim_small.sql) that fitted: then nothing else was
-// due when it ran, and the producer can wait for the next NOTIFY or poll
-// instead of claiming again at once.
+// idle queue's claim (claim_small.sql) that fitted, or by a walk that left
+// every tenant it served at its cap: then nothing else could be claimed
+// when it ran, and the producer can wait for the next NOTIFY, completion
+// flush or poll instead of claiming again at once.
 func (e *Engine) claim(ctx context.Context, workerID string, n int) ([]*Job, bool, error) {
 	if n <= 0 {
 		return nil, false, nil
