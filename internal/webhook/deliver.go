@@ -456,14 +456,6 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 				if _, err := releaseHeld(ctx, tx, d.Jobs, j.TenantID, t.EndpointID, heldBatch, now); err != nil {
 					return err
 				}
-			case a.ok() && t.HeldWaiting:
-				// Each success makes room for one more of the backlog, so
-				// the released ones keep the endpoint as busy as it can
-				// be until the backlog is gone, without waiting for the
-				// sweep's passes.
-				if _, err := releaseHeld(ctx, tx, d.Jobs, j.TenantID, t.EndpointID, 1, now); err != nil {
-					return err
-				}
 			case out.openUntil != nil && next != nil:
 				// The breaker is open and this delivery is to be retried:
 				// the retry comes up when the breaker's time is up, to
@@ -473,6 +465,15 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 				probe = true
 				if out.openUntil.Before(*next) {
 					next = out.openUntil
+				}
+			case t.HeldWaiting && out.openUntil == nil:
+				// Each attempt that leaves the breaker closed makes room
+				// for one more of the backlog (a failed one's retry waits
+				// for its time in the schedule), so the released ones
+				// keep the endpoint as busy as it can be until the
+				// backlog is gone, without waiting for the sweep's passes.
+				if _, err := releaseHeld(ctx, tx, d.Jobs, j.TenantID, t.EndpointID, 1, now); err != nil {
+					return err
 				}
 			}
 			if disable == "" && !a.ok() && out.failingSince != nil && now.Sub(*out.failingSince) >= d.Breaker.withDefaults().DisableAfter {

@@ -25,11 +25,11 @@ import (
 // the transaction that closes the breaker) and on each pass of
 // HeldSweep, which also hands an open breaker to a new holder when the
 // old one ended without closing it, and fails the held deliveries of
-// endpoints disabled or deleted meanwhile. Every later success at the
-// endpoint releases one more: the backlog drains as fast as the endpoint
-// takes it, about heldBatch at a time, rather than heldBatch per sweep
-// pass (every 30 s: a day's backlog of one event a second took four
-// hours).
+// endpoints disabled or deleted meanwhile. Every later attempt that
+// leaves the breaker closed releases one more: the backlog drains as fast
+// as the endpoint takes it, about heldBatch at a time, rather than
+// heldBatch per sweep pass (every 30 s: a day's backlog of one event a
+// second took four hours).
 
 // heldBatch bounds how many held deliveries of one endpoint are released
 // (or failed) at once: a receiver that has just recovered gets its

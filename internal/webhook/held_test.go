@@ -306,3 +306,35 @@ func TestHeldBacklogDrainsAsTheEndpointTakesIt(t *testing.T) {
 		t.Fatalf("the receiver got %d requests, want %d (the failure, then each delivery once)", got, backlog+2)
 	}
 }
+
+// TestHeldBacklogDrainsThroughFailures: a receiver that refuses one attempt
+// in two (never three in a row, so the breaker stays closed) still gets
+// the whole backlog released without the sweep: a failed attempt makes
+// room for the next held delivery as a success does, its own retry waiting
+// for its time.
+func TestHeldBacklogDrainsThroughFailures(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, webhook.Guard{Allow: loopback})
+	v.deliver.Breaker = webhook.Breaker{Failures: 3, Cooldown: time.Minute}
+	const backlog = 600 // the probe releases 200; with one failure in two a chain of successes alone releases about 400
+	codes := []int{500, 500, 500, 200} // the third failure opens the breaker; the probe succeeds
+	for len(codes) < 2*backlog {
+		codes = append(codes, 500, 200)
+	}
+	rcv := newReceiver(t, nil, codes...)
+	v.hook(t, rcv)
+	v.emit(t, 1, 3, nil)
+	for v.work(t) > 0 { // fails three times: the breaker opens
+	}
+	v.emit(t, 4, backlog, nil)
+	if held := v.held(t); held != backlog {
+		t.Fatalf("%d held behind the open breaker, want %d", held, backlog)
+	}
+	v.clk.Advance(2 * time.Minute) // past the cool-down, not yet the failed ones' next retries
+	for step := 0; step < 40 && v.held(t) > 0; step++ {
+		v.work(t)
+	}
+	if held := v.held(t); held != 0 {
+		t.Fatalf("without a sweep pass %d deliveries are still held", held)
+	}
+}
