@@ -316,8 +316,11 @@ func TestHeldBacklogDrainsThroughFailures(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, webhook.Guard{Allow: loopback})
 	v.deliver.Breaker = webhook.Breaker{Failures: 3, Cooldown: time.Minute}
-	const backlog = 600                // the probe releases 200; with one failure in two a chain of successes alone releases about 400
-	codes := []int{500, 500, 500, 200} // the third failure opens the breaker; the probe succeeds
+	// The probe releases 200; with one failure in two, a chain of
+	// successes alone would release about 400.
+	const backlog = 600
+	// The third failure opens the breaker; the probe succeeds.
+	codes := []int{500, 500, 500, 200}
 	for len(codes) < 2*backlog {
 		codes = append(codes, 500, 200)
 	}
