@@ -198,22 +198,15 @@ RETURNING *;
 
 -- name: WebhookEndpointTakeHolder :one
 -- Makes @delivery_id, with its job @job_id, the delivery whose job waits
--- out the endpoint's open breaker, unless another one already does (a
--- holder stands while its delivery is pending and not held and its job is
--- still to run). The holder itself may name its next job (a retry). No
--- row: another delivery holds the breaker.
+-- out the endpoint's open breaker, unless another one already does
+-- (webhook_holder_waits). The holder itself may name its next job (a
+-- retry). No row: another delivery holds the breaker.
 UPDATE webhook_endpoints e
    SET breaker_holder = @delivery_id::bigint, breaker_holder_job = @job_id::bigint
  WHERE e.tenant_id = @tenant_id AND e.id = @endpoint_id
-   AND (e.breaker_holder IS NULL OR e.breaker_holder = @delivery_id::bigint
-        OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d
-                        WHERE d.tenant_id = e.tenant_id AND d.id = e.breaker_holder
-                          AND d.state = 'pending' AND d.held_at IS NULL)
-        OR NOT EXISTS (SELECT 1 FROM jobs j
-                        WHERE j.tenant_id = e.tenant_id AND j.id = e.breaker_holder_job
-                          AND j.state IN ('pending', 'running')))
+   AND (e.breaker_holder = @delivery_id::bigint
+        OR NOT webhook_holder_waits(e.tenant_id, e.breaker_holder, e.breaker_holder_job))
 RETURNING e.id;
-
 
 -- name: WebhookDeliveryHold :execrows
 -- Holds a pending delivery: it keeps its state and attempts but has no job
@@ -266,8 +259,8 @@ SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries
 -- The endpoints with held deliveries (one probe of the held index per
 -- endpoint, however many it holds), after (@after_tenant, @after_endpoint),
 -- with what decides their fate: whether the endpoint still takes
--- deliveries, whether its breaker is open, and whether a holder's job is
--- waiting it out (as WebhookEndpointTakeHolder judges it).
+-- deliveries, whether its breaker is open, and whether a holder is
+-- waiting it out (webhook_holder_waits).
 WITH RECURSIVE h AS (
     (SELECT x.tenant_id, x.endpoint_id FROM webhook_deliveries x
       WHERE x.held_at IS NOT NULL AND (x.tenant_id, x.endpoint_id) > (@after_tenant::bigint, @after_endpoint::bigint)
@@ -280,12 +273,7 @@ WITH RECURSIVE h AS (
 )
 SELECT e.tenant_id, e.id, e.enabled, (e.deleted_at IS NOT NULL)::boolean AS deleted,
        (e.breaker_open_until IS NOT NULL)::boolean AS breaker_open,
-       (EXISTS (SELECT 1 FROM webhook_deliveries d
-                 WHERE d.tenant_id = e.tenant_id AND d.id = e.breaker_holder
-                   AND d.state = 'pending' AND d.held_at IS NULL)
-        AND EXISTS (SELECT 1 FROM jobs j
-                     WHERE j.tenant_id = e.tenant_id AND j.id = e.breaker_holder_job
-                       AND j.state IN ('pending', 'running')))::boolean AS holder_waiting
+       webhook_holder_waits(e.tenant_id, e.breaker_holder, e.breaker_holder_job)::boolean AS holder_waiting
   FROM h JOIN webhook_endpoints e ON e.tenant_id = h.tenant_id AND e.id = h.endpoint_id
  ORDER BY e.tenant_id, e.id
  LIMIT @lim::int;

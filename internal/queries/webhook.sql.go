@@ -1045,13 +1045,8 @@ const webhookEndpointTakeHolder = `-- name: WebhookEndpointTakeHolder :one
 UPDATE webhook_endpoints e
    SET breaker_holder = $1::bigint, breaker_holder_job = $2::bigint
  WHERE e.tenant_id = $3 AND e.id = $4
-   AND (e.breaker_holder IS NULL OR e.breaker_holder = $1::bigint
-        OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d
-                        WHERE d.tenant_id = e.tenant_id AND d.id = e.breaker_holder
-                          AND d.state = 'pending' AND d.held_at IS NULL)
-        OR NOT EXISTS (SELECT 1 FROM jobs j
-                        WHERE j.tenant_id = e.tenant_id AND j.id = e.breaker_holder_job
-                          AND j.state IN ('pending', 'running')))
+   AND (e.breaker_holder = $1::bigint
+        OR NOT webhook_holder_waits(e.tenant_id, e.breaker_holder, e.breaker_holder_job))
 RETURNING e.id
 `
 
@@ -1063,10 +1058,9 @@ type WebhookEndpointTakeHolderParams struct {
 }
 
 // Makes @delivery_id, with its job @job_id, the delivery whose job waits
-// out the endpoint's open breaker, unless another one already does (a
-// holder stands while its delivery is pending and not held and its job is
-// still to run). The holder itself may name its next job (a retry). No
-// row: another delivery holds the breaker.
+// out the endpoint's open breaker, unless another one already does
+// (webhook_holder_waits). The holder itself may name its next job (a
+// retry). No row: another delivery holds the breaker.
 func (q *Queries) WebhookEndpointTakeHolder(ctx context.Context, arg WebhookEndpointTakeHolderParams) (int64, error) {
 	row := q.db.QueryRow(ctx, webhookEndpointTakeHolder,
 		arg.DeliveryID,
@@ -1185,12 +1179,7 @@ WITH RECURSIVE h AS (
 )
 SELECT e.tenant_id, e.id, e.enabled, (e.deleted_at IS NOT NULL)::boolean AS deleted,
        (e.breaker_open_until IS NOT NULL)::boolean AS breaker_open,
-       (EXISTS (SELECT 1 FROM webhook_deliveries d
-                 WHERE d.tenant_id = e.tenant_id AND d.id = e.breaker_holder
-                   AND d.state = 'pending' AND d.held_at IS NULL)
-        AND EXISTS (SELECT 1 FROM jobs j
-                     WHERE j.tenant_id = e.tenant_id AND j.id = e.breaker_holder_job
-                       AND j.state IN ('pending', 'running')))::boolean AS holder_waiting
+       webhook_holder_waits(e.tenant_id, e.breaker_holder, e.breaker_holder_job)::boolean AS holder_waiting
   FROM h JOIN webhook_endpoints e ON e.tenant_id = h.tenant_id AND e.id = h.endpoint_id
  ORDER BY e.tenant_id, e.id
  LIMIT $1::int
@@ -1214,8 +1203,8 @@ type WebhookHeldEndpointsRow struct {
 // The endpoints with held deliveries (one probe of the held index per
 // endpoint, however many it holds), after (@after_tenant, @after_endpoint),
 // with what decides their fate: whether the endpoint still takes
-// deliveries, whether its breaker is open, and whether a holder's job is
-// waiting it out (as WebhookEndpointTakeHolder judges it).
+// deliveries, whether its breaker is open, and whether a holder is
+// waiting it out (webhook_holder_waits).
 func (q *Queries) WebhookHeldEndpoints(ctx context.Context, arg WebhookHeldEndpointsParams) ([]WebhookHeldEndpointsRow, error) {
 	rows, err := q.db.Query(ctx, webhookHeldEndpoints, arg.Lim, arg.AfterTenant, arg.AfterEndpoint)
 	if err != nil {
