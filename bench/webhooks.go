@@ -214,18 +214,17 @@ func runWebhookOrdered(ordered bool) func(ctx context.Context, env *Env, _ strin
 			return Result{}, err
 		}
 		defer dl.stop(ctx)
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
+		arrived := func() int {
 			mu.Lock()
-			done := got
-			mu.Unlock()
-			if done >= others {
-				break
-			}
-			if time.Now().After(deadline) {
-				return Result{}, fmt.Errorf("webhook_ordered: %d of %d deliveries of other aggregates arrived", done, others)
-			}
-			time.Sleep(10 * time.Millisecond) // polling the receiver with a deadline
+			defer mu.Unlock()
+			return got
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := pollUntil(waitCtx, func() bool { return arrived() >= others }, func() string {
+			return fmt.Sprintf("webhook_ordered: %d of %d deliveries of other aggregates arrived", arrived(), others)
+		}); err != nil {
+			return Result{}, err
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -372,12 +371,12 @@ func runWebhookThroughput(ctx context.Context, env *Env, _ string) (Result, erro
 		return Result{}, err
 	}
 	defer dl.stop(ctx)
-	deadline := start.Add(2 * time.Minute)
-	for got.Load() < int64(n) {
-		if time.Now().After(deadline) {
-			return Result{}, fmt.Errorf("webhook_throughput: %d of %d deliveries arrived", got.Load(), n)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the receiver with a deadline
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := pollUntil(waitCtx, func() bool { return got.Load() >= int64(n) }, func() string {
+		return fmt.Sprintf("webhook_throughput: %d of %d deliveries arrived", got.Load(), n)
+	}); err != nil {
+		return Result{}, err
 	}
 	secs := time.Since(start).Seconds()
 	after, err := cpuNow(ctx, db)
