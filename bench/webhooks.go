@@ -69,7 +69,7 @@ func runWebhookIsolation(ctx context.Context, env *Env, _ string) (Result, error
 	if err := addEndpoint(ctx, db, calm, ok.URL+"/hook"); err != nil {
 		return Result{}, err
 	}
-	dl, err := newDeliveries(env, db, app, serveDeliveryLimits(), webhook.Breaker{})
+	dl, err := newDeliveries(env, db, app, serveConfig(), webhook.Breaker{})
 	if err != nil {
 		return Result{}, err
 	}
@@ -201,7 +201,7 @@ func runWebhookOrdered(ordered bool) func(ctx context.Context, env *Env, _ strin
 		}
 		// The stuck aggregate's refusals would open the endpoint's breaker,
 		// which holds every aggregate: measured here is ordering alone.
-		dl, err := newDeliveries(env, db, app, serveDeliveryLimits(), webhook.Breaker{Failures: math.MaxInt32})
+		dl, err := newDeliveries(env, db, app, serveConfig(), webhook.Breaker{Failures: math.MaxInt32})
 		if err != nil {
 			return Result{}, err
 		}
@@ -260,17 +260,14 @@ type deliveries struct {
 	delayed *delayCounter
 }
 
-// deliveryLimits are a delivery engine's workers and tenant concurrency.
-type deliveryLimits struct{ workers, tenant int }
-
-// serveDeliveryLimits are the limits `serve` runs with by default
-// (JEJAK_WEBHOOK_WORKERS, JEJAK_WEBHOOK_TENANT_CONCURRENCY unset).
-func serveDeliveryLimits() deliveryLimits {
+// serveConfig is the configuration `serve` runs with by default: the
+// delivery engine's workers and tenant concurrency among it.
+func serveConfig() app.Config {
 	cfg, err := app.FromEnv(func(string) string { return "" })
 	if err != nil {
 		panic(err) // the defaults themselves are refused: a bug in app
 	}
-	return deliveryLimits{workers: cfg.WebhookWorkers, tenant: cfg.WebhookTenantConcurrency}
+	return cfg
 }
 
 // webhookDB creates database base with tenants tenants and opens its
@@ -294,16 +291,18 @@ func webhookDB(ctx context.Context, env *Env, base string, tenants int) (*JejakD
 	}, nil
 }
 
-// newDeliveries builds the delivery engine with limits, not started.
-func newDeliveries(env *Env, db *JejakDB, app *pgxpool.Pool, limits deliveryLimits, breaker webhook.Breaker) (*deliveries, error) {
+// newDeliveries builds the delivery engine as `serve` builds it from cfg,
+// not started.
+func newDeliveries(env *Env, db *JejakDB, pool *pgxpool.Pool, cfg app.Config, breaker webhook.Breaker) (*deliveries, error) {
 	delayed := &delayCounter{}
-	eng, err := job.New(job.Config{Pool: db.System, Workers: limits.workers, WorkerID: "bench/webhooks", Queues: []string{webhook.Queue},
-		NoMaintenance: true, PollInterval: env.Cfg.PollInterval, Logger: env.Log, Observer: delayed, TenantConcurrency: limits.tenant})
+	c := app.WebhookEngineConfig(cfg, db.System)
+	c.WorkerID, c.PollInterval, c.Logger, c.Observer = "bench/webhooks", env.Cfg.PollInterval, env.Log, delayed
+	eng, err := job.New(c)
 	if err != nil {
 		return nil, err
 	}
 	jobs := webhook.OnQueue(eng, webhook.Queue)
-	d := &webhook.Deliverer{App: app, Jobs: jobs, Logger: env.Log, TenantLimit: limits.tenant, Breaker: breaker,
+	d := &webhook.Deliverer{App: pool, Jobs: jobs, Logger: env.Log, TenantLimit: cfg.WebhookTenantConcurrency, Breaker: breaker,
 		Client: webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}.Client()}
 	eng.Register(webhook.Kind, d.Handle, job.KindOptions{MaxAttempts: 3})
 	return &deliveries{eng: eng, fan: &webhook.Fanout{System: db.System, Jobs: jobs, Logger: env.Log}, delayed: delayed}, nil
@@ -352,8 +351,8 @@ func runWebhookThroughput(ctx context.Context, env *Env, _ string) (Result, erro
 	if err := addEndpoint(ctx, db, tenant, rcv.URL+"/hook"); err != nil {
 		return Result{}, err
 	}
-	limits := serveDeliveryLimits()
-	dl, err := newDeliveries(env, db, app, limits, webhook.Breaker{})
+	cfg := serveConfig()
+	dl, err := newDeliveries(env, db, app, cfg, webhook.Breaker{})
 	if err != nil {
 		return Result{}, err
 	}
@@ -389,7 +388,7 @@ func runWebhookThroughput(ctx context.Context, env *Env, _ string) (Result, erro
 		{"put_back", float64(dl.delayed.n.Load())}, {"deliveries", float64(n)},
 		{"claims", float64(dl.eng.Stats().Claims)},
 		{"client_cpu_per_delivery_ms", per(used.webCPU)}, {"pg_cpu_per_delivery_ms", per(used.pgCPU)},
-		{"workers", float64(limits.workers)}, {"tenant_concurrency", float64(limits.tenant)}}}, nil
+		{"workers", float64(cfg.WebhookWorkers)}, {"tenant_concurrency", float64(cfg.WebhookTenantConcurrency)}}}, nil
 }
 
 // cpuNow reads this process's CPU time (the engine, the receiver and the

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/webhook"
@@ -17,15 +19,23 @@ import (
 // tenant's other jobs need, and one tenant at most
 // JEJAK_WEBHOOK_TENANT_CONCURRENCY of them.
 
-// newWebhookEngine builds the engine working webhook.Queue. The main
-// engine keeps maintenance (its rescue and pruning cover every queue).
+// WebhookEngineConfig is the engine working webhook.Queue with cfg's
+// limits on pool (jejak_system); newWebhookEngine adds the clock, the
+// worker id, the logger and the observer. The claim leaves a tenant no
+// more deliveries in flight than the Deliverer lets it run: one busy
+// tenant's jobs over its places would otherwise fill every worker, only
+// to be put back for a second each. The main engine keeps maintenance
+// (its rescue and pruning cover every queue).
+func WebhookEngineConfig(cfg Config, pool *pgxpool.Pool) job.Config {
+	return job.Config{Pool: pool, Workers: cfg.WebhookWorkers, Queues: []string{webhook.Queue}, NoMaintenance: true,
+		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, TenantConcurrency: cfg.WebhookTenantConcurrency}
+}
+
+// newWebhookEngine builds the engine working webhook.Queue.
 func newWebhookEngine(cfg Config, env *Env, clk clock.Clock, log *slog.Logger, obs job.Observer, mainID string) (*job.Engine, error) {
-	// The claim leaves a tenant no more deliveries in flight than the
-	// Deliverer lets it run: one busy tenant's jobs over its places would
-	// otherwise fill every worker, only to be put back for a second each.
-	return job.New(job.Config{Pool: env.System, Clock: clk, Workers: cfg.WebhookWorkers, WorkerID: mainID + "/webhooks",
-		Queues: []string{webhook.Queue}, NoMaintenance: true, Logger: log.With("engine", "webhooks"), Observer: obs,
-		LeaseDuration: cfg.Lease, HeartbeatInterval: cfg.Heartbeat, TenantConcurrency: cfg.WebhookTenantConcurrency})
+	c := WebhookEngineConfig(cfg, env.System)
+	c.Clock, c.WorkerID, c.Logger, c.Observer = clk, mainID+"/webhooks", log.With("engine", "webhooks"), obs
+	return job.New(c)
 }
 
 // webhookJobs is the enqueuer every webhook enqueue goes through: onto
