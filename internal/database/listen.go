@@ -18,6 +18,12 @@ import (
 // after retry; wake is also called on each (re)connect, because anything
 // sent while nobody listened was missed. NOTIFY is only a wake-up: callers
 // keep polling as the ground truth.
+//
+// The listening session is a connection of its own (OwnConn), not one of
+// pool's: it waits for as long as the process runs, and a replica runs
+// three listeners (the job and delivery engines, the relay) beside the
+// maintenance leader's session, so on pooled connections they took all
+// of a four-connection pool and nothing else ever ran.
 func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, retry time.Duration, log *slog.Logger, wake func()) {
 	for ctx.Err() == nil {
 		if err := listenOnce(ctx, pool, channel, wake); err != nil && ctx.Err() == nil {
@@ -31,30 +37,35 @@ func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, retry time.
 }
 
 func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, wake func()) error {
-	conn, err := pool.Acquire(ctx)
+	conn, err := OwnConn(ctx, pool)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		// A connection interrupted mid-wait is unusable; otherwise make it
-		// clean for the next user of the pool.
-		if ctx.Err() != nil {
-			conn.Conn().Close(context.Background()) //nolint:errcheck
-		} else {
-			_, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *")
-		}
-		conn.Release()
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		conn.Close(closeCtx) //nolint:errcheck
 	}()
 	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
 	wake()
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return err
 		}
 		wake()
 	}
+}
+
+// OwnConn opens a connection outside pool with the pool's settings (login
+// role, session limits, planner settings), for a session held for long
+// stretches (a listener, a heartbeat) that must neither take one of the
+// pool's connections from the statements nor wait behind them for one.
+// The pool's type registrations are not applied: its users send plain
+// statements. The caller closes it.
+func OwnConn(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn, error) {
+	return pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
 }
 
 // How a claim loop rests between claims (see Sleeper).

@@ -3,11 +3,14 @@ package database_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/testdb"
@@ -218,4 +221,43 @@ func TestSleeperNeverQueuesInserts(t *testing.T) {
 	if d := s.Next(ctx, 0, false, nil); d != poll {
 		t.Fatalf("settled: wait %v, want the poll %v", d, poll)
 	}
+}
+
+// TestListenLeavesThePoolItsConnections: a listener waits on a connection
+// of its own, so a pool of one connection still runs statements while it
+// listens, and a NOTIFY sent through that pool still wakes it.
+func TestListenLeavesThePoolItsConnections(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := db.System.Config().Copy()
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	wakes := make(chan struct{}, 16)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		database.Listen(ctx, pool, "jejak_test_listen", time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)), func() { wakes <- struct{}{} })
+	}()
+	defer func() { cancel(); <-stopped }()
+	waitWake := func(what string) {
+		t.Helper()
+		select {
+		case <-wakes:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no wake-up %s", what)
+		}
+	}
+	waitWake("once LISTEN is in place")
+	stmtCtx, stmtCancel := context.WithTimeout(ctx, 5*time.Second)
+	defer stmtCancel()
+	if _, err := pool.Exec(stmtCtx, "SELECT pg_notify('jejak_test_listen', '')"); err != nil {
+		t.Fatalf("a statement on the pool while a listener waits: %v", err)
+	}
+	waitWake("for the NOTIFY sent through the pool")
 }

@@ -637,7 +637,7 @@ func (b *beatConn) db(ctx context.Context) database.Querier {
 	if b.conn != nil && !b.conn.IsClosed() {
 		return b.conn
 	}
-	c, err := pgx.ConnectConfig(ctx, b.e.pool.Config().ConnConfig.Copy())
+	c, err := database.OwnConn(ctx, b.e.pool)
 	if err != nil {
 		if !b.fellBack && ctx.Err() == nil {
 			b.e.log.Warn("heartbeat connection: open failed; renewing through the shared pool", "err", err)
