@@ -375,7 +375,7 @@ func (s *httpServer) settle(ctx context.Context) error {
 
 // statementsAvailable creates pg_stat_statements in the database if it can
 // and reports whether it answers (only when the server preloads it).
-func statementsAvailable(ctx context.Context, c *pgx.Conn) bool {
+func statementsAvailable(ctx context.Context, c querier) bool {
 	if _, err := c.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
 		return false
 	}
@@ -571,10 +571,6 @@ func (r httpRun) result(statements bool, load float64) Result {
 		}
 		return v / done
 	}
-	key := "xact_per_req"
-	if statements {
-		key = "stmts_per_req"
-	}
 	d := r.after.sub(r.before)
 	return Result{Metrics: []Metric{
 		{"req_per_sec", float64(r.ok) / r.window.Seconds()},
@@ -582,7 +578,7 @@ func (r httpRun) result(statements bool, load float64) Result {
 		{"errors", float64(r.errors)},
 		{"web_cpu_per_req_ms", per(d.webCPU.Seconds() * 1000)},
 		{"pg_cpu_per_req_ms", per(d.pgCPU.Seconds() * 1000)},
-		{key, per(float64(d.statements))},
+		{statementsMetric(statements, "req"), per(float64(d.statements))},
 		{"requests", done},
 		{"fanout_behind", float64(r.behind)},
 		{"webhooks_pending", float64(r.undelivered)},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // counters is what the HTTP benchmarks read at both ends of a window: CPU
@@ -51,21 +52,45 @@ func (s *httpServer) counters(ctx context.Context) (counters, error) {
 	if c.pgByPid, err = backendCPU(ctx, s.admin); err != nil {
 		return c, err
 	}
+	c.statements, err = statementCount(ctx, s.admin, s.statements)
+	return c, err
+}
+
+// querier is what the counters read through: a connection or a pool of
+// the benchmark's superuser.
+type querier interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
+}
+
+// statementCount is the statements run so far in admin's database, from
+// pg_stat_statements when statements says it answers, else its
+// transactions from pg_stat_database.
+func statementCount(ctx context.Context, admin querier, statements bool) (int64, error) {
 	q := `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`
-	if s.statements {
+	if statements {
 		q = `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`
 	}
-	if err := s.admin.QueryRow(ctx, q).Scan(&c.statements); err != nil {
-		return c, fmt.Errorf("count statements: %w", err)
+	var n int64
+	if err := admin.QueryRow(ctx, q).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count statements: %w", err)
 	}
-	return c, nil
+	return n, nil
+}
+
+// statementsMetric names the per-unit count statementCount measured:
+// stmts_per_UNIT, or xact_per_UNIT where it counted transactions.
+func statementsMetric(statements bool, unit string) string {
+	if statements {
+		return "stmts_per_" + unit
+	}
+	return "xact_per_" + unit
 }
 
 // backendCPU is the CPU time so far of each backend serving admin's
 // database (pg_stat_activity's list, admin's own connection left out).
-func backendCPU(ctx context.Context, admin interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}) (map[int]time.Duration, error) {
+func backendCPU(ctx context.Context, admin querier) (map[int]time.Duration, error) {
 	rows, err := admin.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
 	if err != nil {
 		return nil, fmt.Errorf("list backends: %w", err)

@@ -77,6 +77,7 @@ func parseFlags() (Config, options) {
 	flag.IntVar(&cfg.TenantsBacklog, "tenants-backlog", 100_000, "tenants continuous: jobs kept queued (90% one tenant) at every tenant count")
 	flag.IntVar(&cfg.ReplicaJobs, "replica-jobs", 10_000, "replicas: points.award jobs handled per run")
 	flag.IntVar(&cfg.ReplicaWorkers, "replica-workers", 50, "replicas: JEJAK_WORKERS of each replica")
+	flag.IntVar(&cfg.ReplicaConns, "replica-conns", 0, "replicas: JEJAK_DB_CONNS of each replica (0: min(20, 70 / (2 × replicas)), to fit max_connections 100)")
 	flag.IntVar(&cfg.ScaleAuditEvents, "audit-events", 10_000_000, "pages/audit_timeline: audit events in the scale database")
 	flag.IntVar(&cfg.ScaleJobs, "scale-jobs", 1_000_000, "pages: jobs in the scale database")
 	flag.IntVar(&cfg.Requests, "requests", 200, "pages/audit_timeline: timed requests per benchmark and round (after 20 warm-up requests)")
@@ -343,8 +344,8 @@ func printHeader(ctx context.Context, w io.Writer, env *Env, rounds int, benches
 	fmt.Fprintf(w, "# jejak bench %s host=%s %s/%s cpus=%d %s\n", time.Now().Format(time.RFC3339), host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	fmt.Fprintf(w, "# server %s data_directory=%s %s\n", redacted, dataDir, version)
 	fmt.Fprintf(w, "# settings %s\n", strings.Join(parts, " "))
-	fmt.Fprintf(w, "# config rounds=%d jobs=%d workers=%d insert_batch=%d duration=%s warmup=%s backlog=%d poll=%s fetch_cooldown=%s claim_batch=%d conns=%d tenants=%d latency_jobs=%d latency_rate=%d tenants_backlog=%d replica_jobs=%d replica_workers=%d\n",
-		rounds, cfg.Jobs, cfg.Workers, cfg.InsertBatch, cfg.Duration, cfg.Warmup, cfg.Backlog, cfg.PollInterval, cfg.FetchCooldown, cfg.ClaimBatch, cfg.Conns, cfg.Tenants, cfg.LatencyJobs, cfg.LatencyRate, cfg.TenantsBacklog, cfg.ReplicaJobs, cfg.ReplicaWorkers)
+	fmt.Fprintf(w, "# config rounds=%d jobs=%d workers=%d insert_batch=%d duration=%s warmup=%s backlog=%d poll=%s fetch_cooldown=%s claim_batch=%d conns=%d tenants=%d latency_jobs=%d latency_rate=%d tenants_backlog=%d replica_jobs=%d replica_workers=%d replica_conns=%d\n",
+		rounds, cfg.Jobs, cfg.Workers, cfg.InsertBatch, cfg.Duration, cfg.Warmup, cfg.Backlog, cfg.PollInterval, cfg.FetchCooldown, cfg.ClaimBatch, cfg.Conns, cfg.Tenants, cfg.LatencyJobs, cfg.LatencyRate, cfg.TenantsBacklog, cfg.ReplicaJobs, cfg.ReplicaWorkers, cfg.ReplicaConns)
 	names := make([]string, len(benches))
 	for i, b := range benches {
 		names[i] = b.ID()

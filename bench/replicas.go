@@ -221,10 +221,13 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 				}
 			}
 		}()
-		// Each replica opens two pools (tenant, system): size them so that
-		// n replicas stay well inside max_connections (100 here) beside the
-		// benchmark's own connections.
+		// Each replica opens two pools (tenant, system): unless told, size
+		// them so that n replicas stay well inside max_connections (100
+		// here) beside the benchmark's own connections.
 		conns := min(20, 70/(2*n))
+		if cfg.ReplicaConns > 0 {
+			conns = cfg.ReplicaConns
+		}
 		for range n {
 			r, err := startReplica(bin, db.URL, ns.ClientURL(), cfg.ReplicaWorkers, conns)
 			if err != nil {
@@ -250,6 +253,14 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			})
 			ps[i] = job.EnqueueParams{TenantID: t, Kind: "points.award", Payload: p, MaxAttempts: 5}
 		}
+		// What the burn-down costs: the replicas' CPU and that of
+		// PostgreSQL's backends of this database, and its statements,
+		// from the enqueue to the last job's end.
+		statements := statementsAvailable(ctx, db.Admin)
+		before, err := replicaCounters(ctx, db, reps, statements)
+		if err != nil {
+			return Result{}, err
+		}
 		if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
 			_, err := eng.EnqueueMany(ctx, tx, ps)
 			return err
@@ -262,6 +273,11 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			return Result{}, fmt.Errorf("%w (replica output: %s)", err, reps[0].out.String())
 		}
 		elapsed := finished.Sub(start)
+		after, err := replicaCounters(ctx, db, reps, statements)
+		if err != nil {
+			return Result{}, err
+		}
+		used := after.sub(before)
 
 		var c struct{ jobs, firstTry, retried, notSucceeded, workers, ledger, balance int64 }
 		err = db.Admin.QueryRow(ctx, `SELECT count(*),
@@ -291,8 +307,30 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			{"jobs", float64(want)},
 			{"run_twice", float64(c.retried)},
 			{"workers_used", float64(c.workers)},
+			{"replica_cpu_per_job_ms", used.webCPU.Seconds() * 1000 / float64(want)},
+			{"pg_cpu_per_job_ms", used.pgCPU.Seconds() * 1000 / float64(want)},
+			{statementsMetric(statements, "job"), float64(used.statements) / float64(want)},
 		}}, nil
 	}
+}
+
+// replicaCounters reads the replicas' CPU (in webCPU), that of db's
+// backends and its statement count.
+func replicaCounters(ctx context.Context, db *JejakDB, reps []*replica, statements bool) (counters, error) {
+	var c counters
+	for _, r := range reps {
+		t, err := processCPU(r.cmd.Process.Pid)
+		if err != nil {
+			return c, fmt.Errorf("replica CPU: %w", err)
+		}
+		c.webCPU += t
+	}
+	var err error
+	if c.pgByPid, err = backendCPU(ctx, db.Admin); err != nil {
+		return c, err
+	}
+	c.statements, err = statementCount(ctx, db.Admin, statements)
+	return c, err
 }
 
 // waitReplicas waits until every replica's engine has registered in
