@@ -77,7 +77,7 @@ func parseFlags() (Config, options) {
 	flag.IntVar(&cfg.TenantsBacklog, "tenants-backlog", 100_000, "tenants continuous: jobs kept queued (90% one tenant) at every tenant count")
 	flag.IntVar(&cfg.ReplicaJobs, "replica-jobs", 10_000, "replicas: points.award jobs handled per run")
 	flag.IntVar(&cfg.ReplicaWorkers, "replica-workers", 50, "replicas: JEJAK_WORKERS of each replica")
-	flag.IntVar(&cfg.ReplicaConns, "replica-conns", 0, "replicas: JEJAK_DB_CONNS of each replica (0: min(20, 70 / (2 × replicas)), to fit max_connections 100)")
+	flag.IntVar(&cfg.ReplicaConns, "replica-conns", 0, "replicas: JEJAK_DB_CONNS of each replica (0: serve's default, at most 70 / (2 × replicas) to fit max_connections 100)")
 	flag.IntVar(&cfg.ScaleAuditEvents, "audit-events", 10_000_000, "pages/audit_timeline: audit events in the scale database")
 	flag.IntVar(&cfg.ScaleJobs, "scale-jobs", 1_000_000, "pages: jobs in the scale database")
 	flag.IntVar(&cfg.Requests, "requests", 200, "pages/audit_timeline: timed requests per benchmark and round (after 20 warm-up requests)")

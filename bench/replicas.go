@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/app"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 )
@@ -221,10 +222,10 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 				}
 			}
 		}()
-		// Each replica opens two pools (tenant, system): unless told, size
-		// them so that n replicas stay well inside max_connections (100
-		// here) beside the benchmark's own connections.
-		conns := min(20, 70/(2*n))
+		// Each replica opens two pools (tenant, system): unless told, as
+		// serve sizes them, but small enough that n replicas stay well
+		// inside max_connections (100 here) beside the benchmark's own.
+		conns := min(app.DefaultDBConns, 70/(2*n))
 		if cfg.ReplicaConns > 0 {
 			conns = cfg.ReplicaConns
 		}

@@ -77,7 +77,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Env, error) {
 	// Each pool logs in as its own role: derived from DATABASE_URL (the
 	// login roles are created on first start), or given explicitly.
 	if cfg.DBConns == 0 {
-		cfg.DBConns = 20
+		cfg.DBConns = DefaultDBConns
 	}
 	var err error
 	if cfg.AppDatabaseURL != "" {

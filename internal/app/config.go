@@ -22,7 +22,7 @@ type Config struct {
 	DataDir       string // JEJAK_DATA_DIR; default .data
 	Addr          string // JEJAK_ADDR; default 127.0.0.1:8080
 	Workers       int    // JEJAK_WORKERS; 0 = web only
-	DBConns       int    // JEJAK_DB_CONNS; connections of each of the two pools (tenant, system), default 20
+	DBConns       int    // JEJAK_DB_CONNS; connections of each of the two pools (tenant, system), default DefaultDBConns
 	WorkersOnly   bool   // JEJAK_WORKERS_ONLY; no HTTP server
 	Demo          bool   // JEJAK_DEMO; seed demo data and run the activity generator
 	NATSURL       string // NATS_URL; optional
@@ -79,6 +79,15 @@ type Config struct {
 	PprofAllowRemote bool
 }
 
+// DefaultDBConns is each pool's size unless JEJAK_DB_CONNS says
+// otherwise. Past a few connections per database core, more sessions add
+// no throughput but each statement costs PostgreSQL more CPU (more
+// backends sharing the cores' caches, more of them waking and sleeping):
+// on two cores, pools of 8 against 20 served 10-50 % more pages and
+// project creations a second and ran 20-25 % more jobs a second, with a
+// lower p99 (docs/benchmarks.md, 2026-12-06 06:19).
+const DefaultDBConns = 8
+
 // FromEnv reads Config from getenv.
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
@@ -86,7 +95,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		DataDir:      or(getenv("JEJAK_DATA_DIR"), ".data"),
 		Addr:         or(getenv("JEJAK_ADDR"), "127.0.0.1:8080"),
 		Workers:      4,
-		DBConns:      20,
+		DBConns:      DefaultDBConns,
 		NATSURL:      getenv("NATS_URL"),
 		SMTPURL:      getenv("JEJAK_SMTP_URL"),
 		LogLevel:     or(getenv("JEJAK_LOG_LEVEL"), "info"),

@@ -24,12 +24,12 @@ func TestTrustedProxiesFromEnv(t *testing.T) {
 
 func TestDBConnsFromEnv(t *testing.T) {
 	c, err := FromEnv(func(string) string { return "" })
-	if err != nil || c.DBConns != 20 {
+	if err != nil || c.DBConns != 8 {
 		t.Fatalf("default: %d, %v", c.DBConns, err)
 	}
-	c, err = FromEnv(func(k string) string { return map[string]string{"JEJAK_DB_CONNS": "8"}[k] })
-	if err != nil || c.DBConns != 8 {
-		t.Fatalf("8: %d, %v", c.DBConns, err)
+	c, err = FromEnv(func(k string) string { return map[string]string{"JEJAK_DB_CONNS": "20"}[k] })
+	if err != nil || c.DBConns != 20 {
+		t.Fatalf("20: %d, %v", c.DBConns, err)
 	}
 	for _, bad := range []string{"3", "0", "-1", "1001", "ten"} {
 		if _, err := FromEnv(func(k string) string { return map[string]string{"JEJAK_DB_CONNS": bad}[k] }); err == nil {
