@@ -58,14 +58,24 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, wake fu
 	}
 }
 
-// OwnConn opens a connection outside pool with the pool's settings (login
-// role, session limits, planner settings), for a session held for long
-// stretches (a listener, a heartbeat) that must neither take one of the
-// pool's connections from the statements nor wait behind them for one.
-// The pool's type registrations are not applied: its users send plain
-// statements. The caller closes it.
+// OwnConn opens a connection outside pool as the pool opens its own (login
+// role, session limits, planner settings, type codecs), for a session held
+// for long stretches (a listener, a heartbeat, the maintenance leader's)
+// that must neither take one of the pool's connections from the
+// statements nor wait behind them for one. The caller closes it.
 func OwnConn(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn, error) {
-	return pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	cfg := pool.Config()
+	c, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AfterConnect != nil {
+		if err := cfg.AfterConnect(ctx, c); err != nil {
+			c.Close(context.WithoutCancel(ctx)) //nolint:errcheck
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // How a claim loop rests between claims (see Sleeper).

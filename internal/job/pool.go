@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/database"
 )
@@ -851,19 +850,13 @@ func (c *completer) stop(ctx context.Context) {
 const maintenanceLockKey = 727275
 
 // maintain elects one leader among replicas with pg_try_advisory_lock on a
-// dedicated connection (the lock dies with the connection, so a crashed
-// leader is replaced at once) and, while leading, rescues expired leases
-// and prunes finished jobs every MaintenanceInterval.
+// session of its own, outside the pool (the lock dies with the session,
+// so a crashed leader is replaced at once) and, while leading, rescues
+// expired leases and prunes finished jobs every MaintenanceInterval.
 func (e *Engine) maintain(r *runState) {
 	defer r.bgDone.Done()
-	var lead *pgxpool.Conn
-	defer func() {
-		if lead != nil {
-			_, _ = lead.Exec(context.Background(), "SELECT pg_advisory_unlock($1), set_config('idle_session_timeout', '0', false)", maintenanceLockKey)
-			lead.Release()
-			e.leader.Store(false)
-		}
-	}()
+	ls := &leaderSession{e: e}
+	defer ls.close()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	every := min(e.cfg.MaintenanceInterval, e.cfg.HeartbeatInterval)
@@ -876,9 +869,7 @@ func (e *Engine) maintain(r *runState) {
 		}
 		now := time.Now() //nolint:forbidigo // interval bookkeeping, not domain time
 		prune := now.Sub(lastPrune) >= e.cfg.MaintenanceInterval
-		var pruned bool
-		lead, pruned = e.maintainOnce(r.ctx, lead, prune)
-		if pruned {
+		if e.maintainOnce(r.ctx, ls, prune) {
 			lastPrune = now
 		}
 		t.Reset(every)
@@ -886,24 +877,23 @@ func (e *Engine) maintain(r *runState) {
 }
 
 // maintainOnce tries to become (or stay) leader and, if it is, rescues
-// expired leases and, when prune is set, prunes. It returns the leader
-// connection (or nil) and whether it pruned. Rescue runs every heartbeat
-// so a dead replica's jobs come back within a lease and a beat.
-func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune bool) (*pgxpool.Conn, bool) {
-	if lead = e.elect(ctx, lead); lead == nil || ctx.Err() != nil {
-		return lead, false
+// expired leases and, when prune is set, prunes. It reports whether it
+// pruned. Rescue runs every heartbeat so a dead replica's jobs come back
+// within a lease and a beat.
+func (e *Engine) maintainOnce(ctx context.Context, ls *leaderSession, prune bool) bool {
+	lead := ls.elect(ctx)
+	if lead == nil || ctx.Err() != nil {
+		return false
 	}
 	if _, err := e.rescue(ctx, lead); err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("maintenance: rescue", "err", err)
 		}
 		// A broken connection has lost the lock; let another replica lead.
-		if lead.Conn().IsClosed() || lead.Ping(ctx) != nil {
-			lead.Release()
-			e.leader.Store(false)
-			return nil, false
+		if lead.IsClosed() || lead.Ping(ctx) != nil {
+			ls.drop()
 		}
-		return lead, false
+		return false
 	}
 	// Every beat, not every prune pass: the statistics of a table that
 	// grows fast must follow it within seconds, or cached plans made when
@@ -914,7 +904,7 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune boo
 		e.log.Debug("analyzed tables", "tables", tables)
 	}
 	if !prune {
-		return lead, false
+		return false
 	}
 	if e.cfg.ScheduledPrune {
 		// The scheduler's job.retention schedule prunes.
@@ -952,52 +942,102 @@ func (e *Engine) maintainOnce(ctx context.Context, lead *pgxpool.Conn, prune boo
 		e.log.Error("maintenance: prune job stats", "err", err)
 	}
 	e.runHooks(ctx)
-	return lead, true
+	return true
 }
 
-// elect returns the leader's session: lead while it is alive, else a new
-// one if this replica wins the lock, else nil.
-func (e *Engine) elect(ctx context.Context, lead *pgxpool.Conn) *pgxpool.Conn {
+// leaderSession is this replica's session for the maintenance election:
+// a connection of its own (database.OwnConn), kept between beats whether
+// or not the replica leads. On a pooled connection the leader held one of
+// the pool's connections for as long as it led, and maintenance queued for
+// a connection behind claims and pages whenever the pool was busy.
+type leaderSession struct {
+	e       *Engine
+	conn    *pgx.Conn
+	leading bool
+}
+
+// elect returns the session while this replica leads (it holds the lock
+// there), else nil.
+func (s *leaderSession) elect(ctx context.Context) *pgx.Conn {
 	// The leader's session must speak every beat: rescue may run on the
 	// pool (sensitive kinds rescue in a transaction of their own), and a
 	// session silent for a lease is ended by its idle_session_timeout,
 	// taking the lock with it. A session that is gone (that timeout, a
 	// terminated backend, a restarted server) no longer holds the lock,
 	// so this replica stops leading and tries to win it again at once.
-	if lead != nil && lead.Ping(ctx) != nil {
+	if s.conn != nil && s.conn.Ping(ctx) != nil {
 		if ctx.Err() != nil {
-			return lead
+			return s.leader()
 		}
-		e.log.Warn("lost the job maintenance leader's session; electing again")
-		lead.Release()
-		lead = nil
-		e.leader.Store(false)
+		if s.leading {
+			s.e.log.Warn("lost the job maintenance leader's session; electing again")
+		}
+		s.drop()
 	}
-	if lead == nil {
-		c, err := e.pool.Acquire(ctx)
+	if s.conn == nil {
+		c, err := database.OwnConn(ctx, s.e.pool)
 		if err != nil {
 			return nil
 		}
-		var got bool
-		if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", maintenanceLockKey).Scan(&got); err != nil || !got {
-			c.Release()
-			return nil
-		}
-		// The lock lives as long as this session. If the leader is cut off
-		// without the connection closing, the server ends the session once
-		// it has been silent for a lease (the leader speaks every beat), so
-		// another replica can take over and rescue.
-		if _, err := c.Exec(ctx, "SELECT set_config('idle_session_timeout', $1, false)",
-			fmt.Sprintf("%dms", e.cfg.LeaseDuration.Milliseconds())); err != nil {
-			_, _ = c.Exec(ctx, "SELECT pg_advisory_unlock($1)", maintenanceLockKey)
-			c.Release()
-			return nil
-		}
-		lead = c
-		e.leader.Store(true)
-		e.log.Info("became job maintenance leader")
+		s.conn = c
 	}
-	return lead
+	if s.leading {
+		return s.conn
+	}
+	var got bool
+	if err := s.conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", maintenanceLockKey).Scan(&got); err != nil {
+		s.drop()
+		return nil
+	}
+	if !got {
+		return nil
+	}
+	// The lock lives as long as this session. If the leader is cut off
+	// without the connection closing, the server ends the session once
+	// it has been silent for a lease (the leader speaks every beat), so
+	// another replica can take over and rescue.
+	if _, err := s.conn.Exec(ctx, "SELECT set_config('idle_session_timeout', $1, false)",
+		fmt.Sprintf("%dms", s.e.cfg.LeaseDuration.Milliseconds())); err != nil {
+		s.drop()
+		return nil
+	}
+	s.leading = true
+	s.e.leader.Store(true)
+	s.e.log.Info("became job maintenance leader")
+	return s.conn
+}
+
+// leader is the session if this replica leads, else nil.
+func (s *leaderSession) leader() *pgx.Conn {
+	if s.leading {
+		return s.conn
+	}
+	return nil
+}
+
+// drop closes the session (and with it the lock, if held).
+func (s *leaderSession) drop() {
+	if s.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = s.conn.Close(ctx)
+		s.conn = nil
+	}
+	if s.leading {
+		s.leading = false
+		s.e.leader.Store(false)
+	}
+}
+
+// close gives the lock up at once, for a replica that stops, and closes
+// the session.
+func (s *leaderSession) close() {
+	if s.leading && s.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, _ = s.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", maintenanceLockKey)
+	}
+	s.drop()
 }
 
 // IsLeader reports whether this engine currently runs maintenance.

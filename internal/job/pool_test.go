@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
@@ -365,5 +367,40 @@ func TestMaintenanceLeaderOutlivesItsSession(t *testing.T) {
 		if p := holder(); p != second || !e.IsLeader() {
 			t.Fatalf("leader's session %d gave way to %d (leading: %v) within two idle timeouts", second, p, e.IsLeader())
 		}
+	}
+}
+
+// TestLeaderLeavesThePoolItsConnections: the maintenance leader, the
+// listener and the heartbeat each speak on a session of their own, so an
+// engine on a pool of one connection leads and still runs its jobs on
+// that connection.
+func TestLeaderLeavesThePoolItsConnections(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	cfg := db.System.Config().Copy()
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close) // after the engine stops (cleanups run last first)
+	tenant := newTenants(t, db, 1)[0]
+	e := newEngine(t, db, job.Config{Pool: pool, Workers: 2})
+	var ran atomic.Int64
+	e.Register("ping", func(context.Context, *job.Job) error { ran.Add(1); return nil }, job.KindOptions{})
+	for range 5 {
+		enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "ping", Payload: json.RawMessage(`{}`)})
+	}
+	startEngine(t, e)
+	testwait.Within(t, 10*time.Second, "the engine leads", e.IsLeader)
+	testwait.Within(t, 10*time.Second, "five jobs run on the pool's one connection", func() bool {
+		var done int
+		if err := db.Admin.QueryRow(context.Background(), "SELECT count(*) FROM jobs WHERE kind = 'ping' AND state = 'succeeded'").Scan(&done); err != nil {
+			t.Fatal(err)
+		}
+		return done == 5
+	})
+	if !e.IsLeader() || ran.Load() != 5 {
+		t.Fatalf("leading %v, ran %d; want leading, 5", e.IsLeader(), ran.Load())
 	}
 }
