@@ -41,11 +41,7 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, wake fu
 	if err != nil {
 		return err
 	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		conn.Close(closeCtx) //nolint:errcheck
-	}()
+	defer CloseOwn(conn)
 	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
@@ -71,11 +67,19 @@ func OwnConn(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn, error) {
 	}
 	if cfg.AfterConnect != nil {
 		if err := cfg.AfterConnect(ctx, c); err != nil {
-			c.Close(context.WithoutCancel(ctx)) //nolint:errcheck
+			CloseOwn(c)
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// CloseOwn closes a connection OwnConn opened, waiting at most a second
+// for the server to hear of it: the session ends either way.
+func CloseOwn(c *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.Close(ctx)
 }
 
 // How a claim loop rests between claims (see Sleeper).

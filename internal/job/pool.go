@@ -654,9 +654,7 @@ func (b *beatConn) failed() { b.close() }
 
 func (b *beatConn) close() {
 	if b.conn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = b.conn.Close(ctx)
+		database.CloseOwn(b.conn)
 		b.conn = nil
 	}
 }
@@ -1018,9 +1016,7 @@ func (s *leaderSession) leader() *pgx.Conn {
 // drop closes the session (and with it the lock, if held).
 func (s *leaderSession) drop() {
 	if s.conn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = s.conn.Close(ctx)
+		database.CloseOwn(s.conn)
 		s.conn = nil
 	}
 	if s.leading {
