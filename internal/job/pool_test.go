@@ -383,7 +383,6 @@ func TestLeaderLeavesThePoolItsConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(pool.Close) // after the engine stops (cleanups run last first)
 	tenant := newTenants(t, db, 1)[0]
 	e := newEngine(t, db, job.Config{Pool: pool, Workers: 2})
 	var ran atomic.Int64
@@ -391,7 +390,27 @@ func TestLeaderLeavesThePoolItsConnections(t *testing.T) {
 	for range 5 {
 		enqueueTenant(t, db, e, job.EnqueueParams{TenantID: tenant, Kind: "ping", Payload: json.RawMessage(`{}`)})
 	}
-	startEngine(t, e)
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A session that keeps the pool's one connection for good would also
+	// keep Stop waiting for the claim behind it: fail then, rather than
+	// hang until the package's timeout (the pool is left open).
+	t.Cleanup(func() {
+		stopped := make(chan struct{})
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = e.Stop(ctx)
+			close(stopped)
+		}()
+		select {
+		case <-stopped:
+			pool.Close()
+		case <-time.After(15 * time.Second):
+			t.Error("the engine did not stop within 15 s: something holds the pool's one connection")
+		}
+	})
 	testwait.Within(t, 10*time.Second, "the engine leads", e.IsLeader)
 	testwait.Within(t, 10*time.Second, "five jobs run on the pool's one connection", func() bool {
 		var done int
