@@ -557,7 +557,10 @@ func (e *Engine) claimWalk(ctx context.Context, conn *pgxpool.Conn, args claimAr
 		// and filled nobody's share saw everything that is due: another
 		// pass would find nothing.
 		if cursor == 0 && next == 0 && (len(res.jobs) == 0 || res.tenants < args.maxTenants && !res.fullQuota) {
-			return out, res.capped && !res.fullQuota && res.tenants < args.maxTenants, nil
+			// capped (claimed jobs, every quota cut below the share and
+			// used) can only hold in the second case: every tenant with
+			// due work was seen, and each is at its cap.
+			return out, res.capped, nil
 		}
 		cursor = next
 	}
