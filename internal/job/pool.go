@@ -963,13 +963,13 @@ func (s *leaderSession) elect(ctx context.Context) *pgx.Conn {
 	// taking the lock with it. A session that is gone (that timeout, a
 	// terminated backend, a restarted server) no longer holds the lock,
 	// so this replica stops leading and tries to win it again at once.
-	if s.conn != nil && s.conn.Ping(ctx) != nil {
+	// A follower's session needs no ping: its try for the lock fails on a
+	// dead session, which is then replaced at the next beat.
+	if s.leading && s.conn.Ping(ctx) != nil {
 		if ctx.Err() != nil {
-			return s.leader()
+			return s.conn
 		}
-		if s.leading {
-			s.e.log.Warn("lost the job maintenance leader's session; electing again")
-		}
+		s.e.log.Warn("lost the job maintenance leader's session; electing again")
 		s.drop()
 	}
 	if s.conn == nil {
@@ -1003,14 +1003,6 @@ func (s *leaderSession) elect(ctx context.Context) *pgx.Conn {
 	s.e.leader.Store(true)
 	s.e.log.Info("became job maintenance leader")
 	return s.conn
-}
-
-// leader is the session if this replica leads, else nil.
-func (s *leaderSession) leader() *pgx.Conn {
-	if s.leading {
-		return s.conn
-	}
-	return nil
 }
 
 // drop closes the session (and with it the lock, if held).
