@@ -165,9 +165,8 @@ const orderedEvents = 2000
 
 func runWebhookOrdered(ordered bool) func(ctx context.Context, env *Env, _ string) (Result, error) {
 	return func(ctx context.Context, env *Env, _ string) (Result, error) {
-		// 100 events per second of -duration, at most orderedEvents: the
-		// smoke tests' one second makes 100.
-		n := min(orderedEvents, max(100, int(env.Cfg.Duration.Seconds())*100))
+		// The smoke tests' one second makes 100.
+		n := backlogFor(env, 100, orderedEvents)
 		db, app, done, err := webhookDB(ctx, env, "bench_webhooks_ordered", 1)
 		if err != nil {
 			return Result{}, err
@@ -232,6 +231,12 @@ func runWebhookOrdered(ordered bool) func(ctx context.Context, env *Env, _ strin
 		return Result{Metrics: []Metric{{"msgs_per_sec", float64(got) / secs}, {"seconds", secs},
 			{"first_ms", float64(first.Sub(start).Microseconds()) / 1000}, {"msgs", float64(got)}}}, nil
 	}
+}
+
+// backlogFor is the backlog of a webhook line: perSecond events for each
+// second of -duration, at least 100, at most most.
+func backlogFor(env *Env, perSecond, most int) int {
+	return min(most, max(100, int(env.Cfg.Duration.Seconds())*perSecond))
 }
 
 // publishOrdered publishes n events, one in ten for project/stuck and the
@@ -337,8 +342,7 @@ func init() {
 const throughputEvents = 5000
 
 func runWebhookThroughput(ctx context.Context, env *Env, _ string) (Result, error) {
-	// 500 events per second of -duration, at most throughputEvents.
-	n := min(throughputEvents, max(100, int(env.Cfg.Duration.Seconds())*500))
+	n := backlogFor(env, 500, throughputEvents)
 	db, app, done, err := webhookDB(ctx, env, "bench_webhooks_throughput", 1)
 	if err != nil {
 		return Result{}, err

@@ -12,13 +12,8 @@ import (
 // on a real PostgreSQL: every healthy delivery arrives while the other
 // tenant's 40 endpoints hang, and the figures are printed.
 func TestWebhookIsolationSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs PostgreSQL")
-	}
 	ctx := context.Background()
-	url := testServer(t)
-	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smokehooks_%d", os.Getpid()), Cfg: Config{
-		Duration: time.Second, PollInterval: 20 * time.Millisecond, Conns: 4}}
+	env := webhookSmokeEnv(t, "smokehooks")
 	res, err := runWebhookIsolation(ctx, env, "jejak")
 	if err != nil {
 		t.Fatal(err)
@@ -37,13 +32,8 @@ func TestWebhookIsolationSmoke(t *testing.T) {
 // TestWebhookOrderedSmoke runs webhook_ordered both ways on a small
 // backlog: every other aggregate's delivery arrives, ordered or not.
 func TestWebhookOrderedSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs PostgreSQL")
-	}
 	ctx := context.Background()
-	url := testServer(t)
-	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smokeordered_%d", os.Getpid()), Cfg: Config{
-		Duration: time.Second, PollInterval: 20 * time.Millisecond, Conns: 4}}
+	env := webhookSmokeEnv(t, "smokeordered")
 	for _, ordered := range []bool{false, true} {
 		res, err := runWebhookOrdered(ordered)(ctx, env, "jejak")
 		if err != nil {
@@ -60,13 +50,8 @@ func TestWebhookOrderedSmoke(t *testing.T) {
 // backlog (500 events): every delivery arrives once the engine starts, and
 // the CPU figures are read (the backends did some work).
 func TestWebhookThroughputSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs PostgreSQL")
-	}
 	ctx := context.Background()
-	url := testServer(t)
-	env := &Env{ServerURL: url, Log: testLogger(t), DBSuffix: fmt.Sprintf("_smokethroughput_%d", os.Getpid()), Cfg: Config{
-		Duration: time.Second, PollInterval: 20 * time.Millisecond, Conns: 4}}
+	env := webhookSmokeEnv(t, "smokethroughput")
 	res, err := runWebhookThroughput(ctx, env, "jejak")
 	if err != nil {
 		t.Fatal(err)
@@ -78,4 +63,15 @@ func TestWebhookThroughputSmoke(t *testing.T) {
 		t.Fatalf("webhook_throughput: %+v", res.Metrics)
 	}
 	t.Logf("webhook_throughput: %+v", res.Metrics)
+}
+
+// webhookSmokeEnv is the environment of a webhook line's smoke run: a
+// one-second window on the test server, in databases suffixed with name.
+func webhookSmokeEnv(t *testing.T, name string) *Env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	return &Env{ServerURL: testServer(t), Log: testLogger(t), DBSuffix: fmt.Sprintf("_%s_%d", name, os.Getpid()), Cfg: Config{
+		Duration: time.Second, PollInterval: 20 * time.Millisecond, Conns: 4}}
 }
