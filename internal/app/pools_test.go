@@ -16,10 +16,7 @@ func TestSmallestPoolsRunJobs(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	var tenant int64
-	if err := db.Admin.QueryRow(ctx, "INSERT INTO tenants (slug, name) VALUES ('kenanga', 'Kenanga') RETURNING id").Scan(&tenant); err != nil {
-		t.Fatal(err)
-	}
+	tenant := insertTenant(t, db, "kenanga", "Kenanga")
 	serveUntilCleanup(t, map[string]string{"DATABASE_URL": db.URL, "JEJAK_ADDR": freeAddr(t),
 		"JEJAK_WORKERS": "4", "JEJAK_DB_CONNS": "4", "JEJAK_DATA_DIR": t.TempDir()})
 	if _, err := db.Admin.Exec(ctx, `

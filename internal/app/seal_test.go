@@ -15,10 +15,7 @@ func TestWebOnlyReplicaSeals(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	var tenant int64
-	if err := db.Admin.QueryRow(ctx, "INSERT INTO tenants (slug, name) VALUES ('melati', 'Melati') RETURNING id").Scan(&tenant); err != nil {
-		t.Fatal(err)
-	}
+	tenant := insertTenant(t, db, "melati", "Melati")
 	if _, err := db.Admin.Exec(ctx, `INSERT INTO audit_events (tenant_id, actor_kind, action, entity, entity_id, detail, trace_id, occurred_at)
 		VALUES ($1, 'system', 'project.create', 'project', '1', '{"name": "Katalog Musim Hujan"}', 'trace', now())`, tenant); err != nil {
 		t.Fatal(err)
@@ -32,4 +29,14 @@ func TestWebOnlyReplicaSeals(t *testing.T) {
 		}
 		return size == 1
 	})
+}
+
+// insertTenant adds a tenant as a superuser and returns its id.
+func insertTenant(t *testing.T, db *testdb.DB, slug, name string) int64 {
+	t.Helper()
+	var id int64
+	if err := db.Admin.QueryRow(context.Background(), "INSERT INTO tenants (slug, name) VALUES ($1, $2) RETURNING id", slug, name).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

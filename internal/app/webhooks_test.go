@@ -24,10 +24,7 @@ func TestWebhookEngineClaimsATenantsPlacesOnly(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	var tenant int64
-	if err := db.Admin.QueryRow(ctx, "INSERT INTO tenants (slug, name) VALUES ('melati', 'Melati') RETURNING id").Scan(&tenant); err != nil {
-		t.Fatal(err)
-	}
+	tenant := insertTenant(t, db, "melati", "Melati")
 	cfg, err := FromEnv(func(k string) string {
 		return map[string]string{"JEJAK_WEBHOOK_WORKERS": "8", "JEJAK_WEBHOOK_TENANT_CONCURRENCY": "3"}[k]
 	})
