@@ -150,7 +150,9 @@ func (e *Engine) loadPauses(ctx context.Context) ([]string, map[string]bool) {
 	}
 	rows, err := storePauses(ctx, e.pool)
 	if err != nil {
-		e.log.Error("read paused kinds and queues; keeping the last known", "err", err)
+		if ctx.Err() == nil { // a stopping claim's read is cut short, not failed
+			e.log.Error("read paused kinds and queues; keeping the last known", "err", err)
+		}
 		return c.kinds, c.queues
 	}
 	c.kinds, c.queues = nil, map[string]bool{}

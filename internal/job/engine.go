@@ -450,16 +450,25 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	idle := !e.busy[queue]
 	deep := e.deep[queue] && !e.cfg.DisableTenantFairness
 	e.cursorMu.Unlock()
+	// Read before taking a connection: a reload of the pauses takes one of
+	// its own from the same pool.
+	paused := e.pausedKinds(ctx)
+	// Only the wait for a connection ends with ctx. When the pool is taken
+	// (by handlers waiting to be cancelled, say) that wait is what stands
+	// between Stop and its deadline; the claim statement itself is not cut
+	// short: one that committed on the server but was cancelled in the
+	// client would leave its jobs running until their lease expired.
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("claim jobs: acquire connection: %w", err)
 	}
 	defer conn.Release()
+	ctx = context.WithoutCancel(ctx)
 	args := claimArgs{
 		now: now, queue: queue, workerID: workerID, batch: n, lease: e.cfg.LeaseDuration,
 		maxTenants: n, perTenant: perTenant, maxShare: n,
 		tenantConcurrency: e.cfg.TenantConcurrency, fair: !e.cfg.DisableTenantFairness,
-		pausedKinds: e.pausedKinds(ctx),
+		pausedKinds: paused,
 	}
 	// After a short claim the queue was drained, so the next one (woken by
 	// NOTIFY or the poll) most likely finds a handful of jobs: when the

@@ -377,10 +377,9 @@ func (e *Engine) produce(r *runState) {
 		}
 		n := min(free, e.cfg.BatchSize)
 		claimedAt := time.Now() //nolint:forbidigo // local lease deadline, not domain time
-		// The claim itself is not interrupted by Stop: a claim that
-		// committed on the server but was cancelled in the client would
-		// leave jobs running until their lease expired.
-		jobs, drained, err := e.claim(context.WithoutCancel(ctx), e.cfg.WorkerID, n)
+		// Stop cuts the claim's wait for a connection, not its statement
+		// (claimQueue).
+		jobs, drained, err := e.claim(ctx, e.cfg.WorkerID, n)
 		if err != nil && ctx.Err() == nil {
 			e.log.Error("claim jobs", "err", err)
 		}

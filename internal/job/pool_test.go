@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -244,6 +246,89 @@ func TestGracefulShutdown(t *testing.T) {
 	})
 }
 
+// TestStopReachesItsDeadlineWhileAClaimWaits: a handler holding the
+// pool's only connection until it is cancelled leaves the producer's next
+// claim waiting for that connection. Stop must still reach its deadline,
+// cancel the handler and put its job back.
+func TestStopReachesItsDeadlineWhileAClaimWaits(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	cfg := db.System.Config().Copy()
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := newTenants(t, db, 1)[0]
+	e := newEngine(t, db, job.Config{Pool: pool, Workers: 2, PollInterval: 10 * time.Millisecond, NoMaintenance: true})
+	holding := make(chan struct{})
+	e.Register("hold", func(ctx context.Context, j *job.Job) error {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Release()
+		close(holding)
+		<-ctx.Done() // only shutdown ends it
+		return ctx.Err()
+	}, job.KindOptions{})
+	enqueueBulk(t, db, e, tenant, "hold", 1)
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-holding:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not start within 10 s")
+	}
+	testwait.Within(t, 10*time.Second, "the next claim waits for the held connection", func() bool {
+		return goroutineWaitsIn("job.(*Engine).claimQueue", "pgxpool.(*Pool).Acquire")
+	})
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		stopped <- e.Stop(ctx)
+	}()
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("stop = %v, want deadline exceeded", err)
+		}
+	case <-time.After(15 * time.Second):
+		// The pool is left open: closing it would wait for the handler.
+		t.Fatal("Stop did not return within 15 s of a 200 ms deadline: the claim's wait for a connection outlived it")
+	}
+	pool.Close()
+	var state string
+	var attempt int
+	if err := db.Admin.QueryRow(context.Background(), "SELECT state, attempt FROM jobs WHERE kind = 'hold'").Scan(&state, &attempt); err != nil {
+		t.Fatal(err)
+	}
+	// The handler ignored nothing: it ended with its context, so its
+	// attempt counts and the job waits to run again.
+	if state != string(job.StatePending) || attempt != 1 {
+		t.Fatalf("after stop: state %s, attempt %d; want pending, 1", state, attempt)
+	}
+}
+
+// goroutineWaitsIn reports whether some goroutine's stack holds every one
+// of frames (substrings of function names), as one blocked in a call does.
+func goroutineWaitsIn(frames ...string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		all := true
+		for _, f := range frames {
+			all = all && strings.Contains(g, f)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
 // TestHeartbeatExtendsLeaseOfLongJob: a job running longer than a
 // heartbeat interval gets its lease pushed forward, so rescue leaves it.
 func TestHeartbeatExtendsLeaseOfLongJob(t *testing.T) {
@@ -394,8 +479,9 @@ func TestLeaderLeavesThePoolItsConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A session that keeps the pool's one connection for good would also
-	// keep Stop waiting for the claim behind it: fail then, rather than
-	// hang until the package's timeout (the pool is left open).
+	// keep Stop waiting for a connection to put jobs back and leave: fail
+	// then, rather than hang until the package's timeout (the pool is left
+	// open).
 	t.Cleanup(func() {
 		stopped := make(chan struct{})
 		go func() {
