@@ -113,6 +113,38 @@ WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.id < sqlc.arg('before_id')::bigi
 ORDER BY e.id DESC
 LIMIT sqlc.arg('lim');
 
+-- name: AuditEventTimelineChanged :many
+-- What changed on a tenant's newest timeline page since a kept copy of it
+-- was read at tree size since_size: the events not sealed yet and the
+-- events sealed after that size, from from_id on (the copy's last row, or
+-- 0 when the copy held every event), newest first, each as
+-- AuditEventTimelineAll gives it. An event that became visible after the
+-- copy was read is one of them whatever order the writers committed in:
+-- it is still queued, or it was sealed since, with a seq above the size.
+-- The ids are found first (the queue and the new leaves, both small: the
+-- caller bounds them by the version it read), then their events by
+-- primary key; a walk of the events probing the two sets for each one
+-- costs several times more.
+WITH changed AS MATERIALIZED (
+    SELECT q.event_id FROM audit_unsealed q
+     WHERE q.tenant_id = sqlc.arg('tenant_id') AND q.event_id >= sqlc.arg('from_id')::bigint
+    UNION
+    SELECT n.event_id FROM audit_leaves n
+     WHERE n.tenant_id = sqlc.arg('tenant_id') AND n.seq > sqlc.arg('since_size')::bigint
+       AND n.event_id >= sqlc.arg('from_id')::bigint
+    ORDER BY 1 DESC
+    LIMIT sqlc.arg('lim')
+)
+SELECT sqlc.embed(e), coalesce(l.seq, 0)::bigint AS leaf_seq,
+       coalesce(a.name, '')::text AS actor_name, coalesce(a.staff_role, '')::text AS actor_role,
+       coalesce(u.name, '')::text AS entity_user_name
+FROM changed c
+JOIN audit_events e ON e.tenant_id = sqlc.arg('tenant_id') AND e.id = c.event_id
+LEFT JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+LEFT JOIN users a ON a.id = e.actor_id
+LEFT JOIN users u ON u.id = CASE WHEN e.entity = 'user' AND e.entity_id ~ '^[0-9]{1,18}$' THEN e.entity_id::bigint END
+ORDER BY e.id DESC;
+
 -- name: AuditEventTimelineByTime :many
 -- The timeline filtered by a date range: newest first by time, through
 -- audit_events_time_idx (tenant_id, occurred_at, id), so a far-back range

@@ -63,6 +63,16 @@ func (s store) timelineAll(ctx context.Context, tenantID int64, beforeID *int64,
 	return fromRows(rows), err
 }
 
+// timelineChanged is what changed on a newest page kept since tree size
+// sinceSize, from event fromID on (AuditEventTimelineChanged), newest
+// first.
+func (s store) timelineChanged(ctx context.Context, tenantID, fromID, sinceSize int64, limit int) ([]Recorded, error) {
+	rows, err := s.q.AuditEventTimelineChanged(ctx, queries.AuditEventTimelineChangedParams{
+		TenantID: tenantID, FromID: fromID, SinceSize: sinceSize, Lim: int32(limit),
+	})
+	return fromRows(rows), err
+}
+
 // timelineByTime is timeline for a date range: newest first by time, so
 // the range's own index entries are read however far back it lies.
 func (s store) timelineByTime(ctx context.Context, tenantID int64, f Filter, beforeID *int64, limit int) ([]Recorded, error) {
