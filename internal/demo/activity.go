@@ -48,7 +48,30 @@ type Activity struct {
 	Tenants     *tenant.Service
 	Jobs        *job.Engine
 	Log         *slog.Logger
-	Rand        *rand.Rand // nil = seeded from the time
+	Rand        *rand.Rand       // nil = seeded from the time
+	Now         func() time.Time // nil = time.Now
+
+	started time.Time // the first Step's time: the first incident's start
+}
+
+// The generator stages an incident from its first step on and again every
+// incidentEvery: for incidentLength the cashier's integration sends
+// malformed awards (dead at once) and weekly reports go to a mail domain
+// that never answers (dead after their retries), so dead letters grow,
+// dead_letters_growing fires, and it resolves once the incident's last
+// retries are over. Between incidents no job is made to fail: an alert
+// that never stops firing shows an operator nothing.
+const (
+	incidentEvery  = 30 * time.Minute
+	incidentLength = 5 * time.Minute
+)
+
+// inIncident reports whether now falls in one of the staged incidents.
+func (a *Activity) inIncident(now time.Time) bool {
+	if a.started.IsZero() {
+		a.started = now
+	}
+	return now.Sub(a.started)%incidentEvery < incidentLength
 }
 
 // projectNames are what the generator creates; none is a seed project's
@@ -89,6 +112,10 @@ func (a *Activity) Step(ctx context.Context) error {
 	if a.Rand == nil {
 		a.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	}
+	if a.Now == nil {
+		a.Now = time.Now
+	}
+	trouble := a.inIncident(a.Now())
 	t, err := a.pickTenant(ctx)
 	if err != nil {
 		return err
@@ -110,12 +137,12 @@ func (a *Activity) Step(ctx context.Context) error {
 		err = a.Tenants.RecordSignIn(ctx, anyone.id, true, fmt.Sprintf("203.0.113.%d", 10+a.Rand.IntN(200)), actor.TraceID)
 	case r < 40:
 		err = a.systemExport(ctx, t)
-	case r < 60:
+	case r < 60 || (r < 67 && !trouble):
 		err = a.enqueue(ctx, t, "email.weekly-report", map[string]any{"tenant_id": t.id}, requester)
 	case r < 67:
 		// An owner address at the bounce domain: retried with backoff, then dead.
 		err = a.enqueue(ctx, t, "email.weekly-report", map[string]any{"tenant_id": t.id, "to": []string{"laporan@" + BounceDomain}}, actor)
-	case r < 90:
+	case r < 90 || (r < 95 && !trouble):
 		err = a.enqueue(ctx, t, "points.award", map[string]any{"tenant_id": t.id, "message_id": newTrace(a.Rand),
 			"customer": fmt.Sprintf("pelanggan-%d", a.Rand.IntN(40)), "points": 1 + a.Rand.IntN(50), "reason": "pembelian"}, actor)
 	case r < 95:

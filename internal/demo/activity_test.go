@@ -125,3 +125,61 @@ func TestActivityProducesAMixThatSucceedsRetriesAndDies(t *testing.T) {
 		t.Fatal("the generator deleted a seed project")
 	}
 }
+
+// TestActivityFailsJobsOnlyInItsIncidents: the generator makes jobs fail
+// (malformed awards, reports to the bounce domain) only during its staged
+// incidents, from its first step on and again every half hour, so the
+// dead-letter alert it causes fires and then resolves.
+func TestActivityFailsJobsOnlyInItsIncidents(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	if err := demo.Seed(ctx, db.System); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	engine, err := job.New(job.Config{Pool: db.System, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	now := start
+	a := &demo.Activity{App: db.App, System: db.System, Tenants: tenant.NewService(db.App, db.System, clock.Database{}),
+		Jobs: engine, Log: log, Rand: rand.New(rand.NewPCG(3, 4)), Now: func() time.Time { return now }}
+	// failing counts the jobs enqueued so far that are made to fail.
+	failing := func() int {
+		var n int
+		if err := db.Admin.QueryRow(ctx, `SELECT count(*) FROM jobs
+			WHERE (kind = 'points.award' AND payload->>'points' = '0')
+			   OR (kind = 'email.weekly-report' AND payload ? 'to')`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	steps := func(at time.Time) int {
+		t.Helper()
+		now = at
+		before := failing()
+		for i := range 150 {
+			if err := a.Step(ctx); err != nil {
+				t.Fatalf("step %d at %s: %v", i, at, err)
+			}
+		}
+		return failing() - before
+	}
+	if n := steps(start); n == 0 {
+		t.Fatal("no job made to fail at the start of the first incident")
+	}
+	if n := steps(start.Add(4 * time.Minute)); n == 0 {
+		t.Fatal("no job made to fail late in the first incident")
+	}
+	if n := steps(start.Add(6 * time.Minute)); n != 0 {
+		t.Fatalf("%d jobs made to fail after the incident", n)
+	}
+	if n := steps(start.Add(29 * time.Minute)); n != 0 {
+		t.Fatalf("%d jobs made to fail just before the next incident", n)
+	}
+	if n := steps(start.Add(31 * time.Minute)); n == 0 {
+		t.Fatal("no job made to fail in the second incident")
+	}
+}
