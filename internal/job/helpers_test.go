@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
@@ -46,6 +47,19 @@ func newEngine(t *testing.T, db *testdb.DB, cfg job.Config) *job.Engine {
 		t.Fatalf("new engine: %v", err)
 	}
 	return e
+}
+
+// poolOfOne is a pool of the system role with a single connection. The
+// caller closes it: closing waits for the connection to be given back.
+func poolOfOne(t *testing.T, db *testdb.DB) *pgxpool.Pool {
+	t.Helper()
+	cfg := db.System.Config().Copy()
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool
 }
 
 // enqueueTenant enqueues through the tenant-scoped jejak_app pool, as

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
@@ -253,12 +251,7 @@ func TestGracefulShutdown(t *testing.T) {
 func TestStopReachesItsDeadlineWhileAClaimWaits(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	cfg := db.System.Config().Copy()
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := poolOfOne(t, db)
 	tenant := newTenants(t, db, 1)[0]
 	e := newEngine(t, db, job.Config{Pool: pool, Workers: 2, PollInterval: 10 * time.Millisecond, NoMaintenance: true})
 	holding := make(chan struct{})
@@ -462,12 +455,7 @@ func TestMaintenanceLeaderOutlivesItsSession(t *testing.T) {
 func TestLeaderLeavesThePoolItsConnections(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	cfg := db.System.Config().Copy()
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := poolOfOne(t, db)
 	tenant := newTenants(t, db, 1)[0]
 	e := newEngine(t, db, job.Config{Pool: pool, Workers: 2})
 	var ran atomic.Int64
