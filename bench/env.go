@@ -55,6 +55,10 @@ type Config struct {
 	// (web only: no workers, so the seeded job mix stays as it is)
 	// instead of a fresh demo database.
 	HTTPScale bool
+	// HTTPGzip makes the http family's sessions ask for gzip, as browsers
+	// do: the server then compresses every page (its CPU counts it) and the
+	// client decompresses it on the same cores.
+	HTTPGzip bool
 
 	// Outbox relay benchmark (outbox.go); zero values take small defaults.
 	OutboxMsgs     int           // burn-down: committed messages relayed

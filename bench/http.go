@@ -151,6 +151,8 @@ type httpServer struct {
 	admin *pgx.Conn
 	// webOnly: the server runs no workers (-http-scale).
 	webOnly bool
+	// gzip: sessions ask for compressed answers (-http-gzip).
+	gzip bool
 	// statements: pg_stat_statements answers in this database, so
 	// statements are counted; otherwise transactions are.
 	statements bool
@@ -194,6 +196,9 @@ func startHTTPServer(ctx context.Context, env *Env) (*httpServer, error) {
 	s, args, err := httpDatabase(ctx, env)
 	if err != nil {
 		return nil, err
+	}
+	if s.gzip = env.Cfg.HTTPGzip; s.gzip {
+		fmt.Println("# http: the sessions ask for gzip, as browsers do (-http-gzip)")
 	}
 	dir, err := os.MkdirTemp("", "jejak-bench-http-")
 	if err != nil {
@@ -417,7 +422,7 @@ func (s *httpServer) sessionsFor(ctx context.Context, accounts []string, n int) 
 		go func() {
 			defer wg.Done()
 			for range k {
-				sess, err := signInSession(ctx, s.base, email)
+				sess, err := signInSession(ctx, s.base, email, s.gzip)
 				if err != nil {
 					errc <- err
 					return
@@ -446,12 +451,13 @@ func (s *httpServer) sessionsFor(ctx context.Context, accounts []string, n int) 
 
 // signInSession signs in through the real form (GET /login for the
 // pre-session CSRF token, POST /login) and reads the session's own CSRF
-// token from the page it lands on.
-func signInSession(ctx context.Context, base, email string) (*httpSession, error) {
+// token from the page it lands on. With gzip its answers come compressed,
+// as a browser asks for them (net/http decompresses them).
+func signInSession(ctx context.Context, base, email string, gzip bool) (*httpSession, error) {
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{
 		Jar:       jar,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 2, DisableCompression: true},
+		Transport: &http.Transport{MaxIdleConnsPerHost: 2, DisableCompression: !gzip},
 		Timeout:   time.Minute,
 		// Answers are measured as they come: a redirect is one request.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -1,12 +1,11 @@
 package web
 
 import (
-	"compress/gzip"
 	"net/http"
 	"strings"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/jejakhq/jejak/static"
 )
@@ -44,15 +43,12 @@ const gzipMinLength = 1024
 // their own deadline: a compressor holds rows back until its buffer fills
 // or it is flushed, so a slow export would look stalled.
 func compress() echo.MiddlewareFunc {
-	return middleware.GzipWithConfig(middleware.GzipConfig{
-		// The fastest level: on a trail page (≈ 46 KB of HTML) it took
-		// 0.17 ms against 0.59 ms for the default level, for an answer
-		// 7 % larger; echo pools the writers of the level.
-		Level:     gzip.BestSpeed,
-		MinLength: gzipMinLength,
-		Skipper: func(c echo.Context) bool {
-			r := c.Request()
-			return r.URL.Path == "/metrics" || r.Header.Get("Range") != "" || strings.Contains(r.URL.Path, "/audit/export")
-		},
+	// The fastest level: on a trail page (≈ 47 KB of HTML) the standard
+	// library's took 0.17 ms against 0.59 ms for its default level, for an
+	// answer 7 % larger; klauspost's takes about half the standard
+	// library's fastest (gzipMiddleware).
+	return gzipMiddleware(gzip.BestSpeed, gzipMinLength, func(c echo.Context) bool {
+		r := c.Request()
+		return r.URL.Path == "/metrics" || r.Header.Get("Range") != "" || strings.Contains(r.URL.Path, "/audit/export")
 	})
 }

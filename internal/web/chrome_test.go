@@ -89,6 +89,15 @@ func TestHTMLCSSAndJSAreCompressed(t *testing.T) {
 	if status, _, body := getGzip(t, c, "/metrics"); status != http.StatusOK || !strings.Contains(body, "# TYPE ") {
 		t.Errorf("metrics with gzip: status %d, body %.200q", status, body)
 	}
+	// An error page is written after the handler gave up (nothing of its
+	// own written): it still arrives whole and readable.
+	if status, _, body := getGzip(t, c, "/t/toko-bunga-melati/no-such"); status != http.StatusNotFound || !strings.Contains(body, `data-testid="error-explanation"`) {
+		t.Errorf("404 with gzip: status %d, body %.300q", status, body)
+	}
+	// A short answer is not worth compressing.
+	if status, enc, body := getGzip(t, c, "/healthz"); status != http.StatusOK || enc != "" || body == "" {
+		t.Errorf("healthz with gzip: status %d, Content-Encoding %q, body %q", status, enc, body)
+	}
 }
 
 // TestRefusedAndMissingPagesKeepTheNavigation: a member refused a page, or
