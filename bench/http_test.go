@@ -1,7 +1,13 @@
 package main
 
 import (
+	"compress/gzip"
+	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -109,6 +115,58 @@ func TestHTTPGood(t *testing.T) {
 	} {
 		if got := good(tc.method, tc.status); got != tc.want {
 			t.Errorf("good(%s, %d) = %v", tc.method, tc.status, got)
+		}
+	}
+}
+
+// TestSignInSessionAsksForGzipWhenTold: -http-gzip sessions ask for
+// compressed answers and read them (the CSRF token of a gzipped page),
+// and the others never ask.
+func TestSignInSessionAsksForGzipWhenTold(t *testing.T) {
+	t.Parallel()
+	page := func(tok string) string {
+		return `<form method="post"><input type="hidden" name="_csrf" value="` + tok + `"/></form>` + strings.Repeat("<p>padding</p>", 200)
+	}
+	for _, gz := range []bool{true, false} {
+		var mu sync.Mutex
+		asked := map[string]bool{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			accepts := strings.Contains(r.Header.Get("Accept-Encoding"), "gzip")
+			mu.Lock()
+			asked[r.Method+" "+r.URL.Path] = accepts
+			mu.Unlock()
+			if r.Method == http.MethodPost {
+				http.Redirect(w, r, "/home", http.StatusSeeOther)
+				return
+			}
+			body := page("login-tok")
+			if r.URL.Path == "/home" {
+				body = page("session-tok")
+			}
+			if !accepts {
+				_, _ = io.WriteString(w, body)
+				return
+			}
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			_, _ = io.WriteString(zw, body)
+			_ = zw.Close()
+		}))
+		sess, err := signInSession(context.Background(), srv.URL, "budi@melati.test", gz)
+		srv.Close()
+		if err != nil {
+			t.Fatalf("gzip %v: %v", gz, err)
+		}
+		if sess.csrf != "session-tok" {
+			t.Errorf("gzip %v: the landing page's token read as %q", gz, sess.csrf)
+		}
+		for req, a := range asked {
+			if a != gz {
+				t.Errorf("gzip %v: %s asked for gzip: %v", gz, req, a)
+			}
+		}
+		if len(asked) != 3 {
+			t.Errorf("gzip %v: requests %v, want GET /login, POST /login, GET /home", gz, asked)
 		}
 	}
 }
