@@ -59,6 +59,9 @@ type Config struct {
 	// do: the server then compresses every page (its CPU counts it) and the
 	// client decompresses it on the same cores.
 	HTTPGzip bool
+	// HTTPRate paces the http family's sessions to this many requests a
+	// second in all (0: each session asks again as soon as answered).
+	HTTPRate float64
 
 	// Outbox relay benchmark (outbox.go); zero values take small defaults.
 	OutboxMsgs     int           // burn-down: committed messages relayed

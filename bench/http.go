@@ -128,8 +128,11 @@ func httpBench(m httpMix, sessions int) func(context.Context, *Env, string) (Res
 		if err := srv.settle(ctx); err != nil {
 			return Result{}, err
 		}
+		if env.Cfg.HTTPRate > 0 {
+			fmt.Printf("# http sessions=%d mix=%s: paced at %g requests a second (-http-rate)\n", sessions, m.name, env.Cfg.HTTPRate)
+		}
 		load := loadAverage()
-		run, err := srv.drive(ctx, ss, m.next, env.Cfg.Warmup, env.Cfg.Duration)
+		run, err := srv.drive(ctx, ss, m.next, env.Cfg.Warmup, env.Cfg.Duration, env.Cfg.HTTPRate)
 		if err != nil {
 			return Result{}, err
 		}
@@ -596,12 +599,21 @@ func (r httpRun) result(statements bool, load float64) Result {
 // drive runs every session's loop for warmup+window and keeps the
 // requests that started and were answered inside the window; the
 // counters are read at its two ends.
-func (s *httpServer) drive(ctx context.Context, ss []*httpSession, next func(context.Context, string, *httpSession, *rand.Rand) (*http.Request, error), warmup, window time.Duration) (httpRun, error) {
+//
+// With rate > 0 the sessions together start at most rate requests a
+// second (pace): a load that stays below what the server can take, so
+// what it leaves behind (webhook deliveries) shows whether the work
+// behind the requests keeps up at that rate.
+func (s *httpServer) drive(ctx context.Context, ss []*httpSession, next func(context.Context, string, *httpSession, *rand.Rand) (*http.Request, error), warmup, window time.Duration, rate float64) (httpRun, error) {
 	run := httpRun{window: window}
 	from := time.Now().Add(warmup)
 	to := from.Add(window)
 	loadCtx, cancel := context.WithDeadline(ctx, to)
 	defer cancel()
+	var tokens <-chan struct{}
+	if rate > 0 {
+		tokens = pace(loadCtx, rate)
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, sess := range ss {
@@ -609,7 +621,7 @@ func (s *httpServer) drive(ctx context.Context, ss []*httpSession, next func(con
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(from.UnixNano())))
-			lat, ok, bad, first := sessionLoop(loadCtx, s.base, sess, next, rng, from, to)
+			lat, ok, bad, first := sessionLoop(loadCtx, s.base, sess, next, rng, from, to, tokens)
 			mu.Lock()
 			run.lat = append(run.lat, lat...)
 			run.ok += ok
@@ -662,11 +674,19 @@ func (s *httpServer) webhookBacklog(ctx context.Context) (behind, undelivered, h
 }
 
 // sessionLoop is one session asking for one request after the other
-// until ctx ends, timing the ones inside [from, to]. A GET must answer
-// 2xx (a redirect means the session was lost and the page not served),
-// a POST 2xx or 3xx; anything else, or no answer, is an error.
-func sessionLoop(ctx context.Context, base string, s *httpSession, next func(context.Context, string, *httpSession, *rand.Rand) (*http.Request, error), rng *rand.Rand, from, to time.Time) (lat []float64, ok, bad int, first string) {
+// until ctx ends, timing the ones inside [from, to]; with tokens, each
+// request waits for one first. A GET must answer 2xx (a redirect means
+// the session was lost and the page not served), a POST 2xx or 3xx;
+// anything else, or no answer, is an error.
+func sessionLoop(ctx context.Context, base string, s *httpSession, next func(context.Context, string, *httpSession, *rand.Rand) (*http.Request, error), rng *rand.Rand, from, to time.Time, tokens <-chan struct{}) (lat []float64, ok, bad int, first string) {
 	for ctx.Err() == nil {
+		if tokens != nil {
+			select {
+			case <-tokens:
+			case <-ctx.Done():
+				return lat, ok, bad, first
+			}
+		}
 		req, err := next(ctx, base, s, rng)
 		if err != nil {
 			return lat, ok, bad + 1, err.Error()
@@ -694,6 +714,33 @@ func sessionLoop(ctx context.Context, base string, s *httpSession, next func(con
 		}
 	}
 	return lat, ok, bad, first
+}
+
+// pace hands out rate tokens a second until ctx ends, the i-th no sooner
+// than i/rate seconds from its start: a token no session was free to take
+// on time goes to the next one free, so the sessions catch up with the
+// schedule when they can and never run ahead of it.
+func pace(ctx context.Context, rate float64) <-chan struct{} {
+	tokens := make(chan struct{})
+	go func() {
+		start := time.Now()
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			t.Reset(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			select {
+			case tokens <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return tokens
 }
 
 func good(method string, status int) bool {

@@ -170,3 +170,26 @@ func TestSignInSessionAsksForGzipWhenTold(t *testing.T) {
 		}
 	}
 }
+
+// TestPaceNeverRunsAhead: however fast its tokens are taken, pace hands
+// out no more than rate a second (one more at the start), and it does
+// hand them out.
+func TestPaceNeverRunsAhead(t *testing.T) {
+	t.Parallel()
+	const rate = 200
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	tokens := pace(ctx, rate)
+	n := 0
+	for time.Since(start) < 300*time.Millisecond {
+		<-tokens
+		n++
+		if limit := int(time.Since(start).Seconds()*rate) + 1; n > limit {
+			t.Fatalf("%d tokens after %s, more than the %d the rate allows", n, time.Since(start), limit)
+		}
+	}
+	if n < 2 {
+		t.Fatalf("%d tokens in 300 ms at %d a second", n, rate)
+	}
+}

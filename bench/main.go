@@ -83,6 +83,7 @@ func parseFlags() (Config, options) {
 	flag.IntVar(&cfg.Requests, "requests", 200, "pages/audit_timeline: timed requests per benchmark and round (after 20 warm-up requests)")
 	flag.StringVar(&cfg.ScaleDB, "scale-db", scaleDBName, "pages/audit_timeline/buffers: name of the scale database (a copy with schema changes, say)")
 	flag.BoolVar(&cfg.ScaleNoMigrate, "scale-no-migrate", false, "pages/audit_timeline/buffers: do not migrate a reused scale database (read-only use of a shared one)")
+	flag.Float64Var(&cfg.HTTPRate, "http-rate", 0, "http: the sessions together start at most this many requests a second (0: as fast as answered); shows whether the work behind the requests keeps up at a given rate")
 	flag.BoolVar(&cfg.HTTPGzip, "http-gzip", false, "http: the sessions ask for gzip as browsers do (the server compresses each page; the client's decompression runs on the same cores)")
 	flag.BoolVar(&cfg.HTTPScale, "http-scale", false, "http: serve the scale database (10M events / 1M jobs, web only; its writes stay in it) instead of a fresh demo database")
 	flag.BoolVar(&cfg.Reseed, "reseed", false, "pages/audit_timeline: rebuild the scale database even if it is big enough")
