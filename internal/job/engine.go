@@ -485,17 +485,14 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 			return jobs, true, nil // at most n were due: the queue stays idle
 		}
 	}
-	out, capped, err := e.claimWalk(ctx, conn, args, cursor, deep)
+	out, drained, err := e.claimWalk(ctx, conn, args, cursor, deep)
 	if err != nil {
 		return out, false, err
 	}
 	e.cursorMu.Lock()
 	e.busy[queue] = len(out) == n
 	e.cursorMu.Unlock()
-	// A walk whose tenants took all their cap left them no place: claiming
-	// again at once would find none until jobs finish, so the producer
-	// waits as after a drained queue.
-	return out, capped, nil
+	return out, drained, nil
 }
 
 // claimSmall takes every due job of the queue when they all fit in the
@@ -534,9 +531,14 @@ func (e *Engine) claimSmall(ctx context.Context, conn *pgxpool.Conn, args claimA
 // than its share (or when the round-robin cursor started mid-way); another
 // pass hands the rest of the batch to the tenants that still have work.
 //
-// capped reports that the walk saw every tenant with due work and the
-// per-tenant cap cut each share it used: no tenant has a place left.
-func (e *Engine) claimWalk(ctx context.Context, conn *pgxpool.Conn, args claimArgs, cursor int64, deep bool) (out []*Job, capped bool, err error) {
+// drained reports that the walk saw every tenant with due work and took
+// all it could (every due job, or as many as each tenant's cap left
+// room for): claiming again at once would find nothing until more jobs
+// come or jobs finish. Under a tenant cap the small claim is never used,
+// so this is how an engine with a cap (the webhook deliveries') waits
+// after a claim that emptied the queue instead of claiming again for
+// nothing.
+func (e *Engine) claimWalk(ctx context.Context, conn *pgxpool.Conn, args claimArgs, cursor int64, deep bool) (out []*Job, drained bool, err error) {
 	n, perTenant := args.batch, args.perTenant
 	for pass := 0; pass < 3 && len(out) < n; pass++ {
 		began := time.Now() //nolint:forbidigo // duration measurement, not domain time
@@ -563,13 +565,12 @@ func (e *Engine) claimWalk(ctx context.Context, conn *pgxpool.Conn, args claimAr
 		out = append(out, res.jobs...)
 		next := e.moveCursor(args, res, pass == 0)
 		// A walk from the start that visited every tenant with due work
-		// and filled nobody's share saw everything that is due: another
-		// pass would find nothing.
+		// and filled nobody's share saw everything that is due (or could
+		// be taken under the tenants' caps): another pass, or a claim at
+		// once, would find nothing, so the producer waits as after a
+		// drained queue.
 		if cursor == 0 && next == 0 && (len(res.jobs) == 0 || res.tenants < args.maxTenants && !res.fullQuota) {
-			// capped (claimed jobs, every quota cut below the share and
-			// used) can only hold in the second case: every tenant with
-			// due work was seen, and each is at its cap.
-			return out, res.capped, nil
+			return out, true, nil
 		}
 		cursor = next
 	}

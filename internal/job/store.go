@@ -134,9 +134,6 @@ type fairClaim struct {
 	// have more due jobs. A quota the per-tenant cap cut below the share
 	// does not count: the tenant has no place left for more.
 	fullQuota bool
-	// capped: every tenant that got jobs got a quota the cap cut below
-	// the share, and took all of it.
-	capped bool
 	// deepShare is the smallest share of the tenants the walk visited when
 	// every one of them filled it (0 when one did not): they all had at
 	// least that many due jobs. A tenant one short counts as filling it:
@@ -187,12 +184,6 @@ func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, e
 			out.fullQuota = true
 		}
 		out.jobs = append(out.jobs, j)
-	}
-	out.capped = len(out.jobs) > 0
-	for t, n := range perTenant {
-		if quotas[t] >= share || n < quotas[t] {
-			out.capped = false
-		}
 	}
 	out.tenants = int(tenants)
 	if out.tenants > 0 && len(perTenant) == out.tenants {
