@@ -41,18 +41,28 @@ func (c counters) sub(before counters) counters {
 }
 
 // counters reads the web process's CPU, its database's backends' CPU and
-// the statement (or transaction) count. The backends are the processes
-// pg_stat_activity lists for the database, this connection's own left out.
+// the statement (or transaction) count.
 func (s *httpServer) counters(ctx context.Context) (counters, error) {
-	c := counters{pgByPid: map[int]time.Duration{}}
-	var err error
-	if c.webCPU, err = processCPU(s.web.cmd.Process.Pid); err != nil {
-		return c, fmt.Errorf("web process CPU: %w", err)
+	return readCounters(ctx, s.admin, s.statements, s.web)
+}
+
+// readCounters reads the CPU of procs (summed, in webCPU), that of the
+// backends serving admin's database (the processes pg_stat_activity lists
+// for it, admin's own left out) and the statement (or transaction) count.
+func readCounters(ctx context.Context, admin querier, statements bool, procs ...*replica) (counters, error) {
+	var c counters
+	for _, p := range procs {
+		t, err := processCPU(p.cmd.Process.Pid)
+		if err != nil {
+			return c, fmt.Errorf("process CPU: %w", err)
+		}
+		c.webCPU += t
 	}
-	if c.pgByPid, err = backendCPU(ctx, s.admin); err != nil {
+	var err error
+	if c.pgByPid, err = backendCPU(ctx, admin); err != nil {
 		return c, err
 	}
-	c.statements, err = statementCount(ctx, s.admin, s.statements)
+	c.statements, err = statementCount(ctx, admin, statements)
 	return c, err
 }
 

@@ -258,7 +258,7 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 		// PostgreSQL's backends of this database, and its statements,
 		// from the enqueue to the last job's end.
 		statements := statementsAvailable(ctx, db.Admin)
-		before, err := replicaCounters(ctx, db, reps, statements)
+		before, err := readCounters(ctx, db.Admin, statements, reps...)
 		if err != nil {
 			return Result{}, err
 		}
@@ -274,7 +274,7 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			return Result{}, fmt.Errorf("%w (replica output: %s)", err, reps[0].out.String())
 		}
 		elapsed := finished.Sub(start)
-		after, err := replicaCounters(ctx, db, reps, statements)
+		after, err := readCounters(ctx, db.Admin, statements, reps...)
 		if err != nil {
 			return Result{}, err
 		}
@@ -313,25 +313,6 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			{statementsMetric(statements, "job"), float64(used.statements) / float64(want)},
 		}}, nil
 	}
-}
-
-// replicaCounters reads the replicas' CPU (in webCPU), that of db's
-// backends and its statement count.
-func replicaCounters(ctx context.Context, db *JejakDB, reps []*replica, statements bool) (counters, error) {
-	var c counters
-	for _, r := range reps {
-		t, err := processCPU(r.cmd.Process.Pid)
-		if err != nil {
-			return c, fmt.Errorf("replica CPU: %w", err)
-		}
-		c.webCPU += t
-	}
-	var err error
-	if c.pgByPid, err = backendCPU(ctx, db.Admin); err != nil {
-		return c, err
-	}
-	c.statements, err = statementCount(ctx, db.Admin, statements)
-	return c, err
 }
 
 // waitReplicas waits until every replica's engine has registered in
