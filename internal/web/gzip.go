@@ -1,10 +1,8 @@
 package web
 
 import (
-	"bufio"
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -49,17 +47,10 @@ func gzipMiddleware(level, minLength int, skip func(echo.Context) bool) echo.Mid
 			buf.Reset()
 			g := &gzipWriter{zw: zw, ResponseWriter: rw, minLength: minLength, buffer: buf}
 			defer func() {
-				switch {
-				case !g.wroteBody:
-					if res.Header().Get(echo.HeaderContentEncoding) == "gzip" {
-						res.Header().Del(echo.HeaderContentEncoding)
-					}
-					if g.wroteHeader {
-						rw.WriteHeader(g.code)
-					}
-					res.Writer = rw
-					zw.Reset(io.Discard)
-				case !g.compressing:
+				if !g.compressing {
+					// Nothing written (the error handler writes next, on
+					// the response as it was) or less than minLength: the
+					// held status and bytes go out as they are.
 					res.Writer = rw
 					if g.wroteHeader {
 						rw.WriteHeader(g.code)
@@ -81,7 +72,6 @@ type gzipWriter struct {
 	http.ResponseWriter
 	zw          *gzip.Writer
 	wroteHeader bool
-	wroteBody   bool
 	compressing bool // minLength reached: the header is out, the body goes through zw
 	minLength   int
 	buffer      *bytes.Buffer
@@ -100,7 +90,6 @@ func (w *gzipWriter) Write(b []byte) (int, error) {
 	if w.Header().Get(echo.HeaderContentType) == "" {
 		w.Header().Set(echo.HeaderContentType, http.DetectContentType(b))
 	}
-	w.wroteBody = true
 	if w.compressing {
 		return w.zw.Write(b)
 	}
@@ -136,8 +125,6 @@ func (w *gzipWriter) Flush() {
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
+// Unwrap lets http.ResponseController reach the connection's own writer
+// (to hijack it, or set deadlines).
 func (w *gzipWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *gzipWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(w.ResponseWriter).Hijack()
-}
