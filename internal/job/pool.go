@@ -853,7 +853,7 @@ const maintenanceLockKey = 727275
 func (e *Engine) maintain(r *runState) {
 	defer r.bgDone.Done()
 	ls := &leaderSession{e: e}
-	defer ls.close()
+	defer ls.drop() // the lock ends with the session
 	t := time.NewTimer(0)
 	defer t.Stop()
 	every := min(e.cfg.MaintenanceInterval, e.cfg.HeartbeatInterval)
@@ -1014,17 +1014,6 @@ func (s *leaderSession) drop() {
 		s.leading = false
 		s.e.leader.Store(false)
 	}
-}
-
-// close gives the lock up at once, for a replica that stops, and closes
-// the session.
-func (s *leaderSession) close() {
-	if s.leading && s.conn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, _ = s.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", maintenanceLockKey)
-	}
-	s.drop()
 }
 
 // IsLeader reports whether this engine currently runs maintenance.
