@@ -38,6 +38,7 @@ type Config struct {
 	TenantsBacklog int // tenants continuous: jobs kept queued, at every tenant count
 	ReplicaJobs    int // replicas: points.award jobs per run
 	ReplicaWorkers int // replicas: JEJAK_WORKERS of each replica
+	ReplicaWarmup  int // replicas: unmeasured jobs run first
 	ReplicaConns   int // replicas: JEJAK_DB_CONNS of each replica (0: as many as fit)
 
 	// Large-data benchmarks (pages.go).

@@ -128,9 +128,7 @@ func (r *jejakRun) Stop(ctx context.Context) error {
 }
 
 func (r *jejakRun) Unfinished(ctx context.Context) (int64, error) {
-	var n int64
-	err := r.db.Admin.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE state IN ('pending', 'running')").Scan(&n)
-	return n, err
+	return countUnfinished(ctx, r.db)
 }
 
 func (r *jejakRun) Close(ctx context.Context) {

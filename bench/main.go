@@ -76,7 +76,8 @@ func parseFlags() (Config, options) {
 	flag.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "safety limit per run")
 	flag.IntVar(&cfg.TenantsBacklog, "tenants-backlog", 100_000, "tenants continuous: jobs kept queued (90% one tenant) at every tenant count")
 	flag.IntVar(&cfg.ReplicaJobs, "replica-jobs", 10_000, "replicas: points.award jobs handled per run")
-	flag.IntVar(&cfg.ReplicaWorkers, "replica-workers", 50, "replicas: JEJAK_WORKERS of each replica")
+	flag.IntVar(&cfg.ReplicaWorkers, "replica-workers", 200, "replicas: JEJAK_WORKERS of each replica (the jobs of a tenant in flight at once bound its award batches: see docs/benchmarks.md)")
+	flag.IntVar(&cfg.ReplicaWarmup, "replica-warmup", 4_000, "replicas: unmeasured points.award jobs run first, so that every replica has opened its connections")
 	flag.IntVar(&cfg.ReplicaConns, "replica-conns", 0, "replicas: JEJAK_DB_CONNS of each replica (0: serve's default, at most 70 / (2 × replicas) to fit max_connections 100)")
 	flag.IntVar(&cfg.ScaleAuditEvents, "audit-events", 10_000_000, "pages/audit_timeline: audit events in the scale database")
 	flag.IntVar(&cfg.ScaleJobs, "scale-jobs", 1_000_000, "pages: jobs in the scale database")
@@ -346,8 +347,8 @@ func printHeader(ctx context.Context, w io.Writer, env *Env, rounds int, benches
 	fmt.Fprintf(w, "# jejak bench %s host=%s %s/%s cpus=%d %s\n", time.Now().Format(time.RFC3339), host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	fmt.Fprintf(w, "# server %s data_directory=%s %s\n", redacted, dataDir, version)
 	fmt.Fprintf(w, "# settings %s\n", strings.Join(parts, " "))
-	fmt.Fprintf(w, "# config rounds=%d jobs=%d workers=%d insert_batch=%d duration=%s warmup=%s backlog=%d poll=%s fetch_cooldown=%s claim_batch=%d conns=%d tenants=%d latency_jobs=%d latency_rate=%d tenants_backlog=%d replica_jobs=%d replica_workers=%d replica_conns=%d\n",
-		rounds, cfg.Jobs, cfg.Workers, cfg.InsertBatch, cfg.Duration, cfg.Warmup, cfg.Backlog, cfg.PollInterval, cfg.FetchCooldown, cfg.ClaimBatch, cfg.Conns, cfg.Tenants, cfg.LatencyJobs, cfg.LatencyRate, cfg.TenantsBacklog, cfg.ReplicaJobs, cfg.ReplicaWorkers, cfg.ReplicaConns)
+	fmt.Fprintf(w, "# config rounds=%d jobs=%d workers=%d insert_batch=%d duration=%s warmup=%s backlog=%d poll=%s fetch_cooldown=%s claim_batch=%d conns=%d tenants=%d latency_jobs=%d latency_rate=%d tenants_backlog=%d replica_jobs=%d replica_workers=%d replica_conns=%d replica_warmup=%d\n",
+		rounds, cfg.Jobs, cfg.Workers, cfg.InsertBatch, cfg.Duration, cfg.Warmup, cfg.Backlog, cfg.PollInterval, cfg.FetchCooldown, cfg.ClaimBatch, cfg.Conns, cfg.Tenants, cfg.LatencyJobs, cfg.LatencyRate, cfg.TenantsBacklog, cfg.ReplicaJobs, cfg.ReplicaWorkers, cfg.ReplicaConns, cfg.ReplicaWarmup)
 	names := make([]string, len(benches))
 	for i, b := range benches {
 		names[i] = b.ID()

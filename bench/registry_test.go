@@ -174,7 +174,7 @@ func TestQueueBenchmarksSmoke(t *testing.T) {
 		Backlog: 2000, PollInterval: 20 * time.Millisecond, FetchCooldown: 2 * time.Millisecond,
 		ClaimBatch: 20, Conns: 4, Tenants: 3, LatencyJobs: 20, LatencyRate: 200, Timeout: time.Minute,
 		ScaleAuditEvents: 3000, ScaleJobs: 2000, Requests: 5, Reseed: true,
-		TenantsBacklog: 500, ReplicaJobs: 300, ReplicaWorkers: 5, AppendWriters: 8,
+		TenantsBacklog: 500, ReplicaJobs: 300, ReplicaWorkers: 5, ReplicaWarmup: 50, AppendWriters: 8,
 	}}
 	t.Cleanup(runAtExit)
 	t.Cleanup(func() {

@@ -240,19 +240,21 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			return Result{}, err
 		}
 
-		// One transaction: every replica sees the whole backlog at once.
 		eng, err := job.New(job.Config{Pool: db.System, Logger: env.Log})
 		if err != nil {
 			return Result{}, err
 		}
-		ps := make([]job.EnqueueParams, cfg.ReplicaJobs)
-		for i := range ps {
-			t := db.Tenants[i%len(db.Tenants)]
-			p, _ := json.Marshal(map[string]any{
-				"tenant_id": t, "message_id": "bench-" + strconv.Itoa(i),
-				"customer": "c" + strconv.Itoa(i%500) + "@bench.test", "points": 1, "reason": "bench",
-			})
-			ps[i] = job.EnqueueParams{TenantID: t, Kind: "points.award", Payload: p, MaxAttempts: 5}
+		// Unmeasured jobs first: a replica opens its pools' connections as
+		// work needs them, and each new backend forks, fills its caches and
+		// prepares its statements. Over a burn-down of a few seconds that
+		// start-up, not the jobs, was much of what extra replicas cost.
+		if cfg.ReplicaWarmup > 0 {
+			if err := enqueueAwards(ctx, db, eng, "warm-", cfg.ReplicaWarmup); err != nil {
+				return Result{}, err
+			}
+			if _, err := waitFinished(ctx, unfinishedJobs{db}); err != nil {
+				return Result{}, fmt.Errorf("warm-up: %w (replica output: %s)", err, reps[0].out.String())
+			}
 		}
 		// What the burn-down costs: the replicas' CPU and that of
 		// PostgreSQL's backends of this database, and its statements,
@@ -262,11 +264,8 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
-			_, err := eng.EnqueueMany(ctx, tx, ps)
-			return err
-		}); err != nil {
-			return Result{}, fmt.Errorf("enqueue: %w", err)
+		if err := enqueueAwards(ctx, db, eng, "bench-", cfg.ReplicaJobs); err != nil {
+			return Result{}, err
 		}
 		start := time.Now()
 		finished, err := waitFinished(ctx, unfinishedJobs{db})
@@ -294,13 +293,13 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			return Result{}, fmt.Errorf("read outcome: %w", err)
 		}
 		want := int64(cfg.ReplicaJobs)
-		if c.jobs != want || c.firstTry != want || c.ledger != want || c.balance != want {
+		if all := want + int64(cfg.ReplicaWarmup); c.jobs != all || c.firstTry != all || c.ledger != all || c.balance != all {
 			// Why the repeated ones ran again: each earlier attempt's error.
 			var why string
 			_ = db.Admin.QueryRow(ctx, `SELECT coalesce(string_agg(DISTINCT left(e->>'error', 160), ' | '), '')
 				FROM jobs, jsonb_array_elements(errors) e WHERE kind = 'points.award' AND attempt > 1`).Scan(&why)
 			return Result{}, fmt.Errorf("correctness: %d jobs, %d succeeded on the first attempt, %d ran more than once, %d not succeeded, %d ledger rows, balance sum %d; want %d each and none run twice (earlier attempts ended: %s)",
-				c.jobs, c.firstTry, c.retried, c.notSucceeded, c.ledger, c.balance, want, why)
+				c.jobs, c.firstTry, c.retried, c.notSucceeded, c.ledger, c.balance, all, why)
 		}
 		return Result{Metrics: []Metric{
 			{"jobs_per_sec", float64(want) / elapsed.Seconds()},
@@ -313,6 +312,28 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			{statementsMetric(statements, "job"), float64(used.statements) / float64(want)},
 		}}, nil
 	}
+}
+
+// enqueueAwards enqueues n points.award jobs spread over the tenants in
+// one transaction, so that every replica sees them all at once; message
+// ids start with prefix.
+func enqueueAwards(ctx context.Context, db *JejakDB, eng *job.Engine, prefix string, n int) error {
+	ps := make([]job.EnqueueParams, n)
+	for i := range ps {
+		t := db.Tenants[i%len(db.Tenants)]
+		p, _ := json.Marshal(map[string]any{
+			"tenant_id": t, "message_id": prefix + strconv.Itoa(i),
+			"customer": "c" + strconv.Itoa(i%500) + "@bench.test", "points": 1, "reason": "bench",
+		})
+		ps[i] = job.EnqueueParams{TenantID: t, Kind: "points.award", Payload: p, MaxAttempts: 5}
+	}
+	if err := database.InTx(ctx, db.System, func(tx pgx.Tx) error {
+		_, err := eng.EnqueueMany(ctx, tx, ps)
+		return err
+	}); err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	return nil
 }
 
 // waitReplicas waits until every replica's engine has registered in
