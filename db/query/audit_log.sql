@@ -18,6 +18,11 @@ WHERE h.seq > coalesce(t.size, 0)
 UNION
 SELECT t.tenant_id FROM audit_trees t WHERE t.size > t.signed_size;
 
+-- name: AuditTreeExists :one
+-- Whether tenant_id has a tree: a plain read, which no lock holder or
+-- writer of the row makes wait.
+SELECT EXISTS (SELECT 1 FROM audit_trees WHERE tenant_id = sqlc.arg('tenant_id'))::boolean AS found;
+
 -- name: AuditTreeCreate :exec
 INSERT INTO audit_trees (tenant_id, root) VALUES (sqlc.arg('tenant_id'), sqlc.arg('root'))
 ON CONFLICT (tenant_id) DO NOTHING;

@@ -210,6 +210,34 @@ func TestSealerSkipsATreeAnotherSealerHolds(t *testing.T) {
 	}
 }
 
+// TestSealerSkipsATreeAnotherSealerIsGrowing: the same when the other
+// sealer has already grown the tree in its open transaction, as one
+// integrating a batch has. Its row then has a version no transaction can
+// see committed yet, and an insert of the row (the first seal of a tenant
+// creates it) waits for that transaction's end even when it would insert
+// nothing: a held tree must be told from a missing one without one.
+func TestSealerSkipsATreeAnotherSealerIsGrowing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	tn, busy := f.heldTree(t)
+	if _, err := busy.Exec(ctx, `UPDATE audit_trees SET root = root WHERE tenant_id = $1`, tn); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	res, err := f.sealer.SealOnce(sctx, true)
+	if err != nil || res.Sealed != 0 || res.Held != 1 {
+		t.Fatalf("seal while another sealer grows the tree: %+v, %v", res, err)
+	}
+	if err := busy.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.sealer.SealOnce(ctx, true); err != nil || res.Sealed != 2 || res.Signed != 1 {
+		t.Fatalf("seal once the tree is free: %+v, %v", res, err)
+	}
+}
+
 // TestDrainWaitsForATreeAnotherSealerHolds: Drain does not return while
 // a tenant's events wait behind another sealer's lock on its tree (a
 // replica's sealer, or a cancelled one whose transaction has not ended):

@@ -49,6 +49,10 @@ func (s store) lockTree(ctx context.Context, tenantID int64) (t logTree, ok bool
 	return logTree(r), err == nil, err
 }
 
+func (s store) treeExists(ctx context.Context, tenantID int64) (bool, error) {
+	return s.q.AuditTreeExists(ctx, tenantID)
+}
+
 func (s store) createTree(ctx context.Context, tenantID int64, emptyRoot []byte) error {
 	return s.q.AuditTreeCreate(ctx, queries.AuditTreeCreateParams{TenantID: tenantID, Root: emptyRoot})
 }

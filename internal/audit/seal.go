@@ -271,6 +271,17 @@ func lockTree(ctx context.Context, q store, tenantID int64) (logTree, bool, erro
 		if ok || attempt > 0 {
 			return tree, ok, nil // not ok: it exists, another sealer holds it
 		}
+		// Held or missing: only a missing tree is created. The insert
+		// would wait for a sealer that has grown the row in its open
+		// transaction (its new version is not committed), though it
+		// inserts nothing.
+		found, err := q.treeExists(ctx, tenantID)
+		if err != nil {
+			return tree, false, fmt.Errorf("find tree: %w", err)
+		}
+		if found {
+			return tree, false, nil
+		}
 		var empty tlog.Hash
 		if err := q.createTree(ctx, tenantID, empty[:]); err != nil {
 			return tree, false, fmt.Errorf("create tree: %w", err)

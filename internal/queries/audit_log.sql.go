@@ -346,6 +346,19 @@ func (q *Queries) AuditTreeCreate(ctx context.Context, arg AuditTreeCreateParams
 	return err
 }
 
+const auditTreeExists = `-- name: AuditTreeExists :one
+SELECT EXISTS (SELECT 1 FROM audit_trees WHERE tenant_id = $1)::boolean AS found
+`
+
+// Whether tenant_id has a tree: a plain read, which no lock holder or
+// writer of the row makes wait.
+func (q *Queries) AuditTreeExists(ctx context.Context, tenantID int64) (bool, error) {
+	row := q.db.QueryRow(ctx, auditTreeExists, tenantID)
+	var found bool
+	err := row.Scan(&found)
+	return found, err
+}
+
 const auditTreeGet = `-- name: AuditTreeGet :one
 SELECT size, root, signed_size FROM audit_trees WHERE tenant_id = $1
 `
