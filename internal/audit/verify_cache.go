@@ -35,8 +35,8 @@ type Verifier struct {
 
 // verifyLockNamespace is the first key of the two-int advisory lock held
 // while a Verifier walks a tenant's chain (the second is a hash of the
-// tenant id). Other advisory locks in the repo use 727274..727276 and
-// hashtext('demo-history').
+// tenant id). Other advisory locks in the repo use 727274..727276,
+// 727278, 727279 and hashtext('demo-history').
 const verifyLockNamespace = 727277
 
 // ErrVerifyBusy is returned when another replica is verifying the same

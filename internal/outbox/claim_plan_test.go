@@ -11,6 +11,7 @@ import (
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // The claim's candidates (outbox_claimable) must cost a few pages per
@@ -168,5 +169,68 @@ func TestClaimableWithManyAggregatesBlocked(t *testing.T) {
 	ids, _ := claimable(t, db, 10)
 	if !slices.Equal(ids, want) {
 		t.Fatalf("claimable = %v, want %v", ids, want)
+	}
+}
+
+// TestClaimsTakeTurns: a claim waits while another claim's transaction is
+// open, then takes what that one left. Concurrent claims (two loops on
+// every replica) each probed the messages the other had just locked and
+// split what one claim takes whole.
+func TestClaimsTakeTurns(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tid := newTenant(t, db, "toko")
+	ctx := context.Background()
+	ids := insertMessages(t, db, tid, "a", "b", "c", "d", "e", "f")
+
+	first, err := db.System.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback(ctx) //nolint:errcheck // committed below
+	var took []int64
+	if err := first.QueryRow(ctx, "SELECT outbox_claimable(3, now())").Scan(&took); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(took, ids[:3]) {
+		t.Fatalf("first claim = %v, want %v", took, ids[:3])
+	}
+
+	type result struct {
+		ids []int64
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		var r result
+		r.err = db.System.QueryRow(ctx, "SELECT outbox_claimable(10, now())").Scan(&r.ids)
+		second <- r
+	}()
+	testwait.For(t, "the second claim to wait for the first", func() bool {
+		select {
+		case r := <-second:
+			t.Fatalf("the second claim returned %v (%v) while the first's transaction was open", r.ids, r.err)
+		default:
+		}
+		var waiting bool
+		if err := db.Admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'
+			  AND query LIKE '%outbox_claimable(10%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		return waiting
+	})
+	// What the relay's claim statement does with the ids: they are no
+	// longer pending when the next claim looks.
+	if _, err := first.Exec(ctx, `UPDATE outbox_messages SET state = 'processing', reserved_by = 'first', reserved_at = now()
+		WHERE id = ANY($1)`, took); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-second
+	if r.err != nil || !slices.Equal(r.ids, ids[3:]) {
+		t.Fatalf("second claim = %v (%v), want the rest %v", r.ids, r.err, ids[3:])
 	}
 }
