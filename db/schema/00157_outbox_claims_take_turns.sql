@@ -4,11 +4,11 @@
 -- claims walked the same oldest pending messages and listed the same
 -- aggregate heads, probing every message another claim had just locked
 -- before skipping it, and each took a share of what one claim would have
--- taken whole. With two replicas a claimed message cost twice the buffers
--- it cost with one, with four three times, and the relays' claims were
--- the largest cost on the database (docs/benchmarks.md, 2026-12-06 12:0x).
--- Now outbox_claimable first takes a transaction-level advisory lock
--- (two-int form, classid 727279), held until the claim's statement
+-- taken whole. With two replicas a claimed message cost 1.6-2.3 times the
+-- buffers it cost with one, with four 2.5 times, and the relays' claims
+-- were the largest cost on the database (docs/benchmarks.md, 2026-12-06
+-- 12:05). Now outbox_claimable first takes a transaction-level advisory
+-- lock (two-int form, classid 727279), held until the claim's statement
 -- commits: a claim waits for the one before it (a few milliseconds) and
 -- then sees its messages as processing, not pending. The lock is taken
 -- before any row, and a claim never waits for a row (SKIP LOCKED), so it
