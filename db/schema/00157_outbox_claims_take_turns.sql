@@ -22,8 +22,10 @@ SET LOCAL ROLE jejak_owner;
 
 ALTER FUNCTION outbox_claimable(int, timestamptz) RENAME TO outbox_claimable_unlocked;
 
+-- OR REPLACE only for sqlc's schema reader, which does not follow the
+-- rename: the name is free here.
 -- +goose StatementBegin
-CREATE FUNCTION outbox_claimable(lim int, at timestamptz) RETURNS bigint[]
+CREATE OR REPLACE FUNCTION outbox_claimable(lim int, at timestamptz) RETURNS bigint[]
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock(727279, 0);
