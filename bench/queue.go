@@ -176,8 +176,9 @@ func runBurndown(ctx context.Context, env *Env, system string) (Result, error) {
 // once every handler has run, so it waits for the last completion batch.
 // It returns when the poll that saw none was sent: that poll's snapshot
 // shows every job finished as of then, and the time the count itself
-// takes (hundreds of milliseconds over a job table full of dead rows, and
-// not the same for both systems) is the harness's, not the queue's.
+// takes (River's counts its job table, hundreds of milliseconds when it is
+// full of dead rows; Jejak's reads its counters) is the harness's, not the
+// queue's.
 func waitFinished(ctx context.Context, q interface {
 	Unfinished(context.Context) (int64, error)
 }) (time.Time, error) {

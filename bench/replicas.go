@@ -284,7 +284,7 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 				count(*) FILTER (WHERE state = 'succeeded' AND attempt = 1),
 				count(*) FILTER (WHERE attempt > 1),
 				count(*) FILTER (WHERE state <> 'succeeded'),
-				count(DISTINCT worker_id),
+				count(DISTINCT worker_id) FILTER (WHERE payload->>'message_id' LIKE 'bench-%'),
 				(SELECT count(*) FROM points_ledger),
 				(SELECT coalesce(sum(balance), 0) FROM points_balances)
 			FROM jobs WHERE kind = 'points.award'`).
