@@ -17,7 +17,7 @@ import (
 var definerGrants = map[string][]string{
 	"app_enforce_membership()":                                     nil,
 	"app_is_member()":                                              {"jejak_app", "jejak_system"},
-	"app_refresh_statistics(integer)":                              {"jejak_system"},
+	"app_refresh_statistics(integer,bigint)":                       {"jejak_system"},
 	"audit_namesakes(text,text)":                                   {"jejak_app", "jejak_system"},
 	"job_payload_intact(bigint,bigint,text,jsonb,bytea)":           {"jejak_app", "jejak_system"},
 	"job_payload_mac(bigint,bigint,text,jsonb)":                    nil,

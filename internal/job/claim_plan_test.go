@@ -11,6 +11,7 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // The fair claim must read about the same number of pages however many
@@ -155,10 +156,18 @@ func indexesRead(node map[string]any) []string {
 	return out
 }
 
-// seedPendingAndAnalyze writes n due pending jobs of one kind per tenant
-// straight into the table (as the owner: faster than enqueueing) and
-// analyzes it.
+// seedPendingAndAnalyze is seedPending, then ANALYZE.
 func seedPendingAndAnalyze(t *testing.T, db *testdb.DB, tenants []int64, n int) {
+	t.Helper()
+	seedPending(t, db, tenants, n)
+	if _, err := db.Admin.Exec(context.Background(), "ANALYZE jobs"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seedPending writes n due pending jobs of one kind per tenant straight
+// into the table (as the owner: faster than enqueueing).
+func seedPending(t *testing.T, db *testdb.DB, tenants []int64, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for _, tid := range tenants {
@@ -172,7 +181,68 @@ SELECT $1::bigint, 'noop', 'default', 'pending', jsonb_build_object('g', g), 0, 
 			t.Fatalf("seed: %v", err)
 		}
 	}
+}
+
+// Statistics taken while nothing was pending (a quiet queue, all its jobs
+// finished) and then a burst: the planner believes next to no job is
+// pending, and the fair claim read every due job through
+// jobs_pending_at_idx and sorted them for each tenant its walk visits,
+// instead of probing jobs_claim_idx. The statistics refresh the
+// maintenance leader runs every pass must see that the table holds far
+// more unfinished jobs than its statistics believe, though it was just
+// analyzed and has not doubled, and analyze it.
+func TestClaimWalksTheClaimIndexAfterABurstIntoAQuietQueue(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenants := newTenants(t, db, 10)
+	if _, err := db.Admin.Exec(ctx, "ALTER TABLE jobs SET (autovacuum_enabled = false)"); err != nil {
+		t.Fatal(err)
+	}
+	seedPending(t, db, tenants, 3000)
+	if _, err := db.Admin.Exec(ctx, `UPDATE jobs SET state = 'succeeded', attempt = 1, attempted_at = now(),
+		finished_at = now(), worker_id = 'w'`); err != nil {
+		t.Fatalf("finish: %v", err)
+	}
 	if _, err := db.Admin.Exec(ctx, "ANALYZE jobs"); err != nil {
 		t.Fatal(err)
+	}
+	// A third of what it holds: far short of the doubling that has a
+	// table analyzed again within a naptime.
+	seedPending(t, db, tenants, 1000)
+	if err := job.RebuildCounts(ctx, db.System); err != nil {
+		t.Fatal(err)
+	}
+	// The burst's inserts reach the statistics the refresh reads when
+	// their sessions next report (within a second).
+	testwait.For(t, "the burst in the table's change counter", func() bool {
+		var n int64
+		if err := db.Admin.QueryRow(ctx, "SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = 'jobs'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n >= 10000
+	})
+
+	tables, err := database.RefreshStatistics(ctx, db.System)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(tables, "jobs") {
+		t.Fatalf("the refresh analyzed %v, want jobs: 10,000 unfinished jobs where its statistics believe none", tables)
+	}
+	root, plan := explainPlan(t, db, nil, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+job.ClaimSQL, pgx.QueryExecModeExec,
+		nil, "default", "plan-test", 50, 30.0, int64(0), 1000, 1, 0, true, 50, []string{})
+	if ix := indexesRead(findSubplan(root, "CTE tenant_walk")); len(ix) == 0 || slices.ContainsFunc(ix, func(n string) bool { return n != "jobs_claim_idx" }) {
+		t.Errorf("the claim's tenant walk reads %v, want jobs_claim_idx only:\n%s", ix, plan)
+	}
+	var blocks float64
+	for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
+		v, _ := root[k].(float64)
+		blocks += v
+	}
+	t.Logf("claim of 50 over 10 tenants after the burst, analyzed: %.0f buffers", blocks)
+	// Analyzed, the belief is the truth: the next pass leaves the table.
+	if again, err := database.RefreshStatistics(ctx, db.System); err != nil || slices.Contains(again, "jobs") {
+		t.Fatalf("the next pass analyzed %v (%v): jobs was just analyzed with its backlog", again, err)
 	}
 }
