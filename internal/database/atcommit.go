@@ -2,8 +2,8 @@ package database
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -56,133 +56,269 @@ type connAcquirer interface {
 }
 
 // beginOnPool opens a transaction on a connection acquired from p; the
-// connection goes back to the pool when the transaction ends.
-func beginOnPool(ctx context.Context, p connAcquirer, opts pgx.TxOptions) (pgx.Tx, error) {
+// connection goes back to the pool when the transaction ends. Nothing is
+// sent yet: BEGIN and prelude (the statement that scopes the transaction,
+// if any) go out in one pipeline with the transaction's first statement,
+// which saves every transaction a round trip of its own. The snapshot of
+// a transaction is taken at its first statement either way, so nothing
+// the transaction sees changes; a transaction that sends nothing never
+// begins.
+func beginOnPool(ctx context.Context, p connAcquirer, prelude ...queuedStmt) (pgx.Tx, error) {
 	c, err := p.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tx, err := c.BeginTx(ctx, opts)
-	if err != nil {
-		c.Release()
-		return nil, err
-	}
-	return &commitTx{Tx: tx, conn: c}, nil
+	return &commitTx{conn: c, pgConn: c.Conn(), unsent: append([]queuedStmt{{sql: "BEGIN"}}, prelude...)}, nil
 }
 
-// commitTx is a pgx.Tx on a pooled connection that it owns, with
-// statements queued by AtCommit.
+// commitTx is a pgx.Tx on a pooled connection that it owns: its BEGIN
+// rides with its first statement, and statements queued by AtCommit ride
+// with the next one or with COMMIT.
 type commitTx struct {
-	pgx.Tx
 	conn   *pgxpool.Conn
+	pgConn *pgx.Conn    // conn's, kept for Conn after conn is released
+	unsent []queuedStmt // the statements that open the transaction, until sent
+	begun  bool         // BEGIN was sent
 	queued []queuedStmt
 	done   bool
+	// savepoints numbers the nested transactions (Begin).
+	savepoints int
 }
 
-// flush sends the queued statements before a statement that may depend on
-// them.
-func (t *commitTx) flush(ctx context.Context) error {
-	if len(t.queued) == 0 {
+// ahead is a batch of what must reach the server before the caller's next
+// statement (the transaction's opening statements, then the queued ones),
+// or nil when nothing must.
+func (t *commitTx) ahead() *pgx.Batch {
+	if len(t.unsent) == 0 && len(t.queued) == 0 {
 		return nil
 	}
 	b := &pgx.Batch{}
-	for _, q := range t.queued {
+	for _, q := range append(t.unsent, t.queued...) {
 		b.Queue(q.sql, q.args...)
 	}
-	t.queued = nil
-	return t.Tx.SendBatch(ctx, b).Close()
+	t.unsent, t.queued, t.begun = nil, nil, true
+	return b
+}
+
+// send sends b, which holds ahead statements first, and reads their
+// results: the results left are those of what the caller added after
+// them. On an error the batch is closed and the error returned.
+func (t *commitTx) send(ctx context.Context, b *pgx.Batch, ahead int) (pgx.BatchResults, error) {
+	br := t.conn.SendBatch(ctx, b)
+	for range ahead {
+		if _, err := br.Exec(); err != nil {
+			br.Close() //nolint:errcheck // the statement's error is the one to report
+			return nil, err
+		}
+	}
+	return br, nil
+}
+
+// flush sends what must go first on its own: before a statement that
+// cannot join a pipeline (a batch of the caller's, COPY, PREPARE).
+func (t *commitTx) flush(ctx context.Context) error {
+	b := t.ahead()
+	if b == nil {
+		return nil
+	}
+	br, err := t.send(ctx, b, b.Len())
+	if err != nil {
+		return err
+	}
+	return br.Close()
+}
+
+// pipelined reports whether a statement with args can join a pipeline: a
+// batch runs every statement in the connection's mode, so one that asks
+// for another mode or format (pgx takes that from its first argument) is
+// sent alone.
+func pipelined(args []any) bool {
+	if len(args) == 0 {
+		return true
+	}
+	switch args[0].(type) {
+	case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID, pgx.QueryRewriter:
+		return false
+	}
+	return true
+}
+
+// lead is the batch to send a statement with args in, after what must go
+// first; nil: send it alone (after flushing what must go first).
+func (t *commitTx) lead(ctx context.Context, args []any) (*pgx.Batch, error) {
+	if !pipelined(args) {
+		return nil, t.flush(ctx)
+	}
+	return t.ahead(), nil
 }
 
 func (t *commitTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if err := t.flush(ctx); err != nil {
+	if t.done {
+		return pgconn.CommandTag{}, pgx.ErrTxClosed
+	}
+	b, err := t.lead(ctx, args)
+	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	return t.Tx.Exec(ctx, sql, args...)
+	if b == nil {
+		return t.conn.Exec(ctx, sql, args...)
+	}
+	n := b.Len()
+	b.Queue(sql, args...)
+	br, err := t.send(ctx, b, n)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
 }
 
 func (t *commitTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if err := t.flush(ctx); err != nil {
+	if t.done {
+		return nil, pgx.ErrTxClosed
+	}
+	b, err := t.lead(ctx, args)
+	if err != nil {
 		return nil, err
 	}
-	return t.Tx.Query(ctx, sql, args...)
+	if b == nil {
+		return t.conn.Query(ctx, sql, args...)
+	}
+	n := b.Len()
+	b.Queue(sql, args...)
+	br, err := t.send(ctx, b, n)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close() //nolint:errcheck // the statement's error is the one to report
+		return nil, err
+	}
+	return &pipelineRows{Rows: rows, done: br.Close}, nil
 }
 
 func (t *commitTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if err := t.flush(ctx); err != nil {
+	rows, err := t.Query(ctx, sql, args...)
+	if err != nil {
 		return errRow{err}
 	}
-	return t.Tx.QueryRow(ctx, sql, args...)
+	return firstRow{rows}
 }
 
 func (t *commitTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.done {
+		return pgx.FailedBatchResults(b, pgx.ErrTxClosed)
+	}
 	if err := t.flush(ctx); err != nil {
 		return pgx.FailedBatchResults(b, err)
 	}
-	return t.Tx.SendBatch(ctx, b)
+	return t.conn.SendBatch(ctx, b)
 }
 
 func (t *commitTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	if t.done {
+		return 0, pgx.ErrTxClosed
+	}
 	if err := t.flush(ctx); err != nil {
 		return 0, err
 	}
-	return t.Tx.CopyFrom(ctx, table, cols, src)
+	return t.conn.CopyFrom(ctx, table, cols, src)
 }
 
+// Begin opens a savepoint, as pgx's Tx does.
 func (t *commitTx) Begin(ctx context.Context) (pgx.Tx, error) {
-	if err := t.flush(ctx); err != nil {
+	if t.done {
+		return nil, pgx.ErrTxClosed
+	}
+	t.savepoints++
+	sp := &savepoint{commitTx: t, name: "sp_" + strconv.Itoa(t.savepoints)}
+	if _, err := t.Exec(ctx, "SAVEPOINT "+sp.name); err != nil {
 		return nil, err
 	}
-	return t.Tx.Begin(ctx)
+	return sp, nil
+}
+
+// savepoint is a transaction nested in a commitTx: it runs its statements
+// on the outer transaction, after what that one queued.
+type savepoint struct {
+	*commitTx
+	name   string
+	closed bool
+}
+
+func (s *savepoint) Commit(ctx context.Context) error {
+	if s.closed {
+		return pgx.ErrTxClosed
+	}
+	s.closed = true
+	_, err := s.commitTx.Exec(ctx, "RELEASE SAVEPOINT "+s.name)
+	return err
+}
+
+func (s *savepoint) Rollback(ctx context.Context) error {
+	if s.closed {
+		return pgx.ErrTxClosed
+	}
+	s.closed = true
+	_, err := s.commitTx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+s.name)
+	return err
 }
 
 func (t *commitTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if t.done {
+		return nil, pgx.ErrTxClosed
+	}
 	if err := t.flush(ctx); err != nil {
 		return nil, err
 	}
-	return t.Tx.Prepare(ctx, name, sql)
+	return t.pgConn.Prepare(ctx, name, sql)
 }
 
-// Commit sends the queued statements and COMMIT in one round trip.
+// LargeObjects is not supported (Jejak stores none): pgx builds them over
+// its own transactions only.
+func (t *commitTx) LargeObjects() pgx.LargeObjects { return pgx.LargeObjects{} }
+
+func (t *commitTx) Conn() *pgx.Conn { return t.pgConn }
+
+// Commit sends what is queued and COMMIT in one round trip (with BEGIN
+// too when the transaction sent nothing else: a transaction of queued
+// statements only). A transaction that never began has nothing to commit.
 func (t *commitTx) Commit(ctx context.Context) error {
 	if t.done {
 		return pgx.ErrTxClosed
 	}
-	if len(t.queued) == 0 {
-		err := t.Tx.Commit(ctx)
-		t.end()
-		return err
+	defer t.end()
+	if len(t.queued) == 0 && !t.begun {
+		return nil
 	}
-	b := &pgx.Batch{}
-	for _, q := range t.queued {
-		b.Queue(q.sql, q.args...)
+	b := t.ahead()
+	if b == nil {
+		b = &pgx.Batch{}
 	}
-	t.queued = nil
+	n := b.Len()
 	b.Queue("COMMIT")
-	br := t.Tx.Conn().SendBatch(ctx, b)
-	var err error
-	for range b.Len() - 1 {
-		if _, err = br.Exec(); err != nil {
-			break
-		}
-	}
+	br, err := t.send(ctx, b, n)
 	var tag pgconn.CommandTag
 	if err == nil {
 		tag, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err == nil && tag.String() == "ROLLBACK" {
 		err = pgx.ErrTxCommitRollback
 	}
-	if err != nil && t.Tx.Conn().PgConn().TxStatus() != 'I' {
+	if err != nil && t.pgConn.PgConn().TxStatus() != 'I' {
 		// A queued statement failed, so COMMIT never ran: end the
 		// transaction here, or the pool would have to drop the connection.
-		if rerr := t.Tx.Rollback(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
+		if _, rerr := t.conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
 			err = fmt.Errorf("%w (and rollback: %v)", err, rerr)
 		}
 	}
-	t.end()
 	return err
 }
 
@@ -192,9 +328,12 @@ func (t *commitTx) Rollback(ctx context.Context) error {
 	if t.done {
 		return pgx.ErrTxClosed
 	}
+	defer t.end()
 	t.queued = nil
-	err := t.Tx.Rollback(ctx)
-	t.end()
+	if !t.begun {
+		return nil
+	}
+	_, err := t.conn.Exec(ctx, "ROLLBACK")
 	return err
 }
 

@@ -151,7 +151,7 @@ type Beginner interface {
 func InTx(ctx context.Context, db Beginner, fn func(pgx.Tx) error) error {
 	if p, ok := db.(connAcquirer); ok {
 		return inTx(ctx, func(ctx context.Context) (pgx.Tx, error) {
-			return beginOnPool(ctx, p, pgx.TxOptions{})
+			return beginOnPool(ctx, p)
 		}, fn)
 	}
 	return inTx(ctx, db.Begin, fn)
@@ -234,11 +234,17 @@ func inTenantTx(ctx context.Context, db Beginner, tenantID, userID int64, async 
 	}
 	scope := scopeStatement(tenantID, userID)
 	if async {
-		scope += ", set_config('synchronous_commit', 'off', true)"
+		scope += asyncCommit
 	}
 	if p, ok := db.(connAcquirer); ok {
+		// The scoping goes out with the transaction's first statement
+		// (beginOnPool), as one prepared statement for every tenant.
+		lead := queuedStmt{sql: readScope, args: []any{strconv.FormatInt(tenantID, 10), userArg(userID)}}
+		if async {
+			lead.sql += asyncCommit
+		}
 		return inTx(ctx, func(ctx context.Context) (pgx.Tx, error) {
-			return beginOnPool(ctx, p, pgx.TxOptions{BeginQuery: "BEGIN; " + scope})
+			return beginOnPool(ctx, p, lead)
 		}, fn)
 	}
 	if b, ok := db.(txBeginner); ok {
@@ -262,13 +268,21 @@ func inTenantTx(ctx context.Context, db Beginner, tenantID, userID int64, async 
 // Both are integers formatted here, never caller text, so the statement
 // needs no parameters and can share a simple-protocol string with BEGIN.
 func scopeStatement(tenantID, userID int64) string {
-	user := ""
-	if userID > 0 {
-		user = strconv.FormatInt(userID, 10)
-	}
 	return "SELECT set_config('app.tenant_id', '" + strconv.FormatInt(tenantID, 10) +
-		"', true), set_config('app.user_id', '" + user + "', true)"
+		"', true), set_config('app.user_id', '" + userArg(userID) + "', true)"
 }
+
+// userArg is the app.user_id setting of user id userID ("" for none).
+func userArg(userID int64) string {
+	if userID > 0 {
+		return strconv.FormatInt(userID, 10)
+	}
+	return ""
+}
+
+// asyncCommit, appended to a scoping statement, has the transaction
+// commit without waiting for its WAL flush.
+const asyncCommit = ", set_config('synchronous_commit', 'off', true)"
 
 // ScopeTx scopes a transaction the caller began itself (say, a REPEATABLE
 // READ snapshot) exactly as InTenantTx does: the tenant, and the signed-in

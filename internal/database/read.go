@@ -51,11 +51,7 @@ func ReadTenant(ctx context.Context, db Beginner, tenantID int64, fn func(Querie
 type scopeArgs struct{ tenant, user string }
 
 func newScopeArgs(ctx context.Context, tenantID int64) scopeArgs {
-	user := ""
-	if id := viewerID(ctx); id > 0 {
-		user = strconv.FormatInt(id, 10)
-	}
-	return scopeArgs{tenant: strconv.FormatInt(tenantID, 10), user: user}
+	return scopeArgs{tenant: strconv.FormatInt(tenantID, 10), user: userArg(viewerID(ctx))}
 }
 
 // The statements that lead a read's pipeline. The scoping takes

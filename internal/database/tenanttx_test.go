@@ -9,12 +9,13 @@ import (
 	"github.com/jejakhq/jejak/internal/database"
 )
 
-// TestTenantTxScopesInTheBeginRoundTrip: on a pool, a tenant transaction
-// with one query costs three statements (BEGIN with the scoping, the
-// query, COMMIT), not four; inside it both settings hold, and after it
-// the pooled connection carries neither. Nested in a transaction it
-// still scopes (a savepoint and a separate set_config).
-func TestTenantTxScopesInTheBeginRoundTrip(t *testing.T) {
+// TestTenantTxScopesInTheFirstRoundTrip: on a pool, a tenant transaction
+// with one query costs two round trips (BEGIN, the scoping and the query
+// in one pipeline, then COMMIT), not three or four; inside it both
+// settings hold, and after it the pooled connection carries neither.
+// Nested in a transaction it still scopes (a savepoint and a separate
+// set_config).
+func TestTenantTxScopesInTheFirstRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, tr := tripPool(t, 1)
@@ -38,8 +39,8 @@ func TestTenantTxScopesInTheBeginRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := tr.trips.Load() - before; n != 3 {
-		t.Errorf("a tenant transaction with one query sent %d statements, want 3", n)
+	if n := tr.trips.Load() - before; n != 2 {
+		t.Errorf("a tenant transaction with one query took %d round trips, want 2", n)
 	}
 	if tenant, user := settings(pool); tenant != "" || user != "" {
 		t.Errorf("after commit the connection carries tenant %q user %q", tenant, user)
