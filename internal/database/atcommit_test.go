@@ -3,8 +3,10 @@ package database_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -290,5 +292,84 @@ func TestAtCommitStatementsWakeLocalLoops(t *testing.T) {
 	}
 	if len(woken) != 1 {
 		t.Fatalf("%d wake-ups after the commit, want 1", len(woken))
+	}
+}
+
+// TestFirstStatementCarriesBegin: BEGIN goes out with a transaction's first
+// statement, and the transaction behaves as one begun on its own: a
+// transaction that sends nothing costs no round trip; one whose first
+// statement fails rolls back and leaves the pool's connections ready; one
+// whose first statement asks for its own query mode sends it alone but
+// still inside the transaction; a savepoint rolled back keeps what the
+// transaction wrote before it; queued statements alone are committed.
+func TestFirstStatementCarriesBegin(t *testing.T) {
+	t.Parallel()
+	pool, tr := atCommitPool(t)
+	ctx := context.Background()
+
+	before := tr.trips.Load()
+	if err := database.InTx(ctx, pool, func(pgx.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.trips.Load() - before; n != 0 {
+		t.Errorf("a transaction that sent nothing took %d round trips, want 0", n)
+	}
+
+	err := database.InTx(ctx, pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 1, nil)
+		return err
+	})
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23502" {
+		t.Fatalf("first statement's error = %v, want its not-null violation", err)
+	}
+	var status string
+	if err := pool.QueryRow(ctx, "SELECT current_setting('transaction_isolation')").Scan(&status); err != nil {
+		t.Fatalf("the connection after a failed first statement: %v", err)
+	}
+
+	err = database.InTx(ctx, pool, func(tx pgx.Tx) error {
+		var first, last time.Time
+		if err := tx.QueryRow(ctx, "SELECT now()", pgx.QueryExecModeExec).Scan(&first); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 2, "kept"); err != nil {
+			return err
+		}
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := sp.Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 3, "undone"); err != nil {
+			return err
+		}
+		if err := sp.Rollback(ctx); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&last); err != nil {
+			return err
+		}
+		if !first.Equal(last) {
+			t.Errorf("now() %v, then %v: the first statement ran outside the transaction", first, last)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Queued statements alone: BEGIN goes with them and COMMIT.
+	if err := database.InTx(ctx, pool, func(tx pgx.Tx) error {
+		_, err := database.AtCommit(tx).Exec(ctx, "INSERT INTO notes VALUES ($1, $2)", 4, "queued alone")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, "SELECT id FROM notes ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil || !slices.Equal(ids, []int32{2, 4}) {
+		t.Fatalf("notes: %v (%v), want [2 4] (3 was rolled back to its savepoint)", ids, err)
 	}
 }
