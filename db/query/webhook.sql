@@ -188,13 +188,14 @@ UPDATE webhook_endpoints e
    AND NOT (o.ok AND e.consecutive_failures = 0 AND e.failing_since IS NULL AND e.breaker_open_until IS NULL)
 RETURNING e.consecutive_failures, e.failing_since, e.breaker_open_until;
 
--- name: WebhookDeliveryUpdate :one
+-- name: WebhookDeliveryUpdate :execrows
+-- No row back: an attempt's settling sends it with COMMIT
+-- (database.AtCommit), in one round trip.
 UPDATE webhook_deliveries
    SET state = @state, attempts = @attempts, last_status = sqlc.narg('last_status'), last_error = sqlc.narg('last_error'),
        next_attempt_at = sqlc.narg('next_attempt_at'), updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
        held_at = NULL
- WHERE tenant_id = @tenant_id AND id = @id
-RETURNING *;
+ WHERE tenant_id = @tenant_id AND id = @id;
 
 -- name: WebhookEndpointTakeHolder :one
 -- Makes @delivery_id, with its job @job_id, the delivery whose job waits

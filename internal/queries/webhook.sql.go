@@ -461,13 +461,12 @@ func (q *Queries) WebhookDeliveryRecover(ctx context.Context, arg WebhookDeliver
 	return items, nil
 }
 
-const webhookDeliveryUpdate = `-- name: WebhookDeliveryUpdate :one
+const webhookDeliveryUpdate = `-- name: WebhookDeliveryUpdate :execrows
 UPDATE webhook_deliveries
    SET state = $1, attempts = $2, last_status = $3, last_error = $4,
        next_attempt_at = $5, updated_at = coalesce($6::timestamptz, now()),
        held_at = NULL
  WHERE tenant_id = $7 AND id = $8
-RETURNING id, tenant_id, endpoint_id, event_id, event_type, body, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at, aggregate, held_at, requested_by, trace_id
 `
 
 type WebhookDeliveryUpdateParams struct {
@@ -481,8 +480,10 @@ type WebhookDeliveryUpdateParams struct {
 	ID            int64
 }
 
-func (q *Queries) WebhookDeliveryUpdate(ctx context.Context, arg WebhookDeliveryUpdateParams) (WebhookDelivery, error) {
-	row := q.db.QueryRow(ctx, webhookDeliveryUpdate,
+// No row back: an attempt's settling sends it with COMMIT
+// (database.AtCommit), in one round trip.
+func (q *Queries) WebhookDeliveryUpdate(ctx context.Context, arg WebhookDeliveryUpdateParams) (int64, error) {
+	result, err := q.db.Exec(ctx, webhookDeliveryUpdate,
 		arg.State,
 		arg.Attempts,
 		arg.LastStatus,
@@ -492,27 +493,10 @@ func (q *Queries) WebhookDeliveryUpdate(ctx context.Context, arg WebhookDelivery
 		arg.TenantID,
 		arg.ID,
 	)
-	var i WebhookDelivery
-	err := row.Scan(
-		&i.ID,
-		&i.TenantID,
-		&i.EndpointID,
-		&i.EventID,
-		&i.EventType,
-		&i.Body,
-		&i.State,
-		&i.Attempts,
-		&i.NextAttemptAt,
-		&i.LastStatus,
-		&i.LastError,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Aggregate,
-		&i.HeldAt,
-		&i.RequestedBy,
-		&i.TraceID,
-	)
-	return i, err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const webhookEndpointClaimProbe = `-- name: WebhookEndpointClaimProbe :one

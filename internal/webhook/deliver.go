@@ -480,7 +480,15 @@ func (d *Deliverer) settle(ctx context.Context, j *job.Job, t attemptTarget, a A
 				disable = ReasonFailing
 			}
 		}
-		if _, err := st.updateDelivery(ctx, j.TenantID, t.ID, state, attempts, a.StatusCode, lastErr, next, clk.Now()); err != nil {
+		var err error
+		if a.N > 0 {
+			// The attempt's row references the delivery and keeps it to
+			// the commit, so its update cannot miss: it rides with COMMIT.
+			_, err = newStore(database.AtCommit(tx)).setDelivery(ctx, j.TenantID, t.ID, state, attempts, a.StatusCode, lastErr, next, clk.Now())
+		} else {
+			err = st.updateDelivery(ctx, j.TenantID, t.ID, state, attempts, a.StatusCode, lastErr, next, clk.Now())
+		}
+		if err != nil {
 			return fmt.Errorf("update webhook delivery: %w", err)
 		}
 		if next != nil {

@@ -253,9 +253,10 @@ func (s *Service) Resend(ctx context.Context, tenantID int64, actor Actor, endpo
 			return err // deleted: its log is kept, not resent
 		}
 		now := s.clk.Now()
-		if d, err = st.updateDelivery(ctx, tenantID, d.ID, StatePending, d.Attempts, d.LastStatus, d.LastError, nil, now); err != nil {
+		if err := st.updateDelivery(ctx, tenantID, d.ID, StatePending, d.Attempts, d.LastStatus, d.LastError, nil, now); err != nil {
 			return err
 		}
+		d.State, d.NextAttempt, d.Held = StatePending, nil, false
 		if _, err := enqueueAttempt(ctx, tx, s.jobs, tenantID, d.ID, nil, actor.TraceID, &actor.UserID,
 			fmt.Sprintf("dlv_%d:resend_after_%d", d.ID, d.Attempts)); err != nil {
 			return err

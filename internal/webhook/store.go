@@ -353,8 +353,21 @@ func (s store) forAttempt(ctx context.Context, tenantID, id int64, now *time.Tim
 	return attemptTarget{r}, notFound(err)
 }
 
+// updateDelivery sets a delivery's state after an attempt or a resend; a
+// missing delivery is ErrNotFound.
 func (s store) updateDelivery(ctx context.Context, tenantID, id int64, state string, attempts, status int, lastErr string,
-	next *time.Time, now *time.Time) (Delivery, error) {
+	next *time.Time, now *time.Time) error {
+	n, err := s.setDelivery(ctx, tenantID, id, state, attempts, status, lastErr, next, now)
+	if err == nil && n == 0 {
+		return ErrNotFound
+	}
+	return err
+}
+
+// setDelivery is updateDelivery without the check: on a store over
+// database.AtCommit the statement is only queued, and n is 0.
+func (s store) setDelivery(ctx context.Context, tenantID, id int64, state string, attempts, status int, lastErr string,
+	next *time.Time, now *time.Time) (n int64, err error) {
 	var st *int32
 	if status != 0 {
 		v := int32(status)
@@ -364,10 +377,9 @@ func (s store) updateDelivery(ctx context.Context, tenantID, id int64, state str
 	if lastErr != "" {
 		le = &lastErr
 	}
-	r, err := s.q.WebhookDeliveryUpdate(ctx, queries.WebhookDeliveryUpdateParams{
+	return s.q.WebhookDeliveryUpdate(ctx, queries.WebhookDeliveryUpdateParams{
 		State: state, Attempts: int32(attempts), LastStatus: st, LastError: le, NextAttemptAt: next, Now: now,
 		TenantID: tenantID, ID: id})
-	return toDelivery(r), notFound(err)
 }
 
 func toDelivery(r queries.WebhookDelivery) Delivery {
