@@ -250,21 +250,17 @@ type savepoint struct {
 	closed bool
 }
 
-func (s *savepoint) Commit(ctx context.Context) error {
-	if s.closed {
-		return pgx.ErrTxClosed
-	}
-	s.closed = true
-	_, err := s.commitTx.Exec(ctx, "RELEASE SAVEPOINT "+s.name)
-	return err
-}
+func (s *savepoint) Commit(ctx context.Context) error { return s.end(ctx, "RELEASE SAVEPOINT ") }
 
-func (s *savepoint) Rollback(ctx context.Context) error {
+func (s *savepoint) Rollback(ctx context.Context) error { return s.end(ctx, "ROLLBACK TO SAVEPOINT ") }
+
+// end releases or rolls back to the savepoint, once.
+func (s *savepoint) end(ctx context.Context, stmt string) error {
 	if s.closed {
 		return pgx.ErrTxClosed
 	}
 	s.closed = true
-	_, err := s.commitTx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+s.name)
+	_, err := s.commitTx.Exec(ctx, stmt+s.name)
 	return err
 }
 

@@ -25,33 +25,20 @@ import (
 func TestClaimReadsLittleBesideManyFinishedJobs(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	ctx := context.Background()
 	tenants := newTenants(t, db, 10)
 	// Statistics as a burst leaves them: analysed while nearly every job
 	// was pending, and 5,000 of each tenant's 5,010 jobs finished since
 	// (autovacuum has not caught up). The planner then believes most rows
 	// of jobs_tenant_idx are due and that the next tenant is one step away.
-	if _, err := db.Admin.Exec(ctx, "ALTER TABLE jobs SET (autovacuum_enabled = false)"); err != nil {
-		t.Fatal(err)
-	}
+	withoutAutovacuum(t, db)
 	seedPendingAndAnalyze(t, db, tenants, 5010)
-	_, err := db.Admin.Exec(ctx, `
-UPDATE jobs SET state = 'succeeded', attempt = 1, attempted_at = now(), finished_at = now(), worker_id = 'w'
- WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY tenant_id ORDER BY id) AS n FROM jobs) x
-               WHERE n <= 5000)`)
-	if err != nil {
-		t.Fatalf("finish: %v", err)
-	}
+	finishJobs(t, db, 5000)
 
 	// $1 now, $2 queue, $3 worker, $4 batch, $5 lease, $6 tenant cursor,
 	// $7 max tenants, $8 min share, $9 running cap, $10 fair, $11 max share, $12 paused
 	root, plan := explainPlan(t, db, nil, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+job.ClaimSQL, pgx.QueryExecModeExec,
 		nil, "default", "plan-test", 50, 30.0, int64(0), 1000, 1, 0, true, 50, []string{})
-	var blocks float64
-	for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
-		v, _ := root[k].(float64)
-		blocks += v
-	}
+	blocks := buffersRead(root)
 	// The walk reads jobs_claim_idx only (the final update reaches the
 	// picked rows by primary key, which is fine).
 	if ix := indexesRead(findSubplan(root, "CTE tenant_walk")); len(ix) == 0 || slices.ContainsFunc(ix, func(n string) bool { return n != "jobs_claim_idx" }) {
@@ -156,6 +143,35 @@ func indexesRead(node map[string]any) []string {
 	return out
 }
 
+// buffersRead is what a plan node read from shared buffers (hit or read).
+func buffersRead(node map[string]any) float64 {
+	hit, _ := node["Shared Hit Blocks"].(float64)
+	read, _ := node["Shared Read Blocks"].(float64)
+	return hit + read
+}
+
+// withoutAutovacuum keeps autovacuum off the job table, so a test's
+// statistics stay those it took.
+func withoutAutovacuum(t *testing.T, db *testdb.DB) {
+	t.Helper()
+	if _, err := db.Admin.Exec(context.Background(), "ALTER TABLE jobs SET (autovacuum_enabled = false)"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// finishJobs marks each tenant's first n jobs (in id order) succeeded, as
+// workers would have left them.
+func finishJobs(t *testing.T, db *testdb.DB, n int) {
+	t.Helper()
+	_, err := db.Admin.Exec(context.Background(), `
+UPDATE jobs SET state = 'succeeded', attempt = 1, attempted_at = now(), finished_at = now(), worker_id = 'w'
+ WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY tenant_id ORDER BY id) AS n FROM jobs) x
+               WHERE n <= $1)`, n)
+	if err != nil {
+		t.Fatalf("finish: %v", err)
+	}
+}
+
 // seedPendingAndAnalyze is seedPending, then ANALYZE.
 func seedPendingAndAnalyze(t *testing.T, db *testdb.DB, tenants []int64, n int) {
 	t.Helper()
@@ -196,14 +212,9 @@ func TestClaimWalksTheClaimIndexAfterABurstIntoAQuietQueue(t *testing.T) {
 	db := testdb.New(t)
 	ctx := context.Background()
 	tenants := newTenants(t, db, 10)
-	if _, err := db.Admin.Exec(ctx, "ALTER TABLE jobs SET (autovacuum_enabled = false)"); err != nil {
-		t.Fatal(err)
-	}
+	withoutAutovacuum(t, db)
 	seedPending(t, db, tenants, 3000)
-	if _, err := db.Admin.Exec(ctx, `UPDATE jobs SET state = 'succeeded', attempt = 1, attempted_at = now(),
-		finished_at = now(), worker_id = 'w'`); err != nil {
-		t.Fatalf("finish: %v", err)
-	}
+	finishJobs(t, db, 3000)
 	if _, err := db.Admin.Exec(ctx, "ANALYZE jobs"); err != nil {
 		t.Fatal(err)
 	}
@@ -235,11 +246,7 @@ func TestClaimWalksTheClaimIndexAfterABurstIntoAQuietQueue(t *testing.T) {
 	if ix := indexesRead(findSubplan(root, "CTE tenant_walk")); len(ix) == 0 || slices.ContainsFunc(ix, func(n string) bool { return n != "jobs_claim_idx" }) {
 		t.Errorf("the claim's tenant walk reads %v, want jobs_claim_idx only:\n%s", ix, plan)
 	}
-	var blocks float64
-	for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
-		v, _ := root[k].(float64)
-		blocks += v
-	}
+	blocks := buffersRead(root)
 	t.Logf("claim of 50 over 10 tenants after the burst, analyzed: %.0f buffers", blocks)
 	// Analyzed, the belief is the truth: the next pass leaves the table.
 	if again, err := database.RefreshStatistics(ctx, db.System); err != nil || slices.Contains(again, "jobs") {
