@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/testdb"
 )
@@ -98,5 +100,64 @@ func TestRefreshStatisticsFollowsAutovacuumsRule(t *testing.T) {
 
 	if _, err := database.RefreshStatistics(ctx, db.App); err == nil {
 		t.Fatal("the tenant-facing role refreshed statistics; only the system role may")
+	}
+}
+
+// countingQuerier counts the statements sent through it.
+type countingQuerier struct {
+	database.Querier
+	n int
+}
+
+func (c *countingQuerier) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	c.n++
+	return c.Querier.QueryRow(ctx, sql, args...)
+}
+
+// TestRefreshStatisticsAnalyzesEachTableInAStatementOfItsOwn: a statement
+// holds its snapshot (and the cluster's xmin horizon) until it ends, so
+// two stale tables are analyzed by two statements, not one holding the
+// horizon through both.
+func TestRefreshStatisticsAnalyzesEachTableInAStatementOfItsOwn(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	for pass := 0; ; pass++ {
+		tables, err := database.RefreshStatistics(ctx, db.System)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tables) == 0 {
+			break
+		}
+		if pass == 20 {
+			t.Fatalf("still stale after %d passes: %v", pass, tables)
+		}
+	}
+	conn, err := db.Admin.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, q := range []string{
+		`INSERT INTO tenants (slug, name) SELECT 'each-' || i, 'Each ' || i FROM generate_series(1, 500) i`,
+		`INSERT INTO wake_listeners (channel, listener, asleep, expires_at)
+		   SELECT 'jejak_jobs', 'each-' || i, false, now() + interval '1 minute' FROM generate_series(1, 500) i`,
+		"SELECT pg_stat_force_next_flush()",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := &countingQuerier{Querier: db.System}
+	tables, err := database.RefreshStatistics(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(tables, "tenants") || !slices.Contains(tables, "wake_listeners") {
+		t.Fatalf("analyzed %v, want tenants and wake_listeners", tables)
+	}
+	if q.n < len(tables) {
+		t.Fatalf("%d tables analyzed by %d statements, want one statement each", len(tables), q.n)
 	}
 }
