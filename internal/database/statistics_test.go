@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/testdb"
@@ -20,26 +21,7 @@ func TestRefreshStatisticsFollowsAutovacuumsRule(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	// Whatever the migrations and the template left stale goes first (a
-	// pass takes at most eight tables; nothing holds one, so none stays).
-	for pass := 0; ; pass++ {
-		tables, err := database.RefreshStatistics(ctx, db.System)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(tables) == 0 {
-			break
-		}
-		if pass == 20 {
-			t.Fatalf("still stale after %d passes: %v", pass, tables)
-		}
-	}
-
-	conn, err := db.Admin.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	conn := freshStatistics(t, db)
 	// 500 tenants: past 50 + 10 % of the few the template holds.
 	if _, err := conn.Exec(ctx, `INSERT INTO tenants (slug, name)
 		SELECT 'stats-' || i, 'Stats ' || i FROM generate_series(1, 500) i`); err != nil {
@@ -103,6 +85,33 @@ func TestRefreshStatisticsFollowsAutovacuumsRule(t *testing.T) {
 	}
 }
 
+// freshStatistics refreshes the statistics of whatever the migrations and
+// the template left stale (a pass takes at most eight tables; nothing
+// holds one, so none stays), and returns an owner's connection, released
+// at the test's end, to make tables stale with.
+func freshStatistics(t *testing.T, db *testdb.DB) *pgxpool.Conn {
+	t.Helper()
+	ctx := context.Background()
+	for pass := 0; ; pass++ {
+		tables, err := database.RefreshStatistics(ctx, db.System)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tables) == 0 {
+			break
+		}
+		if pass == 20 {
+			t.Fatalf("still stale after %d passes: %v", pass, tables)
+		}
+	}
+	conn, err := db.Admin.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	return conn
+}
+
 // countingQuerier counts the statements sent through it.
 type countingQuerier struct {
 	database.Querier
@@ -122,23 +131,7 @@ func TestRefreshStatisticsAnalyzesEachTableInAStatementOfItsOwn(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	for pass := 0; ; pass++ {
-		tables, err := database.RefreshStatistics(ctx, db.System)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(tables) == 0 {
-			break
-		}
-		if pass == 20 {
-			t.Fatalf("still stale after %d passes: %v", pass, tables)
-		}
-	}
-	conn, err := db.Admin.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	conn := freshStatistics(t, db)
 	for _, q := range []string{
 		`INSERT INTO tenants (slug, name) SELECT 'each-' || i, 'Each ' || i FROM generate_series(1, 500) i`,
 		`INSERT INTO wake_listeners (channel, listener, asleep, expires_at)
