@@ -143,31 +143,33 @@ func pipelined(args []any) bool {
 	return true
 }
 
-// lead is the batch to send a statement with args in, after what must go
-// first; nil: send it alone (after flushing what must go first).
-func (t *commitTx) lead(ctx context.Context, args []any) (*pgx.Batch, error) {
+// behind sends the statement in one pipeline after what must go first and
+// returns the pipeline's results at the statement's. nil: the statement is
+// the caller's to send on its own, as nothing had to go first, or it went
+// ahead alone because the statement cannot join a pipeline.
+func (t *commitTx) behind(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	if t.done {
+		return nil, pgx.ErrTxClosed
+	}
 	if !pipelined(args) {
 		return nil, t.flush(ctx)
 	}
-	return t.ahead(), nil
-}
-
-func (t *commitTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.done {
-		return pgconn.CommandTag{}, pgx.ErrTxClosed
-	}
-	b, err := t.lead(ctx, args)
-	if err != nil {
-		return pgconn.CommandTag{}, err
-	}
+	b := t.ahead()
 	if b == nil {
-		return t.conn.Exec(ctx, sql, args...)
+		return nil, nil
 	}
 	n := b.Len()
 	b.Queue(sql, args...)
-	br, err := t.send(ctx, b, n)
+	return t.send(ctx, b, n)
+}
+
+func (t *commitTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	br, err := t.behind(ctx, sql, args)
 	if err != nil {
 		return pgconn.CommandTag{}, err
+	}
+	if br == nil {
+		return t.conn.Exec(ctx, sql, args...)
 	}
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {
@@ -177,21 +179,12 @@ func (t *commitTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 }
 
 func (t *commitTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.done {
-		return nil, pgx.ErrTxClosed
-	}
-	b, err := t.lead(ctx, args)
+	br, err := t.behind(ctx, sql, args)
 	if err != nil {
 		return nil, err
 	}
-	if b == nil {
+	if br == nil {
 		return t.conn.Query(ctx, sql, args...)
-	}
-	n := b.Len()
-	b.Queue(sql, args...)
-	br, err := t.send(ctx, b, n)
-	if err != nil {
-		return nil, err
 	}
 	rows, err := br.Query()
 	if err != nil {
