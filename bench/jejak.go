@@ -138,20 +138,14 @@ func (u unfinishedJobs) Unfinished(ctx context.Context) (int64, error) {
 	return countUnfinished(ctx, u.db)
 }
 
-// unfinishedSQL counts the jobs still to run from the counters the staff
-// overview reads (job_counts and the deltas not folded into it yet, exact
-// in one snapshot), not from the job table: "state IN ('pending',
-// 'running')" scanned the whole table, finished jobs and their dead
-// versions included, and polled through a burn-down of 40,000 jobs it kept
-// about a quarter of one of the two cores busy beside the system it
+// countUnfinished counts the jobs still to run from the counters the
+// staff overview reads (job.Unfinished), not from the job table: "state IN
+// ('pending', 'running')" scanned the whole table, finished jobs and their
+// dead versions included, and polled through a burn-down of 40,000 jobs it
+// kept about a quarter of one of the two cores busy beside the system it
 // measures. The outcome is still read from the jobs themselves afterwards.
-const unfinishedSQL = `SELECT (SELECT coalesce(sum(unfinished), 0) FROM job_counts)
-	+ (SELECT coalesce(sum(unfinished), 0) FROM job_count_deltas)`
-
 func countUnfinished(ctx context.Context, db *JejakDB) (int64, error) {
-	var n int64
-	err := db.Admin.QueryRow(ctx, unfinishedSQL).Scan(&n)
-	return n, err
+	return job.Unfinished(ctx, db.Admin)
 }
 
 func (r *jejakRun) Close(ctx context.Context) {

@@ -16,6 +16,13 @@ SELECT tenant_id, kind, sum(unfinished)::bigint FROM d
  ORDER BY tenant_id, kind
 ON CONFLICT (tenant_id, kind) DO UPDATE SET unfinished = c.unfinished + EXCLUDED.unfinished;
 
+-- name: JobUnfinishedTotal :one
+-- Every tenant's unfinished (pending or running) jobs: the folded counts
+-- and the deltas not folded yet, exact in one snapshot, a few pages
+-- however large the job table.
+SELECT ((SELECT coalesce(sum(unfinished), 0) FROM job_counts)
+      + (SELECT coalesce(sum(unfinished), 0) FROM job_count_deltas))::bigint AS unfinished;
+
 -- name: JobCountsRebuild :exec
 -- Recount from the jobs table, for a bulk load that wrote jobs directly
 -- (the large-data seeder) or a repair: the old counts go and the recount

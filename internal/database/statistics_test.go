@@ -37,7 +37,7 @@ func TestRefreshStatisticsFollowsAutovacuumsRule(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tables, err := database.RefreshStatistics(ctx, db.System)
+	tables, err := database.RefreshStatistics(ctx, db.System, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestRefreshStatisticsFollowsAutovacuumsRule(t *testing.T) {
 	if reltuples < 500 || !analyzed {
 		t.Fatalf("tenants: reltuples %v, analyzed %v; want at least 500 rows counted by an ANALYZE", reltuples, analyzed)
 	}
-	if again, err := database.RefreshStatistics(ctx, db.System); err != nil || slices.Contains(again, "tenants") {
+	if again, err := database.RefreshStatistics(ctx, db.System, 0); err != nil || slices.Contains(again, "tenants") {
 		t.Fatalf("second pass analyzed %v (%v): tenants was just analyzed", again, err)
 	}
 
@@ -65,7 +65,7 @@ func TestRefreshStatisticsFollowsAutovacuumsRule(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := database.RefreshStatistics(ctx, db.System); err != nil || slices.Contains(again, "tenants") {
+	if again, err := database.RefreshStatistics(ctx, db.System, 0); err != nil || slices.Contains(again, "tenants") {
 		t.Fatalf("after churn analyzed %v (%v): tenants was analyzed less than a naptime ago and kept its size", again, err)
 	}
 	// Grown past twice the rows its statistics counted: analyzed at once.
@@ -76,11 +76,11 @@ func TestRefreshStatisticsFollowsAutovacuumsRule(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := database.RefreshStatistics(ctx, db.System); err != nil || !slices.Contains(again, "tenants") {
+	if again, err := database.RefreshStatistics(ctx, db.System, 0); err != nil || !slices.Contains(again, "tenants") {
 		t.Fatalf("after growth analyzed %v (%v): tenants holds more than twice its counted rows", again, err)
 	}
 
-	if _, err := database.RefreshStatistics(ctx, db.App); err == nil {
+	if _, err := database.RefreshStatistics(ctx, db.App, 0); err == nil {
 		t.Fatal("the tenant-facing role refreshed statistics; only the system role may")
 	}
 }
@@ -93,7 +93,7 @@ func freshStatistics(t *testing.T, db *testdb.DB) *pgxpool.Conn {
 	t.Helper()
 	ctx := context.Background()
 	for pass := 0; ; pass++ {
-		tables, err := database.RefreshStatistics(ctx, db.System)
+		tables, err := database.RefreshStatistics(ctx, db.System, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestRefreshStatisticsAnalyzesEachTableInAStatementOfItsOwn(t *testing.T) {
 		}
 	}
 	q := &countingQuerier{Querier: db.System}
-	tables, err := database.RefreshStatistics(ctx, q)
+	tables, err := database.RefreshStatistics(ctx, q, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -234,7 +234,7 @@ func TestClaimWalksTheClaimIndexAfterABurstIntoAQuietQueue(t *testing.T) {
 		return n >= 10000
 	})
 
-	tables, err := database.RefreshStatistics(ctx, db.System)
+	tables, err := job.RefreshStatistics(ctx, db.System)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestClaimWalksTheClaimIndexAfterABurstIntoAQuietQueue(t *testing.T) {
 	blocks := buffersRead(root)
 	t.Logf("claim of 50 over 10 tenants after the burst, analyzed: %.0f buffers", blocks)
 	// Analyzed, the belief is the truth: the next pass leaves the table.
-	if again, err := database.RefreshStatistics(ctx, db.System); err != nil || slices.Contains(again, "jobs") {
+	if again, err := job.RefreshStatistics(ctx, db.System); err != nil || slices.Contains(again, "jobs") {
 		t.Fatalf("the next pass analyzed %v (%v): jobs was just analyzed with its backlog", again, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // RebuildCounts recounts the staff pages' maintained counts (unfinished
@@ -23,6 +24,29 @@ func RebuildCounts(ctx context.Context, db database.Beginner) error {
 		return fmt.Errorf("rebuild job counts: %w", err)
 	}
 	return nil
+}
+
+// Unfinished is every tenant's unfinished (pending or running) jobs from
+// the maintained counts, exact and cheap however large the job table. db
+// must run as the system role.
+func Unfinished(ctx context.Context, db Querier) (int64, error) {
+	n, err := queries.New(db).JobUnfinishedTotal(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count unfinished jobs: %w", err)
+	}
+	return n, nil
+}
+
+// RefreshStatistics is database.RefreshStatistics told the unfinished
+// jobs, by which it sees the job table's statistics fall behind a burst;
+// the maintenance leader runs it every beat. db must run as the system
+// role.
+func RefreshStatistics(ctx context.Context, db Querier) ([]string, error) {
+	n, err := Unfinished(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	return database.RefreshStatistics(ctx, db, n)
 }
 
 // CountScheduled recounts the jobs scheduled ahead (pending, due later)

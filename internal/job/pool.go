@@ -894,8 +894,8 @@ func (e *Engine) maintainOnce(ctx context.Context, ls *leaderSession, prune bool
 	}
 	// Every beat, not every prune pass: the statistics of a table that
 	// grows fast must follow it within seconds, or cached plans made when
-	// it was small stay (see database.RefreshStatistics).
-	if tables, err := database.RefreshStatistics(ctx, lead); err != nil && ctx.Err() == nil {
+	// it was small stay (see RefreshStatistics).
+	if tables, err := RefreshStatistics(ctx, lead); err != nil && ctx.Err() == nil {
 		e.log.Error("maintenance: refresh statistics", "err", err)
 	} else if len(tables) > 0 {
 		e.log.Debug("analyzed tables", "tables", tables)

@@ -135,3 +135,18 @@ func (q *Queries) JobDeadGroupsRebuild(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, jobDeadGroupsRebuild)
 	return err
 }
+
+const jobUnfinishedTotal = `-- name: JobUnfinishedTotal :one
+SELECT ((SELECT coalesce(sum(unfinished), 0) FROM job_counts)
+      + (SELECT coalesce(sum(unfinished), 0) FROM job_count_deltas))::bigint AS unfinished
+`
+
+// Every tenant's unfinished (pending or running) jobs: the folded counts
+// and the deltas not folded yet, exact in one snapshot, a few pages
+// however large the job table.
+func (q *Queries) JobUnfinishedTotal(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, jobUnfinishedTotal)
+	var unfinished int64
+	err := row.Scan(&unfinished)
+	return unfinished, err
+}
