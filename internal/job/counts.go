@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/database"
-	"github.com/jejakhq/jejak/internal/queries"
 )
 
 // RebuildCounts recounts the staff pages' maintained counts (unfinished
@@ -30,7 +29,7 @@ func RebuildCounts(ctx context.Context, db database.Beginner) error {
 // the maintained counts, exact and cheap however large the job table. db
 // must run as the system role.
 func Unfinished(ctx context.Context, db Querier) (int64, error) {
-	n, err := queries.New(db).JobUnfinishedTotal(ctx)
+	n, err := storeUnfinished(ctx, db)
 	if err != nil {
 		return 0, fmt.Errorf("count unfinished jobs: %w", err)
 	}

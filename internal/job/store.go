@@ -422,6 +422,10 @@ func storeCountsFold(ctx context.Context, db queries.DBTX) (int64, error) {
 	return queries.New(db).JobCountsFold(ctx)
 }
 
+func storeUnfinished(ctx context.Context, db queries.DBTX) (int64, error) {
+	return queries.New(db).JobUnfinishedTotal(ctx)
+}
+
 // storeRebuildCounts recounts job_counts and job_dead_groups from jobs;
 // the caller provides the transaction.
 func storeRebuildCounts(ctx context.Context, tx queries.DBTX) error {
