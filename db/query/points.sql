@@ -26,12 +26,14 @@ SELECT * FROM points_balances WHERE tenant_id = @tenant_id AND customer = @custo
 -- name: PointsLedgerListByCustomer :many
 SELECT * FROM points_ledger WHERE tenant_id = @tenant_id AND customer = @customer ORDER BY id;
 
--- name: PointsAwardMany :many
--- PointsAward for many awards of one tenant in one statement. A message id
--- given twice counts once, as its first occurrence. Claims and balances are written in key order,
--- so batches of one tenant racing on other replicas lock rows in the same
--- order and cannot deadlock. Returns the message ids applied now (not
--- those processed before).
+-- name: PointsClaimMany :many
+-- The dedup claims and ledger rows of many awards of one tenant in one
+-- statement. A message id given twice counts once, as its first
+-- occurrence. Claims are written in key order, so batches of one tenant
+-- racing on other replicas lock rows in the same order and cannot
+-- deadlock. Returns the message ids applied now (not those processed
+-- before); their balances are PointsBalanceAddMany's, a statement of its
+-- own so that it can be the transaction's last.
 WITH input AS (
     SELECT DISTINCT ON (message_id) message_id, customer, points, reason
       FROM (SELECT i, (@message_ids::text[])[i] AS message_id, (@customers::text[])[i] AS customer,
@@ -50,10 +52,16 @@ WITH input AS (
 ), ledger AS (
     INSERT INTO points_ledger (tenant_id, customer, points, reason, message_id, created_at)
     SELECT @tenant_id, customer, points, reason, message_id, processed_at FROM applied ORDER BY message_id
-), balance AS (
-    INSERT INTO points_balances (tenant_id, customer, balance, updated_at)
-    SELECT @tenant_id, customer, sum(points), max(processed_at) FROM applied GROUP BY customer ORDER BY customer
-    ON CONFLICT (tenant_id, customer) DO UPDATE
-    SET balance = points_balances.balance + EXCLUDED.balance, updated_at = EXCLUDED.updated_at
 )
 SELECT message_id::text FROM applied;
+
+-- name: PointsBalanceAddMany :exec
+-- Adds points to many customers' balances of one tenant (a customer given
+-- twice gets the sum), in key order like PointsClaimMany's claims.
+INSERT INTO points_balances (tenant_id, customer, balance, updated_at)
+SELECT @tenant_id, customer, sum(points), coalesce(sqlc.narg('now')::timestamptz, now())
+  FROM (SELECT (@customers::text[])[i] AS customer, (@points::bigint[])[i] AS points
+          FROM generate_subscripts(@customers::text[], 1) AS i) a
+ GROUP BY customer ORDER BY customer
+ON CONFLICT (tenant_id, customer) DO UPDATE
+SET balance = points_balances.balance + EXCLUDED.balance, updated_at = EXCLUDED.updated_at;

@@ -10,8 +10,9 @@ import (
 
 // Awards of one tenant that arrive while a transaction of that tenant's
 // awards is being written wait, and go together in the next transaction:
-// one statement for the awards, one for their outbox messages, one for
-// their audit events, however many there are. This is group commit done
+// one statement for their claims and ledger rows, then one for their
+// balances, one for their outbox messages and one for their audit events,
+// sent with COMMIT, however many there are. This is group commit done
 // by the application. Per job, a transaction costs a WAL flush at commit,
 // a round trip per statement and a lock on each of the twenty-odd
 // relations it writes (more than a backend's sixteen fast-path slots, so

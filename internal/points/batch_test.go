@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/clock"
+	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/points"
 	"github.com/jejakhq/jejak/internal/testdb"
 	"github.com/jejakhq/jejak/internal/testwait"
 )
@@ -245,5 +250,63 @@ func TestGivenUpAwardLeavesTheQueue(t *testing.T) {
 	}
 	if got := balance(t, db, tenant, "c-1"); got != 5 {
 		t.Fatalf("balance of c-1 after the retry = %d, want 5", got)
+	}
+}
+
+// TestBatchLocksSharedRowsOnlyInItsCommit: of a batch's statements, those
+// that lock rows other batches of the tenant also lock (the customers'
+// balances, their outbox turn) go in the pipeline that commits, so another
+// replica's batch waits for a commit, not for a round trip of this one;
+// the claims and ledger rows go in the first. The balances add up, a
+// message id given twice or processed before counting once.
+func TestBatchLocksSharedRowsOnlyInItsCommit(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	tenant := newTenant(t, db, "acme")
+	svc := points.NewService(clock.NewFrozen(t0))
+	log := &testdb.StatementLog{}
+	pool := log.Pool(t, db.App)
+	awardIn := func(awards ...points.Award) []int {
+		t.Helper()
+		var applied []int
+		if err := database.InTenantTx(ctx, pool, tenant, func(tx pgx.Tx) error {
+			var err error
+			applied, err = svc.AwardMany(ctx, tx, tenant, awards)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return applied
+	}
+	awardIn(points.Award{MessageID: "msg-old", Customer: "c-1", Points: 7})
+	log.Take("")
+	applied := awardIn(
+		points.Award{MessageID: "msg-old", Customer: "c-1", Points: 7},
+		points.Award{MessageID: "msg-a", Customer: "c-1", Points: 2},
+		points.Award{MessageID: "msg-b", Customer: "c-2", Points: 3},
+		points.Award{MessageID: "msg-a", Customer: "c-1", Points: 2},
+		points.Award{MessageID: "msg-c", Customer: "c-1", Points: 4},
+	)
+	if !slices.Equal(applied, []int{1, 2, 4}) {
+		t.Fatalf("applied %v, want [1 2 4]", applied)
+	}
+	stmts, trips := log.TakeTrips(`name: PointsClaimMany|name: PointsBalanceAddMany|name: OutboxInsertMany|^COMMIT$`)
+	got := map[string]int{}
+	for i, s := range stmts {
+		got[strings.Fields(strings.TrimPrefix(s, "-- name: "))[0]] = trips[i]
+	}
+	commit := got["COMMIT"]
+	if commit == 0 || got["PointsClaimMany"] == 0 || got["PointsClaimMany"] == commit ||
+		got["PointsBalanceAddMany"] != commit || got["OutboxInsertMany"] != commit {
+		t.Fatalf("round trips of the batch's statements %v: want the claims before, the balances and outbox messages with COMMIT", got)
+	}
+	for c, want := range map[string]int64{"c-1": 7 + 2 + 4, "c-2": 3} {
+		if b := balance(t, db, tenant, c); b != want {
+			t.Errorf("balance of %s = %d, want %d", c, b, want)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM outbox_messages WHERE tenant_id = $1 AND event_type = 'points.awarded'`, tenant); n != 4 {
+		t.Errorf("outbox messages %d, want 4 (msg-old once, msg-a, msg-b, msg-c)", n)
 	}
 }

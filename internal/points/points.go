@@ -114,26 +114,40 @@ func (s *Service) Award(ctx context.Context, tx pgx.Tx, tenantID int64, a Award)
 	return err == nil, err
 }
 
-// AwardMany is Award for many awards of one tenant with one statement for
-// the awards and one for their outbox messages. It returns, in order, the
-// indexes of the awards it applied; a message id given twice is applied
+// AwardMany is Award for many awards of one tenant: one statement claims
+// their message ids and writes their ledger rows, one adds them to the
+// balances and one publishes their outbox messages. It returns, in order,
+// the indexes of the awards it applied; a message id given twice is applied
 // once, as given first.
+//
+// The balances and the messages go with COMMIT (database.AtCommit): a
+// customer's balance row and the customer's outbox turn are what batches
+// of the tenant on other replicas also lock, and sent last they are held
+// for the commit only, not while this process gets around to sending its
+// next statement.
 func (s *Service) AwardMany(ctx context.Context, tx pgx.Tx, tenantID int64, awards []Award) ([]int, error) {
 	for _, a := range awards {
 		if err := a.Validate(); err != nil {
 			return nil, err
 		}
 	}
-	ids, err := awardManyTx(ctx, tx, tenantID, awards, s.clock.Now())
+	now := s.clock.Now()
+	ids, err := claimManyTx(ctx, tx, tenantID, awards, now)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
 	applied := firstApplied(awards, ids)
+	won := make([]Award, len(applied))
 	msgs := make([]outbox.Message, len(applied))
 	for k, i := range applied {
+		won[k] = awards[i]
 		msgs[k] = awards[i].message()
 	}
-	return applied, s.outbox.PublishMany(ctx, tx, tenantID, msgs)
+	atCommit := database.AtCommit(tx)
+	if err := addBalances(ctx, atCommit, tenantID, won, now); err != nil {
+		return nil, err
+	}
+	return applied, s.outbox.PublishMany(ctx, atCommit, tenantID, msgs)
 }
 
 // firstApplied returns, in order, the first award of each applied message id.

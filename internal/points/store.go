@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/queries"
 )
 
@@ -22,17 +23,17 @@ func awardTx(ctx context.Context, tx pgx.Tx, tenantID int64, a Award, now *time.
 	return applied == 1, nil // 0: already processed, the repeat wrote nothing
 }
 
-// awardManyTx applies awards (validated) in tx and returns the message ids
-// applied now.
-func awardManyTx(ctx context.Context, tx pgx.Tx, tenantID int64, awards []Award, now *time.Time) (map[string]bool, error) {
-	p := queries.PointsAwardManyParams{TenantID: tenantID, Consumer: Consumer, Now: now}
+// claimManyTx claims awards' message ids (validated) and writes their
+// ledger rows in tx; it returns the message ids applied now.
+func claimManyTx(ctx context.Context, tx pgx.Tx, tenantID int64, awards []Award, now *time.Time) (map[string]bool, error) {
+	p := queries.PointsClaimManyParams{TenantID: tenantID, Consumer: Consumer, Now: now}
 	for _, a := range awards {
 		p.MessageIds = append(p.MessageIds, a.MessageID)
 		p.Customers = append(p.Customers, a.Customer)
 		p.Points = append(p.Points, a.Points)
 		p.Reasons = append(p.Reasons, a.Reason)
 	}
-	ids, err := queries.New(tx).PointsAwardMany(ctx, p)
+	ids, err := queries.New(tx).PointsClaimMany(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("award %d messages: %w", len(awards), err)
 	}
@@ -41,6 +42,19 @@ func awardManyTx(ctx context.Context, tx pgx.Tx, tenantID int64, awards []Award,
 		applied[id] = true
 	}
 	return applied, nil
+}
+
+// addBalances adds each award's points to its customer's balance.
+func addBalances(ctx context.Context, q database.Querier, tenantID int64, awards []Award, now *time.Time) error {
+	p := queries.PointsBalanceAddManyParams{TenantID: tenantID, Now: now}
+	for _, a := range awards {
+		p.Customers = append(p.Customers, a.Customer)
+		p.Points = append(p.Points, a.Points)
+	}
+	if err := queries.New(q).PointsBalanceAddMany(ctx, p); err != nil {
+		return fmt.Errorf("add %d awards to balances: %w", len(awards), err)
+	}
+	return nil
 }
 
 // GetBalance returns a customer's balance, or ErrNotFound.

@@ -58,7 +58,57 @@ func (q *Queries) PointsAward(ctx context.Context, arg PointsAwardParams) (int64
 	return applied, err
 }
 
-const pointsAwardMany = `-- name: PointsAwardMany :many
+const pointsBalanceAddMany = `-- name: PointsBalanceAddMany :exec
+INSERT INTO points_balances (tenant_id, customer, balance, updated_at)
+SELECT $1, customer, sum(points), coalesce($2::timestamptz, now())
+  FROM (SELECT ($3::text[])[i] AS customer, ($4::bigint[])[i] AS points
+          FROM generate_subscripts($3::text[], 1) AS i) a
+ GROUP BY customer ORDER BY customer
+ON CONFLICT (tenant_id, customer) DO UPDATE
+SET balance = points_balances.balance + EXCLUDED.balance, updated_at = EXCLUDED.updated_at
+`
+
+type PointsBalanceAddManyParams struct {
+	TenantID  int64
+	Now       *time.Time
+	Customers []string
+	Points    []int64
+}
+
+// Adds points to many customers' balances of one tenant (a customer given
+// twice gets the sum), in key order like PointsClaimMany's claims.
+func (q *Queries) PointsBalanceAddMany(ctx context.Context, arg PointsBalanceAddManyParams) error {
+	_, err := q.db.Exec(ctx, pointsBalanceAddMany,
+		arg.TenantID,
+		arg.Now,
+		arg.Customers,
+		arg.Points,
+	)
+	return err
+}
+
+const pointsBalanceGet = `-- name: PointsBalanceGet :one
+SELECT tenant_id, customer, balance, updated_at FROM points_balances WHERE tenant_id = $1 AND customer = $2
+`
+
+type PointsBalanceGetParams struct {
+	TenantID int64
+	Customer string
+}
+
+func (q *Queries) PointsBalanceGet(ctx context.Context, arg PointsBalanceGetParams) (PointsBalance, error) {
+	row := q.db.QueryRow(ctx, pointsBalanceGet, arg.TenantID, arg.Customer)
+	var i PointsBalance
+	err := row.Scan(
+		&i.TenantID,
+		&i.Customer,
+		&i.Balance,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const pointsClaimMany = `-- name: PointsClaimMany :many
 WITH input AS (
     SELECT DISTINCT ON (message_id) message_id, customer, points, reason
       FROM (SELECT i, ($1::text[])[i] AS message_id, ($2::text[])[i] AS customer,
@@ -77,16 +127,11 @@ WITH input AS (
 ), ledger AS (
     INSERT INTO points_ledger (tenant_id, customer, points, reason, message_id, created_at)
     SELECT $5, customer, points, reason, message_id, processed_at FROM applied ORDER BY message_id
-), balance AS (
-    INSERT INTO points_balances (tenant_id, customer, balance, updated_at)
-    SELECT $5, customer, sum(points), max(processed_at) FROM applied GROUP BY customer ORDER BY customer
-    ON CONFLICT (tenant_id, customer) DO UPDATE
-    SET balance = points_balances.balance + EXCLUDED.balance, updated_at = EXCLUDED.updated_at
 )
 SELECT message_id::text FROM applied
 `
 
-type PointsAwardManyParams struct {
+type PointsClaimManyParams struct {
 	MessageIds []string
 	Customers  []string
 	Points     []int64
@@ -96,13 +141,15 @@ type PointsAwardManyParams struct {
 	Now        *time.Time
 }
 
-// PointsAward for many awards of one tenant in one statement. A message id
-// given twice counts once, as its first occurrence. Claims and balances are written in key order,
-// so batches of one tenant racing on other replicas lock rows in the same
-// order and cannot deadlock. Returns the message ids applied now (not
-// those processed before).
-func (q *Queries) PointsAwardMany(ctx context.Context, arg PointsAwardManyParams) ([]string, error) {
-	rows, err := q.db.Query(ctx, pointsAwardMany,
+// The dedup claims and ledger rows of many awards of one tenant in one
+// statement. A message id given twice counts once, as its first
+// occurrence. Claims are written in key order, so batches of one tenant
+// racing on other replicas lock rows in the same order and cannot
+// deadlock. Returns the message ids applied now (not those processed
+// before); their balances are PointsBalanceAddMany's, a statement of its
+// own so that it can be the transaction's last.
+func (q *Queries) PointsClaimMany(ctx context.Context, arg PointsClaimManyParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, pointsClaimMany,
 		arg.MessageIds,
 		arg.Customers,
 		arg.Points,
@@ -127,27 +174,6 @@ func (q *Queries) PointsAwardMany(ctx context.Context, arg PointsAwardManyParams
 		return nil, err
 	}
 	return items, nil
-}
-
-const pointsBalanceGet = `-- name: PointsBalanceGet :one
-SELECT tenant_id, customer, balance, updated_at FROM points_balances WHERE tenant_id = $1 AND customer = $2
-`
-
-type PointsBalanceGetParams struct {
-	TenantID int64
-	Customer string
-}
-
-func (q *Queries) PointsBalanceGet(ctx context.Context, arg PointsBalanceGetParams) (PointsBalance, error) {
-	row := q.db.QueryRow(ctx, pointsBalanceGet, arg.TenantID, arg.Customer)
-	var i PointsBalance
-	err := row.Scan(
-		&i.TenantID,
-		&i.Customer,
-		&i.Balance,
-		&i.UpdatedAt,
-	)
-	return i, err
 }
 
 const pointsLedgerListByCustomer = `-- name: PointsLedgerListByCustomer :many
