@@ -148,50 +148,57 @@ func TestAwardsOfOneTenantGoTogether(t *testing.T) {
 
 // TestFailedBatchFallsBackToOneByOne: when a batch's transaction fails,
 // its awards are written one by one, so only the award that cannot be
-// written fails its job, and nothing of it is left behind.
+// written fails its job, and nothing of it is left behind: whether the
+// batch fails at its first statement (a ledger row) or at its COMMIT (a
+// balance, sent with it).
 func TestFailedBatchFallsBackToOneByOne(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
-	ctx := context.Background()
-	tenant := newTenant(t, db, "acme")
-	h := newHandler(db)
-	// A rule the database enforces and Award.Validate does not know.
-	if _, err := db.Admin.Exec(ctx, `ALTER TABLE points_ledger ADD CONSTRAINT no_boom CHECK (customer <> 'boom')`); err != nil {
-		t.Fatal(err)
-	}
-	release := blockCustomer(t, db, tenant, "c-blocked")
-	errs := make(chan error, 10)
-	go func() { errs <- h.Handle(ctx, awardJob(1, tenant, award(tenant, "msg-first", "c-blocked", 1))) }()
-	testwait.For(t, "the first award to wait on the lock", func() bool {
-		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 1
-	})
-	results := map[string]chan error{}
-	for i, c := range []string{"ok-1", "boom", "ok-2"} {
-		ch := make(chan error, 1)
-		results[c] = ch
-		go func() { ch <- h.Handle(ctx, awardJob(int64(2+i), tenant, award(tenant, "msg-"+c, c, 5))) }()
-	}
-	testwait.For(t, "three awards waiting", func() bool { return h.Waiting(tenant) == 3 })
-	release()
-	if err := <-errs; err != nil {
-		t.Fatal(err)
-	}
-	for c, ch := range results {
-		err := <-ch
-		if (err != nil) != (c == "boom") {
-			t.Errorf("award to %s: err %v", c, err)
-		}
-	}
-	for c, want := range map[string]int64{"ok-1": 5, "ok-2": 5, "boom": 0} {
-		if got := balance(t, db, tenant, c); got != want {
-			t.Errorf("balance of %s = %d, want %d", c, got, want)
-		}
-	}
-	if n := count(t, db, `SELECT count(*) FROM processed_messages WHERE tenant_id = $1 AND message_id = 'msg-boom'`, tenant); n != 0 {
-		t.Errorf("the failed award left its dedup claim behind: a retry would skip it")
-	}
-	if n := count(t, db, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND action = 'points.awarded'`, tenant); n != 3 {
-		t.Errorf("audit events %d, want 3 (msg-first, ok-1, ok-2)", n)
+	for _, table := range []string{"points_ledger", "points_balances"} {
+		t.Run(table, func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			ctx := context.Background()
+			tenant := newTenant(t, db, "acme")
+			h := newHandler(db)
+			// A rule the database enforces and Award.Validate does not know.
+			if _, err := db.Admin.Exec(ctx, `ALTER TABLE `+table+` ADD CONSTRAINT no_boom CHECK (customer <> 'boom')`); err != nil {
+				t.Fatal(err)
+			}
+			release := blockCustomer(t, db, tenant, "c-blocked")
+			errs := make(chan error, 10)
+			go func() { errs <- h.Handle(ctx, awardJob(1, tenant, award(tenant, "msg-first", "c-blocked", 1))) }()
+			testwait.For(t, "the first award to wait on the lock", func() bool {
+				return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 1
+			})
+			results := map[string]chan error{}
+			for i, c := range []string{"ok-1", "boom", "ok-2"} {
+				ch := make(chan error, 1)
+				results[c] = ch
+				go func() { ch <- h.Handle(ctx, awardJob(int64(2+i), tenant, award(tenant, "msg-"+c, c, 5))) }()
+			}
+			testwait.For(t, "three awards waiting", func() bool { return h.Waiting(tenant) == 3 })
+			release()
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+			for c, ch := range results {
+				err := <-ch
+				if (err != nil) != (c == "boom") {
+					t.Errorf("award to %s: err %v", c, err)
+				}
+			}
+			for c, want := range map[string]int64{"ok-1": 5, "ok-2": 5, "boom": 0} {
+				if got := balance(t, db, tenant, c); got != want {
+					t.Errorf("balance of %s = %d, want %d", c, got, want)
+				}
+			}
+			if n := count(t, db, `SELECT count(*) FROM processed_messages WHERE tenant_id = $1 AND message_id = 'msg-boom'`, tenant); n != 0 {
+				t.Errorf("the failed award left its dedup claim behind: a retry would skip it")
+			}
+			if n := count(t, db, `SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND action = 'points.awarded'`, tenant); n != 3 {
+				t.Errorf("audit events %d, want 3 (msg-first, ok-1, ok-2)", n)
+			}
+		})
 	}
 }
 
