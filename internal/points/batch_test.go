@@ -38,6 +38,22 @@ func blockCustomer(t *testing.T, db *testdb.DB, tenant int64, customer string) (
 	return func() { _ = tx.Rollback(ctx) }
 }
 
+// batchInProgress starts an award of tenant (job 1, msg-first, to a
+// customer whose balance row blockCustomer holds) and returns once it
+// waits on that row: the tenant's next awards then queue for the batch
+// after it. The award's result goes to first; release lets it go on.
+func batchInProgress(t *testing.T, db *testdb.DB, h *points.Handler, tenant int64, first chan<- error) (release func()) {
+	t.Helper()
+	release = blockCustomer(t, db, tenant, "c-blocked")
+	go func() {
+		first <- h.Handle(context.Background(), awardJob(1, tenant, award(tenant, "msg-first", "c-blocked", 1)))
+	}()
+	testwait.For(t, "the first award to wait on the lock", func() bool {
+		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 1
+	})
+	return release
+}
+
 // noteCommitModes makes every statement that writes ledger rows note the
 // synchronous_commit setting of its transaction in commit_modes.
 func noteCommitModes(t *testing.T, db *testdb.DB) {
@@ -81,12 +97,8 @@ func TestAwardsOfOneTenantGoTogether(t *testing.T) {
 	if err := h.Handle(ctx, awardJob(100, tenant, award(tenant, "msg-old", "c-1", 7))); err != nil {
 		t.Fatal(err)
 	}
-	release := blockCustomer(t, db, tenant, "c-blocked")
 	errs := make(chan error, 20)
-	go func() { errs <- h.Handle(ctx, awardJob(1, tenant, award(tenant, "msg-first", "c-blocked", 1))) }()
-	testwait.For(t, "the first award to wait on the lock", func() bool {
-		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 1
-	})
+	release := batchInProgress(t, db, h, tenant, errs)
 	// Ten awards (one of them twice, one a redelivery of msg-old).
 	batch := []map[string]any{award(tenant, "msg-old", "c-1", 7), award(tenant, "msg-dup", "c-2", 5), award(tenant, "msg-dup", "c-2", 5)}
 	for i := range 7 {
@@ -164,12 +176,8 @@ func TestFailedBatchFallsBackToOneByOne(t *testing.T) {
 			if _, err := db.Admin.Exec(ctx, `ALTER TABLE `+table+` ADD CONSTRAINT no_boom CHECK (customer <> 'boom')`); err != nil {
 				t.Fatal(err)
 			}
-			release := blockCustomer(t, db, tenant, "c-blocked")
 			errs := make(chan error, 10)
-			go func() { errs <- h.Handle(ctx, awardJob(1, tenant, award(tenant, "msg-first", "c-blocked", 1))) }()
-			testwait.For(t, "the first award to wait on the lock", func() bool {
-				return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 1
-			})
+			release := batchInProgress(t, db, h, tenant, errs)
 			results := map[string]chan error{}
 			for i, c := range []string{"ok-1", "boom", "ok-2"} {
 				ch := make(chan error, 1)
@@ -212,13 +220,9 @@ func TestGivenUpAwardLeavesTheQueue(t *testing.T) {
 	ctx := context.Background()
 	tenant := newTenant(t, db, "acme")
 	h := newHandler(db)
-	release := blockCustomer(t, db, tenant, "c-blocked")
-	defer release()
 	first := make(chan error, 1)
-	go func() { first <- h.Handle(ctx, awardJob(1, tenant, award(tenant, "msg-first", "c-blocked", 1))) }()
-	testwait.For(t, "the first award to wait on the lock", func() bool {
-		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 1
-	})
+	release := batchInProgress(t, db, h, tenant, first)
+	defer release()
 	gctx, giveUp := context.WithCancel(ctx)
 	givenUp := make(chan error, 1)
 	go func() { givenUp <- h.Handle(gctx, awardJob(2, tenant, award(tenant, "msg-given-up", "c-1", 5))) }()
