@@ -232,20 +232,21 @@ func inTenantTx(ctx context.Context, db Beginner, tenantID, userID int64, async 
 	if userID < 0 {
 		return errors.New("tenant transaction: user id must not be negative")
 	}
-	scope := scopeStatement(tenantID, userID)
-	if async {
-		scope += asyncCommit
-	}
 	if p, ok := db.(connAcquirer); ok {
 		// The scoping goes out with the transaction's first statement
 		// (beginOnPool), as one prepared statement for every tenant.
-		lead := queuedStmt{sql: readScope, args: []any{strconv.FormatInt(tenantID, 10), userArg(userID)}}
+		args := scopeArgsOf(tenantID, userID)
+		lead := queuedStmt{sql: readScope, args: []any{args.tenant, args.user}}
 		if async {
 			lead.sql += asyncCommit
 		}
 		return inTx(ctx, func(ctx context.Context) (pgx.Tx, error) {
 			return beginOnPool(ctx, p, lead)
 		}, fn)
+	}
+	scope := scopeStatement(tenantID, userID)
+	if async {
+		scope += asyncCommit
 	}
 	if b, ok := db.(txBeginner); ok {
 		// BEGIN and the scoping in one round trip (one simple-protocol

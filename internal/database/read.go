@@ -51,7 +51,13 @@ func ReadTenant(ctx context.Context, db Beginner, tenantID int64, fn func(Querie
 type scopeArgs struct{ tenant, user string }
 
 func newScopeArgs(ctx context.Context, tenantID int64) scopeArgs {
-	return scopeArgs{tenant: strconv.FormatInt(tenantID, 10), user: userArg(viewerID(ctx))}
+	return scopeArgsOf(tenantID, viewerID(ctx))
+}
+
+// scopeArgsOf are the parameters of readScope for tenantID and user id
+// userID (0: none).
+func scopeArgsOf(tenantID, userID int64) scopeArgs {
+	return scopeArgs{tenant: strconv.FormatInt(tenantID, 10), user: userArg(userID)}
 }
 
 // The statements that lead a read's pipeline. The scoping takes
