@@ -234,11 +234,14 @@ FROM (
 // system; every 500th carries the trace id of the tenant's job of that
 // number (seedJobsSQL), so a trace spans a job and an event.
 const seedEventsSQL = `
+WITH e AS (
 INSERT INTO audit_events (tenant_id, actor_kind, actor_id, action, entity, entity_id, occurred_at, trace_id)
 SELECT $1::bigint, CASE WHEN s <= 100 THEN 'staff' ELSE 'system' END, CASE WHEN s <= 100 THEN $4::bigint END,
     'job.succeeded', 'job', s::text, timestamptz '2026-01-01 00:00:00+00' + s * interval '1 minute',
     CASE WHEN s % 500 = 0 THEN md5('t' || $1::bigint || s) ELSE '' END
-FROM generate_series($2::bigint + 1, $3::bigint) s`
+FROM generate_series($2::bigint + 1, $3::bigint) s
+RETURNING tenant_id, id)
+INSERT INTO audit_unsealed (tenant_id, event_id) SELECT tenant_id, id FROM e`
 
 func (s *planSeed) growTo(t *testing.T, jobs, events int) {
 	t.Helper()
