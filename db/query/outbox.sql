@@ -5,32 +5,49 @@
 -- drawn, so two transactions publishing for the same aggregate get ids in
 -- commit order: the relay's "no older undelivered message" test can then
 -- trust ids within an aggregate (ids in general are allocated before
--- commit, so a higher id may commit first).
-INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
-SELECT @tenant_id::bigint, @event_type::text, @aggregate_type::text, @aggregate_id::text, @payload, @trace_id,
-       coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
-       sqlc.narg('requested_by')::bigint
-  FROM (SELECT pg_advisory_xact_lock(727276, hashtext(concat(@tenant_id::bigint, ':', @aggregate_type::text, ':', @aggregate_id::text)))) AS aggregate_lock
-RETURNING id;
+-- commit, so a higher id may commit first). The message's trace is
+-- indexed for the forensics search (outbox_traces) by the same statement,
+-- as by OutboxInsertMany (migration 00160 says why).
+WITH msg AS (
+    INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
+    SELECT @tenant_id::bigint, @event_type::text, @aggregate_type::text, @aggregate_id::text, @payload, @trace_id,
+           coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+           sqlc.narg('requested_by')::bigint
+      FROM (SELECT pg_advisory_xact_lock(727276, hashtext(concat(@tenant_id::bigint, ':', @aggregate_type::text, ':', @aggregate_id::text)))) AS aggregate_lock
+    RETURNING id
+), traced AS (
+    INSERT INTO outbox_traces (trace_id, message_id, tenant_id, created_at)
+    SELECT @trace_id, msg.id, @tenant_id::bigint, coalesce(sqlc.narg('now')::timestamptz, now()) FROM msg WHERE @trace_id <> ''
+)
+SELECT msg.id FROM msg;
 
 -- name: OutboxInsertMany :exec
 -- OutboxInsert for many messages of one tenant in one statement: the
 -- aggregates' locks are all taken first (an InitPlan, in key order, so
 -- two such statements cannot deadlock), then the rows get their ids in
--- the given order.
-INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
-SELECT @tenant_id::bigint, m.event_type, m.aggregate_type, m.aggregate_id, m.payload::jsonb, m.trace_id,
-       coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
-       NULLIF(m.requested_by, 0)
-  FROM (SELECT i AS ord, (@event_types::text[])[i] AS event_type, (@aggregate_types::text[])[i] AS aggregate_type,
-               (@aggregate_ids::text[])[i] AS aggregate_id, (@payloads::text[])[i] AS payload, (@trace_ids::text[])[i] AS trace_id,
-               (@requested_bys::bigint[])[i] AS requested_by
-          FROM generate_subscripts(@event_types::text[], 1) AS i) m
- WHERE (SELECT count(pg_advisory_xact_lock(727276, hashtext(concat(@tenant_id::bigint, ':', a.aggregate_type, ':', a.aggregate_id))))
-          FROM (SELECT DISTINCT (@aggregate_types::text[])[i] AS aggregate_type, (@aggregate_ids::text[])[i] AS aggregate_id
-                  FROM generate_subscripts(@aggregate_types::text[], 1) AS i
-                 ORDER BY 1, 2) a) >= 0
- ORDER BY m.ord;
+-- the given order, so the i-th smallest id is the i-th message and its
+-- trace the i-th trace id. (RETURNING gives ids only: jejak_app may read
+-- no other column of outbox_messages.)
+WITH msg AS (
+    INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
+    SELECT @tenant_id::bigint, m.event_type, m.aggregate_type, m.aggregate_id, m.payload::jsonb, m.trace_id,
+           coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+           NULLIF(m.requested_by, 0)
+      FROM (SELECT i AS ord, (@event_types::text[])[i] AS event_type, (@aggregate_types::text[])[i] AS aggregate_type,
+                   (@aggregate_ids::text[])[i] AS aggregate_id, (@payloads::text[])[i] AS payload, (@trace_ids::text[])[i] AS trace_id,
+                   (@requested_bys::bigint[])[i] AS requested_by
+              FROM generate_subscripts(@event_types::text[], 1) AS i) m
+     WHERE (SELECT count(pg_advisory_xact_lock(727276, hashtext(concat(@tenant_id::bigint, ':', a.aggregate_type, ':', a.aggregate_id))))
+              FROM (SELECT DISTINCT (@aggregate_types::text[])[i] AS aggregate_type, (@aggregate_ids::text[])[i] AS aggregate_id
+                      FROM generate_subscripts(@aggregate_types::text[], 1) AS i
+                     ORDER BY 1, 2) a) >= 0
+     ORDER BY m.ord
+    RETURNING id
+)
+INSERT INTO outbox_traces (trace_id, message_id, tenant_id, created_at)
+SELECT (@trace_ids::text[])[r.ord], r.id, @tenant_id::bigint, coalesce(sqlc.narg('now')::timestamptz, now())
+  FROM (SELECT msg.id, row_number() OVER (ORDER BY msg.id) AS ord FROM msg) r
+ WHERE (@trace_ids::text[])[r.ord] <> '';
 
 -- name: OutboxClaim :many
 -- outbox_claimable (db/schema/00032) picks and locks the batch: due pending

@@ -84,12 +84,18 @@ func (q *Queries) OutboxClaim(ctx context.Context, arg OutboxClaimParams) ([]Out
 
 const outboxInsert = `-- name: OutboxInsert :one
 
-INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
-SELECT $1::bigint, $2::text, $3::text, $4::text, $5, $6,
-       coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now()),
-       $8::bigint
-  FROM (SELECT pg_advisory_xact_lock(727276, hashtext(concat($1::bigint, ':', $3::text, ':', $4::text)))) AS aggregate_lock
-RETURNING id
+WITH msg AS (
+    INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
+    SELECT $1::bigint, $2::text, $3::text, $4::text, $5, $6,
+           coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now()),
+           $8::bigint
+      FROM (SELECT pg_advisory_xact_lock(727276, hashtext(concat($1::bigint, ':', $3::text, ':', $4::text)))) AS aggregate_lock
+    RETURNING id
+), traced AS (
+    INSERT INTO outbox_traces (trace_id, message_id, tenant_id, created_at)
+    SELECT $6, msg.id, $1::bigint, coalesce($7::timestamptz, now()) FROM msg WHERE $6 <> ''
+)
+SELECT msg.id FROM msg
 `
 
 type OutboxInsertParams struct {
@@ -108,7 +114,9 @@ type OutboxInsertParams struct {
 // drawn, so two transactions publishing for the same aggregate get ids in
 // commit order: the relay's "no older undelivered message" test can then
 // trust ids within an aggregate (ids in general are allocated before
-// commit, so a higher id may commit first).
+// commit, so a higher id may commit first). The message's trace is
+// indexed for the forensics search (outbox_traces) by the same statement,
+// as by OutboxInsertMany (migration 00160 says why).
 func (q *Queries) OutboxInsert(ctx context.Context, arg OutboxInsertParams) (int64, error) {
 	row := q.db.QueryRow(ctx, outboxInsert,
 		arg.TenantID,
@@ -126,45 +134,54 @@ func (q *Queries) OutboxInsert(ctx context.Context, arg OutboxInsertParams) (int
 }
 
 const outboxInsertMany = `-- name: OutboxInsertMany :exec
-INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
-SELECT $1::bigint, m.event_type, m.aggregate_type, m.aggregate_id, m.payload::jsonb, m.trace_id,
-       coalesce($2::timestamptz, now()), coalesce($2::timestamptz, now()),
-       NULLIF(m.requested_by, 0)
-  FROM (SELECT i AS ord, ($3::text[])[i] AS event_type, ($4::text[])[i] AS aggregate_type,
-               ($5::text[])[i] AS aggregate_id, ($6::text[])[i] AS payload, ($7::text[])[i] AS trace_id,
-               ($8::bigint[])[i] AS requested_by
-          FROM generate_subscripts($3::text[], 1) AS i) m
- WHERE (SELECT count(pg_advisory_xact_lock(727276, hashtext(concat($1::bigint, ':', a.aggregate_type, ':', a.aggregate_id))))
-          FROM (SELECT DISTINCT ($4::text[])[i] AS aggregate_type, ($5::text[])[i] AS aggregate_id
-                  FROM generate_subscripts($4::text[], 1) AS i
-                 ORDER BY 1, 2) a) >= 0
- ORDER BY m.ord
+WITH msg AS (
+    INSERT INTO outbox_messages (tenant_id, event_type, aggregate_type, aggregate_id, payload, trace_id, created_at, available_at, requested_by)
+    SELECT $2::bigint, m.event_type, m.aggregate_type, m.aggregate_id, m.payload::jsonb, m.trace_id,
+           coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now()),
+           NULLIF(m.requested_by, 0)
+      FROM (SELECT i AS ord, ($4::text[])[i] AS event_type, ($5::text[])[i] AS aggregate_type,
+                   ($6::text[])[i] AS aggregate_id, ($7::text[])[i] AS payload, ($1::text[])[i] AS trace_id,
+                   ($8::bigint[])[i] AS requested_by
+              FROM generate_subscripts($4::text[], 1) AS i) m
+     WHERE (SELECT count(pg_advisory_xact_lock(727276, hashtext(concat($2::bigint, ':', a.aggregate_type, ':', a.aggregate_id))))
+              FROM (SELECT DISTINCT ($5::text[])[i] AS aggregate_type, ($6::text[])[i] AS aggregate_id
+                      FROM generate_subscripts($5::text[], 1) AS i
+                     ORDER BY 1, 2) a) >= 0
+     ORDER BY m.ord
+    RETURNING id
+)
+INSERT INTO outbox_traces (trace_id, message_id, tenant_id, created_at)
+SELECT ($1::text[])[r.ord], r.id, $2::bigint, coalesce($3::timestamptz, now())
+  FROM (SELECT msg.id, row_number() OVER (ORDER BY msg.id) AS ord FROM msg) r
+ WHERE ($1::text[])[r.ord] <> ''
 `
 
 type OutboxInsertManyParams struct {
+	TraceIds       []string
 	TenantID       int64
 	Now            *time.Time
 	EventTypes     []string
 	AggregateTypes []string
 	AggregateIds   []string
 	Payloads       []string
-	TraceIds       []string
 	RequestedBys   []int64
 }
 
 // OutboxInsert for many messages of one tenant in one statement: the
 // aggregates' locks are all taken first (an InitPlan, in key order, so
 // two such statements cannot deadlock), then the rows get their ids in
-// the given order.
+// the given order, so the i-th smallest id is the i-th message and its
+// trace the i-th trace id. (RETURNING gives ids only: jejak_app may read
+// no other column of outbox_messages.)
 func (q *Queries) OutboxInsertMany(ctx context.Context, arg OutboxInsertManyParams) error {
 	_, err := q.db.Exec(ctx, outboxInsertMany,
+		arg.TraceIds,
 		arg.TenantID,
 		arg.Now,
 		arg.EventTypes,
 		arg.AggregateTypes,
 		arg.AggregateIds,
 		arg.Payloads,
-		arg.TraceIds,
 		arg.RequestedBys,
 	)
 	return err
