@@ -278,3 +278,89 @@ func TestTenantRoleCannotGrantStaff(t *testing.T) {
 		t.Error("tenant role created a staff user")
 	}
 }
+
+// TestMembershipIsCheckedOncePerTransaction: the policies' membership
+// check remembers a positive answer for the rest of the transaction (the
+// tenant and user it was for), and only that: another user set later in
+// the same transaction, a stranger, or a member removed before the next
+// transaction, is checked anew.
+func TestMembershipIsCheckedOncePerTransaction(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	var tenant, member, stranger int64
+	if err := db.Admin.QueryRow(ctx, "INSERT INTO tenants (slug, name) VALUES ('acme', 'Acme') RETURNING id").Scan(&tenant); err != nil {
+		t.Fatal(err)
+	}
+	for i, dst := range []*int64{&member, &stranger} {
+		if err := db.Admin.QueryRow(ctx, "INSERT INTO users (email, name, password_hash) VALUES ($1, 'u', 'x') RETURNING id",
+			fmt.Sprintf("u%d@example.com", i)).Scan(dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Admin.Exec(ctx, `INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, 'member')`, tenant, member); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Admin.Exec(ctx, "INSERT INTO projects (tenant_id, name) VALUES ($1, 'secret')", tenant); err != nil {
+		t.Fatal(err)
+	}
+	// Failures inside a transaction are returned, not t.Fatal'd: the
+	// transaction must end for the test database to be dropped.
+	projects := func(tx pgx.Tx) (int, error) {
+		var n int
+		err := tx.QueryRow(ctx, "SELECT count(*) FROM projects").Scan(&n)
+		return n, err
+	}
+	remembered := func(tx pgx.Tx) (string, error) {
+		var s string
+		err := tx.QueryRow(ctx, "SELECT coalesce(current_setting('app.member_of', true), '')").Scan(&s)
+		return s, err
+	}
+	// state is what the transaction sees: its projects, then what it remembers.
+	state := func(tx pgx.Tx) (int, string, error) {
+		n, err := projects(tx)
+		if err != nil {
+			return 0, "", err
+		}
+		r, err := remembered(tx)
+		return n, r, err
+	}
+	pair := fmt.Sprintf("%d:%d", tenant, member)
+	err := database.InTenantUserTx(ctx, db.App, tenant, member, func(tx pgx.Tx) error {
+		if r, err := remembered(tx); err != nil || r != "" {
+			return fmt.Errorf("remembered %q (%v) before any check, want nothing", r, err)
+		}
+		if n, r, err := state(tx); err != nil || n != 1 || r != pair {
+			return fmt.Errorf("member's first check: %d projects, remembered %q (%v); want 1 and %q", n, r, err, pair)
+		}
+		// A membership removed by another transaction does not change what
+		// this one has been answered.
+		if _, err := db.Admin.Exec(ctx, "DELETE FROM memberships WHERE user_id = $1", member); err != nil {
+			return err
+		}
+		if n, err := projects(tx); err != nil || n != 1 {
+			return fmt.Errorf("after the membership's removal elsewhere: %d projects (%v), want the remembered 1", n, err)
+		}
+		// Another user in the same transaction is checked, not waved through.
+		if _, err := tx.Exec(ctx, "SELECT set_config('app.user_id', $1, true)", fmt.Sprint(stranger)); err != nil {
+			return err
+		}
+		if n, err := projects(tx); err != nil || n != 0 {
+			return fmt.Errorf("a stranger set after a member's check sees %d projects (%v), want 0", n, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The next transaction asks again: the removed member sees nothing.
+	err = database.InTenantUserTx(ctx, db.App, tenant, member, func(tx pgx.Tx) error {
+		if n, r, err := state(tx); err != nil || n != 0 || r != "" {
+			return fmt.Errorf("removed member's next transaction: %d projects, remembered %q (%v); want 0 and nothing", n, r, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
