@@ -205,8 +205,9 @@ func (s *planSeed) exec(t *testing.T, sql string, args ...any) {
 
 // seedJobsSQL inserts jobs g in ($2, $3] of tenant $1 with state $4 (or a
 // mix when $4 is empty): in the mix 90% succeeded, 4% pending and due, 3%
-// dead, 3% cancelled, like the large-data seeder.
+// dead, 3% cancelled, like the large-data seeder, and their trace index.
 const seedJobsSQL = `
+WITH ins AS (
 INSERT INTO jobs (tenant_id, kind, queue, state, payload, attempt, max_attempts, available_at, created_at,
     attempted_at, finished_at, worker_id, lease_expires_at, last_error, error_class, flagged, trace_id,
     requested_at, payload_hash)
@@ -226,7 +227,10 @@ FROM (
              WHEN g % 100 < 90 THEN 'succeeded' WHEN g % 100 < 94 THEN 'pending'
              WHEN g % 100 < 97 THEN 'dead' ELSE 'cancelled' END AS st
     FROM generate_series($2::bigint + 1, $3::bigint) g
-) x`
+) x
+RETURNING trace_id, id, tenant_id, created_at, requested_by)
+INSERT INTO job_traces (trace_id, job_id, tenant_id, created_at, requested_by)
+SELECT trace_id, id, tenant_id, created_at, requested_by FROM ins`
 
 // seedEventsSQL appends events ($2, $3] to tenant $1's trail as writers
 // record them (unsealed: the plans read events, not the log): one a

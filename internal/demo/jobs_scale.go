@@ -40,8 +40,10 @@ func seedJobs(ctx context.Context, db database.Beginner, tenants []int64, n int,
 
 // seedScaleSQL derives every column from the row number g, so a run is
 // reproducible. r in [0, 1000) picks the state: 900 succeeded, 40 pending,
-// 30 dead, 30 cancelled.
+// 30 dead, 30 cancelled. The jobs' trace index is written by the same
+// statement, as the engine's enqueue writes it.
 const seedScaleSQL = `
+WITH ins AS (
 INSERT INTO jobs (tenant_id, kind, queue, priority, state, payload, attempt, max_attempts,
     available_at, created_at, attempted_at, finished_at, worker_id, last_error, error_class,
     errors, flagged, trace_id, requested_at, payload_hash)
@@ -75,4 +77,7 @@ FROM (
             LATERAL (SELECT (g * 7919 + g / 1000) % 1000 AS r) AS rr,
             LATERAL (SELECT ($1::bigint[])[1 + (g * 31 + g / 7) % cardinality($1::bigint[])] AS tenant_id) AS t
     ) base
-) rows`
+) rows
+RETURNING trace_id, id, tenant_id, created_at, requested_by)
+INSERT INTO job_traces (trace_id, job_id, tenant_id, created_at, requested_by)
+SELECT trace_id, id, tenant_id, created_at, requested_by FROM ins`

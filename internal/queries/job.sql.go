@@ -208,7 +208,12 @@ FROM (SELECT unnest($2::bigint[]) AS tenant_id, unnest($3::text[]) AS kind,
              unnest($11::timestamptz[]) AS expires_at,
              unnest($12::text[]) AS idempotency_key) u
 ON CONFLICT (tenant_id, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id, tenant_id, kind, idempotency_key
+RETURNING id, tenant_id, kind, idempotency_key, trace_id, created_at, requested_by
+), traced AS (
+    -- The forensics index by trace (job_traces), written by this statement
+    -- rather than by a transition-table trigger (migration 00161 says why).
+    INSERT INTO job_traces (trace_id, job_id, tenant_id, created_at, requested_by)
+    SELECT trace_id, id, tenant_id, created_at, requested_by FROM ins
 ), counted AS (
     -- The overview's unfinished count: appended, never upserted, because
     -- this runs in the caller's transaction (see job_count_deltas).
