@@ -39,13 +39,14 @@ func TestEveryWriterQueuesItsEvents(t *testing.T) {
 	if _, err := audit.SeedScale(ctx, f.db.System, []int64{tn}, 3, audit.SeedOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	boom := errors.New("caller failed")
 	err := database.InTenantTx(ctx, f.db.App, tn, func(tx pgx.Tx) error {
 		if err := f.rec.Append(ctx, tx, ev("rolled back")); err != nil {
 			return err
 		}
-		return errRollBack
+		return boom
 	})
-	if !errors.Is(err, errRollBack) {
+	if !errors.Is(err, boom) {
 		t.Fatalf("rolled back append: %v", err)
 	}
 
@@ -66,9 +67,6 @@ func TestEveryWriterQueuesItsEvents(t *testing.T) {
 		t.Fatalf("after sealing: %+v, want a verified log of 7", r)
 	}
 }
-
-// errRollBack makes a transaction roll back on purpose.
-var errRollBack = errors.New("roll back")
 
 // TestEveryEventInsertQueues: no query may insert audit events without
 // queueing them in the same statement (the database has no trigger that
