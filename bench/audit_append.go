@@ -74,7 +74,7 @@ func auditAppend(ctx context.Context, env *Env, _ string) (Result, error) {
 	}); err != nil {
 		return Result{}, err
 	}
-	if err := analyze(ctx, env, name, "audit_events", "audit_unsealed", "audit_leaves"); err != nil {
+	if err := analyze(ctx, env, name, "audit_sealed", "audit_unsealed", "audit_leaves"); err != nil {
 		return Result{}, err
 	}
 	mu.Lock()

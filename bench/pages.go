@@ -202,7 +202,7 @@ func openScale(ctx context.Context, env *Env) (*scaleEnv, error) {
 		return nil, fmt.Errorf("find trace ids (%d): %w", len(s.traces), err)
 	}
 	var counts [2]int64
-	if err := s.system.QueryRow(ctx, `SELECT (SELECT reltuples::bigint FROM pg_class WHERE relname = 'audit_events'),
+	if err := s.system.QueryRow(ctx, `SELECT (SELECT reltuples::bigint FROM pg_class WHERE relname = 'audit_sealed'),
 		(SELECT reltuples::bigint FROM pg_class WHERE relname = 'jobs')`).Scan(&counts[0], &counts[1]); err != nil {
 		return nil, err
 	}
@@ -280,7 +280,7 @@ func scaleIsReady(ctx context.Context, env *Env, name string) bool {
 	}
 	defer c.Close(ctx)
 	var events, jobs float64
-	err = c.QueryRow(ctx, `SELECT (SELECT reltuples FROM pg_class WHERE relname = 'audit_events'),
+	err = c.QueryRow(ctx, `SELECT (SELECT reltuples FROM pg_class WHERE relname = 'audit_sealed'),
 		(SELECT reltuples FROM pg_class WHERE relname = 'jobs')`).Scan(&events, &jobs)
 	return err == nil && events >= 0.97*float64(env.Cfg.ScaleAuditEvents) && jobs >= 0.97*float64(env.Cfg.ScaleJobs)
 }

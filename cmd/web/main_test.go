@@ -115,11 +115,11 @@ func TestAuditVerifyCommand(t *testing.T) {
 	}
 
 	// A superuser rewrites a sealed event behind the triggers' back.
-	_, err = db.Admin.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER USER;
-		UPDATE audit_events SET action = 'project.rename'
+	_, err = db.Admin.Exec(ctx, `ALTER TABLE audit_sealed DISABLE TRIGGER USER;
+		UPDATE audit_sealed SET action = 'project.rename'
 		WHERE id = (SELECT event_id FROM audit_leaves WHERE seq = 2
 		              AND tenant_id = (SELECT id FROM tenants WHERE slug = 'kopi-senja'));
-		ALTER TABLE audit_events ENABLE TRIGGER USER;`)
+		ALTER TABLE audit_sealed ENABLE TRIGGER USER;`)
 	if err != nil {
 		t.Fatalf("tamper: %v", err)
 	}
@@ -206,7 +206,7 @@ func TestAuditAnchorCommands(t *testing.T) {
 		CREATE TEMP TABLE rewind ON COMMIT DROP AS
 		  SELECT c.tenant_id, c.size, c.root FROM audit_checkpoints c JOIN tenants t ON t.id = c.tenant_id
 		   WHERE t.slug = 'kopi-senja' ORDER BY c.size LIMIT 1;
-		DELETE FROM audit_events e USING audit_leaves l, rewind r
+		DELETE FROM audit_sealed e USING audit_leaves l, rewind r
 		 WHERE l.tenant_id = r.tenant_id AND e.tenant_id = r.tenant_id AND e.id = l.event_id AND l.seq > r.size;
 		DELETE FROM audit_leaves l USING rewind r WHERE l.tenant_id = r.tenant_id AND l.seq > r.size;
 		DELETE FROM audit_checkpoints c USING rewind r WHERE c.tenant_id = r.tenant_id AND c.size > r.size;

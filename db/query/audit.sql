@@ -1,81 +1,65 @@
 -- name: AuditEventInsert :one
 -- One insert and nothing else: no head, no lock shared with the tenant's
--- other writers (the sealer orders the events later). The event's
--- audit_unsealed row, the sealer's queue, is written by the same
--- statement (as by every insert below: migration 00159 says why). In the
--- same round trip it returns the event's time (the clock's, else the
--- database's) and detail as jsonb stores them.
-WITH e AS (
-    INSERT INTO audit_events (
-        tenant_id, actor_kind, actor_id, action, entity, entity_id,
-        detail, occurred_at, trace_id, job_id
-    ) VALUES (
-        sqlc.arg('tenant_id'), sqlc.arg('actor_kind'), sqlc.narg('actor_id'),
-        sqlc.arg('action'), sqlc.arg('entity'), sqlc.arg('entity_id'),
-        sqlc.arg('detail')::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()), sqlc.arg('trace_id'), sqlc.narg('job_id')
-    )
-    RETURNING tenant_id, id, occurred_at, detail::text AS detail_text
-), queued AS (
-    INSERT INTO audit_unsealed (tenant_id, event_id) SELECT e.tenant_id, e.id FROM e
+-- other writers (the sealer orders the events later). An event is written
+-- to audit_unsealed, one heap row and its primary key, and waits there for
+-- the sealer, which moves it to audit_sealed (migration 00162 says why);
+-- readers see both through the audit_events view. In the same round trip
+-- it returns the event's id, its time (the clock's, else the database's)
+-- and detail as jsonb stores them.
+INSERT INTO audit_unsealed (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
+) VALUES (
+    sqlc.arg('tenant_id'), sqlc.arg('actor_kind'), sqlc.narg('actor_id'),
+    sqlc.arg('action'), sqlc.arg('entity'), sqlc.arg('entity_id'),
+    sqlc.arg('detail')::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()), sqlc.arg('trace_id'), sqlc.narg('job_id')
 )
-SELECT e.id, e.occurred_at, e.detail_text FROM e;
+RETURNING event_id AS id, occurred_at, detail::text AS detail_text;
 
 -- name: AuditEventAppendMany :exec
 -- AuditEventInsert for writers that do not read the events back, for one
 -- event or many in one statement (0 in actor_ids and job_ids stands for
--- NULL). Having no result, it can be queued to ride in COMMIT's round
--- trip (database.AtCommit).
-WITH e AS (
-    INSERT INTO audit_events (
-        tenant_id, actor_kind, actor_id, action, entity, entity_id,
-        detail, occurred_at, trace_id, job_id
-    )
-    SELECT (sqlc.arg('tenant_ids')::bigint[])[i], (sqlc.arg('actor_kinds')::text[])[i], NULLIF((sqlc.arg('actor_ids')::bigint[])[i], 0),
-           (sqlc.arg('actions')::text[])[i], (sqlc.arg('entities')::text[])[i], (sqlc.arg('entity_ids')::text[])[i],
-           (sqlc.arg('details')::text[])[i]::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()),
-           (sqlc.arg('trace_ids')::text[])[i], NULLIF((sqlc.arg('job_ids')::bigint[])[i], 0)
-      FROM generate_subscripts(sqlc.arg('tenant_ids')::bigint[], 1) AS i
-     ORDER BY i
-    RETURNING tenant_id, id
+-- NULL), ids in input order. Having no result, it can be queued to ride in
+-- COMMIT's round trip (database.AtCommit).
+INSERT INTO audit_unsealed (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
 )
-INSERT INTO audit_unsealed (tenant_id, event_id) SELECT e.tenant_id, e.id FROM e;
+SELECT (sqlc.arg('tenant_ids')::bigint[])[i], (sqlc.arg('actor_kinds')::text[])[i], NULLIF((sqlc.arg('actor_ids')::bigint[])[i], 0),
+       (sqlc.arg('actions')::text[])[i], (sqlc.arg('entities')::text[])[i], (sqlc.arg('entity_ids')::text[])[i],
+       (sqlc.arg('details')::text[])[i]::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()),
+       (sqlc.arg('trace_ids')::text[])[i], NULLIF((sqlc.arg('job_ids')::bigint[])[i], 0)
+  FROM generate_subscripts(sqlc.arg('tenant_ids')::bigint[], 1) AS i
+ ORDER BY i;
 
 -- name: AuditEventAppendOne :exec
 -- AuditEventAppendMany for a single event, the common case: one row of
 -- VALUES costs PostgreSQL less than unpacking ten one-element arrays
 -- (64 concurrent writers of one tenant, pgbench: about 5 % more audited
 -- transactions a second). It rides with COMMIT the same way.
-WITH e AS (
-    INSERT INTO audit_events (
-        tenant_id, actor_kind, actor_id, action, entity, entity_id,
-        detail, occurred_at, trace_id, job_id
-    ) VALUES (
-        sqlc.arg('tenant_id'), sqlc.arg('actor_kind'), sqlc.narg('actor_id'),
-        sqlc.arg('action'), sqlc.arg('entity'), sqlc.arg('entity_id'),
-        sqlc.arg('detail')::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()), sqlc.arg('trace_id'), sqlc.narg('job_id')
-    )
-    RETURNING tenant_id, id
-)
-INSERT INTO audit_unsealed (tenant_id, event_id) SELECT e.tenant_id, e.id FROM e;
+INSERT INTO audit_unsealed (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
+) VALUES (
+    sqlc.arg('tenant_id'), sqlc.arg('actor_kind'), sqlc.narg('actor_id'),
+    sqlc.arg('action'), sqlc.arg('entity'), sqlc.arg('entity_id'),
+    sqlc.arg('detail')::jsonb, coalesce(sqlc.narg('now')::timestamptz, now()), sqlc.arg('trace_id'), sqlc.narg('job_id')
+);
 
 -- name: AuditEventInsertBatch :execrows
 -- Bulk load for large-data mode: COPY is refused under forced row-level
 -- security, so rows arrive as parallel arrays. 0 in actor_ids/job_ids
--- stands for NULL. Counts the events (the queue rows are as many).
-WITH e AS (
-    INSERT INTO audit_events (
-        tenant_id, actor_kind, actor_id, action, entity, entity_id,
-        detail, occurred_at, trace_id, job_id
-    )
-    SELECT unnest(sqlc.arg('tenant_ids')::bigint[]),
-           unnest(sqlc.arg('actor_kinds')::text[]), NULLIF(unnest(sqlc.arg('actor_ids')::bigint[]), 0),
-           unnest(sqlc.arg('actions')::text[]), unnest(sqlc.arg('entities')::text[]),
-           unnest(sqlc.arg('entity_ids')::text[]), unnest(sqlc.arg('details')::text[])::jsonb,
-           unnest(sqlc.arg('occurred_ats')::timestamptz[]), unnest(sqlc.arg('trace_ids')::text[]),
-           NULLIF(unnest(sqlc.arg('job_ids')::bigint[]), 0)
-    RETURNING tenant_id, id
+-- stands for NULL.
+INSERT INTO audit_unsealed (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
 )
-INSERT INTO audit_unsealed (tenant_id, event_id) SELECT e.tenant_id, e.id FROM e;
+SELECT unnest(sqlc.arg('tenant_ids')::bigint[]),
+       unnest(sqlc.arg('actor_kinds')::text[]), NULLIF(unnest(sqlc.arg('actor_ids')::bigint[]), 0),
+       unnest(sqlc.arg('actions')::text[]), unnest(sqlc.arg('entities')::text[]),
+       unnest(sqlc.arg('entity_ids')::text[]), unnest(sqlc.arg('details')::text[])::jsonb,
+       unnest(sqlc.arg('occurred_ats')::timestamptz[]), unnest(sqlc.arg('trace_ids')::text[]),
+       NULLIF(unnest(sqlc.arg('job_ids')::bigint[]), 0);
 
 -- name: AuditEventTimeline :many
 -- Newest first, keyset on id (never OFFSET). Each filter is optional. seq
@@ -317,4 +301,4 @@ SELECT id FROM users WHERE staff_role IS NOT NULL ORDER BY id;
 -- Fresh statistics after a bulk load, so the planner picks the read-path
 -- indexes at once. Only the owner (or a superuser) may analyze; for other
 -- roles PostgreSQL skips the table with a warning, not an error.
-ANALYZE audit_events;
+ANALYZE audit_sealed, audit_unsealed;

@@ -45,27 +45,19 @@ FOR UPDATE OF t SKIP LOCKED;
 SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
        e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
        now()::timestamptz AS queued_at
-FROM audit_events e
+FROM audit_sealed e
 WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq > sqlc.arg('after_seq')
 ORDER BY e.seq
 LIMIT sqlc.arg('lim');
 
 -- name: AuditUnsealedBatch :many
--- The oldest queued events of a tenant, in id order: the batch is cut from
--- the queue first, then each event is read by its primary key. The
--- lateral subquery (OFFSET 0 keeps the planner from flattening it) pins
--- that shape: as a plain join, a generic plan made while the tables were
--- small walked the tenant's whole trail, oldest first, for each batch.
-SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
-       e.detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, u.queued_at
-FROM (SELECT q.event_id, q.queued_at FROM audit_unsealed q
-      WHERE q.tenant_id = sqlc.arg('tenant_id')
-      ORDER BY q.event_id
-      LIMIT sqlc.arg('lim')) u
-CROSS JOIN LATERAL (SELECT x.*, x.detail::text AS detail_text FROM audit_events x
-                    WHERE x.tenant_id = sqlc.arg('tenant_id') AND x.id = u.event_id
-                    OFFSET 0) e
-ORDER BY u.event_id;
+-- The oldest unsealed events of a tenant, in id order.
+SELECT q.tenant_id, NULL::bigint AS seq, q.event_id AS id, q.actor_kind, q.actor_id, q.action, q.entity, q.entity_id,
+       q.detail::text AS detail_text, q.occurred_at, q.trace_id, q.job_id, NULL::bytea AS prev_hash, q.queued_at
+FROM audit_unsealed q
+WHERE q.tenant_id = sqlc.arg('tenant_id')
+ORDER BY q.event_id
+LIMIT sqlc.arg('lim');
 
 -- name: AuditLeafHashes :many
 SELECT seq, hashes FROM audit_leaves
@@ -76,9 +68,23 @@ INSERT INTO audit_leaves (tenant_id, seq, event_id, hashes)
 SELECT sqlc.arg('tenant_id'), unnest(sqlc.arg('seqs')::bigint[]), unnest(sqlc.arg('event_ids')::bigint[]),
        unnest(sqlc.arg('hashes')::bytea[]);
 
--- name: AuditUnsealedDelete :execrows
-DELETE FROM audit_unsealed
-WHERE tenant_id = sqlc.arg('tenant_id') AND event_id = ANY(sqlc.arg('event_ids')::bigint[]);
+-- name: AuditUnsealedMove :execrows
+-- Moves sealed events from the queue to audit_sealed, keeping their ids,
+-- in one statement (the queue's delete trigger checks at its end that
+-- every deleted event arrived), and counts them. Rows go in id order, as
+-- the tenant's leaves do, so the indexes of audit_sealed grow at their
+-- right-hand edge.
+WITH moved AS (
+    DELETE FROM audit_unsealed d
+     WHERE d.tenant_id = sqlc.arg('tenant_id') AND d.event_id = ANY(sqlc.arg('event_ids')::bigint[])
+    RETURNING d.*
+)
+INSERT INTO audit_sealed (tenant_id, id, actor_kind, actor_id, action, entity, entity_id,
+                          detail, occurred_at, trace_id, job_id)
+SELECT m.tenant_id, m.event_id, m.actor_kind, m.actor_id, m.action, m.entity, m.entity_id,
+       m.detail, m.occurred_at, m.trace_id, m.job_id
+  FROM moved m
+ ORDER BY m.event_id;
 
 -- name: AuditDayCountsAdd :exec
 -- Sealed events per day in the tenant's time zone.
@@ -125,7 +131,7 @@ SELECT l.seq, l.event_id, l.hashes,
        coalesce(e.occurred_at, 'epoch')::timestamptz AS occurred_at, coalesce(e.trace_id, '')::text AS trace_id,
        e.job_id, e.prev_hash, e.hash
 FROM audit_leaves l
-LEFT JOIN audit_events e ON e.tenant_id = l.tenant_id AND e.id = l.event_id
+LEFT JOIN audit_sealed e ON e.tenant_id = l.tenant_id AND e.id = l.event_id
 WHERE l.tenant_id = sqlc.arg('tenant_id') AND l.seq > sqlc.arg('after_seq') AND l.seq <= sqlc.arg('through_seq')
 ORDER BY l.seq
 LIMIT sqlc.arg('lim');
@@ -142,21 +148,22 @@ GROUP BY u.tenant_id
 ORDER BY u.tenant_id;
 
 -- name: AuditUnsealedOrphans :one
--- Events of a tenant that are neither sealed nor queued: a deleted queue
--- row would otherwise hide an event from the log for ever.
-SELECT count(*)::bigint FROM audit_events e
+-- Events of a tenant in audit_sealed that are no leaf of its log: the
+-- sealer moves an event there only with its leaf, so one put there by hand
+-- would otherwise stay out of the log for ever.
+SELECT count(*)::bigint FROM audit_sealed e
 WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq IS NULL
-  AND NOT EXISTS (SELECT 1 FROM audit_leaves l WHERE l.tenant_id = e.tenant_id AND l.event_id = e.id)
-  AND NOT EXISTS (SELECT 1 FROM audit_unsealed u WHERE u.tenant_id = e.tenant_id AND u.event_id = e.id);
+  AND NOT EXISTS (SELECT 1 FROM audit_leaves l WHERE l.tenant_id = e.tenant_id AND l.event_id = e.id);
 
 -- name: AuditSearchAdd :exec
 -- The name search's text of events being sealed (migration 00140) and the
 -- postings of its words and pairs (00143, 00144), in the sealer's
--- transaction; an event without a name has none (00145).
+-- transaction, once they are in audit_sealed; an event without a name has
+-- none (00145).
 WITH added AS (
     INSERT INTO audit_search (tenant_id, event_id, text)
     SELECT n.tenant_id, n.id, n.text
-      FROM (SELECT e.tenant_id, e.id, audit_search_text(e.detail) AS text FROM audit_events e
+      FROM (SELECT e.tenant_id, e.id, audit_search_text(e.detail) AS text FROM audit_sealed e
              WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.id = ANY(sqlc.arg('event_ids')::bigint[])) n
      WHERE n.text <> '[]'
     ON CONFLICT DO NOTHING

@@ -166,7 +166,7 @@ func TestAnchorsDetectRewoundLog(t *testing.T) {
 
 	// Rewind: drop leaves and events 4 and 5 and the checkpoint of size 5,
 	// and move the tree back onto its signed state of size 3.
-	superuser(t, db, `DELETE FROM audit_events e USING audit_leaves l
+	superuser(t, db, `DELETE FROM audit_sealed e USING audit_leaves l
 		WHERE l.tenant_id = $1 AND e.tenant_id = $1 AND e.id = l.event_id AND l.seq > 3`, tenant)
 	superuser(t, db, `DELETE FROM audit_leaves WHERE tenant_id = $1 AND seq > 3`, tenant)
 	superuser(t, db, `DELETE FROM audit_checkpoints WHERE tenant_id = $1 AND size > 3`, tenant)
@@ -200,7 +200,7 @@ func TestAnchorsDetectRewoundLog(t *testing.T) {
 	superuser(t, db, `DELETE FROM audit_leaves WHERE tenant_id = $1`, tenant)
 	superuser(t, db, `DELETE FROM audit_checkpoints WHERE tenant_id = $1`, tenant)
 	superuser(t, db, `DELETE FROM audit_trees WHERE tenant_id = $1`, tenant)
-	superuser(t, db, `DELETE FROM audit_events WHERE tenant_id = $1`, tenant)
+	superuser(t, db, `DELETE FROM audit_sealed WHERE tenant_id = $1`, tenant)
 	if r := verify(t, db, tenant, vkey, nil); !r.OK || r.TreeSize != 0 {
 		t.Fatalf("an emptied log verifies on its own: %+v", r)
 	}

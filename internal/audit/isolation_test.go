@@ -57,13 +57,17 @@ func TestAppRoleSeesOnlyItsTenant(t *testing.T) {
 
 	// Writes aimed at another tenant, and rewrites, fail.
 	writes := []struct{ name, sql, want string }{
-		{"insert other tenant", `INSERT INTO audit_events (tenant_id, actor_kind, action, entity, entity_id, occurred_at)
+		{"insert other tenant", `INSERT INTO audit_unsealed (tenant_id, actor_kind, action, entity, entity_id, occurred_at)
 			VALUES ($1, 'system', 'x.y', 'e', '1', now())`, "row-level security"},
-		{"insert a chained event", `INSERT INTO audit_events (tenant_id, seq, actor_kind, action, entity, entity_id, occurred_at)
-			VALUES (app_tenant_id(), 99, 'system', 'x.y', 'e', '1', now())`, "audit_events_v2_unchained"},
+		{"insert a sealed event", `INSERT INTO audit_sealed (tenant_id, id, actor_kind, action, entity, entity_id, occurred_at)
+			VALUES (app_tenant_id(), 99, 'system', 'x.y', 'e', '1', now())`, "permission denied"},
 		{"update", `UPDATE audit_events SET action = 'x.z' WHERE tenant_id = $1 OR true`, "permission denied"},
 		{"delete", `DELETE FROM audit_events WHERE tenant_id = $1 OR true`, "permission denied"},
-		{"truncate", `TRUNCATE audit_events`, "permission denied"},
+		{"update sealed", `UPDATE audit_sealed SET action = 'x.z' WHERE tenant_id = $1 OR true`, "permission denied"},
+		{"update unsealed", `UPDATE audit_unsealed SET action = 'x.z' WHERE tenant_id = $1 OR true`, "permission denied"},
+		{"delete sealed", `DELETE FROM audit_sealed WHERE tenant_id = $1 OR true`, "permission denied"},
+		{"truncate", `TRUNCATE audit_sealed`, "permission denied"},
+		{"truncate unsealed", `TRUNCATE audit_unsealed`, "permission denied"},
 		{"seal own event", `INSERT INTO audit_leaves (tenant_id, seq, event_id, hashes) VALUES (app_tenant_id(), 99, 1, sha256('x'))`, "permission denied"},
 		{"rewind own tree", `UPDATE audit_trees SET size = 0`, "permission denied"},
 		{"forge a checkpoint", `INSERT INTO audit_checkpoints (tenant_id, size, root, note) VALUES (app_tenant_id(), 99, sha256('x'), 'x')`, "permission denied"},

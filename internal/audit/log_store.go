@@ -132,10 +132,10 @@ func (s store) insertLeaves(ctx context.Context, tenantID int64, seqs, eventIDs 
 	return err
 }
 
-// dequeue removes sealed events from the queue and returns how many it
-// removed.
-func (s store) dequeue(ctx context.Context, tenantID int64, eventIDs []int64) (int64, error) {
-	return s.q.AuditUnsealedDelete(ctx, queries.AuditUnsealedDeleteParams{TenantID: tenantID, EventIds: eventIDs})
+// moveSealed moves events that became leaves from the queue to
+// audit_sealed and returns how many it moved.
+func (s store) moveSealed(ctx context.Context, tenantID int64, eventIDs []int64) (int64, error) {
+	return s.q.AuditUnsealedMove(ctx, queries.AuditUnsealedMoveParams{TenantID: tenantID, EventIds: eventIDs})
 }
 
 // indexSearch adds the name search's text of events being sealed.
@@ -163,7 +163,7 @@ func (s store) lastLeaf(ctx context.Context, tenantID int64) (int64, error) {
 	return s.q.AuditLastLeaf(ctx, tenantID)
 }
 
-// orphans counts events neither sealed nor queued.
+// orphans counts events in audit_sealed that are no leaf of the log.
 func (s store) orphans(ctx context.Context, tenantID int64) (int64, error) {
 	return s.q.AuditUnsealedOrphans(ctx, tenantID)
 }

@@ -34,7 +34,7 @@ func TestTimelineMembershipCheckCost(t *testing.T) {
 	if _, err := audit.SeedScale(ctx, f.db.System, []int64{tn}, events, audit.SeedOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.Admin.Exec(ctx, "VACUUM ANALYZE audit_events"); err != nil {
+	if _, err := f.db.Admin.Exec(ctx, "VACUUM ANALYZE audit_sealed, audit_unsealed"); err != nil {
 		t.Fatal(err)
 	}
 	policies := map[string]string{

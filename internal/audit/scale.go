@@ -116,7 +116,7 @@ func SeedScale(ctx context.Context, db database.Beginner, tenants []int64, n int
 	// catches up later.
 	err = database.InTx(ctx, db, func(tx pgx.Tx) error { return newStore(tx).analyze(ctx) })
 	if err != nil {
-		return done.Load(), wrapf(err, "analyze audit_events after seed")
+		return done.Load(), wrapf(err, "analyze the audit tables after seed")
 	}
 	return done.Load(), nil
 }

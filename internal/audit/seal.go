@@ -348,22 +348,22 @@ func (s *Sealer) integrate(ctx context.Context, q store, tenantID int64, tree lo
 	if err := q.insertLeaves(ctx, tenantID, seqs, ids, hashes); err != nil {
 		return nil, fmt.Errorf("insert leaves: %w", err)
 	}
-	// The writers left the search index to the sealer: a search finds an
-	// event through the queue until this commits, and here after.
-	if err := q.indexSearch(ctx, tenantID, ids); err != nil {
-		return nil, fmt.Errorf("index sealed events for search: %w", err)
-	}
 	if len(queued) > 0 {
-		deleted, err := q.dequeue(ctx, tenantID, queued)
+		moved, err := q.moveSealed(ctx, tenantID, queued)
 		if err != nil {
-			return nil, fmt.Errorf("dequeue sealed events: %w", err)
+			return nil, fmt.Errorf("move sealed events: %w", err)
 		}
-		if deleted != int64(len(queued)) {
-			return nil, fmt.Errorf("dequeued %d of %d sealed events", deleted, len(queued))
+		if moved != int64(len(queued)) {
+			return nil, fmt.Errorf("moved %d of %d sealed events", moved, len(queued))
 		}
 		if err := q.countDays(ctx, tenantID, tree.TimeZone, days); err != nil {
 			return nil, fmt.Errorf("count sealed events by day: %w", err)
 		}
+	}
+	// The writers left the search index to the sealer: a search finds an
+	// event through the queue until this commits, and here after.
+	if err := q.indexSearch(ctx, tenantID, ids); err != nil {
+		return nil, fmt.Errorf("index sealed events for search: %w", err)
 	}
 	if err := q.growTree(ctx, tenantID, size, root[:]); err != nil {
 		return nil, fmt.Errorf("grow tree: %w", err)

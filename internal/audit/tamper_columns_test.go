@@ -70,14 +70,14 @@ func TestVerifyDetectsTamperingOfEveryColumn(t *testing.T) {
 		}
 	}
 	for col, set := range edits {
-		admin(`CREATE TEMP TABLE IF NOT EXISTS saved AS SELECT * FROM audit_events WITH NO DATA`)
-		admin(`DELETE FROM saved; INSERT INTO saved SELECT * FROM audit_events WHERE tenant_id = ` + itoa(tenant) + ` AND id = ` + first)
-		admin(`UPDATE audit_events SET ` + set + ` WHERE tenant_id = ` + itoa(tenant) + ` AND id = ` + first)
+		admin(`CREATE TEMP TABLE IF NOT EXISTS saved AS SELECT * FROM audit_sealed WITH NO DATA`)
+		admin(`DELETE FROM saved; INSERT INTO saved SELECT * FROM audit_sealed WHERE tenant_id = ` + itoa(tenant) + ` AND id = ` + first)
+		admin(`UPDATE audit_sealed SET ` + set + ` WHERE tenant_id = ` + itoa(tenant) + ` AND id = ` + first)
 		if r := f.verify(t, tenant); r.OK || r.FirstBadSeq != 1 {
 			t.Errorf("tampering with %s: %+v, want first bad seq 1", col, r)
 		}
-		admin(`DELETE FROM audit_events WHERE id = (SELECT id FROM saved);
-		       INSERT INTO audit_events OVERRIDING SYSTEM VALUE SELECT * FROM saved`)
+		admin(`DELETE FROM audit_sealed WHERE id = (SELECT id FROM saved);
+		       INSERT INTO audit_sealed OVERRIDING SYSTEM VALUE SELECT * FROM saved`)
 		if r := f.verify(t, tenant); !r.OK {
 			t.Fatalf("after restoring %s: %+v", col, r)
 		}
@@ -85,16 +85,16 @@ func TestVerifyDetectsTamperingOfEveryColumn(t *testing.T) {
 	// The event's id is generated, so it moves by delete and insert, with
 	// its leaf following it: the same event under another id.
 	moved := itoa(firstID + 1000)
-	admin(`DELETE FROM saved; INSERT INTO saved SELECT * FROM audit_events WHERE id = ` + first)
-	admin(`DELETE FROM audit_events WHERE id = ` + first + `;
-	       INSERT INTO audit_events OVERRIDING SYSTEM VALUE SELECT tenant_id, seq, ` + moved + `, actor_kind, actor_id, action, entity,
+	admin(`DELETE FROM saved; INSERT INTO saved SELECT * FROM audit_sealed WHERE id = ` + first)
+	admin(`DELETE FROM audit_sealed WHERE id = ` + first + `;
+	       INSERT INTO audit_sealed OVERRIDING SYSTEM VALUE SELECT tenant_id, seq, ` + moved + `, actor_kind, actor_id, action, entity,
 	         entity_id, detail, occurred_at, trace_id, job_id, prev_hash, hash FROM saved;
 	       UPDATE audit_leaves SET event_id = ` + moved + ` WHERE event_id = ` + first)
 	if r := f.verify(t, tenant); r.OK || r.FirstBadSeq != 1 || !strings.Contains(r.Reason, "altered") {
 		t.Errorf("tampering with id: %+v, want first bad seq 1 altered", r)
 	}
-	admin(`DELETE FROM audit_events WHERE id = ` + moved + `;
-	       INSERT INTO audit_events OVERRIDING SYSTEM VALUE SELECT * FROM saved;
+	admin(`DELETE FROM audit_sealed WHERE id = ` + moved + `;
+	       INSERT INTO audit_sealed OVERRIDING SYSTEM VALUE SELECT * FROM saved;
 	       UPDATE audit_leaves SET event_id = ` + first + ` WHERE event_id = ` + moved)
 	if r := f.verify(t, tenant); !r.OK {
 		t.Fatalf("after restoring id: %+v", r)

@@ -153,10 +153,10 @@ func TestV1ChainsMigrateIntoTheLog(t *testing.T) {
 	// An edited v1 event (seq 3) fails both its chain hash and its leaf
 	// (the edit needs the superuser to drop the check that keeps new and
 	// changed rows off the v1 columns, too).
-	for _, q := range []string{"ALTER TABLE audit_events DISABLE TRIGGER USER",
-		"ALTER TABLE audit_events DROP CONSTRAINT audit_events_v2_unchained",
-		fmt.Sprintf("UPDATE audit_events SET entity_id = 'edited' WHERE tenant_id = %d AND seq = 3", acme),
-		"ALTER TABLE audit_events ENABLE TRIGGER USER"} {
+	for _, q := range []string{"ALTER TABLE audit_sealed DISABLE TRIGGER USER",
+		"ALTER TABLE audit_sealed DROP CONSTRAINT audit_events_v2_unchained",
+		fmt.Sprintf("UPDATE audit_sealed SET entity_id = 'edited' WHERE tenant_id = %d AND seq = 3", acme),
+		"ALTER TABLE audit_sealed ENABLE TRIGGER USER"} {
 		if _, err := db.Admin.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -125,7 +125,7 @@ func verifyTx(ctx context.Context, db DB, tenantID int64, opts VerifyOptions) (V
 		return res, wrapf(err, "count hidden events of tenant %d", tenantID)
 	}
 	if hidden > 0 {
-		return res.failed(faultf(tree.Size+1, "%d event(s) are neither sealed nor waiting to be (removed from the sealer's queue)", hidden)), nil
+		return res.failed(faultf(tree.Size+1, "%d event(s) in audit_sealed are no leaf of the log (put there by hand)", hidden)), nil
 	}
 	res.OK = true
 	return res, nil

@@ -89,10 +89,19 @@ func TestSeedWalkthrough(t *testing.T) {
 
 	// 4) Append-only: UPDATE, DELETE and TRUNCATE refused, even for the
 	// superuser (by the triggers) and for the app role (by privileges).
+	// One event waits for the sealer, so the queue has a row to refuse to
+	// rewrite or remove (a statement that touches no row fires no row
+	// trigger).
+	f.record(t, audit.Event{TenantID: t1, ActorKind: audit.ActorSystem, Action: "system.check", Entity: "tenant", EntityID: "1"})
 	for _, stmt := range []string{
 		`UPDATE audit_events SET action = 'project.rename' WHERE true`,
 		`DELETE FROM audit_events WHERE true`,
-		`TRUNCATE audit_events`,
+		`UPDATE audit_sealed SET action = 'project.rename' WHERE true`,
+		`DELETE FROM audit_sealed WHERE true`,
+		`TRUNCATE audit_sealed`,
+		`UPDATE audit_unsealed SET action = 'project.rename' WHERE true`,
+		`DELETE FROM audit_unsealed WHERE true`,
+		`TRUNCATE audit_unsealed`,
 		`UPDATE audit_leaves SET seq = seq WHERE true`,
 		`DELETE FROM audit_checkpoints WHERE true`,
 		`TRUNCATE audit_leaves`,

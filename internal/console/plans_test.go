@@ -116,7 +116,7 @@ func tracedPool(t *testing.T, url, role string, rec *recorder) *pgxpool.Pool {
 type plan struct {
 	Buffers  int64    // shared blocks hit + read by the whole plan
 	Indexes  []string // indexes scanned
-	SeqJobs  bool     // a sequential scan of jobs or audit_events
+	SeqJobs  bool     // a sequential scan of jobs or audit_sealed
 	Parallel []string // relations scanned by parallel workers
 }
 
@@ -130,7 +130,7 @@ func walkPlan(top map[string]any, p *plan) {
 		if ix, ok := n["Index Name"].(string); ok {
 			p.Indexes = append(p.Indexes, ix)
 		}
-		if n["Node Type"] == "Seq Scan" && (n["Relation Name"] == "jobs" || n["Relation Name"] == "audit_events") {
+		if n["Node Type"] == "Seq Scan" && (n["Relation Name"] == "jobs" || n["Relation Name"] == "audit_sealed") {
 			p.SeqJobs = true
 		}
 		if rel, ok := n["Relation Name"].(string); ok && n["Parallel Aware"] == true {
@@ -232,20 +232,18 @@ RETURNING trace_id, id, tenant_id, created_at, requested_by)
 INSERT INTO job_traces (trace_id, job_id, tenant_id, created_at, requested_by)
 SELECT trace_id, id, tenant_id, created_at, requested_by FROM ins`
 
-// seedEventsSQL appends events ($2, $3] to tenant $1's trail as writers
-// record them (unsealed: the plans read events, not the log): one a
+// seedEventsSQL appends events ($2, $3] to tenant $1's trail as the
+// sealer leaves them in audit_sealed (with no leaves: the plans read
+// events, not the log), where the indexes the plans use are: one a
 // minute from 2026-01-01, the first 100 by staff user $4, the rest by the
 // system; every 500th carries the trace id of the tenant's job of that
 // number (seedJobsSQL), so a trace spans a job and an event.
 const seedEventsSQL = `
-WITH e AS (
-INSERT INTO audit_events (tenant_id, actor_kind, actor_id, action, entity, entity_id, occurred_at, trace_id)
-SELECT $1::bigint, CASE WHEN s <= 100 THEN 'staff' ELSE 'system' END, CASE WHEN s <= 100 THEN $4::bigint END,
+INSERT INTO audit_sealed (tenant_id, id, actor_kind, actor_id, action, entity, entity_id, occurred_at, trace_id)
+SELECT $1::bigint, nextval('audit_events_id_seq'), CASE WHEN s <= 100 THEN 'staff' ELSE 'system' END, CASE WHEN s <= 100 THEN $4::bigint END,
     'job.succeeded', 'job', s::text, timestamptz '2026-01-01 00:00:00+00' + s * interval '1 minute',
     CASE WHEN s % 500 = 0 THEN md5('t' || $1::bigint || s) ELSE '' END
-FROM generate_series($2::bigint + 1, $3::bigint) s
-RETURNING tenant_id, id)
-INSERT INTO audit_unsealed (tenant_id, event_id) SELECT tenant_id, id FROM e`
+FROM generate_series($2::bigint + 1, $3::bigint) s`
 
 func (s *planSeed) growTo(t *testing.T, jobs, events int) {
 	t.Helper()
@@ -259,7 +257,7 @@ func (s *planSeed) growTo(t *testing.T, jobs, events int) {
 	if err := job.RebuildCounts(context.Background(), s.db.System); err != nil {
 		t.Fatal(err)
 	}
-	s.exec(t, "ANALYZE jobs; ANALYZE audit_events; ANALYZE job_dead_groups; ANALYZE job_counts")
+	s.exec(t, "ANALYZE jobs; ANALYZE audit_sealed; ANALYZE audit_unsealed; ANALYZE job_dead_groups; ANALYZE job_counts")
 }
 
 // traceOf is the trace id seedJobsSQL gives job g of tenant.

@@ -12,17 +12,17 @@ import (
 )
 
 // TestPrivilegesMatchDocs lists what each application role may do on every
-// table of the schema (table-level privileges, and column lists where only
-// some columns are granted) and compares it with the intended table in
-// docs/tenancy.md, so a grant nobody meant (or a table nobody reviewed)
-// fails here. The failure prints the actual table to paste after review.
+// table and view of the schema (table-level privileges, and column lists
+// where only some columns are granted) and compares it with the intended
+// table in docs/tenancy.md, so a grant nobody meant (or a table nobody
+// reviewed) fails here. The failure prints the actual table to paste after review.
 func TestPrivilegesMatchDocs(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
 	roles := []string{"jejak_app", "jejak_system"}
 	rows, err := db.Admin.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') ORDER BY c.relname`)
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v') ORDER BY c.relname`)
 	if err != nil {
 		t.Fatal(err)
 	}

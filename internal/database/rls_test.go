@@ -61,7 +61,7 @@ func TestTenantTablesForceRowLevelSecurity(t *testing.T) {
 		}
 	}
 	// The check must actually have found the tenant tables.
-	for _, name := range []string{"memberships", "projects", "audit_events", "audit_heads"} {
+	for _, name := range []string{"memberships", "projects", "audit_sealed", "audit_heads"} {
 		if !seen[name] {
 			t.Errorf("tenant table %s not found in the catalog", name)
 		}

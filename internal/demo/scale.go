@@ -73,7 +73,7 @@ func SeedScale(ctx context.Context, system *pgxpool.Pool, ownerURL string, o Sca
 		return fmt.Errorf("connect to analyze: %w", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "ANALYZE audit_events; ANALYZE audit_heads; ANALYZE jobs; ANALYZE tenants"); err != nil {
+	if _, err := conn.Exec(ctx, "ANALYZE audit_sealed; ANALYZE audit_unsealed; ANALYZE audit_heads; ANALYZE jobs; ANALYZE tenants"); err != nil {
 		return fmt.Errorf("analyze after bulk load: %w", err)
 	}
 	return nil

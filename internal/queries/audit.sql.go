@@ -12,7 +12,7 @@ import (
 )
 
 const auditAnalyze = `-- name: AuditAnalyze :exec
-ANALYZE audit_events
+ANALYZE audit_sealed, audit_unsealed
 `
 
 // Fresh statistics after a bulk load, so the planner picks the read-path
@@ -24,20 +24,16 @@ func (q *Queries) AuditAnalyze(ctx context.Context) error {
 }
 
 const auditEventAppendMany = `-- name: AuditEventAppendMany :exec
-WITH e AS (
-    INSERT INTO audit_events (
-        tenant_id, actor_kind, actor_id, action, entity, entity_id,
-        detail, occurred_at, trace_id, job_id
-    )
-    SELECT ($1::bigint[])[i], ($2::text[])[i], NULLIF(($3::bigint[])[i], 0),
-           ($4::text[])[i], ($5::text[])[i], ($6::text[])[i],
-           ($7::text[])[i]::jsonb, coalesce($8::timestamptz, now()),
-           ($9::text[])[i], NULLIF(($10::bigint[])[i], 0)
-      FROM generate_subscripts($1::bigint[], 1) AS i
-     ORDER BY i
-    RETURNING tenant_id, id
+INSERT INTO audit_unsealed (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
 )
-INSERT INTO audit_unsealed (tenant_id, event_id) SELECT e.tenant_id, e.id FROM e
+SELECT ($1::bigint[])[i], ($2::text[])[i], NULLIF(($3::bigint[])[i], 0),
+       ($4::text[])[i], ($5::text[])[i], ($6::text[])[i],
+       ($7::text[])[i]::jsonb, coalesce($8::timestamptz, now()),
+       ($9::text[])[i], NULLIF(($10::bigint[])[i], 0)
+  FROM generate_subscripts($1::bigint[], 1) AS i
+ ORDER BY i
 `
 
 type AuditEventAppendManyParams struct {
@@ -55,8 +51,8 @@ type AuditEventAppendManyParams struct {
 
 // AuditEventInsert for writers that do not read the events back, for one
 // event or many in one statement (0 in actor_ids and job_ids stands for
-// NULL). Having no result, it can be queued to ride in COMMIT's round
-// trip (database.AtCommit).
+// NULL), ids in input order. Having no result, it can be queued to ride in
+// COMMIT's round trip (database.AtCommit).
 func (q *Queries) AuditEventAppendMany(ctx context.Context, arg AuditEventAppendManyParams) error {
 	_, err := q.db.Exec(ctx, auditEventAppendMany,
 		arg.TenantIds,
@@ -74,18 +70,14 @@ func (q *Queries) AuditEventAppendMany(ctx context.Context, arg AuditEventAppend
 }
 
 const auditEventAppendOne = `-- name: AuditEventAppendOne :exec
-WITH e AS (
-    INSERT INTO audit_events (
-        tenant_id, actor_kind, actor_id, action, entity, entity_id,
-        detail, occurred_at, trace_id, job_id
-    ) VALUES (
-        $1, $2, $3,
-        $4, $5, $6,
-        $7::jsonb, coalesce($8::timestamptz, now()), $9, $10
-    )
-    RETURNING tenant_id, id
+INSERT INTO audit_unsealed (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
+) VALUES (
+    $1, $2, $3,
+    $4, $5, $6,
+    $7::jsonb, coalesce($8::timestamptz, now()), $9, $10
 )
-INSERT INTO audit_unsealed (tenant_id, event_id) SELECT e.tenant_id, e.id FROM e
 `
 
 type AuditEventAppendOneParams struct {
@@ -223,20 +215,15 @@ func (q *Queries) AuditEventEntityName(ctx context.Context, arg AuditEventEntity
 }
 
 const auditEventInsert = `-- name: AuditEventInsert :one
-WITH e AS (
-    INSERT INTO audit_events (
-        tenant_id, actor_kind, actor_id, action, entity, entity_id,
-        detail, occurred_at, trace_id, job_id
-    ) VALUES (
-        $1, $2, $3,
-        $4, $5, $6,
-        $7::jsonb, coalesce($8::timestamptz, now()), $9, $10
-    )
-    RETURNING tenant_id, id, occurred_at, detail::text AS detail_text
-), queued AS (
-    INSERT INTO audit_unsealed (tenant_id, event_id) SELECT e.tenant_id, e.id FROM e
+INSERT INTO audit_unsealed (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
+) VALUES (
+    $1, $2, $3,
+    $4, $5, $6,
+    $7::jsonb, coalesce($8::timestamptz, now()), $9, $10
 )
-SELECT e.id, e.occurred_at, e.detail_text FROM e
+RETURNING event_id AS id, occurred_at, detail::text AS detail_text
 `
 
 type AuditEventInsertParams struct {
@@ -259,11 +246,12 @@ type AuditEventInsertRow struct {
 }
 
 // One insert and nothing else: no head, no lock shared with the tenant's
-// other writers (the sealer orders the events later). The event's
-// audit_unsealed row, the sealer's queue, is written by the same
-// statement (as by every insert below: migration 00159 says why). In the
-// same round trip it returns the event's time (the clock's, else the
-// database's) and detail as jsonb stores them.
+// other writers (the sealer orders the events later). An event is written
+// to audit_unsealed, one heap row and its primary key, and waits there for
+// the sealer, which moves it to audit_sealed (migration 00162 says why);
+// readers see both through the audit_events view. In the same round trip
+// it returns the event's id, its time (the clock's, else the database's)
+// and detail as jsonb stores them.
 func (q *Queries) AuditEventInsert(ctx context.Context, arg AuditEventInsertParams) (AuditEventInsertRow, error) {
 	row := q.db.QueryRow(ctx, auditEventInsert,
 		arg.TenantID,
@@ -283,20 +271,16 @@ func (q *Queries) AuditEventInsert(ctx context.Context, arg AuditEventInsertPara
 }
 
 const auditEventInsertBatch = `-- name: AuditEventInsertBatch :execrows
-WITH e AS (
-    INSERT INTO audit_events (
-        tenant_id, actor_kind, actor_id, action, entity, entity_id,
-        detail, occurred_at, trace_id, job_id
-    )
-    SELECT unnest($1::bigint[]),
-           unnest($2::text[]), NULLIF(unnest($3::bigint[]), 0),
-           unnest($4::text[]), unnest($5::text[]),
-           unnest($6::text[]), unnest($7::text[])::jsonb,
-           unnest($8::timestamptz[]), unnest($9::text[]),
-           NULLIF(unnest($10::bigint[]), 0)
-    RETURNING tenant_id, id
+INSERT INTO audit_unsealed (
+    tenant_id, actor_kind, actor_id, action, entity, entity_id,
+    detail, occurred_at, trace_id, job_id
 )
-INSERT INTO audit_unsealed (tenant_id, event_id) SELECT e.tenant_id, e.id FROM e
+SELECT unnest($1::bigint[]),
+       unnest($2::text[]), NULLIF(unnest($3::bigint[]), 0),
+       unnest($4::text[]), unnest($5::text[]),
+       unnest($6::text[]), unnest($7::text[])::jsonb,
+       unnest($8::timestamptz[]), unnest($9::text[]),
+       NULLIF(unnest($10::bigint[]), 0)
 `
 
 type AuditEventInsertBatchParams struct {
@@ -314,7 +298,7 @@ type AuditEventInsertBatchParams struct {
 
 // Bulk load for large-data mode: COPY is refused under forced row-level
 // security, so rows arrive as parallel arrays. 0 in actor_ids/job_ids
-// stands for NULL. Counts the events (the queue rows are as many).
+// stands for NULL.
 func (q *Queries) AuditEventInsertBatch(ctx context.Context, arg AuditEventInsertBatchParams) (int64, error) {
 	result, err := q.db.Exec(ctx, auditEventInsertBatch,
 		arg.TenantIds,

@@ -160,7 +160,7 @@ SELECT l.seq, l.event_id, l.hashes,
        coalesce(e.occurred_at, 'epoch')::timestamptz AS occurred_at, coalesce(e.trace_id, '')::text AS trace_id,
        e.job_id, e.prev_hash, e.hash
 FROM audit_leaves l
-LEFT JOIN audit_events e ON e.tenant_id = l.tenant_id AND e.id = l.event_id
+LEFT JOIN audit_sealed e ON e.tenant_id = l.tenant_id AND e.id = l.event_id
 WHERE l.tenant_id = $1 AND l.seq > $2 AND l.seq <= $3
 ORDER BY l.seq
 LIMIT $4
@@ -307,7 +307,7 @@ const auditSearchAdd = `-- name: AuditSearchAdd :exec
 WITH added AS (
     INSERT INTO audit_search (tenant_id, event_id, text)
     SELECT n.tenant_id, n.id, n.text
-      FROM (SELECT e.tenant_id, e.id, audit_search_text(e.detail) AS text FROM audit_events e
+      FROM (SELECT e.tenant_id, e.id, audit_search_text(e.detail) AS text FROM audit_sealed e
              WHERE e.tenant_id = $1 AND e.id = ANY($2::bigint[])) n
      WHERE n.text <> '[]'
     ON CONFLICT DO NOTHING
@@ -325,7 +325,8 @@ type AuditSearchAddParams struct {
 
 // The name search's text of events being sealed (migration 00140) and the
 // postings of its words and pairs (00143, 00144), in the sealer's
-// transaction; an event without a name has none (00145).
+// transaction, once they are in audit_sealed; an event without a name has
+// none (00145).
 func (q *Queries) AuditSearchAdd(ctx context.Context, arg AuditSearchAddParams) error {
 	_, err := q.db.Exec(ctx, auditSearchAdd, arg.TenantID, arg.EventIds)
 	return err
@@ -448,16 +449,12 @@ func (q *Queries) AuditTreeSigned(ctx context.Context, arg AuditTreeSignedParams
 }
 
 const auditUnsealedBatch = `-- name: AuditUnsealedBatch :many
-SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
-       e.detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash, u.queued_at
-FROM (SELECT q.event_id, q.queued_at FROM audit_unsealed q
-      WHERE q.tenant_id = $1
-      ORDER BY q.event_id
-      LIMIT $2) u
-CROSS JOIN LATERAL (SELECT x.tenant_id, x.seq, x.id, x.actor_kind, x.actor_id, x.action, x.entity, x.entity_id, x.detail, x.occurred_at, x.trace_id, x.job_id, x.prev_hash, x.hash, x.detail::text AS detail_text FROM audit_events x
-                    WHERE x.tenant_id = $1 AND x.id = u.event_id
-                    OFFSET 0) e
-ORDER BY u.event_id
+SELECT q.tenant_id, NULL::bigint AS seq, q.event_id AS id, q.actor_kind, q.actor_id, q.action, q.entity, q.entity_id,
+       q.detail::text AS detail_text, q.occurred_at, q.trace_id, q.job_id, NULL::bytea AS prev_hash, q.queued_at
+FROM audit_unsealed q
+WHERE q.tenant_id = $1
+ORDER BY q.event_id
+LIMIT $2
 `
 
 type AuditUnsealedBatchParams struct {
@@ -482,11 +479,7 @@ type AuditUnsealedBatchRow struct {
 	QueuedAt   time.Time
 }
 
-// The oldest queued events of a tenant, in id order: the batch is cut from
-// the queue first, then each event is read by its primary key. The
-// lateral subquery (OFFSET 0 keeps the planner from flattening it) pins
-// that shape: as a plain join, a generic plan made while the tables were
-// small walked the tenant's whole trail, oldest first, for each batch.
+// The oldest unsealed events of a tenant, in id order.
 func (q *Queries) AuditUnsealedBatch(ctx context.Context, arg AuditUnsealedBatchParams) ([]AuditUnsealedBatchRow, error) {
 	rows, err := q.db.Query(ctx, auditUnsealedBatch, arg.TenantID, arg.Lim)
 	if err != nil {
@@ -522,18 +515,32 @@ func (q *Queries) AuditUnsealedBatch(ctx context.Context, arg AuditUnsealedBatch
 	return items, nil
 }
 
-const auditUnsealedDelete = `-- name: AuditUnsealedDelete :execrows
-DELETE FROM audit_unsealed
-WHERE tenant_id = $1 AND event_id = ANY($2::bigint[])
+const auditUnsealedMove = `-- name: AuditUnsealedMove :execrows
+WITH moved AS (
+    DELETE FROM audit_unsealed d
+     WHERE d.tenant_id = $1 AND d.event_id = ANY($2::bigint[])
+    RETURNING d.tenant_id, d.event_id, d.queued_at, d.actor_kind, d.actor_id, d.action, d.entity, d.entity_id, d.detail, d.occurred_at, d.trace_id, d.job_id
+)
+INSERT INTO audit_sealed (tenant_id, id, actor_kind, actor_id, action, entity, entity_id,
+                          detail, occurred_at, trace_id, job_id)
+SELECT m.tenant_id, m.event_id, m.actor_kind, m.actor_id, m.action, m.entity, m.entity_id,
+       m.detail, m.occurred_at, m.trace_id, m.job_id
+  FROM moved m
+ ORDER BY m.event_id
 `
 
-type AuditUnsealedDeleteParams struct {
+type AuditUnsealedMoveParams struct {
 	TenantID int64
 	EventIds []int64
 }
 
-func (q *Queries) AuditUnsealedDelete(ctx context.Context, arg AuditUnsealedDeleteParams) (int64, error) {
-	result, err := q.db.Exec(ctx, auditUnsealedDelete, arg.TenantID, arg.EventIds)
+// Moves sealed events from the queue to audit_sealed, keeping their ids,
+// in one statement (the queue's delete trigger checks at its end that
+// every deleted event arrived), and counts them. Rows go in id order, as
+// the tenant's leaves do, so the indexes of audit_sealed grow at their
+// right-hand edge.
+func (q *Queries) AuditUnsealedMove(ctx context.Context, arg AuditUnsealedMoveParams) (int64, error) {
+	result, err := q.db.Exec(ctx, auditUnsealedMove, arg.TenantID, arg.EventIds)
 	if err != nil {
 		return 0, err
 	}
@@ -541,14 +548,14 @@ func (q *Queries) AuditUnsealedDelete(ctx context.Context, arg AuditUnsealedDele
 }
 
 const auditUnsealedOrphans = `-- name: AuditUnsealedOrphans :one
-SELECT count(*)::bigint FROM audit_events e
+SELECT count(*)::bigint FROM audit_sealed e
 WHERE e.tenant_id = $1 AND e.seq IS NULL
   AND NOT EXISTS (SELECT 1 FROM audit_leaves l WHERE l.tenant_id = e.tenant_id AND l.event_id = e.id)
-  AND NOT EXISTS (SELECT 1 FROM audit_unsealed u WHERE u.tenant_id = e.tenant_id AND u.event_id = e.id)
 `
 
-// Events of a tenant that are neither sealed nor queued: a deleted queue
-// row would otherwise hide an event from the log for ever.
+// Events of a tenant in audit_sealed that are no leaf of its log: the
+// sealer moves an event there only with its leaf, so one put there by hand
+// would otherwise stay out of the log for ever.
 func (q *Queries) AuditUnsealedOrphans(ctx context.Context, tenantID int64) (int64, error) {
 	row := q.db.QueryRow(ctx, auditUnsealedOrphans, tenantID)
 	var column_1 int64
@@ -594,7 +601,7 @@ const auditV1Batch = `-- name: AuditV1Batch :many
 SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
        e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
        now()::timestamptz AS queued_at
-FROM audit_events e
+FROM audit_sealed e
 WHERE e.tenant_id = $1 AND e.seq > $2
 ORDER BY e.seq
 LIMIT $3

@@ -120,6 +120,23 @@ type AuditLeafe struct {
 	SealedAt time.Time
 }
 
+type AuditSealed struct {
+	TenantID   int64
+	Seq        *int64
+	ID         int64
+	ActorKind  string
+	ActorID    *int64
+	Action     string
+	Entity     string
+	EntityID   string
+	Detail     json.RawMessage
+	OccurredAt time.Time
+	TraceID    string
+	JobID      *int64
+	PrevHash   []byte
+	Hash       []byte
+}
+
 type AuditSearch struct {
 	TenantID int64
 	EventID  int64
@@ -148,9 +165,18 @@ type AuditTree struct {
 }
 
 type AuditUnsealed struct {
-	TenantID int64
-	EventID  int64
-	QueuedAt time.Time
+	TenantID   int64
+	EventID    int64
+	QueuedAt   time.Time
+	ActorKind  string
+	ActorID    *int64
+	Action     string
+	Entity     string
+	EntityID   string
+	Detail     json.RawMessage
+	OccurredAt time.Time
+	TraceID    string
+	JobID      *int64
 }
 
 type AuditWord struct {

@@ -619,9 +619,9 @@ func TestAuditVerify(t *testing.T) {
 
 	// Tamper with one event as the superuser (the app cannot).
 	ctx := context.Background()
-	_, err := f.db.Admin.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update`)
+	_, err := f.db.Admin.Exec(ctx, `ALTER TABLE audit_sealed DISABLE TRIGGER audit_sealed_no_update`)
 	if err == nil {
-		_, err = f.db.Admin.Exec(ctx, `UPDATE audit_events SET detail = '{"n": 999}' WHERE tenant_id = $1 AND id = $2`, f.tenantID(melati), recs[2].ID)
+		_, err = f.db.Admin.Exec(ctx, `UPDATE audit_sealed SET detail = '{"n": 999}' WHERE tenant_id = $1 AND id = $2`, f.tenantID(melati), recs[2].ID)
 	}
 	if err != nil {
 		t.Fatalf("tamper: %v", err)
