@@ -361,7 +361,8 @@ func (s *Sealer) integrate(ctx context.Context, q store, tenantID int64, tree lo
 		}
 	}
 	// The writers left the search index to the sealer: a search finds an
-	// event through the queue until this commits, and here after.
+	// event through the queue until this commits, and here after. It reads
+	// the events from audit_sealed, so it follows the move.
 	if err := q.indexSearch(ctx, tenantID, ids); err != nil {
 		return nil, fmt.Errorf("index sealed events for search: %w", err)
 	}
