@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -414,6 +415,88 @@ func TestFailedAfterMaxAttemptsBlocksItsAggregateOnly(t *testing.T) {
 	}
 	if s := states(t, db); s["failed"] != 1 || s["pending"] != 1 || s["delivered"] != 1 {
 		t.Fatalf("states = %v: want a/1 failed, a/2 held back behind it, b/1 delivered", s)
+	}
+}
+
+// refuseOnceSink passes messages to JetStream but refuses the first
+// publish of one message without sending it (a broker that rejected it),
+// and records what each call carried.
+type refuseOnceSink struct {
+	next    outbox.Sink
+	id      int64
+	refused bool
+	calls   [][]int64
+}
+
+func (s *refuseOnceSink) Publish(ctx context.Context, msgs []outbox.Envelope) []error {
+	var ids []int64
+	var pass []outbox.Envelope
+	for _, m := range msgs {
+		ids = append(ids, m.ID)
+		if m.ID != s.id || s.refused {
+			pass = append(pass, m)
+		}
+	}
+	s.calls = append(s.calls, ids)
+	res := s.next.Publish(ctx, pass)
+	errs := make([]error, len(msgs))
+	for i, m := range msgs {
+		if m.ID == s.id && !s.refused {
+			s.refused = true
+			errs[i] = errors.New("broker refused")
+			continue
+		}
+		errs[i], res = res[0], res[1:]
+	}
+	return errs
+}
+
+// A claim takes an aggregate's waiting messages together, and the relay
+// sends an aggregate's next message only after its previous one was
+// acknowledged: when one is refused, the ones after it are not sent and
+// go back to pending without spending an attempt, and the stream still
+// holds every aggregate in order.
+func TestRelayKeepsARunInOrderWhenAPublishFails(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	bus := newBus(t)
+	tid := newTenant(t, db, "toko")
+	w := outbox.NewWriter(nil)
+	ids := publish(t, db, w, tid, msg("a", 1), msg("b", 1), msg("a", 2), msg("a", 3), msg("b", 2), msg("a", 4))
+	a, b := []int64{ids[0], ids[2], ids[3], ids[5]}, []int64{ids[1], ids[4]}
+	sink := &refuseOnceSink{next: natsbus.Sink{JS: bus.JS}, id: a[1]}
+	r := newRelay(t, db, outbox.RelayConfig{Sink: sink, Backoff: func(int) time.Duration { return 0 }})
+	if n, err := r.RunOnce(context.Background()); n != len(ids) || err != nil {
+		t.Fatalf("first pass claimed %d (%v), want all %d: both aggregates' runs", n, err, len(ids))
+	}
+	if want := [][]int64{{a[0], b[0]}, {a[1], b[1]}}; fmt.Sprint(sink.calls) != fmt.Sprint(want) {
+		t.Fatalf("sink calls = %v, want each aggregate's next message only after its previous one %v", sink.calls, want)
+	}
+	var attempts []int32
+	if err := db.Admin.QueryRow(context.Background(), `SELECT array_agg(attempts ORDER BY id) FROM outbox_messages
+		WHERE id = ANY($1) AND state = 'pending'`, a[1:]).Scan(&attempts); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(attempts) != "[1 0 0]" {
+		t.Fatalf("attempts of a/2, a/3, a/4 = %v, want [1 0 0]: refused once, the rest never sent and pending", attempts)
+	}
+	if s := states(t, db); s["delivered"] != 3 || s["pending"] != 3 {
+		t.Fatalf("states = %v, want a/1, b/1, b/2 delivered", s)
+	}
+	if n, err := r.RunOnce(context.Background()); n != 3 || err != nil {
+		t.Fatalf("second pass claimed %d (%v), want a/2, a/3, a/4", n, err)
+	}
+	got := streamIDs(t, bus)
+	var gotA, gotB []int64
+	for _, id := range got {
+		if slices.Contains(a, id) {
+			gotA = append(gotA, id)
+		} else {
+			gotB = append(gotB, id)
+		}
+	}
+	if !slices.Equal(gotA, a) || !slices.Equal(gotB, b) {
+		t.Fatalf("stream holds a %v and b %v, want each once in order: %v and %v", gotA, gotB, a, b)
 	}
 }
 

@@ -338,14 +338,8 @@ func (r *Relay) claim(ctx context.Context) ([]Envelope, error) {
 func (r *Relay) deliver(ctx context.Context, msgs []Envelope) error {
 	spans := startPublishSpans(ctx, msgs)
 	pubCtx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-	errs := r.sink.Publish(pubCtx, msgs)
+	errs := r.publishRuns(pubCtx, msgs)
 	cancel()
-	if len(errs) != len(msgs) {
-		errs = make([]error, len(msgs))
-		for i := range errs {
-			errs[i] = errors.New("sink returned a wrong number of results")
-		}
-	}
 	for i, s := range spans {
 		s.End(errs[i])
 	}
@@ -377,17 +371,82 @@ func startPublishSpans(ctx context.Context, msgs []Envelope) []tracing.Span {
 	return spans
 }
 
+// errBehindFailed is the outcome of a message left unpublished because an
+// earlier message of its aggregate in the same batch failed: it goes back
+// to pending without spending an attempt, behind that one.
+var errBehindFailed = errors.New("not published: an earlier message of its aggregate failed")
+
+// aggregateKey names the aggregate whose order a message keeps.
+type aggregateKey struct {
+	tenantID int64
+	typ, id  string
+}
+
+// publishRuns publishes a batch (in id order) one message an aggregate at a
+// time: the n-th call to the sink carries each aggregate's n-th message of
+// the batch, and an aggregate whose message failed sends nothing more. A
+// claim takes an aggregate's waiting messages together, and a sink may
+// store some messages of one call and fail others (JetStream does, on a
+// lost acknowledgement or a full stream), so sending an aggregate's next
+// message only once its previous one is acknowledged is what keeps the
+// stream in aggregate order. A batch of distinct aggregates is one call.
+func (r *Relay) publishRuns(ctx context.Context, msgs []Envelope) []error {
+	errs := make([]error, len(msgs))
+	rank := make([]int, len(msgs))
+	count := map[aggregateKey]int{}
+	rounds := 0
+	for i, m := range msgs {
+		k := m.aggregateKey()
+		rank[i] = count[k]
+		count[k]++
+		rounds = max(rounds, count[k])
+	}
+	failed := map[aggregateKey]bool{}
+	var idx []int
+	var batch []Envelope
+	for round := range rounds {
+		idx, batch = idx[:0], batch[:0]
+		for i, m := range msgs {
+			switch {
+			case rank[i] != round:
+			case failed[m.aggregateKey()]:
+				errs[i] = errBehindFailed
+			default:
+				idx, batch = append(idx, i), append(batch, m)
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		res := r.sink.Publish(ctx, batch)
+		for j, i := range idx {
+			if len(res) != len(batch) {
+				errs[i] = errors.New("sink returned a wrong number of results")
+			} else {
+				errs[i] = res[j]
+			}
+			if errs[i] != nil {
+				failed[msgs[i].aggregateKey()] = true
+			}
+		}
+	}
+	return errs
+}
+
 func (r *Relay) reportPublished(errs []error) {
 	if r.cfg.OnPublished == nil {
 		return
 	}
-	failed := 0
+	ok, failed := 0, 0
 	for _, err := range errs {
-		if err != nil {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, errBehindFailed):
 			failed++
 		}
 	}
-	if ok := len(errs) - failed; ok > 0 {
+	if ok > 0 {
 		r.cfg.OnPublished("ok", ok)
 	}
 	if failed > 0 {
@@ -403,8 +462,9 @@ func (r *Relay) settle(ctx context.Context, stopping bool, msgs []Envelope, errs
 		switch {
 		case errs[i] == nil:
 			ok.add(m)
-		case stopping && errors.Is(errs[i], context.Canceled):
-			// Not a failure of the message: we are shutting down.
+		case stopping && errors.Is(errs[i], context.Canceled), errors.Is(errs[i], errBehindFailed):
+			// Not a failure of the message: we are shutting down, or it
+			// was never sent.
 			release.add(m)
 		default:
 			failed.add(m)

@@ -1,8 +1,10 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/jejakhq/jejak/internal/queries"
@@ -43,6 +45,9 @@ func storeClaim(ctx context.Context, db queries.DBTX, now *time.Time, worker str
 			AggregateType: r.AggregateType, AggregateID: r.AggregateID, Payload: r.Payload,
 			TraceID: r.TraceID, RequestedBy: r.RequestedBy, CreatedAt: r.CreatedAt, Attempt: int(r.Attempts)}
 	}
+	// In id order, which within an aggregate is its order (UPDATE …
+	// RETURNING gives rows in no promised order).
+	slices.SortFunc(out, func(a, b Envelope) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 

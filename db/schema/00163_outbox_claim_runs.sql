@@ -1,0 +1,98 @@
+-- +goose Up
+-- A claim takes each aggregate's waiting messages as a run, not only its
+-- oldest. A message was claimable only when no older message of its
+-- aggregate was undelivered, so a claim took one message an aggregate and
+-- the next waited for that one's publish and settle: an aggregate moved
+-- one message a round trip of the relay, and a busy one (a customer whose
+-- points are awarded many times a second) built a backlog that every
+-- later claim walked again, probing message after blocked message (one
+-- sampled claim at two replicas walked 2,537 candidates for 500, 48,872
+-- buffers; docs/benchmarks.md, 2026-12-06 19:05). The relay publishes a
+-- batch's runs one message an aggregate at a time (internal/outbox,
+-- Relay.deliver), so order still holds when a publish fails.
+--
+-- A candidate is claimable when the undelivered message before it in its
+-- aggregate's key (one backward probe of outbox_aggregate_key_idx, as
+-- before) is none or is already taken by this claim. The candidates come
+-- in id order, so a taken run is always a prefix of what waits. Messages
+-- that are processing, failed, or pending but not yet due are never taken
+-- and so hold back everything after them. Two aggregates whose 64-bit keys
+-- collide share one order: a delay, never a message out of order.
+--
+-- The walk no longer locks its candidates (FOR UPDATE SKIP LOCKED locked
+-- each row it returned): claims take turns (00157), and nothing else
+-- changes a pending row, so the claim's UPDATE, which re-checks the state,
+-- is all the locking a candidate needs.
+SET LOCAL ROLE jejak_owner;
+
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION outbox_claimable_unlocked(lim int, at timestamptz) RETURNS bigint[]
+LANGUAGE plpgsql VOLATILE
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_sort = off
+SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
+DECLARE
+    -- After this many candidates, a claim that could take fewer than a
+    -- quarter of them lists the aggregates instead (00148): listing costs
+    -- a probe per aggregate, walking one per message examined.
+    front constant int := 256;
+    max_heads constant int := greatest(1024, lim * 4);
+    c record;
+    prev bigint;
+    examined int := 0;
+    ids bigint[] := '{}';
+    heads bigint[];
+BEGIN
+    FOR c IN SELECT m.id, hashtextextended(m.aggregate_type || ':' || m.aggregate_id, m.tenant_id) AS k
+               FROM outbox_messages m
+              WHERE m.state = 'pending' AND m.available_at <= at
+              ORDER BY m.id
+    LOOP
+        prev := NULL;
+        SELECT o.id INTO prev FROM outbox_messages o
+         WHERE hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) = c.k
+           AND o.id < c.id AND o.state <> 'delivered'
+         ORDER BY hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) DESC, o.id DESC
+         LIMIT 1;
+        IF prev IS NULL OR prev = ANY(ids) THEN
+            ids := ids || c.id;
+            EXIT WHEN cardinality(ids) >= lim;
+        END IF;
+        examined := examined + 1;
+        CONTINUE WHEN examined <> front OR cardinality(ids) * 4 >= front;
+
+        -- The front is blocked: the head of every aggregate key, up to
+        -- max_heads of them (one more tells that there are more).
+        WITH RECURSIVE k(h, id, n) AS (
+            (SELECT hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id), o.id, 1
+               FROM outbox_messages o
+              WHERE o.state <> 'delivered'
+              ORDER BY 1, 2 LIMIT 1)
+            UNION ALL
+            SELECT x.h, x.id, k.n + 1 FROM k CROSS JOIN LATERAL (
+                SELECT hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) AS h, o.id
+                  FROM outbox_messages o
+                 WHERE o.state <> 'delivered'
+                   AND hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) > k.h
+                 ORDER BY 1, 2 LIMIT 1) x
+             WHERE k.n <= max_heads
+        )
+        SELECT array_agg(k.id) INTO heads FROM k;
+
+        IF coalesce(cardinality(heads), 0) <= max_heads THEN
+            SELECT coalesce(array_agg(id), '{}') INTO ids FROM (
+                SELECT h.id
+                  FROM outbox_messages h
+                 WHERE h.id = ANY(coalesce(heads, '{}'))
+                   AND h.state = 'pending'
+                   AND h.available_at <= at
+                 ORDER BY h.id
+                 LIMIT lim) claimable;
+            RETURN ids;
+        END IF;
+        -- Too many aggregates to list: walk on through the whole backlog.
+    END LOOP;
+    RETURN ids;
+END
+$$;
+-- +goose StatementEnd
