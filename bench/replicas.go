@@ -278,6 +278,12 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			return Result{}, err
 		}
 		used := after.sub(before)
+		// What the relays had not yet published when the last job ended:
+		// a relay that falls behind makes every later claim walk more.
+		var backlog int64
+		if err := db.Admin.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE state <> 'delivered'`).Scan(&backlog); err != nil {
+			return Result{}, fmt.Errorf("outbox backlog: %w", err)
+		}
 
 		var c struct{ jobs, firstTry, retried, notSucceeded, workers, ledger, balance int64 }
 		err = db.Admin.QueryRow(ctx, `SELECT count(*),
@@ -310,6 +316,7 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			{"replica_cpu_per_job_ms", used.webCPU.Seconds() * 1000 / float64(want)},
 			{"pg_cpu_per_job_ms", used.pgCPU.Seconds() * 1000 / float64(want)},
 			{statementsMetric(statements, "job"), float64(used.statements) / float64(want)},
+			{"outbox_backlog", float64(backlog)},
 		}}, nil
 	}
 }
