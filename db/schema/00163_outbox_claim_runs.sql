@@ -14,7 +14,10 @@
 -- A candidate is claimable when the undelivered message before it in its
 -- aggregate's key (one backward probe of outbox_aggregate_key_idx, as
 -- before) is none or is already taken by this claim. The candidates come
--- in id order, so a taken run is always a prefix of what waits. Messages
+-- in id order, so a taken run is always a prefix of what waits; when the
+-- front of the backlog is blocked and the claim lists the aggregates'
+-- heads instead (00148), it takes each free head with its run, the key's
+-- next messages while they are pending and due. Messages
 -- that are processing, failed, or pending but not yet due are never taken
 -- and so hold back everything after them. Two aggregates whose 64-bit keys
 -- collide share one order: a delay, never a message out of order.
@@ -38,6 +41,8 @@ DECLARE
     front constant int := 256;
     max_heads constant int := greatest(1024, lim * 4);
     c record;
+    h record;
+    r record;
     prev bigint;
     examined int := 0;
     ids bigint[] := '{}';
@@ -80,15 +85,27 @@ BEGIN
         SELECT array_agg(k.id) INTO heads FROM k;
 
         IF coalesce(cardinality(heads), 0) <= max_heads THEN
-            SELECT coalesce(array_agg(id), '{}') INTO ids FROM (
-                SELECT h.id
-                  FROM outbox_messages h
-                 WHERE h.id = ANY(coalesce(heads, '{}'))
-                   AND h.state = 'pending'
-                   AND h.available_at <= at
-                 ORDER BY h.id
-                 LIMIT lim) claimable;
-            RETURN ids;
+            -- The heads that can move, oldest first, each with its run:
+            -- the key's next messages while they are pending and due.
+            ids := '{}';
+            FOR h IN SELECT o.id, hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) AS k
+                       FROM outbox_messages o
+                      WHERE o.id = ANY(coalesce(heads, '{}')) AND o.state = 'pending' AND o.available_at <= at
+                      ORDER BY o.id
+            LOOP
+                FOR r IN SELECT o.id, o.state = 'pending' AND o.available_at <= at AS ready
+                           FROM outbox_messages o
+                          WHERE hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) = h.k
+                            AND o.id >= h.id AND o.state <> 'delivered'
+                          ORDER BY hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id), o.id
+                          LIMIT lim - cardinality(ids)
+                LOOP
+                    EXIT WHEN NOT r.ready;
+                    ids := ids || r.id;
+                END LOOP;
+                EXIT WHEN cardinality(ids) >= lim;
+            END LOOP;
+            RETURN (SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM unnest(ids) x);
         END IF;
         -- Too many aggregates to list: walk on through the whole backlog.
     END LOOP;

@@ -122,9 +122,9 @@ func insertMessages(t *testing.T, db *testdb.DB, tenant int64, aggregates ...str
 
 // TestClaimableFindsHeadsBehindABlockedFront: when the oldest pending
 // messages all wait behind their aggregates' messages in flight, the claim
-// finds the aggregates that can move (the newest messages here) without
-// probing every blocked message, and still holds back a message behind a
-// failed one and one behind an older message not yet due.
+// finds the aggregates that can move (the newest messages here), each with
+// its run, without probing every blocked message, and still holds back a
+// message behind a failed one and one behind an older message not yet due.
 func TestClaimableFindsHeadsBehindABlockedFront(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -143,11 +143,13 @@ func TestClaimableFindsHeadsBehindABlockedFront(t *testing.T) {
 	for i := range 12 {
 		fresh = append(fresh, fmt.Sprintf("new-%d", i))
 	}
-	want := insertMessages(t, db, tid, fresh...)[:10]
+	free := insertMessages(t, db, tid, fresh...)
+	// The first free aggregate's second message comes with its head.
+	want := append(free[:9:9], insertMessages(t, db, tid, "new-0")...)
 
 	ids, blocks := claimable(t, db, 10)
 	if !slices.Equal(ids, want) {
-		t.Fatalf("claimable = %v, want the 10 oldest of the aggregates with nothing in flight %v", ids, want)
+		t.Fatalf("claimable = %v, want the oldest heads of the aggregates with nothing in flight, each with its run %v", ids, want)
 	}
 	// Probing each of the 19,800 blocked messages touches about 60,000.
 	if blocks > 5000 {
