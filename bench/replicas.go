@@ -255,6 +255,10 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			if _, err := waitFinished(ctx, unfinishedJobs{db}); err != nil {
 				return Result{}, fmt.Errorf("warm-up: %w (replica output: %s)", err, reps[0].out.String())
 			}
+			// The measured jobs start with every warm-up event published.
+			if _, err := waitFinished(ctx, unpublishedEvents{db}); err != nil {
+				return Result{}, fmt.Errorf("warm-up: %w (replica output: %s)", err, reps[0].out.String())
+			}
 		}
 		// What the burn-down costs: the replicas' CPU and that of
 		// PostgreSQL's backends of this database, and its statements,
@@ -278,11 +282,17 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			return Result{}, err
 		}
 		used := after.sub(before)
-		// What the relays had not yet published when the last job ended:
-		// a relay that falls behind makes every later claim walk more.
-		var backlog int64
-		if err := db.Admin.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE state <> 'delivered'`).Scan(&backlog); err != nil {
-			return Result{}, fmt.Errorf("outbox backlog: %w", err)
+		// What the relays had not yet published when the last job ended,
+		// and when they had published every award's event: a job's work is
+		// done only then, and a relay that falls behind makes every later
+		// claim walk more.
+		backlog, err := unpublishedEvents{db}.Unfinished(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		published, err := waitFinished(ctx, unpublishedEvents{db})
+		if err != nil {
+			return Result{}, err
 		}
 
 		var c struct{ jobs, firstTry, retried, notSucceeded, workers, ledger, balance int64 }
@@ -317,6 +327,7 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			{"pg_cpu_per_job_ms", used.pgCPU.Seconds() * 1000 / float64(want)},
 			{statementsMetric(statements, "job"), float64(used.statements) / float64(want)},
 			{"outbox_backlog", float64(backlog)},
+			{"published_per_sec", float64(want) / published.Sub(start).Seconds()},
 		}}, nil
 	}
 }
@@ -372,4 +383,17 @@ func waitReplicas(ctx context.Context, db *JejakDB, reps []*replica) error {
 		case <-t.C:
 		}
 	}
+}
+
+// unpublishedEvents adapts a Jejak database's outbox to waitFinished: the
+// messages not yet delivered (a count over the partial index of
+// undelivered messages).
+type unpublishedEvents struct{ db *JejakDB }
+
+func (u unpublishedEvents) Unfinished(ctx context.Context) (int64, error) {
+	var n int64
+	if err := u.db.Admin.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE state <> 'delivered'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count unpublished events: %w", err)
+	}
+	return n, nil
 }
