@@ -40,74 +40,88 @@ DECLARE
     -- a probe per aggregate, walking one per message examined.
     front constant int := 256;
     max_heads constant int := greatest(1024, lim * 4);
-    c record;
-    h record;
-    r record;
-    prev bigint;
+    -- Candidates are probed a chunk at a time, in one statement: a probe
+    -- a statement of its own cost half again as much.
+    chunk constant int := least(lim, front);
+    after bigint := 0;
+    cids bigint[];
+    prevs bigint[];
     examined int := 0;
     ids bigint[] := '{}';
     heads bigint[];
+    h record;
+    r record;
 BEGIN
-    FOR c IN SELECT m.id, hashtextextended(m.aggregate_type || ':' || m.aggregate_id, m.tenant_id) AS k
-               FROM outbox_messages m
-              WHERE m.state = 'pending' AND m.available_at <= at
-              ORDER BY m.id
+    <<walk>>
     LOOP
-        prev := NULL;
-        SELECT o.id INTO prev FROM outbox_messages o
-         WHERE hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) = c.k
-           AND o.id < c.id AND o.state <> 'delivered'
-         ORDER BY hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) DESC, o.id DESC
-         LIMIT 1;
-        IF prev IS NULL OR prev = ANY(ids) THEN
-            ids := ids || c.id;
-            EXIT WHEN cardinality(ids) >= lim;
-        END IF;
-        examined := examined + 1;
-        CONTINUE WHEN examined <> front OR cardinality(ids) * 4 >= front;
+        -- The next candidates and, for each, the undelivered message
+        -- before it in its key's order (NULL: none).
+        SELECT coalesce(array_agg(c.id ORDER BY c.id), '{}'), coalesce(array_agg(p.id ORDER BY c.id), '{}')
+          INTO cids, prevs
+          FROM (SELECT m.id, hashtextextended(m.aggregate_type || ':' || m.aggregate_id, m.tenant_id) AS k
+                  FROM outbox_messages m
+                 WHERE m.state = 'pending' AND m.available_at <= at AND m.id > after
+                 ORDER BY m.id
+                 LIMIT chunk) c
+          LEFT JOIN LATERAL (
+                SELECT o.id FROM outbox_messages o
+                 WHERE hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) = c.k
+                   AND o.id < c.id AND o.state <> 'delivered'
+                 ORDER BY hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) DESC, o.id DESC
+                 LIMIT 1) p ON true;
+        FOR i IN 1 .. cardinality(cids) LOOP
+            IF prevs[i] IS NULL OR prevs[i] = ANY(ids) THEN
+                ids := ids || cids[i];
+                EXIT walk WHEN cardinality(ids) >= lim;
+            END IF;
+            examined := examined + 1;
+            CONTINUE WHEN examined <> front OR cardinality(ids) * 4 >= front;
 
-        -- The front is blocked: the head of every aggregate key, up to
-        -- max_heads of them (one more tells that there are more).
-        WITH RECURSIVE k(h, id, n) AS (
-            (SELECT hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id), o.id, 1
-               FROM outbox_messages o
-              WHERE o.state <> 'delivered'
-              ORDER BY 1, 2 LIMIT 1)
-            UNION ALL
-            SELECT x.h, x.id, k.n + 1 FROM k CROSS JOIN LATERAL (
-                SELECT hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) AS h, o.id
-                  FROM outbox_messages o
-                 WHERE o.state <> 'delivered'
-                   AND hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) > k.h
-                 ORDER BY 1, 2 LIMIT 1) x
-             WHERE k.n <= max_heads
-        )
-        SELECT array_agg(k.id) INTO heads FROM k;
+            -- The front is blocked: the head of every aggregate key, up to
+            -- max_heads of them (one more tells that there are more).
+            WITH RECURSIVE k(h, id, n) AS (
+                (SELECT hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id), o.id, 1
+                   FROM outbox_messages o
+                  WHERE o.state <> 'delivered'
+                  ORDER BY 1, 2 LIMIT 1)
+                UNION ALL
+                SELECT x.h, x.id, k.n + 1 FROM k CROSS JOIN LATERAL (
+                    SELECT hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) AS h, o.id
+                      FROM outbox_messages o
+                     WHERE o.state <> 'delivered'
+                       AND hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) > k.h
+                     ORDER BY 1, 2 LIMIT 1) x
+                 WHERE k.n <= max_heads
+            )
+            SELECT array_agg(k.id) INTO heads FROM k;
 
-        IF coalesce(cardinality(heads), 0) <= max_heads THEN
-            -- The heads that can move, oldest first, each with its run:
-            -- the key's next messages while they are pending and due.
-            ids := '{}';
-            FOR h IN SELECT o.id, hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) AS k
-                       FROM outbox_messages o
-                      WHERE o.id = ANY(coalesce(heads, '{}')) AND o.state = 'pending' AND o.available_at <= at
-                      ORDER BY o.id
-            LOOP
-                FOR r IN SELECT o.id, o.state = 'pending' AND o.available_at <= at AS ready
+            IF coalesce(cardinality(heads), 0) <= max_heads THEN
+                -- The heads that can move, oldest first, each with its run:
+                -- the key's next messages while they are pending and due.
+                ids := '{}';
+                FOR h IN SELECT o.id, hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) AS k
                            FROM outbox_messages o
-                          WHERE hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) = h.k
-                            AND o.id >= h.id AND o.state <> 'delivered'
-                          ORDER BY hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id), o.id
-                          LIMIT lim - cardinality(ids)
+                          WHERE o.id = ANY(coalesce(heads, '{}')) AND o.state = 'pending' AND o.available_at <= at
+                          ORDER BY o.id
                 LOOP
-                    EXIT WHEN NOT r.ready;
-                    ids := ids || r.id;
+                    FOR r IN SELECT o.id, o.state = 'pending' AND o.available_at <= at AS ready
+                               FROM outbox_messages o
+                              WHERE hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) = h.k
+                                AND o.id >= h.id AND o.state <> 'delivered'
+                              ORDER BY hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id), o.id
+                              LIMIT lim - cardinality(ids)
+                    LOOP
+                        EXIT WHEN NOT r.ready;
+                        ids := ids || r.id;
+                    END LOOP;
+                    EXIT WHEN cardinality(ids) >= lim;
                 END LOOP;
-                EXIT WHEN cardinality(ids) >= lim;
-            END LOOP;
-            RETURN (SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM unnest(ids) x);
-        END IF;
-        -- Too many aggregates to list: walk on through the whole backlog.
+                RETURN (SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM unnest(ids) x);
+            END IF;
+            -- Too many aggregates to list: walk on through the whole backlog.
+        END LOOP;
+        EXIT walk WHEN cardinality(cids) < chunk;
+        after := cids[cardinality(cids)];
     END LOOP;
     RETURN ids;
 END
