@@ -192,7 +192,7 @@ func waitFinished(ctx context.Context, q interface {
 		sent := time.Now()
 		n, err := q.Unfinished(ctx)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("count unfinished jobs: %w", err)
+			return time.Time{}, fmt.Errorf("count what is unfinished: %w", err)
 		}
 		if n == 0 {
 			return sent, nil
@@ -207,7 +207,7 @@ func waitFinished(ctx context.Context, q interface {
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("%d jobs still unfinished: %w", n, ctx.Err())
+			return time.Time{}, fmt.Errorf("%d still unfinished: %w", n, ctx.Err())
 		case <-time.After(wait):
 		}
 	}

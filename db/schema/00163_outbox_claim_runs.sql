@@ -9,18 +9,19 @@
 -- sampled claim at two replicas walked 2,537 candidates for 500, 48,872
 -- buffers; docs/benchmarks.md, 2026-12-06 19:05). The relay publishes a
 -- batch's runs one message an aggregate at a time (internal/outbox,
--- Relay.deliver), so order still holds when a publish fails.
+-- Relay.publishRuns), so order still holds when a publish fails.
 --
 -- A candidate is claimable when the undelivered message before it in its
 -- aggregate's key (one backward probe of outbox_aggregate_key_idx, as
--- before) is none or is already taken by this claim. The candidates come
--- in id order, so a taken run is always a prefix of what waits; when the
--- front of the backlog is blocked and the claim lists the aggregates'
--- heads instead (00148), it takes each free head with its run, the key's
--- next messages while they are pending and due. Messages
--- that are processing, failed, or pending but not yet due are never taken
--- and so hold back everything after them. Two aggregates whose 64-bit keys
--- collide share one order: a delay, never a message out of order.
+-- before) is none or is already taken by this claim, up to 64 messages of
+-- one aggregate a claim. The candidates come in id order, so a taken run
+-- is always a prefix of what waits; when the front of the backlog is
+-- blocked and the claim lists the aggregates' heads instead (00148), it
+-- takes each free head with its run, the key's next messages while they
+-- are pending and due. Messages that are processing, failed, or pending
+-- but not yet due are never taken and so hold back everything after them.
+-- Two aggregates whose 64-bit keys collide share one order: a delay,
+-- never a message out of order.
 --
 -- The walk no longer locks its candidates (FOR UPDATE SKIP LOCKED locked
 -- each row it returned): claims take turns (00157), and nothing else
@@ -43,6 +44,12 @@ DECLARE
     -- Candidates are probed a chunk at a time, in one statement: a probe
     -- a statement of its own cost half again as much.
     chunk constant int := least(lim, front);
+    -- The longest run taken of one aggregate: the relay publishes a run
+    -- one message a round trip, and the batch is settled when its longest
+    -- run is out.
+    max_run constant int := 64;
+    runs int[] := '{}';
+    pos int;
     after bigint := 0;
     cids bigint[];
     prevs bigint[];
@@ -70,8 +77,10 @@ BEGIN
                  ORDER BY hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) DESC, o.id DESC
                  LIMIT 1) p ON true;
         FOR i IN 1 .. cardinality(cids) LOOP
-            IF prevs[i] IS NULL OR prevs[i] = ANY(ids) THEN
+            pos := CASE WHEN prevs[i] IS NOT NULL THEN array_position(ids, prevs[i]) END;
+            IF prevs[i] IS NULL OR runs[pos] < max_run THEN
                 ids := ids || cids[i];
+                runs := runs || coalesce(runs[pos] + 1, 1);
                 EXIT walk WHEN cardinality(ids) >= lim;
             END IF;
             examined := examined + 1;
@@ -109,7 +118,7 @@ BEGIN
                               WHERE hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id) = h.k
                                 AND o.id >= h.id AND o.state <> 'delivered'
                               ORDER BY hashtextextended(o.aggregate_type || ':' || o.aggregate_id, o.tenant_id), o.id
-                              LIMIT lim - cardinality(ids)
+                              LIMIT least(max_run, lim - cardinality(ids))
                     LOOP
                         EXIT WHEN NOT r.ready;
                         ids := ids || r.id;

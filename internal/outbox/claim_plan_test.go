@@ -265,20 +265,36 @@ func TestClaimableTakesEachAggregatesRun(t *testing.T) {
 	}
 }
 
-// TestClaimableReadsARunOnce: a claim of a long run costs a few buffers a
+// TestClaimableReadsARunOnce: a claim of long runs costs a few buffers a
 // message, not a probe of every older message of the run per message.
 func TestClaimableReadsARunOnce(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	tid := newTenant(t, db, "toko")
-	backlog(t, db, tid, 5000, 1)
+	backlog(t, db, tid, 5000, 16)
 	ids, blocks := claimable(t, db, 1000)
 	if len(ids) != 1000 || ids[0] != 1 || ids[999] != 1000 {
-		t.Fatalf("claimable = %d ids from %v, want the 1,000 oldest of the one aggregate", len(ids), ids[:min(len(ids), 3)])
+		t.Fatalf("claimable = %d ids from %v, want the 1,000 oldest, 62 or 63 of each of 16 aggregates", len(ids), ids[:min(len(ids), 3)])
 	}
-	// Probing every older message of the run would read about 500,000.
-	if blocks > 10*1000 {
-		t.Fatalf("a claim of a run of 1,000 touched %.0f buffers", blocks)
+	// Probing every older message of its run for each would read about
+	// 30,000.
+	if blocks > 5*1000 {
+		t.Fatalf("a claim of 16 runs of about 63 touched %.0f buffers", blocks)
 	}
-	t.Logf("claim of a run of 1,000 behind nothing: %.0f buffers", blocks)
+	t.Logf("claim of 16 runs of about 63: %.0f buffers", blocks)
+}
+
+// TestClaimableCapsARun: a claim takes at most 64 messages of one
+// aggregate (the relay publishes a run one message a round trip), and the
+// rest of the run waits for the next claim.
+func TestClaimableCapsARun(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tid := newTenant(t, db, "toko")
+	backlog(t, db, tid, 100, 1)
+	other := insertMessages(t, db, tid, "other")
+	ids, _ := claimable(t, db, 1000)
+	if len(ids) != 65 || ids[0] != 1 || ids[63] != 64 || ids[64] != other[0] {
+		t.Fatalf("claimable = %d ids %v, want the run's first 64 and the other aggregate's message", len(ids), ids)
+	}
 }

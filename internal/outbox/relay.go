@@ -386,10 +386,11 @@ type aggregateKey struct {
 // time: the n-th call to the sink carries each aggregate's n-th message of
 // the batch, and an aggregate whose message failed sends nothing more. A
 // claim takes an aggregate's waiting messages together, and a sink may
-// store some messages of one call and fail others (JetStream does, on a
-// lost acknowledgement or a full stream), so sending an aggregate's next
-// message only once its previous one is acknowledged is what keeps the
-// stream in aggregate order. A batch of distinct aggregates is one call.
+// fail some messages of one call and store the others (JetStream refuses a
+// message when its stream is full, or gives up on one that timed out), so
+// sending an aggregate's next message only once its previous one is
+// acknowledged is what keeps the stream in aggregate order. A batch of
+// distinct aggregates is one call.
 func (r *Relay) publishRuns(ctx context.Context, msgs []Envelope) []error {
 	errs := make([]error, len(msgs))
 	rank := make([]int, len(msgs))
