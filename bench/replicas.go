@@ -294,6 +294,10 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		sealP50, sealP99, err := sealDelays(ctx, db, start)
+		if err != nil {
+			return Result{}, err
+		}
 
 		var c struct{ jobs, firstTry, retried, notSucceeded, workers, ledger, balance int64 }
 		err = db.Admin.QueryRow(ctx, `SELECT count(*),
@@ -328,6 +332,8 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			{statementsMetric(statements, "job"), float64(used.statements) / float64(want)},
 			{"outbox_backlog", float64(backlog)},
 			{"published_per_sec", float64(want) / published.Sub(start).Seconds()},
+			{"seal_p50_ms", sealP50},
+			{"seal_p99_ms", sealP99},
 		}}, nil
 	}
 }
@@ -396,4 +402,36 @@ func (u unpublishedEvents) Unfinished(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("count unpublished events: %w", err)
 	}
 	return n, nil
+}
+
+// unsealedEvents adapts a Jejak database's audit queue to waitFinished.
+type unsealedEvents struct{ db *JejakDB }
+
+func (u unsealedEvents) Unfinished(ctx context.Context) (int64, error) {
+	var n int64
+	if err := u.db.Admin.QueryRow(ctx, `SELECT count(*) FROM audit_unsealed`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count unsealed events: %w", err)
+	}
+	return n, nil
+}
+
+// sealDelays waits until every audit event is sealed and returns the p50
+// and p99 of how long the events written since since waited for it, in ms:
+// from their transaction's start (occurred_at, the writer's now()) to the
+// sealing transaction's (the leaf's sealed_at), as the replicas' own
+// jejak_audit_seal_delay_seconds measures it, which the benchmark cannot
+// read (each replica keeps its histogram in its own process).
+func sealDelays(ctx context.Context, db *JejakDB, since time.Time) (p50, p99 float64, err error) {
+	if _, err := waitFinished(ctx, unsealedEvents{db}); err != nil {
+		return 0, 0, err
+	}
+	err = db.Admin.QueryRow(ctx, `SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY d), 0),
+			coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY d), 0)
+		FROM (SELECT extract(epoch FROM l.sealed_at - e.occurred_at) * 1000 AS d
+		        FROM audit_sealed e JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+		       WHERE e.occurred_at >= $1) s`, since).Scan(&p50, &p99)
+	if err != nil {
+		return 0, 0, fmt.Errorf("seal delays: %w", err)
+	}
+	return p50, p99, nil
 }
