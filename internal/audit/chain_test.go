@@ -226,6 +226,63 @@ func TestSealerSkipsATreeAnotherSealerHolds(t *testing.T) {
 	}
 }
 
+// TestOneTenantsSlowSealHoldsNoOtherBack: a pass seals tenants side by
+// side, so the other tenants' events are sealed while one tenant's batch
+// waits (here for a lock on its day count; on a loaded database, for its
+// round trips and its commit). One at a time, a pass over ten busy tenants
+// took seconds, and every tenant's events waited that long.
+func TestOneTenantsSlowSealHoldsNoOtherBack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	slow := f.tenant(t, "lambat") // the lowest id: a pass takes it first
+	others := []int64{f.tenant(t, "cepat"), f.tenant(t, "kilat"), f.tenant(t, "gesit")}
+	f.recordN(t, slow, 1)
+	f.seal(t) // the slow tenant's day count exists
+	busy, err := f.db.Admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Rollback(context.Background()) }) //nolint:errcheck // rolled back by the test already
+	if _, err := busy.Exec(ctx, `SELECT 1 FROM audit_day_counts WHERE tenant_id = $1 FOR UPDATE`, slow); err != nil {
+		t.Fatal(err)
+	}
+	f.recordN(t, slow, 2)
+	for _, o := range others {
+		f.recordN(t, o, 2)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.sealer.SealOnce(ctx, true)
+		done <- err
+	}()
+	testwait.For(t, "the other tenants' events to be sealed while one tenant's seal waits", func() bool {
+		for _, o := range others {
+			if f.unsealed(t, o) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := f.unsealed(t, slow); n != 2 {
+		t.Fatalf("%d of the slow tenant's events unsealed while its seal waits, want 2", n)
+	}
+	if err := busy.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("seal: %v", err)
+	}
+	if n := f.unsealed(t, slow); n != 0 {
+		t.Fatalf("%d of the slow tenant's events unsealed after the pass", n)
+	}
+	for _, tn := range append(others, slow) {
+		if r := f.verify(t, tn); !r.OK {
+			t.Fatalf("tenant %d: %+v", tn, r)
+		}
+	}
+}
+
 // TestDrainWaitsForATreeAnotherSealerHolds: Drain does not return while
 // a tenant's events wait behind another sealer's lock on its tree (a
 // replica's sealer, or a cancelled one whose transaction has not ended):
