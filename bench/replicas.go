@@ -256,7 +256,7 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 				return Result{}, fmt.Errorf("warm-up: %w (replica output: %s)", err, reps[0].out.String())
 			}
 			// The measured jobs start with every warm-up event published.
-			if _, err := waitFinished(ctx, unpublishedEvents{db}); err != nil {
+			if _, err := waitFinished(ctx, unpublishedEvents(db)); err != nil {
 				return Result{}, fmt.Errorf("warm-up: %w (replica output: %s)", err, reps[0].out.String())
 			}
 		}
@@ -286,11 +286,11 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 		// and when they had published every award's event: a job's work is
 		// done only then, and a relay that falls behind makes every later
 		// claim walk more.
-		backlog, err := unpublishedEvents{db}.Unfinished(ctx)
+		backlog, err := unpublishedEvents(db).Unfinished(ctx)
 		if err != nil {
 			return Result{}, err
 		}
-		published, err := waitFinished(ctx, unpublishedEvents{db})
+		published, err := waitFinished(ctx, unpublishedEvents(db))
 		if err != nil {
 			return Result{}, err
 		}
@@ -391,26 +391,28 @@ func waitReplicas(ctx context.Context, db *JejakDB, reps []*replica) error {
 	}
 }
 
-// unpublishedEvents adapts a Jejak database's outbox to waitFinished: the
-// messages not yet delivered (a count over the partial index of
-// undelivered messages).
-type unpublishedEvents struct{ db *JejakDB }
-
-func (u unpublishedEvents) Unfinished(ctx context.Context) (int64, error) {
-	var n int64
-	if err := u.db.Admin.QueryRow(ctx, `SELECT count(*) FROM outbox_messages WHERE state <> 'delivered'`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count unpublished events: %w", err)
-	}
-	return n, nil
+// rowsLeft adapts a count over a Jejak database to waitFinished: what
+// it counts is what is still to be done.
+type rowsLeft struct {
+	db          *JejakDB
+	what, count string
 }
 
-// unsealedEvents adapts a Jejak database's audit queue to waitFinished.
-type unsealedEvents struct{ db *JejakDB }
+// unpublishedEvents counts the outbox messages not yet delivered (over the
+// partial index of undelivered messages); unsealedEvents the audit
+// events waiting in the sealer's queue.
+func unpublishedEvents(db *JejakDB) rowsLeft {
+	return rowsLeft{db, "unpublished events", `SELECT count(*) FROM outbox_messages WHERE state <> 'delivered'`}
+}
 
-func (u unsealedEvents) Unfinished(ctx context.Context) (int64, error) {
+func unsealedEvents(db *JejakDB) rowsLeft {
+	return rowsLeft{db, "unsealed events", `SELECT count(*) FROM audit_unsealed`}
+}
+
+func (r rowsLeft) Unfinished(ctx context.Context) (int64, error) {
 	var n int64
-	if err := u.db.Admin.QueryRow(ctx, `SELECT count(*) FROM audit_unsealed`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count unsealed events: %w", err)
+	if err := r.db.Admin.QueryRow(ctx, r.count).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count %s: %w", r.what, err)
 	}
 	return n, nil
 }
@@ -422,7 +424,7 @@ func (u unsealedEvents) Unfinished(ctx context.Context) (int64, error) {
 // jejak_audit_seal_delay_seconds measures it, which the benchmark cannot
 // read (each replica keeps its histogram in its own process).
 func sealDelays(ctx context.Context, db *JejakDB, since time.Time) (p50, p99 float64, err error) {
-	if _, err := waitFinished(ctx, unsealedEvents{db}); err != nil {
+	if _, err := waitFinished(ctx, unsealedEvents(db)); err != nil {
 		return 0, 0, err
 	}
 	err = db.Admin.QueryRow(ctx, `SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY d), 0),

@@ -489,7 +489,7 @@ func newSealer(cfg Config, env *Env, log *slog.Logger, reg *metrics.Registry) (*
 	// Each tenant sealed at once holds a system connection for its batch:
 	// at most half the pool, so claims and the relay still find theirs.
 	opts := audit.SealerOptions{Signer: signer, Sink: anchors, Log: log,
-		Parallel: max(1, min(4, int(env.System.Config().MaxConns)/2))}
+		Parallel: max(1, min(audit.DefaultSealParallel, int(env.System.Config().MaxConns)/2))}
 	if reg != nil {
 		opts.OnSealed = reg.ObserveSealDelays
 	}

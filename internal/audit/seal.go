@@ -50,13 +50,17 @@ type SealerOptions struct {
 	// the queue (from its transaction's start to its sealing commit). It
 	// may be called from several goroutines at once.
 	OnSealed func(delays []time.Duration)
-	// Parallel is how many tenants one pass seals at once (default 4).
+	// Parallel is how many tenants one pass seals at once (default
+	// DefaultSealParallel).
 	// A tenant's batch is a handful of round trips and a commit: one at a
 	// time, a pass over ten busy tenants took seconds on a loaded
 	// database, and every tenant's events waited that long.
 	Parallel int
 	Log      *slog.Logger
 }
+
+// DefaultSealParallel is SealerOptions.Parallel's default.
+const DefaultSealParallel = 4
 
 // Sealer orders and integrates: it takes each tenant's committed, unsealed
 // events in batches under one lock on the tenant's tree row, gives them
@@ -78,7 +82,7 @@ func NewSealer(system database.Beginner, opts SealerOptions) *Sealer {
 		opts.SignEvery = time.Second
 	}
 	if opts.Parallel <= 0 {
-		opts.Parallel = 4
+		opts.Parallel = DefaultSealParallel
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -121,48 +125,51 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 		return res, fmt.Errorf("list tenants to seal: %w", err)
 	}
 	// Oldest tenants first, so a pass is the same whatever order the
-	// database listed them in.
+	// database listed them in; each tenant's outcome is kept in its place
+	// and tallied in that order once all are done.
 	slices.Sort(tenants)
-	var cps []SignedCheckpoint
-	var firstErr error
-	var mu sync.Mutex
+	type outcome struct {
+		n   int
+		cp  *SignedCheckpoint
+		err error
+	}
+	outcomes := make([]outcome, len(tenants))
+	next := make(chan int)
 	var wg sync.WaitGroup
-	next := make(chan int64)
 	for range min(s.opts.Parallel, len(tenants)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for id := range next {
-				n, cp, err := s.sealTenant(ctx, id, force)
-				mu.Lock()
-				switch {
-				case errors.Is(err, errTreeHeld):
-					res.Held++
-				case err != nil:
-					// One tenant's failure must not stop the others' logs.
-					s.opts.Log.ErrorContext(ctx, "seal audit events", "tenant_id", id, "error", err.Error())
-					if firstErr == nil {
-						firstErr = err
-					}
-				default:
-					res.Sealed += n
-					res.Backlog = res.Backlog || n == s.opts.Batch
-					if cp != nil {
-						res.Signed++
-						cps = append(cps, *cp)
-					}
-				}
-				mu.Unlock()
+			for i := range next {
+				o := &outcomes[i]
+				o.n, o.cp, o.err = s.sealTenant(ctx, tenants[i], force)
 			}
 		}()
 	}
-	for _, id := range tenants {
-		next <- id
+	for i := range tenants {
+		next <- i
 	}
 	close(next)
 	wg.Wait()
-	// In tenant order, whichever finished first.
-	slices.SortFunc(cps, func(a, b SignedCheckpoint) int { return cmp.Compare(a.TenantID, b.TenantID) })
+	var cps []SignedCheckpoint
+	var firstErr error
+	for i, o := range outcomes {
+		switch {
+		case errors.Is(o.err, errTreeHeld):
+			res.Held++
+		case o.err != nil:
+			// One tenant's failure must not stop the others' logs.
+			s.opts.Log.ErrorContext(ctx, "seal audit events", "tenant_id", tenants[i], "error", o.err.Error())
+			firstErr = cmp.Or(firstErr, o.err)
+		default:
+			res.Sealed += o.n
+			res.Backlog = res.Backlog || o.n == s.opts.Batch
+			if o.cp != nil {
+				res.Signed++
+				cps = append(cps, *o.cp)
+			}
+		}
+	}
 	if len(cps) > 0 && s.opts.Sink != nil {
 		if err := s.opts.Sink.AppendCheckpoints(cps); err != nil {
 			s.opts.Log.ErrorContext(ctx, "append audit checkpoints to the anchors", "error", err.Error())

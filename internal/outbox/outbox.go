@@ -181,10 +181,6 @@ type Envelope struct {
 	Attempt       int // 1 on the first publish
 }
 
-func (e *Envelope) aggregateKey() aggregateKey {
-	return aggregateKey{tenantID: e.TenantID, typ: e.AggregateType, id: e.AggregateID}
-}
-
 // EventID is the event's public identity, the same in NATS messages and
 // webhook deliveries: "evt_" + the outbox id.
 func (e *Envelope) EventID() string { return EventID(e.ID) }

@@ -382,6 +382,10 @@ type aggregateKey struct {
 	typ, id  string
 }
 
+func (e *Envelope) aggregateKey() aggregateKey {
+	return aggregateKey{tenantID: e.TenantID, typ: e.AggregateType, id: e.AggregateID}
+}
+
 // publishRuns publishes a batch (in id order) one message an aggregate at a
 // time: the n-th call to the sink carries each aggregate's n-th message of
 // the batch, and an aggregate whose message failed sends nothing more. A
@@ -392,29 +396,29 @@ type aggregateKey struct {
 // acknowledged is what keeps the stream in aggregate order. A batch of
 // distinct aggregates is one call.
 func (r *Relay) publishRuns(ctx context.Context, msgs []Envelope) []error {
-	errs := make([]error, len(msgs))
-	rank := make([]int, len(msgs))
+	// rounds[n] holds the batch's indexes of each aggregate's n-th message.
+	var rounds [][]int
 	count := map[aggregateKey]int{}
-	rounds := 0
-	for i, m := range msgs {
-		k := m.aggregateKey()
-		rank[i] = count[k]
+	for i := range msgs {
+		k := msgs[i].aggregateKey()
+		if count[k] == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[count[k]] = append(rounds[count[k]], i)
 		count[k]++
-		rounds = max(rounds, count[k])
 	}
+	errs := make([]error, len(msgs))
 	failed := map[aggregateKey]bool{}
 	var idx []int
 	var batch []Envelope
-	for round := range rounds {
+	for _, round := range rounds {
 		idx, batch = idx[:0], batch[:0]
-		for i, m := range msgs {
-			switch {
-			case rank[i] != round:
-			case failed[m.aggregateKey()]:
+		for _, i := range round {
+			if failed[msgs[i].aggregateKey()] {
 				errs[i] = errBehindFailed
-			default:
-				idx, batch = append(idx, i), append(batch, m)
+				continue
 			}
+			idx, batch = append(idx, i), append(batch, msgs[i])
 		}
 		if len(batch) == 0 {
 			continue
