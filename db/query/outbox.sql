@@ -50,22 +50,15 @@ SELECT (@trace_ids::text[])[r.ord], r.id, @tenant_id::bigint, coalesce(sqlc.narg
  WHERE (@trace_ids::text[])[r.ord] <> '';
 
 -- name: OutboxClaim :many
--- outbox_claimable (db/schema/00032) picks and locks the batch: due pending
--- messages in id order whose aggregate has no older undelivered message
--- (pending, processing or failed), so per-aggregate order holds while
--- different aggregates flow in the same batch. Its ids reach the UPDATE as
--- one array (an InitPlan, evaluated once) so the rows are fetched through
--- outbox_pending_idx (id): the primary key is (tenant_id, id), and the
--- state test lets the planner use the partial index (the rows are pending:
--- outbox_claimable locked them so).
-UPDATE outbox_messages m
-   SET state = 'processing', attempts = m.attempts + 1, reserved_by = @worker::text,
-       reserved_at = coalesce(sqlc.narg('now')::timestamptz, now())
-  FROM tenants t
- WHERE m.id = ANY((SELECT outbox_claimable(@lim::int, coalesce(sqlc.narg('now')::timestamptz, now())))::bigint[])
-   AND m.state = 'pending' AND t.id = m.tenant_id
-RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts,
-          m.requested_by;
+-- outbox_claim (db/schema/00164) takes the claim's turn, picks the batch
+-- with outbox_claimable (00032, 00163: due pending messages in id order,
+-- each aggregate's waiting run) and marks it processing, all after the
+-- turn: this statement's own snapshot, taken before the wait, reads
+-- nothing but the tenants' slugs.
+SELECT c.id, c.tenant_id, t.slug, c.event_type, c.aggregate_type, c.aggregate_id, c.payload, c.trace_id, c.created_at, c.attempts,
+       c.requested_by
+  FROM outbox_claim(@lim::int, coalesce(sqlc.narg('now')::timestamptz, now()), @worker::text) c
+  JOIN tenants t ON t.id = c.tenant_id;
 
 -- name: OutboxMarkDelivered :one
 -- Marks a batch delivered and adds it to the minute's throughput in the

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/outbox"
 	"github.com/jejakhq/jejak/internal/testdb"
 	"github.com/jejakhq/jejak/internal/testwait"
 )
@@ -296,5 +297,66 @@ func TestClaimableCapsARun(t *testing.T) {
 	ids, _ := claimable(t, db, 1000)
 	if len(ids) != 65 || ids[0] != 1 || ids[63] != 64 || ids[64] != other[0] {
 		t.Fatalf("claimable = %d ids %v, want the run's first 64 and the other aggregate's message", len(ids), ids)
+	}
+}
+
+// TestClaimTakesWhatItPickedAfterItsTurn: a message in flight when a claim
+// starts, and back to pending (released unsent, or retried) while the
+// claim waits for its turn, is claimed with the messages after it. The
+// claim's UPDATE once took its snapshot before the wait: it saw that
+// message still in flight and skipped it, and claimed the later messages
+// the picking had taken with it, which were then published first.
+func TestClaimTakesWhatItPickedAfterItsTurn(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tid := newTenant(t, db, "toko")
+	ctx := context.Background()
+	ids := insertMessages(t, db, tid, "a", "a")
+	if _, err := db.Admin.Exec(ctx, `UPDATE outbox_messages SET state = 'processing', attempts = 1, reserved_by = 'other', reserved_at = now()
+		WHERE id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	turn, err := db.System.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer turn.Rollback(ctx) //nolint:errcheck // committed below
+	if _, err := turn.Exec(ctx, "SELECT pg_advisory_xact_lock(727279, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	sink := &refuseOnceSink{next: outbox.NoSink{}}
+	r := newRelay(t, db, outbox.RelayConfig{Sink: sink})
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := r.RunOnce(ctx)
+		done <- result{n, err}
+	}()
+	testwait.For(t, "the claim to wait for its turn", func() bool {
+		var waiting bool
+		if err := db.Admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'
+			  AND query LIKE '%name: OutboxClaim %')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		return waiting
+	})
+	// The other relay releases its message unsent while the claim waits.
+	if _, err := db.Admin.Exec(ctx, `UPDATE outbox_messages SET state = 'pending', attempts = 0, reserved_by = NULL, reserved_at = NULL
+		WHERE id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := turn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil || res.n != 2 {
+		t.Fatalf("claim took %d (%v), want both messages of the aggregate", res.n, res.err)
+	}
+	if want := [][]int64{{ids[0]}, {ids[1]}}; fmt.Sprint(sink.calls) != fmt.Sprint(want) {
+		t.Fatalf("published %v, want the released message first %v", sink.calls, want)
 	}
 }

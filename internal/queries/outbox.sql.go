@@ -12,20 +12,16 @@ import (
 )
 
 const outboxClaim = `-- name: OutboxClaim :many
-UPDATE outbox_messages m
-   SET state = 'processing', attempts = m.attempts + 1, reserved_by = $1::text,
-       reserved_at = coalesce($2::timestamptz, now())
-  FROM tenants t
- WHERE m.id = ANY((SELECT outbox_claimable($3::int, coalesce($2::timestamptz, now())))::bigint[])
-   AND m.state = 'pending' AND t.id = m.tenant_id
-RETURNING m.id, m.tenant_id, t.slug, m.event_type, m.aggregate_type, m.aggregate_id, m.payload, m.trace_id, m.created_at, m.attempts,
-          m.requested_by
+SELECT c.id, c.tenant_id, t.slug, c.event_type, c.aggregate_type, c.aggregate_id, c.payload, c.trace_id, c.created_at, c.attempts,
+       c.requested_by
+  FROM outbox_claim($1::int, coalesce($2::timestamptz, now()), $3::text) c
+  JOIN tenants t ON t.id = c.tenant_id
 `
 
 type OutboxClaimParams struct {
-	Worker string
-	Now    *time.Time
 	Lim    int32
+	Now    *time.Time
+	Worker string
 }
 
 type OutboxClaimRow struct {
@@ -42,16 +38,13 @@ type OutboxClaimRow struct {
 	RequestedBy   *int64
 }
 
-// outbox_claimable (db/schema/00032) picks and locks the batch: due pending
-// messages in id order whose aggregate has no older undelivered message
-// (pending, processing or failed), so per-aggregate order holds while
-// different aggregates flow in the same batch. Its ids reach the UPDATE as
-// one array (an InitPlan, evaluated once) so the rows are fetched through
-// outbox_pending_idx (id): the primary key is (tenant_id, id), and the
-// state test lets the planner use the partial index (the rows are pending:
-// outbox_claimable locked them so).
+// outbox_claim (db/schema/00164) takes the claim's turn, picks the batch
+// with outbox_claimable (00032, 00163: due pending messages in id order,
+// each aggregate's waiting run) and marks it processing, all after the
+// turn: this statement's own snapshot, taken before the wait, reads
+// nothing but the tenants' slugs.
 func (q *Queries) OutboxClaim(ctx context.Context, arg OutboxClaimParams) ([]OutboxClaimRow, error) {
-	rows, err := q.db.Query(ctx, outboxClaim, arg.Worker, arg.Now, arg.Lim)
+	rows, err := q.db.Query(ctx, outboxClaim, arg.Lim, arg.Now, arg.Worker)
 	if err != nil {
 		return nil, err
 	}
