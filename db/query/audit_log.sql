@@ -24,8 +24,13 @@ SELECT t.tenant_id FROM audit_trees t WHERE t.size > t.signed_size;
 SELECT EXISTS (SELECT 1 FROM audit_trees WHERE tenant_id = sqlc.arg('tenant_id'))::boolean AS found;
 
 -- name: AuditTreeCreate :exec
-INSERT INTO audit_trees (tenant_id, root) VALUES (sqlc.arg('tenant_id'), sqlc.arg('root'))
-ON CONFLICT (tenant_id) DO NOTHING;
+-- The tree and the search index's head, which covers nothing yet.
+WITH tree AS (
+    INSERT INTO audit_trees (tenant_id, root) VALUES (sqlc.arg('tenant_id'), sqlc.arg('root'))
+    ON CONFLICT (tenant_id) DO NOTHING
+    RETURNING tenant_id
+)
+INSERT INTO audit_search_heads (tenant_id, size) SELECT tree.tenant_id, 0 FROM tree;
 
 -- name: AuditTreeLock :one
 -- The sealer's one lock per batch. SKIP LOCKED: another sealer holding it
@@ -155,20 +160,41 @@ SELECT count(*)::bigint FROM audit_sealed e
 WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq IS NULL
   AND NOT EXISTS (SELECT 1 FROM audit_leaves l WHERE l.tenant_id = e.tenant_id AND l.event_id = e.id);
 
--- name: AuditSearchAdd :exec
--- The name search's text of events being sealed (migration 00140) and the
--- postings of its words and pairs (00143, 00144), in the sealer's
--- transaction, once they are in audit_sealed; an event without a name has
--- none (00145).
-WITH added AS (
+-- name: AuditSearchWork :many
+-- Tenants whose tree has grown past what the name search's index covers.
+SELECT h.tenant_id FROM audit_search_heads h
+JOIN audit_trees t ON t.tenant_id = h.tenant_id
+WHERE t.size > h.size
+ORDER BY h.tenant_id;
+
+-- name: AuditSearchIndex :one
+-- The indexer's batch for one tenant, one statement: the leaves after the
+-- index's head (locked SKIP LOCKED: another indexer holding it is
+-- indexing the tenant now), their events' search text (migration 00140)
+-- and the postings of its words and pairs (00143, 00144); an event
+-- without a name has none (00145). The head moves to the last leaf it
+-- covered. Returns how many leaves that was (0: none, or held).
+WITH head AS (
+    SELECT h.size FROM audit_search_heads h WHERE h.tenant_id = sqlc.arg('tenant_id') FOR UPDATE SKIP LOCKED
+), leaves AS (
+    SELECT l.seq, l.event_id FROM audit_leaves l, head
+     WHERE l.tenant_id = sqlc.arg('tenant_id') AND l.seq > head.size
+     ORDER BY l.seq
+     LIMIT sqlc.arg('lim')
+), added AS (
     INSERT INTO audit_search (tenant_id, event_id, text)
     SELECT n.tenant_id, n.id, n.text
-      FROM (SELECT e.tenant_id, e.id, audit_search_text(e.detail) AS text FROM audit_sealed e
-             WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.id = ANY(sqlc.arg('event_ids')::bigint[])) n
+      FROM (SELECT e.tenant_id, e.id, audit_search_text(e.detail) AS text
+              FROM leaves l JOIN audit_sealed e ON e.tenant_id = sqlc.arg('tenant_id') AND e.id = l.event_id) n
      WHERE n.text <> '[]'
     ON CONFLICT DO NOTHING
     RETURNING tenant_id, event_id, text
+), words AS (
+    INSERT INTO audit_words (tenant_id, word, event_id)
+    SELECT a.tenant_id, w, a.event_id FROM added a, unnest(audit_search_words(a.text)) AS w
+     ORDER BY 1, 2, 3
+), moved AS (
+    UPDATE audit_search_heads h SET size = (SELECT max(l.seq) FROM leaves l)
+     WHERE h.tenant_id = sqlc.arg('tenant_id') AND EXISTS (SELECT 1 FROM leaves)
 )
-INSERT INTO audit_words (tenant_id, word, event_id)
-SELECT a.tenant_id, w, a.event_id FROM added a, unnest(audit_search_words(a.text)) AS w
- ORDER BY 1, 2, 3;
+SELECT count(*)::integer AS leaves FROM leaves;

@@ -21,7 +21,7 @@ var distributed = []string{
 	"memberships", "projects", "subscriptions", "subscription_changes", "invitations",
 	"jobs", "job_stats_minute", "job_stats_day", "job_counts", "job_count_deltas", "job_dead_groups",
 	"job_traces",
-	"audit_heads", "audit_sealed", "audit_day_counts", "audit_unsealed", "audit_search", "audit_words", "audit_leaves", "audit_trees", "audit_checkpoints", "audit_tokens",
+	"audit_heads", "audit_sealed", "audit_day_counts", "audit_unsealed", "audit_search", "audit_words", "audit_search_heads", "audit_leaves", "audit_trees", "audit_checkpoints", "audit_tokens",
 	"mail_messages", "subscription_status_changes", "processed_messages", "points_ledger", "points_balances",
 	"outbox_messages", "outbox_traces", "webhook_endpoints", "webhook_deliveries", "webhook_attempts", "webhook_endpoint_hours",
 	"approvals", "idempotency_keys", "staff_audit_views", "invoices", "payment_refunds",

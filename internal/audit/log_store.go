@@ -138,9 +138,18 @@ func (s store) moveSealed(ctx context.Context, tenantID int64, eventIDs []int64)
 	return s.q.AuditUnsealedMove(ctx, queries.AuditUnsealedMoveParams{TenantID: tenantID, EventIds: eventIDs})
 }
 
-// indexSearch adds the name search's text of events being sealed.
-func (s store) indexSearch(ctx context.Context, tenantID int64, eventIDs []int64) error {
-	return s.q.AuditSearchAdd(ctx, queries.AuditSearchAddParams{TenantID: tenantID, EventIds: eventIDs})
+// searchWork lists the tenants whose tree has grown past the name
+// search's index.
+func (s store) searchWork(ctx context.Context) ([]int64, error) {
+	return s.q.AuditSearchWork(ctx)
+}
+
+// indexNext indexes up to lim of tenantID's leaves after the index's head
+// for the name search and returns how many it covered (0 when another
+// indexer holds the head).
+func (s store) indexNext(ctx context.Context, tenantID int64, lim int) (int, error) {
+	n, err := s.q.AuditSearchIndex(ctx, queries.AuditSearchIndexParams{TenantID: tenantID, Lim: int32(lim)})
+	return int(n), err
 }
 
 // countDays adds events at the given times to the tenant's day counts

@@ -50,6 +50,14 @@ type SealerOptions struct {
 	// the queue (from its transaction's start to its sealing commit). It
 	// may be called from several goroutines at once.
 	OnSealed func(delays []time.Duration)
+	// IndexBatch is the most leaves indexed for the name search per
+	// tenant per transaction (default 5000).
+	IndexBatch int
+	// IndexEvery is how often Run's idle indexer looks for sealed events
+	// the name search's index does not cover (default 500ms): a search
+	// reads those by their text, and the longer the indexer waits the
+	// larger and cheaper an event its batches.
+	IndexEvery time.Duration
 	// Parallel is how many tenants one pass seals at once (default
 	// DefaultSealParallel).
 	// A tenant's batch is a handful of round trips and a commit: one at a
@@ -80,6 +88,12 @@ func NewSealer(system database.Beginner, opts SealerOptions) *Sealer {
 	}
 	if opts.SignEvery <= 0 {
 		opts.SignEvery = time.Second
+	}
+	if opts.IndexBatch <= 0 {
+		opts.IndexBatch = 5000
+	}
+	if opts.IndexEvery <= 0 {
+		opts.IndexEvery = 500 * time.Millisecond
 	}
 	if opts.Parallel <= 0 {
 		opts.Parallel = DefaultSealParallel
@@ -182,10 +196,11 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 }
 
 // Drain seals until no event waits and signs a checkpoint of every grown
-// tree (tests, the command line, a migration). A tenant another sealer
-// holds is looked at again until it is free or sealed: that sealer may be
-// a replica's, or one cancelled whose transaction the server has not
-// ended yet, and the tenant's events still wait.
+// tree, then indexes every sealed event for the name search (tests, the
+// command line, a migration). A tenant another sealer holds is looked at
+// again until it is free or sealed: that sealer may be a replica's, or one
+// cancelled whose transaction the server has not ended yet, and the
+// tenant's events still wait.
 func (s *Sealer) Drain(ctx context.Context) error {
 	for {
 		res, err := s.SealOnce(ctx, true)
@@ -193,28 +208,52 @@ func (s *Sealer) Drain(ctx context.Context) error {
 			return err
 		}
 		if res.Held > 0 && res.Sealed == 0 && res.Signed == 0 {
-			retry := time.NewTimer(drainRetry)
-			select {
-			case <-ctx.Done():
-				retry.Stop()
-				return fmt.Errorf("drain the audit log: %d tenants held by another sealer: %w", res.Held, ctx.Err())
-			case <-retry.C:
+			if err := waitRetry(ctx); err != nil {
+				return fmt.Errorf("drain the audit log: %d tenants held by another sealer: %w", res.Held, err)
 			}
 			continue
 		}
 		if res.Sealed == 0 && res.Signed == 0 {
-			return nil
+			return s.drainIndex(ctx)
 		}
 	}
 }
 
-// drainRetry is how long Drain waits before looking again at a tenant
-// another sealer holds: a sealer's transaction is one batch long.
-const drainRetry = 10 * time.Millisecond
+// waitRetry waits before Drain looks again at a tenant another sealer or
+// indexer holds: their transactions are one batch long.
+func waitRetry(ctx context.Context) error {
+	retry := time.NewTimer(10 * time.Millisecond)
+	defer retry.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-retry.C:
+		return nil
+	}
+}
 
-// Run seals every poll until ctx ends, at once again while a backlog
-// remains.
+// Run seals every poll and indexes for the name search every
+// opts.IndexEvery until ctx ends, each at once again while a backlog
+// remains. The indexer runs beside the sealer, so a pass of either never
+// waits for the other.
 func (s *Sealer) Run(ctx context.Context, poll time.Duration) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		repeat(ctx, s.opts.IndexEvery, func() (bool, error) {
+			res, err := s.IndexOnce(ctx)
+			return res.Backlog, err
+		})
+	})
+	repeat(ctx, poll, func() (bool, error) {
+		res, err := s.SealOnce(ctx, false)
+		return res.Backlog, err
+	})
+	wg.Wait()
+}
+
+// repeat runs pass every poll until ctx ends, at once again after a pass
+// that left a backlog and did not fail.
+func repeat(ctx context.Context, poll time.Duration, pass func() (backlog bool, err error)) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -223,11 +262,11 @@ func (s *Sealer) Run(ctx context.Context, poll time.Duration) {
 			return
 		case <-t.C:
 		}
-		res, err := s.SealOnce(ctx, false)
+		backlog, err := pass()
 		if err != nil && ctx.Err() != nil {
 			return
 		}
-		if res.Backlog && err == nil {
+		if backlog && err == nil {
 			t.Reset(0)
 		} else {
 			t.Reset(poll)
@@ -398,12 +437,6 @@ func (s *Sealer) integrate(ctx context.Context, q store, tenantID int64, tree lo
 		if err := q.countDays(ctx, tenantID, tree.TimeZone, days); err != nil {
 			return nil, fmt.Errorf("count sealed events by day: %w", err)
 		}
-	}
-	// The writers left the search index to the sealer: a search finds an
-	// event through the queue until this commits, and here after. It reads
-	// the events from audit_sealed, so it follows the move.
-	if err := q.indexSearch(ctx, tenantID, ids); err != nil {
-		return nil, fmt.Errorf("index sealed events for search: %w", err)
 	}
 	if err := q.growTree(ctx, tenantID, size, root[:]); err != nil {
 		return nil, fmt.Errorf("grow tree: %w", err)

@@ -303,38 +303,86 @@ func (q *Queries) AuditSealWork(ctx context.Context) ([]int64, error) {
 	return items, nil
 }
 
-const auditSearchAdd = `-- name: AuditSearchAdd :exec
-WITH added AS (
+const auditSearchIndex = `-- name: AuditSearchIndex :one
+WITH head AS (
+    SELECT h.size FROM audit_search_heads h WHERE h.tenant_id = $1 FOR UPDATE SKIP LOCKED
+), leaves AS (
+    SELECT l.seq, l.event_id FROM audit_leaves l, head
+     WHERE l.tenant_id = $1 AND l.seq > head.size
+     ORDER BY l.seq
+     LIMIT $2
+), added AS (
     INSERT INTO audit_search (tenant_id, event_id, text)
     SELECT n.tenant_id, n.id, n.text
-      FROM (SELECT e.tenant_id, e.id, audit_search_text(e.detail) AS text FROM audit_sealed e
-             WHERE e.tenant_id = $1 AND e.id = ANY($2::bigint[])) n
+      FROM (SELECT e.tenant_id, e.id, audit_search_text(e.detail) AS text
+              FROM leaves l JOIN audit_sealed e ON e.tenant_id = $1 AND e.id = l.event_id) n
      WHERE n.text <> '[]'
     ON CONFLICT DO NOTHING
     RETURNING tenant_id, event_id, text
+), words AS (
+    INSERT INTO audit_words (tenant_id, word, event_id)
+    SELECT a.tenant_id, w, a.event_id FROM added a, unnest(audit_search_words(a.text)) AS w
+     ORDER BY 1, 2, 3
+), moved AS (
+    UPDATE audit_search_heads h SET size = (SELECT max(l.seq) FROM leaves l)
+     WHERE h.tenant_id = $1 AND EXISTS (SELECT 1 FROM leaves)
 )
-INSERT INTO audit_words (tenant_id, word, event_id)
-SELECT a.tenant_id, w, a.event_id FROM added a, unnest(audit_search_words(a.text)) AS w
- ORDER BY 1, 2, 3
+SELECT count(*)::integer AS leaves FROM leaves
 `
 
-type AuditSearchAddParams struct {
+type AuditSearchIndexParams struct {
 	TenantID int64
-	EventIds []int64
+	Lim      int32
 }
 
-// The name search's text of events being sealed (migration 00140) and the
-// postings of its words and pairs (00143, 00144), in the sealer's
-// transaction, once they are in audit_sealed; an event without a name has
-// none (00145).
-func (q *Queries) AuditSearchAdd(ctx context.Context, arg AuditSearchAddParams) error {
-	_, err := q.db.Exec(ctx, auditSearchAdd, arg.TenantID, arg.EventIds)
-	return err
+// The indexer's batch for one tenant, one statement: the leaves after the
+// index's head (locked SKIP LOCKED: another indexer holding it is
+// indexing the tenant now), their events' search text (migration 00140)
+// and the postings of its words and pairs (00143, 00144); an event
+// without a name has none (00145). The head moves to the last leaf it
+// covered. Returns how many leaves that was (0: none, or held).
+func (q *Queries) AuditSearchIndex(ctx context.Context, arg AuditSearchIndexParams) (int32, error) {
+	row := q.db.QueryRow(ctx, auditSearchIndex, arg.TenantID, arg.Lim)
+	var leaves int32
+	err := row.Scan(&leaves)
+	return leaves, err
+}
+
+const auditSearchWork = `-- name: AuditSearchWork :many
+SELECT h.tenant_id FROM audit_search_heads h
+JOIN audit_trees t ON t.tenant_id = h.tenant_id
+WHERE t.size > h.size
+ORDER BY h.tenant_id
+`
+
+// Tenants whose tree has grown past what the name search's index covers.
+func (q *Queries) AuditSearchWork(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, auditSearchWork)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var tenant_id int64
+		if err := rows.Scan(&tenant_id); err != nil {
+			return nil, err
+		}
+		items = append(items, tenant_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const auditTreeCreate = `-- name: AuditTreeCreate :exec
-INSERT INTO audit_trees (tenant_id, root) VALUES ($1, $2)
-ON CONFLICT (tenant_id) DO NOTHING
+WITH tree AS (
+    INSERT INTO audit_trees (tenant_id, root) VALUES ($1, $2)
+    ON CONFLICT (tenant_id) DO NOTHING
+    RETURNING tenant_id
+)
+INSERT INTO audit_search_heads (tenant_id, size) SELECT tree.tenant_id, 0 FROM tree
 `
 
 type AuditTreeCreateParams struct {
@@ -342,6 +390,7 @@ type AuditTreeCreateParams struct {
 	Root     []byte
 }
 
+// The tree and the search index's head, which covers nothing yet.
 func (q *Queries) AuditTreeCreate(ctx context.Context, arg AuditTreeCreateParams) error {
 	_, err := q.db.Exec(ctx, auditTreeCreate, arg.TenantID, arg.Root)
 	return err

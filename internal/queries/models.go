@@ -143,6 +143,11 @@ type AuditSearch struct {
 	Text     string
 }
 
+type AuditSearchHead struct {
+	TenantID int64
+	Size     int64
+}
+
 type AuditToken struct {
 	TenantID   int64
 	ID         int64

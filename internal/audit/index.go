@@ -1,0 +1,85 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jejakhq/jejak/internal/database"
+)
+
+// The name search's index (each named event's search text and the
+// postings of its words) is written behind the sealer, not in its batch:
+// writing it was most of a batch's time under load, and the sealing
+// delay the log promises would have carried work that is no part of the
+// log. A search finds an event the index does not cover yet by its text,
+// through the queue while it is unsealed and through the leaves after the
+// index's head once sealed (audit_search_ids), so it misses nothing in
+// between; the indexer keeps that tail short.
+
+// IndexResult says what one indexing pass did.
+type IndexResult struct {
+	Indexed int  // leaves the index now covers that it did not
+	Backlog bool // some tenant had a full batch: more may be waiting
+	Held    int  // tenants skipped: another indexer held their head
+}
+
+// IndexOnce indexes one batch of every tenant whose tree has grown past
+// the name search's index, one tenant after another: none of it is on
+// the sealing delay's path, and a pass that finds more waiting gathers a
+// larger batch, which costs less an event.
+func (s *Sealer) IndexOnce(ctx context.Context) (IndexResult, error) {
+	var res IndexResult
+	var tenants []int64
+	err := database.InTx(ctx, s.db, func(tx pgx.Tx) (err error) {
+		tenants, err = newStore(tx).searchWork(ctx)
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("list tenants to index: %w", err)
+	}
+	var firstErr error
+	for _, tenantID := range tenants {
+		var n int
+		err := database.InTx(ctx, s.db, func(tx pgx.Tx) (err error) {
+			n, err = newStore(tx).indexNext(ctx, tenantID, s.opts.IndexBatch)
+			return err
+		})
+		switch {
+		case err != nil:
+			// One tenant's failure must not stop the others' search.
+			s.opts.Log.ErrorContext(ctx, "index audit events for search", "tenant_id", tenantID, "error", err.Error())
+			if firstErr == nil {
+				firstErr = fmt.Errorf("index audit events of tenant %d for search: %w", tenantID, err)
+			}
+		case n == 0:
+			// Listed as behind, yet nothing taken: its head is held.
+			res.Held++
+		default:
+			res.Indexed += n
+			res.Backlog = res.Backlog || n == s.opts.IndexBatch
+		}
+	}
+	return res, firstErr
+}
+
+// drainIndex indexes until the index covers every tree, waiting for a
+// head another indexer holds as Drain waits for a held tree.
+func (s *Sealer) drainIndex(ctx context.Context) error {
+	for {
+		res, err := s.IndexOnce(ctx)
+		if err != nil {
+			return err
+		}
+		if res.Indexed > 0 {
+			continue
+		}
+		if res.Held == 0 {
+			return nil
+		}
+		if err := waitRetry(ctx); err != nil {
+			return fmt.Errorf("drain the search index: %d tenants held by another indexer: %w", res.Held, err)
+		}
+	}
+}
