@@ -294,7 +294,7 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		sealP50, sealP99, err := sealDelays(ctx, db, start)
+		seal, gaps, err := sealDelays(ctx, db, start)
 		if err != nil {
 			return Result{}, err
 		}
@@ -332,8 +332,10 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			{statementsMetric(statements, "job"), float64(used.statements) / float64(want)},
 			{"outbox_backlog", float64(backlog)},
 			{"published_per_sec", float64(want) / published.Sub(start).Seconds()},
-			{"seal_p50_ms", sealP50},
-			{"seal_p99_ms", sealP99},
+			{"seal_p50_ms", seal.p50},
+			{"seal_p99_ms", seal.p99},
+			{"seal_gap_p50_ms", gaps.p50},
+			{"seal_gap_p99_ms", gaps.p99},
 		}}, nil
 	}
 }
@@ -423,17 +425,35 @@ func (r rowsLeft) Unfinished(ctx context.Context) (int64, error) {
 // sealing transaction's (the leaf's sealed_at), as the replicas' own
 // jejak_audit_seal_delay_seconds measures it, which the benchmark cannot
 // read (each replica keeps its histogram in its own process).
-func sealDelays(ctx context.Context, db *JejakDB, since time.Time) (p50, p99 float64, err error) {
+//
+// The gaps are between one tenant's consecutive sealing transactions (the
+// distinct sealed_at of its leaves), p50 and p99 in ms: how often a
+// tenant's events were taken, which tells a slow sealer from writers whose
+// own transactions were long.
+func sealDelays(ctx context.Context, db *JejakDB, since time.Time) (d, gaps percentiles, err error) {
 	if _, err := waitFinished(ctx, unsealedEvents(db)); err != nil {
-		return 0, 0, err
+		return d, gaps, err
 	}
 	err = db.Admin.QueryRow(ctx, `SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY d), 0),
 			coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY d), 0)
 		FROM (SELECT extract(epoch FROM l.sealed_at - e.occurred_at) * 1000 AS d
 		        FROM audit_sealed e JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
-		       WHERE e.occurred_at >= $1) s`, since).Scan(&p50, &p99)
+		       WHERE e.occurred_at >= $1) s`, since).Scan(&d.p50, &d.p99)
 	if err != nil {
-		return 0, 0, fmt.Errorf("seal delays: %w", err)
+		return d, gaps, fmt.Errorf("seal delays: %w", err)
 	}
-	return p50, p99, nil
+	err = db.Admin.QueryRow(ctx, `SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY g), 0),
+			coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY g), 0)
+		FROM (SELECT extract(epoch FROM b.at - lag(b.at) OVER (PARTITION BY b.tenant_id ORDER BY b.at)) * 1000 AS g
+		        FROM (SELECT DISTINCT l.tenant_id, l.sealed_at AS at
+		                FROM audit_sealed e JOIN audit_leaves l ON l.tenant_id = e.tenant_id AND l.event_id = e.id
+		               WHERE e.occurred_at >= $1) b) x
+		WHERE g IS NOT NULL`, since).Scan(&gaps.p50, &gaps.p99)
+	if err != nil {
+		return d, gaps, fmt.Errorf("seal batch gaps: %w", err)
+	}
+	return d, gaps, nil
 }
+
+// percentiles are a p50 and a p99 in ms.
+type percentiles struct{ p50, p99 float64 }

@@ -161,10 +161,14 @@ WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq IS NULL
   AND NOT EXISTS (SELECT 1 FROM audit_leaves l WHERE l.tenant_id = e.tenant_id AND l.event_id = e.id);
 
 -- name: AuditSearchWork :many
--- Tenants whose tree has grown past what the name search's index covers.
+-- Tenants whose tree has grown past what the name search's index covers,
+-- and whose first leaf after it was sealed at least min_wait seconds ago.
 SELECT h.tenant_id FROM audit_search_heads h
 JOIN audit_trees t ON t.tenant_id = h.tenant_id
 WHERE t.size > h.size
+  AND EXISTS (SELECT 1 FROM audit_leaves l
+               WHERE l.tenant_id = h.tenant_id AND l.seq = h.size + 1
+                 AND l.sealed_at <= now() - make_interval(secs => sqlc.arg('min_wait')::float8))
 ORDER BY h.tenant_id;
 
 -- name: AuditSearchIndex :one

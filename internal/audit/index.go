@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -25,15 +26,23 @@ type IndexResult struct {
 	Held    int  // tenants skipped: another indexer held their head
 }
 
-// IndexOnce indexes one batch of every tenant whose tree has grown past
-// the name search's index, one tenant after another: none of it is on
-// the sealing delay's path, and a pass that finds more waiting gathers a
-// larger batch, which costs less an event.
+// IndexOnce indexes one batch of every tenant whose sealed events the
+// name search's index has not covered for opts.IndexEvery, one tenant
+// after another: none of it is on the sealing delay's path. Waiting
+// gathers a batch the same size however many replicas' indexers look
+// (each looking more often would index smaller batches, which cost more
+// an event: the postings' index pages are descended once an event).
 func (s *Sealer) IndexOnce(ctx context.Context) (IndexResult, error) {
+	return s.index(ctx, s.opts.IndexEvery)
+}
+
+// index indexes one batch of every tenant whose first sealed event past
+// the index was sealed minWait ago or more.
+func (s *Sealer) index(ctx context.Context, minWait time.Duration) (IndexResult, error) {
 	var res IndexResult
 	var tenants []int64
 	err := database.InTx(ctx, s.db, func(tx pgx.Tx) (err error) {
-		tenants, err = newStore(tx).searchWork(ctx)
+		tenants, err = newStore(tx).searchWork(ctx, minWait)
 		return err
 	})
 	if err != nil {
@@ -68,7 +77,7 @@ func (s *Sealer) IndexOnce(ctx context.Context) (IndexResult, error) {
 // head another indexer holds as Drain waits for a held tree.
 func (s *Sealer) drainIndex(ctx context.Context) error {
 	for {
-		res, err := s.IndexOnce(ctx)
+		res, err := s.index(ctx, 0)
 		if err != nil {
 			return err
 		}

@@ -103,7 +103,17 @@ func TestSearchFindsSealedEventsTheIndexHasNotReached(t *testing.T) {
 	}
 	searches("sealed, not indexed")
 
-	res, err := f.sealer.IndexOnce(ctx)
+	// An indexer takes a tenant's events once the first has waited
+	// IndexEvery, so that its batches gather.
+	patient := audit.NewSealer(f.db.System, audit.SealerOptions{IndexEvery: time.Hour})
+	if res, err := patient.IndexOnce(ctx); err != nil || res != (audit.IndexResult{}) {
+		t.Fatalf("index of events sealed under an hour ago, with IndexEvery an hour: %+v, %v; want nothing", res, err)
+	}
+	if texts, words := f.searchIndexRows(t, tn); texts != 0 || words != 0 {
+		t.Fatalf("the patient indexer wrote %d search texts and %d postings", texts, words)
+	}
+	eager := audit.NewSealer(f.db.System, audit.SealerOptions{IndexEvery: time.Nanosecond})
+	res, err := eager.IndexOnce(ctx)
 	if err != nil || res.Indexed != 4 || res.Held != 0 {
 		t.Fatalf("index: %+v, %v; want the 4 leaves of both tenants", res, err)
 	}
@@ -116,7 +126,7 @@ func TestSearchFindsSealedEventsTheIndexHasNotReached(t *testing.T) {
 		t.Fatalf("index head %d, tree %d (%v); want both 3", head, size, err)
 	}
 	searches("indexed")
-	if res, err := f.sealer.IndexOnce(ctx); err != nil || res != (audit.IndexResult{}) {
+	if res, err := eager.IndexOnce(ctx); err != nil || res != (audit.IndexResult{}) {
 		t.Fatalf("index with nothing left: %+v, %v", res, err)
 	}
 
@@ -157,8 +167,9 @@ func TestSealingWaitsForNoIndexer(t *testing.T) {
 	}
 
 	done := make(chan audit.IndexResult, 1)
+	eager := audit.NewSealer(f.db.System, audit.SealerOptions{IndexEvery: time.Nanosecond})
 	go func() {
-		res, err := f.sealer.IndexOnce(ctx)
+		res, err := eager.IndexOnce(ctx)
 		if err != nil {
 			t.Errorf("index: %v", err)
 		}

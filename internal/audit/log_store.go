@@ -139,9 +139,9 @@ func (s store) moveSealed(ctx context.Context, tenantID int64, eventIDs []int64)
 }
 
 // searchWork lists the tenants whose tree has grown past the name
-// search's index.
-func (s store) searchWork(ctx context.Context) ([]int64, error) {
-	return s.q.AuditSearchWork(ctx)
+// search's index, with the first leaf past it sealed minWait ago or more.
+func (s store) searchWork(ctx context.Context, minWait time.Duration) ([]int64, error) {
+	return s.q.AuditSearchWork(ctx, minWait.Seconds())
 }
 
 // indexNext indexes up to lim of tenantID's leaves after the index's head

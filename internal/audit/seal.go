@@ -53,10 +53,12 @@ type SealerOptions struct {
 	// IndexBatch is the most leaves indexed for the name search per
 	// tenant per transaction (default 5000).
 	IndexBatch int
-	// IndexEvery is how often Run's idle indexer looks for sealed events
-	// the name search's index does not cover (default 500ms): a search
-	// reads those by their text, and the longer the indexer waits the
-	// larger and cheaper an event its batches.
+	// IndexEvery is how long sealed events wait for the name search's
+	// index (default 500ms): the indexer takes a tenant's once the first
+	// has waited that long (Run looks four times as often). A search
+	// reads the events the index does not cover by their text, so this
+	// bounds that tail; waiting gathers the indexer's batches, which cost
+	// less an event the larger they are.
 	IndexEvery time.Duration
 	// Parallel is how many tenants one pass seals at once (default
 	// DefaultSealParallel).
@@ -232,14 +234,14 @@ func waitRetry(ctx context.Context) error {
 	}
 }
 
-// Run seals every poll and indexes for the name search every
+// Run seals every poll and indexes for the name search every quarter of
 // opts.IndexEvery until ctx ends, each at once again while a backlog
 // remains. The indexer runs beside the sealer, so a pass of either never
 // waits for the other.
 func (s *Sealer) Run(ctx context.Context, poll time.Duration) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		repeat(ctx, s.opts.IndexEvery, func() (bool, error) {
+		repeat(ctx, s.opts.IndexEvery/4, func() (bool, error) {
 			res, err := s.IndexOnce(ctx)
 			return res.Backlog, err
 		})

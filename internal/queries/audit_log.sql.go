@@ -352,12 +352,16 @@ const auditSearchWork = `-- name: AuditSearchWork :many
 SELECT h.tenant_id FROM audit_search_heads h
 JOIN audit_trees t ON t.tenant_id = h.tenant_id
 WHERE t.size > h.size
+  AND EXISTS (SELECT 1 FROM audit_leaves l
+               WHERE l.tenant_id = h.tenant_id AND l.seq = h.size + 1
+                 AND l.sealed_at <= now() - make_interval(secs => $1::float8))
 ORDER BY h.tenant_id
 `
 
-// Tenants whose tree has grown past what the name search's index covers.
-func (q *Queries) AuditSearchWork(ctx context.Context) ([]int64, error) {
-	rows, err := q.db.Query(ctx, auditSearchWork)
+// Tenants whose tree has grown past what the name search's index covers,
+// and whose first leaf after it was sealed at least min_wait seconds ago.
+func (q *Queries) AuditSearchWork(ctx context.Context, minWait float64) ([]int64, error) {
+	rows, err := q.db.Query(ctx, auditSearchWork, minWait)
 	if err != nil {
 		return nil, err
 	}
