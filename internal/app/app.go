@@ -471,8 +471,8 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 	return nil
 }
 
-// sealPoll is how often an idle sealer looks for unsealed events: the
-// sealing delay is at most about this plus one batch.
+// sealPoll is how often a sealer starts a pass over the tenants with
+// unsealed events (a pass that takes longer is followed at once).
 const sealPoll = 100 * time.Millisecond
 
 // newSealer opens the anchor directory (its key signs the checkpoints,

@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/jejakhq/jejak/internal/database"
 )
 
 // The name search's index (each named event's search text and the
@@ -39,22 +35,16 @@ func (s *Sealer) IndexOnce(ctx context.Context) (IndexResult, error) {
 // index indexes one batch of every tenant whose first sealed event past
 // the index was sealed minWait ago or more.
 func (s *Sealer) index(ctx context.Context, minWait time.Duration) (IndexResult, error) {
+	// Each a single statement, so none needs a transaction of its own.
 	var res IndexResult
-	var tenants []int64
-	err := database.InTx(ctx, s.db, func(tx pgx.Tx) (err error) {
-		tenants, err = newStore(tx).searchWork(ctx, minWait)
-		return err
-	})
+	q := newStore(s.db)
+	tenants, err := q.searchWork(ctx, minWait)
 	if err != nil {
 		return res, fmt.Errorf("list tenants to index: %w", err)
 	}
 	var firstErr error
 	for _, tenantID := range tenants {
-		var n int
-		err := database.InTx(ctx, s.db, func(tx pgx.Tx) (err error) {
-			n, err = newStore(tx).indexNext(ctx, tenantID, s.opts.IndexBatch)
-			return err
-		})
+		n, err := q.indexNext(ctx, tenantID, s.opts.IndexBatch)
 		switch {
 		case err != nil:
 			// One tenant's failure must not stop the others' search.

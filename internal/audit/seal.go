@@ -79,12 +79,12 @@ const DefaultSealParallel = 4
 // SKIP LOCKED, so one sealer at a time works on a tenant and the others
 // move on to other tenants; a sealer killed mid-batch rolls back whole.
 type Sealer struct {
-	db   database.Beginner // jejak_system
+	db   database.Pool // jejak_system
 	opts SealerOptions
 }
 
 // NewSealer returns a Sealer over the system pool.
-func NewSealer(system database.Beginner, opts SealerOptions) *Sealer {
+func NewSealer(system database.Pool, opts SealerOptions) *Sealer {
 	if opts.Batch <= 0 {
 		opts.Batch = 2000
 	}
@@ -132,11 +132,8 @@ var errTreeHeld = errors.New("another sealer holds the tree")
 // SignEvery says.
 func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 	var res SealResult
-	var tenants []int64
-	err := database.InTx(ctx, s.db, func(tx pgx.Tx) (err error) {
-		tenants, err = newStore(tx).sealWork(ctx)
-		return err
-	})
+	// One statement: no transaction of its own.
+	tenants, err := newStore(s.db).sealWork(ctx)
 	if err != nil {
 		return res, fmt.Errorf("list tenants to seal: %w", err)
 	}
@@ -253,8 +250,10 @@ func (s *Sealer) Run(ctx context.Context, poll time.Duration) {
 	wg.Wait()
 }
 
-// repeat runs pass every poll until ctx ends, at once again after a pass
-// that left a backlog and did not fail.
+// repeat starts pass every poll until ctx ends, at once again after a
+// pass that left a backlog and did not fail. The poll counts from a pass's
+// start: a pass that took longer is followed at once, so under load a
+// tenant waits one pass for its next batch, not a pass and a poll.
 func repeat(ctx context.Context, poll time.Duration, pass func() (backlog bool, err error)) {
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -264,6 +263,7 @@ func repeat(ctx context.Context, poll time.Duration, pass func() (backlog bool, 
 			return
 		case <-t.C:
 		}
+		started := time.Now()
 		backlog, err := pass()
 		if err != nil && ctx.Err() != nil {
 			return
@@ -271,7 +271,7 @@ func repeat(ctx context.Context, poll time.Duration, pass func() (backlog bool, 
 		if backlog && err == nil {
 			t.Reset(0)
 		} else {
-			t.Reset(poll)
+			t.Reset(max(0, poll-time.Since(started)))
 		}
 	}
 }
