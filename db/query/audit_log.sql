@@ -171,6 +171,14 @@ WHERE t.size > h.size
                  AND l.sealed_at <= now() - make_interval(secs => sqlc.arg('min_wait')::float8))
 ORDER BY h.tenant_id;
 
+-- name: AuditUnindexedCount :one
+-- Sealed events the name search's index does not cover yet, all tenants
+-- (a row per tenant: the heads and trees).
+SELECT coalesce(sum(t.size - h.size), 0)::bigint AS events
+FROM audit_search_heads h
+JOIN audit_trees t ON t.tenant_id = h.tenant_id
+WHERE t.size > h.size;
+
 -- name: AuditSearchIndex :one
 -- The indexer's batch for one tenant, one statement: the leaves after the
 -- index's head (locked SKIP LOCKED: another indexer holding it is

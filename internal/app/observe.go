@@ -42,7 +42,12 @@ func NewMetrics(env *Env) *metrics.Registry {
 		},
 		Audit: func(ctx context.Context) (metrics.AuditSnapshot, error) {
 			backlog, err := audit.Backlogs(ctx, env.System)
-			return auditSnapshot(backlog, time.Now()), err
+			if err != nil {
+				return metrics.AuditSnapshot{}, err
+			}
+			s := auditSnapshot(backlog, time.Now())
+			s.Unindexed, err = audit.Unindexed(ctx, env.System)
+			return s, err
 		},
 		Pools: map[string]*pgxpool.Pool{"app": env.App, "system": env.System},
 	})

@@ -144,6 +144,12 @@ func (s store) searchWork(ctx context.Context, minWait time.Duration) ([]int64, 
 	return s.q.AuditSearchWork(ctx, minWait.Seconds())
 }
 
+// unindexed counts the sealed events the name search's index does not
+// cover yet, all tenants.
+func (s store) unindexed(ctx context.Context) (int64, error) {
+	return s.q.AuditUnindexedCount(ctx)
+}
+
 // indexNext indexes up to lim of tenantID's leaves after the index's head
 // for the name search and returns how many it covered (0 when another
 // indexer holds the head).

@@ -20,6 +20,8 @@ var (
 	descUnsealed    = prometheus.NewDesc(Namespace+"_audit_unsealed_events", "Audit events committed but not yet sealed into their tenant's log.", nil, nil)
 	descUnsealedAge = prometheus.NewDesc(Namespace+"_audit_oldest_unsealed_age_seconds",
 		"How long the oldest unsealed audit event has waited for the sealer.", nil, nil)
+	descUnindexed = prometheus.NewDesc(Namespace+"_audit_unindexed_events",
+		"Sealed audit events the name search's index does not cover yet (searched by their text until it does).", nil, nil)
 	descSnapAge = prometheus.NewDesc(Namespace+"_queue_snapshot_age_seconds",
 		"Age of the queue snapshot the job gauges were read from.", nil, nil)
 )
@@ -61,6 +63,7 @@ func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descSnapAge
 	ch <- descUnsealed
 	ch <- descUnsealedAge
+	ch <- descUnindexed
 }
 
 func (c *snapshotCollector) load() (*QueueSnapshot, OutboxSnapshot, AuditSnapshot, time.Duration) {
@@ -132,6 +135,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descOutboxAge, prometheus.GaugeValue, outbox.OldestPendingAge.Seconds())
 	ch <- prometheus.MustNewConstMetric(descUnsealed, prometheus.GaugeValue, float64(audit.Unsealed))
 	ch <- prometheus.MustNewConstMetric(descUnsealedAge, prometheus.GaugeValue, audit.OldestUnsealedAge.Seconds())
+	ch <- prometheus.MustNewConstMetric(descUnindexed, prometheus.GaugeValue, float64(audit.Unindexed))
 }
 
 var (

@@ -73,6 +73,9 @@ type AuditSnapshot struct {
 	Unsealed int64
 	// OldestUnsealedAge is how long the oldest of them has waited.
 	OldestUnsealedAge time.Duration
+	// Unindexed counts sealed events the name search's index does not
+	// cover yet, all tenants.
+	Unindexed int64
 }
 
 // Registry holds every Jejak metric.

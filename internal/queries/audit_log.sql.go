@@ -501,6 +501,22 @@ func (q *Queries) AuditTreeSigned(ctx context.Context, arg AuditTreeSignedParams
 	return err
 }
 
+const auditUnindexedCount = `-- name: AuditUnindexedCount :one
+SELECT coalesce(sum(t.size - h.size), 0)::bigint AS events
+FROM audit_search_heads h
+JOIN audit_trees t ON t.tenant_id = h.tenant_id
+WHERE t.size > h.size
+`
+
+// Sealed events the name search's index does not cover yet, all tenants
+// (a row per tenant: the heads and trees).
+func (q *Queries) AuditUnindexedCount(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, auditUnindexedCount)
+	var events int64
+	err := row.Scan(&events)
+	return events, err
+}
+
 const auditUnsealedBatch = `-- name: AuditUnsealedBatch :many
 SELECT q.tenant_id, NULL::bigint AS seq, q.event_id AS id, q.actor_kind, q.actor_id, q.action, q.entity, q.entity_id,
        q.detail::text AS detail_text, q.occurred_at, q.trace_id, q.job_id, NULL::bytea AS prev_hash, q.queued_at
