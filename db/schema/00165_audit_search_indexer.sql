@@ -163,12 +163,15 @@ BEGIN
     -- sealer, through its queue, and those sealed since the indexer's
     -- last batch, through the leaves after its head (one snapshot: the
     -- indexer moves its head in the transaction that writes the index).
+    -- UNION, not UNION ALL, for the leaves: a migrated v1 event was in
+    -- the index before the sealer made it a leaf, so it may be both in
+    -- the index and after the head until the indexer passes it.
     RETURN QUERY EXECUTE
         'SELECT id FROM (SELECT unnest($15) AS id'
      || ' UNION ALL SELECT e.id FROM public.audit_unsealed u JOIN public.audit_events e ON e.tenant_id = u.tenant_id AND e.id = u.event_id'
      || ' WHERE u.tenant_id = $1 AND public.audit_search_text(e.detail) LIKE $2'
      || CASE WHEN p_before IS NOT NULL THEN ' AND e.id < $3' ELSE '' END || f
-     || ' UNION ALL SELECT e.id FROM public.audit_leaves l JOIN public.audit_sealed e ON e.tenant_id = l.tenant_id AND e.id = l.event_id'
+     || ' UNION SELECT e.id FROM public.audit_leaves l JOIN public.audit_sealed e ON e.tenant_id = l.tenant_id AND e.id = l.event_id'
      || ' WHERE l.tenant_id = $1 AND l.seq > coalesce((SELECT h.size FROM public.audit_search_heads h WHERE h.tenant_id = $1), 0)'
      || ' AND public.audit_search_text(e.detail) LIKE $2'
      || CASE WHEN p_before IS NOT NULL THEN ' AND e.id < $3' ELSE '' END || f || ') x ORDER BY 1 DESC LIMIT $14'
