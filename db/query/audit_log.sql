@@ -68,50 +68,55 @@ LIMIT sqlc.arg('lim');
 SELECT seq, hashes FROM audit_leaves
 WHERE tenant_id = sqlc.arg('tenant_id') AND seq = ANY(sqlc.arg('seqs')::bigint[]);
 
--- name: AuditLeavesInsert :execrows
-INSERT INTO audit_leaves (tenant_id, seq, event_id, hashes)
-SELECT sqlc.arg('tenant_id'), unnest(sqlc.arg('seqs')::bigint[]), unnest(sqlc.arg('event_ids')::bigint[]),
-       unnest(sqlc.arg('hashes')::bytea[]);
-
--- name: AuditUnsealedMove :execrows
--- Moves sealed events from the queue to audit_sealed, keeping their ids,
--- in one statement (the queue's delete trigger checks at its end that
--- every deleted event arrived), and counts them. Rows go in id order, as
--- the tenant's leaves do, so the indexes of audit_sealed grow at their
--- right-hand edge.
-WITH moved AS (
+-- name: AuditSealBatch :one
+-- A sealer's batch written in one statement (one round trip: on a busy
+-- database every round trip of the batch also waits for a core, and the
+-- tenant's next batch waits for this one): the leaves; the queued events
+-- moved from the queue to audit_sealed, keeping their ids (the queue's
+-- delete trigger checks at the statement's end that every deleted event
+-- arrived), in id order as the leaves are, so the indexes of audit_sealed
+-- grow at their right-hand edge; the moved events counted by day in the
+-- tenant's time zone; the tree grown; and, when note is not empty, the
+-- checkpoint it signs stored and the tree marked signed at size. Every
+-- array may be empty (a pass that only signs). Returns how many events
+-- moved.
+WITH leaves AS (
+    INSERT INTO audit_leaves (tenant_id, seq, event_id, hashes)
+    SELECT sqlc.arg('tenant_id'), unnest(sqlc.arg('seqs')::bigint[]), unnest(sqlc.arg('leaf_event_ids')::bigint[]),
+           unnest(sqlc.arg('hashes')::bytea[])
+), moved AS (
     DELETE FROM audit_unsealed d
-     WHERE d.tenant_id = sqlc.arg('tenant_id') AND d.event_id = ANY(sqlc.arg('event_ids')::bigint[])
+     WHERE d.tenant_id = sqlc.arg('tenant_id') AND d.event_id = ANY(sqlc.arg('queued_ids')::bigint[])
     RETURNING d.*
+), sealed AS (
+    INSERT INTO audit_sealed (tenant_id, id, actor_kind, actor_id, action, entity, entity_id,
+                              detail, occurred_at, trace_id, job_id)
+    SELECT m.tenant_id, m.event_id, m.actor_kind, m.actor_id, m.action, m.entity, m.entity_id,
+           m.detail, m.occurred_at, m.trace_id, m.job_id
+      FROM moved m
+     ORDER BY m.event_id
+    RETURNING 1
+), days AS (
+    INSERT INTO audit_day_counts AS c (tenant_id, day, events)
+    SELECT sqlc.arg('tenant_id'), (m.occurred_at AT TIME ZONE sqlc.arg('zone')::text)::date, count(*)
+      FROM moved m
+     GROUP BY 2
+     ORDER BY 2
+    ON CONFLICT (tenant_id, day) DO UPDATE SET events = c.events + EXCLUDED.events
+), grown AS (
+    UPDATE audit_trees t
+       SET size = sqlc.arg('size'), root = sqlc.arg('root'),
+           updated_at = CASE WHEN sqlc.arg('size') > t.size THEN now() ELSE t.updated_at END,
+           signed_size = CASE WHEN sqlc.arg('note')::text <> '' THEN sqlc.arg('size') ELSE t.signed_size END,
+           signed_at = CASE WHEN sqlc.arg('note')::text <> '' THEN now() ELSE t.signed_at END
+     WHERE t.tenant_id = sqlc.arg('tenant_id')
+), signed AS (
+    INSERT INTO audit_checkpoints (tenant_id, size, root, note)
+    SELECT sqlc.arg('tenant_id'), sqlc.arg('size'), sqlc.arg('root'), sqlc.arg('note')::text
+     WHERE sqlc.arg('note')::text <> ''
+    ON CONFLICT (tenant_id, size) DO NOTHING
 )
-INSERT INTO audit_sealed (tenant_id, id, actor_kind, actor_id, action, entity, entity_id,
-                          detail, occurred_at, trace_id, job_id)
-SELECT m.tenant_id, m.event_id, m.actor_kind, m.actor_id, m.action, m.entity, m.entity_id,
-       m.detail, m.occurred_at, m.trace_id, m.job_id
-  FROM moved m
- ORDER BY m.event_id;
-
--- name: AuditDayCountsAdd :exec
--- Sealed events per day in the tenant's time zone.
-INSERT INTO audit_day_counts AS c (tenant_id, day, events)
-SELECT sqlc.arg('tenant_id'), (t AT TIME ZONE sqlc.arg('zone')::text)::date, count(*)
-FROM unnest(sqlc.arg('occurred_ats')::timestamptz[]) AS t
-GROUP BY 2
-ORDER BY 2
-ON CONFLICT (tenant_id, day) DO UPDATE SET events = c.events + EXCLUDED.events;
-
--- name: AuditTreeGrow :exec
-UPDATE audit_trees SET size = sqlc.arg('size'), root = sqlc.arg('root'), updated_at = now()
-WHERE tenant_id = sqlc.arg('tenant_id');
-
--- name: AuditTreeSigned :exec
-UPDATE audit_trees SET signed_size = sqlc.arg('size'), signed_at = now()
-WHERE tenant_id = sqlc.arg('tenant_id');
-
--- name: AuditCheckpointInsert :exec
-INSERT INTO audit_checkpoints (tenant_id, size, root, note)
-VALUES (sqlc.arg('tenant_id'), sqlc.arg('size'), sqlc.arg('root'), sqlc.arg('note'))
-ON CONFLICT (tenant_id, size) DO NOTHING;
+SELECT count(*)::bigint AS moved FROM sealed;
 
 -- name: AuditTreeGet :one
 SELECT size, root, signed_size FROM audit_trees WHERE tenant_id = $1;

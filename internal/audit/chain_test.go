@@ -427,3 +427,44 @@ func TestVerifyCatchesAReSignedRewrite(t *testing.T) {
 		t.Fatalf("verify after a re-signed rewrite = %+v, want first bad seq 3 against the checkpoint of size 5", res)
 	}
 }
+
+// TestAPassSignsAGrownTreeWithoutNewEvents: a tree grown within SignEvery
+// of its last checkpoint is sealed unsigned; a later pass with nothing to
+// seal signs it (forced here), and one after that has nothing to do.
+func TestAPassSignsAGrownTreeWithoutNewEvents(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	tn := f.tenant(t, "melati")
+	sealer := audit.NewSealer(f.db.System, audit.SealerOptions{Signer: f.signer, SignEvery: time.Hour})
+	pass := func(force bool, sealed, signed int) {
+		t.Helper()
+		res, err := sealer.SealOnce(ctx, force)
+		if err != nil || res.Sealed != sealed || res.Signed != signed {
+			t.Fatalf("pass (force %v): %+v, %v; want %d sealed, %d signed", force, res, err, sealed, signed)
+		}
+	}
+	signedSize := func() (checkpoint, tree int64) {
+		t.Helper()
+		if err := f.db.Admin.QueryRow(ctx, `SELECT (SELECT max(size) FROM audit_checkpoints WHERE tenant_id = $1),
+			(SELECT signed_size FROM audit_trees WHERE tenant_id = $1)`, tn).Scan(&checkpoint, &tree); err != nil {
+			t.Fatal(err)
+		}
+		return checkpoint, tree
+	}
+	f.recordN(t, tn, 2)
+	pass(false, 2, 1)
+	f.recordN(t, tn, 1)
+	pass(false, 1, 0)
+	if cp, tree := signedSize(); cp != 2 || tree != 2 {
+		t.Fatalf("after sealing within SignEvery: checkpoint %d, tree signed at %d; want 2 and 2", cp, tree)
+	}
+	pass(true, 0, 1)
+	if cp, tree := signedSize(); cp != 3 || tree != 3 {
+		t.Fatalf("after the signing pass: checkpoint %d, tree signed at %d; want 3 and 3", cp, tree)
+	}
+	pass(true, 0, 0)
+	if r := f.verify(t, tn); !r.OK {
+		t.Fatalf("verify: %+v", r)
+	}
+}

@@ -57,18 +57,6 @@ func (s store) createTree(ctx context.Context, tenantID int64, emptyRoot []byte)
 	return s.q.AuditTreeCreate(ctx, queries.AuditTreeCreateParams{TenantID: tenantID, Root: emptyRoot})
 }
 
-func (s store) growTree(ctx context.Context, tenantID, size int64, root []byte) error {
-	return s.q.AuditTreeGrow(ctx, queries.AuditTreeGrowParams{TenantID: tenantID, Size: size, Root: root})
-}
-
-// checkpoint stores a signed checkpoint and marks the tree signed at size.
-func (s store) checkpoint(ctx context.Context, tenantID, size int64, root []byte, note string) error {
-	if err := s.q.AuditCheckpointInsert(ctx, queries.AuditCheckpointInsertParams{TenantID: tenantID, Size: size, Root: root, Note: note}); err != nil {
-		return err
-	}
-	return s.q.AuditTreeSigned(ctx, queries.AuditTreeSignedParams{TenantID: tenantID, Size: size})
-}
-
 // latestCheckpoint is tenantID's newest checkpoint; ok is false for none.
 func (s store) latestCheckpoint(ctx context.Context, tenantID int64) (SignedTree, bool, error) {
 	r, err := s.q.AuditCheckpointLatest(ctx, tenantID)
@@ -127,15 +115,15 @@ func batchRow(r queries.AuditUnsealedBatchRow, v1 bool) sealable {
 	}}
 }
 
-func (s store) insertLeaves(ctx context.Context, tenantID int64, seqs, eventIDs []int64, hashes [][]byte) error {
-	_, err := s.q.AuditLeavesInsert(ctx, queries.AuditLeavesInsertParams{TenantID: tenantID, Seqs: seqs, EventIds: eventIDs, Hashes: hashes})
-	return err
-}
+// sealWrite is what one sealer transaction writes (AuditSealBatch): the
+// batch's leaves, the queued events among them, the tree's new size and
+// root, and a signed note of it (empty: not signed now).
+type sealWrite = queries.AuditSealBatchParams
 
-// moveSealed moves events that became leaves from the queue to
-// audit_sealed and returns how many it moved.
-func (s store) moveSealed(ctx context.Context, tenantID int64, eventIDs []int64) (int64, error) {
-	return s.q.AuditUnsealedMove(ctx, queries.AuditUnsealedMoveParams{TenantID: tenantID, EventIds: eventIDs})
+// seal writes a sealer's batch in one statement and returns how many
+// queued events it moved to audit_sealed.
+func (s store) seal(ctx context.Context, w sealWrite) (int64, error) {
+	return s.q.AuditSealBatch(ctx, w)
 }
 
 // searchWork lists the tenants whose tree has grown past the name
@@ -156,12 +144,6 @@ func (s store) unindexed(ctx context.Context) (int64, error) {
 func (s store) indexNext(ctx context.Context, tenantID int64, lim int) (int, error) {
 	n, err := s.q.AuditSearchIndex(ctx, queries.AuditSearchIndexParams{TenantID: tenantID, Lim: int32(lim)})
 	return int(n), err
-}
-
-// countDays adds events at the given times to the tenant's day counts
-// (days in zone).
-func (s store) countDays(ctx context.Context, tenantID int64, zone string, at []time.Time) error {
-	return s.q.AuditDayCountsAdd(ctx, queries.AuditDayCountsAddParams{TenantID: tenantID, Zone: zone, OccurredAts: at})
 }
 
 // leafHashes reads the stored hashes of the given leaves.

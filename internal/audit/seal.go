@@ -305,12 +305,11 @@ func (s *Sealer) sealTenant(ctx context.Context, tenantID int64, force bool) (in
 		if err != nil {
 			return err
 		}
-		size, root := tree.Size, tree.Root
+		w := sealWrite{TenantID: tenantID, Zone: tree.TimeZone, Size: tree.Size, Root: tree.Root}
 		if len(batch) > 0 {
-			if root, err = s.integrate(ctx, q, tenantID, tree, batch); err != nil {
+			if err := s.integrate(ctx, q, tree, batch, &w); err != nil {
 				return err
 			}
-			size += int64(len(batch))
 			n = len(batch)
 			for i := range batch {
 				if !batch[i].fields.V1 {
@@ -318,17 +317,24 @@ func (s *Sealer) sealTenant(ctx context.Context, tenantID int64, force bool) (in
 				}
 			}
 		}
-		if s.opts.Signer == nil || size == tree.SignedSize || (!force && tree.Now.Sub(tree.SignedAt) < s.opts.SignEvery) {
+		if s.opts.Signer != nil && w.Size != tree.SignedSize && (force || tree.Now.Sub(tree.SignedAt) >= s.opts.SignEvery) {
+			// Signed before it is written: the root is known, and the
+			// checkpoint goes with the batch in one statement.
+			if w.Note, err = s.opts.Signer.Sign(Origin(tree.Slug), w.Size, w.Root); err != nil {
+				return fmt.Errorf("sign checkpoint: %w", err)
+			}
+			cp = &SignedCheckpoint{TenantID: tenantID, Slug: tree.Slug, Size: w.Size, Root: w.Root, Note: w.Note}
+		}
+		if n == 0 && cp == nil {
 			return nil
 		}
-		note, err := s.opts.Signer.Sign(Origin(tree.Slug), size, root)
+		moved, err := q.seal(ctx, w)
 		if err != nil {
-			return fmt.Errorf("sign checkpoint: %w", err)
+			return fmt.Errorf("write sealed batch: %w", err)
 		}
-		if err := q.checkpoint(ctx, tenantID, size, root, note); err != nil {
-			return fmt.Errorf("store checkpoint: %w", err)
+		if moved != int64(len(w.QueuedIds)) {
+			return fmt.Errorf("moved %d of %d sealed events", moved, len(w.QueuedIds))
 		}
-		cp = &SignedCheckpoint{TenantID: tenantID, Slug: tree.Slug, Size: size, Root: root, Note: note}
 		return nil
 	})
 	if err != nil {
@@ -394,56 +400,37 @@ func (s *Sealer) pending(ctx context.Context, q store, tenantID int64, tree logT
 	return out, nil
 }
 
-// integrate appends batch to the tree after tree.Size and returns the new
-// root.
-func (s *Sealer) integrate(ctx context.Context, q store, tenantID int64, tree logTree, batch []sealable) ([]byte, error) {
-	th := newTreeHashes(ctx, q, tenantID)
-	seqs := make([]int64, len(batch))
-	ids := make([]int64, len(batch))
-	hashes := make([][]byte, len(batch))
-	var queued []int64
-	var days []time.Time
+// integrate appends batch to the tree after tree.Size: it gives the
+// events their seqs and fills w with the leaves, the queued events to
+// move, and the tree's new size and root.
+func (s *Sealer) integrate(ctx context.Context, q store, tree logTree, batch []sealable, w *sealWrite) error {
+	th := newTreeHashes(ctx, q, w.TenantID)
 	for i := range batch {
 		f := &batch[i].fields
 		n := tree.Size + int64(i)
 		f.Seq = n + 1
 		stored, err := tlog.StoredHashesForRecordHash(n, tlog.RecordHash(f.encode()), th)
 		if err != nil {
-			return nil, fmt.Errorf("hash leaf %d: %w", f.Seq, err)
+			return fmt.Errorf("hash leaf %d: %w", f.Seq, err)
 		}
-		hashes[i] = joinHashes(stored)
-		th.remember(n, hashes[i])
-		seqs[i], ids[i] = f.Seq, f.ID
+		hash := joinHashes(stored)
+		th.remember(n, hash)
+		w.Seqs = append(w.Seqs, f.Seq)
+		w.LeafEventIds = append(w.LeafEventIds, f.ID)
+		w.Hashes = append(w.Hashes, hash)
 		if !f.V1 {
-			queued = append(queued, f.ID)
-			// v1 events were counted when they were recorded.
-			days = append(days, f.OccurredAt)
+			// v1 events are in audit_sealed, and were counted by day
+			// when they were recorded.
+			w.QueuedIds = append(w.QueuedIds, f.ID)
 		}
 	}
-	size := tree.Size + int64(len(batch))
-	root, err := tlog.TreeHash(size, th)
+	w.Size = tree.Size + int64(len(batch))
+	root, err := tlog.TreeHash(w.Size, th)
 	if err != nil {
-		return nil, fmt.Errorf("tree root: %w", err)
+		return fmt.Errorf("tree root: %w", err)
 	}
-	if err := q.insertLeaves(ctx, tenantID, seqs, ids, hashes); err != nil {
-		return nil, fmt.Errorf("insert leaves: %w", err)
-	}
-	if len(queued) > 0 {
-		moved, err := q.moveSealed(ctx, tenantID, queued)
-		if err != nil {
-			return nil, fmt.Errorf("move sealed events: %w", err)
-		}
-		if moved != int64(len(queued)) {
-			return nil, fmt.Errorf("moved %d of %d sealed events", moved, len(queued))
-		}
-		if err := q.countDays(ctx, tenantID, tree.TimeZone, days); err != nil {
-			return nil, fmt.Errorf("count sealed events by day: %w", err)
-		}
-	}
-	if err := q.growTree(ctx, tenantID, size, root[:]); err != nil {
-		return nil, fmt.Errorf("grow tree: %w", err)
-	}
-	return root[:], nil
+	w.Root = root[:]
+	return nil
 }
 
 // SealingBehind is the sealing delay past which the log breaks its promise

@@ -10,29 +10,6 @@ import (
 	"time"
 )
 
-const auditCheckpointInsert = `-- name: AuditCheckpointInsert :exec
-INSERT INTO audit_checkpoints (tenant_id, size, root, note)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (tenant_id, size) DO NOTHING
-`
-
-type AuditCheckpointInsertParams struct {
-	TenantID int64
-	Size     int64
-	Root     []byte
-	Note     string
-}
-
-func (q *Queries) AuditCheckpointInsert(ctx context.Context, arg AuditCheckpointInsertParams) error {
-	_, err := q.db.Exec(ctx, auditCheckpointInsert,
-		arg.TenantID,
-		arg.Size,
-		arg.Root,
-		arg.Note,
-	)
-	return err
-}
-
 const auditCheckpointLatest = `-- name: AuditCheckpointLatest :one
 SELECT size, root, note FROM audit_checkpoints
 WHERE tenant_id = $1 ORDER BY size DESC LIMIT 1
@@ -80,27 +57,6 @@ func (q *Queries) AuditCheckpointsAll(ctx context.Context, tenantID int64) ([]Au
 		return nil, err
 	}
 	return items, nil
-}
-
-const auditDayCountsAdd = `-- name: AuditDayCountsAdd :exec
-INSERT INTO audit_day_counts AS c (tenant_id, day, events)
-SELECT $1, (t AT TIME ZONE $2::text)::date, count(*)
-FROM unnest($3::timestamptz[]) AS t
-GROUP BY 2
-ORDER BY 2
-ON CONFLICT (tenant_id, day) DO UPDATE SET events = c.events + EXCLUDED.events
-`
-
-type AuditDayCountsAddParams struct {
-	TenantID    int64
-	Zone        string
-	OccurredAts []time.Time
-}
-
-// Sealed events per day in the tenant's time zone.
-func (q *Queries) AuditDayCountsAdd(ctx context.Context, arg AuditDayCountsAddParams) error {
-	_, err := q.db.Exec(ctx, auditDayCountsAdd, arg.TenantID, arg.Zone, arg.OccurredAts)
-	return err
 }
 
 const auditLastLeaf = `-- name: AuditLastLeaf :one
@@ -236,30 +192,84 @@ func (q *Queries) AuditLeafScan(ctx context.Context, arg AuditLeafScanParams) ([
 	return items, nil
 }
 
-const auditLeavesInsert = `-- name: AuditLeavesInsert :execrows
-INSERT INTO audit_leaves (tenant_id, seq, event_id, hashes)
-SELECT $1, unnest($2::bigint[]), unnest($3::bigint[]),
-       unnest($4::bytea[])
+const auditSealBatch = `-- name: AuditSealBatch :one
+WITH leaves AS (
+    INSERT INTO audit_leaves (tenant_id, seq, event_id, hashes)
+    SELECT $1, unnest($2::bigint[]), unnest($3::bigint[]),
+           unnest($4::bytea[])
+), moved AS (
+    DELETE FROM audit_unsealed d
+     WHERE d.tenant_id = $1 AND d.event_id = ANY($5::bigint[])
+    RETURNING d.tenant_id, d.event_id, d.queued_at, d.actor_kind, d.actor_id, d.action, d.entity, d.entity_id, d.detail, d.occurred_at, d.trace_id, d.job_id
+), sealed AS (
+    INSERT INTO audit_sealed (tenant_id, id, actor_kind, actor_id, action, entity, entity_id,
+                              detail, occurred_at, trace_id, job_id)
+    SELECT m.tenant_id, m.event_id, m.actor_kind, m.actor_id, m.action, m.entity, m.entity_id,
+           m.detail, m.occurred_at, m.trace_id, m.job_id
+      FROM moved m
+     ORDER BY m.event_id
+    RETURNING 1
+), days AS (
+    INSERT INTO audit_day_counts AS c (tenant_id, day, events)
+    SELECT $1, (m.occurred_at AT TIME ZONE $6::text)::date, count(*)
+      FROM moved m
+     GROUP BY 2
+     ORDER BY 2
+    ON CONFLICT (tenant_id, day) DO UPDATE SET events = c.events + EXCLUDED.events
+), grown AS (
+    UPDATE audit_trees t
+       SET size = $7, root = $8,
+           updated_at = CASE WHEN $7 > t.size THEN now() ELSE t.updated_at END,
+           signed_size = CASE WHEN $9::text <> '' THEN $7 ELSE t.signed_size END,
+           signed_at = CASE WHEN $9::text <> '' THEN now() ELSE t.signed_at END
+     WHERE t.tenant_id = $1
+), signed AS (
+    INSERT INTO audit_checkpoints (tenant_id, size, root, note)
+    SELECT $1, $7, $8, $9::text
+     WHERE $9::text <> ''
+    ON CONFLICT (tenant_id, size) DO NOTHING
+)
+SELECT count(*)::bigint AS moved FROM sealed
 `
 
-type AuditLeavesInsertParams struct {
-	TenantID int64
-	Seqs     []int64
-	EventIds []int64
-	Hashes   [][]byte
+type AuditSealBatchParams struct {
+	TenantID     int64
+	Seqs         []int64
+	LeafEventIds []int64
+	Hashes       [][]byte
+	QueuedIds    []int64
+	Zone         string
+	Size         int64
+	Root         []byte
+	Note         string
 }
 
-func (q *Queries) AuditLeavesInsert(ctx context.Context, arg AuditLeavesInsertParams) (int64, error) {
-	result, err := q.db.Exec(ctx, auditLeavesInsert,
+// A sealer's batch written in one statement (one round trip: on a busy
+// database every round trip of the batch also waits for a core, and the
+// tenant's next batch waits for this one): the leaves; the queued events
+// moved from the queue to audit_sealed, keeping their ids (the queue's
+// delete trigger checks at the statement's end that every deleted event
+// arrived), in id order as the leaves are, so the indexes of audit_sealed
+// grow at their right-hand edge; the moved events counted by day in the
+// tenant's time zone; the tree grown; and, when note is not empty, the
+// checkpoint it signs stored and the tree marked signed at size. Every
+// array may be empty (a pass that only signs). Returns how many events
+// moved.
+func (q *Queries) AuditSealBatch(ctx context.Context, arg AuditSealBatchParams) (int64, error) {
+	row := q.db.QueryRow(ctx, auditSealBatch,
 		arg.TenantID,
 		arg.Seqs,
-		arg.EventIds,
+		arg.LeafEventIds,
 		arg.Hashes,
+		arg.QueuedIds,
+		arg.Zone,
+		arg.Size,
+		arg.Root,
+		arg.Note,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var moved int64
+	err := row.Scan(&moved)
+	return moved, err
 }
 
 const auditSealWork = `-- name: AuditSealWork :many
@@ -430,22 +440,6 @@ func (q *Queries) AuditTreeGet(ctx context.Context, tenantID int64) (AuditTreeGe
 	return i, err
 }
 
-const auditTreeGrow = `-- name: AuditTreeGrow :exec
-UPDATE audit_trees SET size = $1, root = $2, updated_at = now()
-WHERE tenant_id = $3
-`
-
-type AuditTreeGrowParams struct {
-	Size     int64
-	Root     []byte
-	TenantID int64
-}
-
-func (q *Queries) AuditTreeGrow(ctx context.Context, arg AuditTreeGrowParams) error {
-	_, err := q.db.Exec(ctx, auditTreeGrow, arg.Size, arg.Root, arg.TenantID)
-	return err
-}
-
 const auditTreeLock = `-- name: AuditTreeLock :one
 SELECT t.size, t.root, t.signed_size, t.signed_at, now()::timestamptz AS now,
        tn.slug, tn.time_zone, coalesce(h.seq, 0)::bigint AS v1_size
@@ -484,21 +478,6 @@ func (q *Queries) AuditTreeLock(ctx context.Context, tenantID int64) (AuditTreeL
 		&i.V1Size,
 	)
 	return i, err
-}
-
-const auditTreeSigned = `-- name: AuditTreeSigned :exec
-UPDATE audit_trees SET signed_size = $1, signed_at = now()
-WHERE tenant_id = $2
-`
-
-type AuditTreeSignedParams struct {
-	Size     int64
-	TenantID int64
-}
-
-func (q *Queries) AuditTreeSigned(ctx context.Context, arg AuditTreeSignedParams) error {
-	_, err := q.db.Exec(ctx, auditTreeSigned, arg.Size, arg.TenantID)
-	return err
 }
 
 const auditUnindexedCount = `-- name: AuditUnindexedCount :one
@@ -582,38 +561,6 @@ func (q *Queries) AuditUnsealedBatch(ctx context.Context, arg AuditUnsealedBatch
 		return nil, err
 	}
 	return items, nil
-}
-
-const auditUnsealedMove = `-- name: AuditUnsealedMove :execrows
-WITH moved AS (
-    DELETE FROM audit_unsealed d
-     WHERE d.tenant_id = $1 AND d.event_id = ANY($2::bigint[])
-    RETURNING d.tenant_id, d.event_id, d.queued_at, d.actor_kind, d.actor_id, d.action, d.entity, d.entity_id, d.detail, d.occurred_at, d.trace_id, d.job_id
-)
-INSERT INTO audit_sealed (tenant_id, id, actor_kind, actor_id, action, entity, entity_id,
-                          detail, occurred_at, trace_id, job_id)
-SELECT m.tenant_id, m.event_id, m.actor_kind, m.actor_id, m.action, m.entity, m.entity_id,
-       m.detail, m.occurred_at, m.trace_id, m.job_id
-  FROM moved m
- ORDER BY m.event_id
-`
-
-type AuditUnsealedMoveParams struct {
-	TenantID int64
-	EventIds []int64
-}
-
-// Moves sealed events from the queue to audit_sealed, keeping their ids,
-// in one statement (the queue's delete trigger checks at its end that
-// every deleted event arrived), and counts them. Rows go in id order, as
-// the tenant's leaves do, so the indexes of audit_sealed grow at their
-// right-hand edge.
-func (q *Queries) AuditUnsealedMove(ctx context.Context, arg AuditUnsealedMoveParams) (int64, error) {
-	result, err := q.db.Exec(ctx, auditUnsealedMove, arg.TenantID, arg.EventIds)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const auditUnsealedOrphans = `-- name: AuditUnsealedOrphans :one
