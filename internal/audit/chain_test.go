@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -464,6 +465,45 @@ func TestAPassSignsAGrownTreeWithoutNewEvents(t *testing.T) {
 		t.Fatalf("after the signing pass: checkpoint %d, tree signed at %d; want 3 and 3", cp, tree)
 	}
 	pass(true, 0, 0)
+	if r := f.verify(t, tn); !r.OK {
+		t.Fatalf("verify: %+v", r)
+	}
+}
+
+// TestASealBatchIsAFewRoundTrips: whatever the tree's size, a batch reads
+// the tree's stored hashes once (its right edge) and writes in one
+// statement, so a pass over one tenant is a fixed handful of round trips.
+func TestASealBatchIsAFewRoundTrips(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	tn := f.tenant(t, "melati")
+	log := &testdb.StatementLog{}
+	sealer := audit.NewSealer(log.Pool(t, f.db.System), audit.SealerOptions{Signer: f.signer, Batch: 3})
+	// Batches of 1, 3, 3, 2, 3 and 1 events over trees of sizes 0 to 12:
+	// edges of one to three subtrees.
+	for i, n := range []int{1, 3, 3, 2, 3, 1} {
+		f.recordN(t, tn, n)
+		log.Take("")
+		if res, err := sealer.SealOnce(ctx, true); err != nil || res.Sealed != n || res.Signed != 1 {
+			t.Fatalf("pass %d: %+v, %v; want %d sealed and signed", i, res, err, n)
+		}
+		stmts, trips := log.TakeTrips("")
+		hashReads, writes := 0, 0
+		for _, s := range stmts {
+			hashReads += strings.Count(s, "name: AuditLeafHashes ")
+			writes += strings.Count(s, "name: AuditSealBatch ")
+		}
+		if want := min(i, 1); hashReads != want || writes != 1 {
+			t.Errorf("pass %d: %d reads of stored hashes (want %d) and %d writes (want 1)", i, hashReads, want, writes)
+		}
+		// The list of tenants; BEGIN with the tree's lock; the batch; the
+		// tree's edge; the write; COMMIT. (The first pass also creates the
+		// tree, and reads no edge.)
+		if n := len(slices.Compact(trips)); i > 0 && n != 6 {
+			t.Errorf("pass %d: %d round trips, want 6: %q", i, n, stmts)
+		}
+	}
 	if r := f.verify(t, tn); !r.OK {
 		t.Fatalf("verify: %+v", r)
 	}

@@ -405,6 +405,9 @@ func (s *Sealer) pending(ctx context.Context, q store, tenantID int64, tree logT
 // move, and the tree's new size and root.
 func (s *Sealer) integrate(ctx context.Context, q store, tree logTree, batch []sealable, w *sealWrite) error {
 	th := newTreeHashes(ctx, q, w.TenantID)
+	if err := th.readEdge(tree.Size); err != nil {
+		return err
+	}
 	for i := range batch {
 		f := &batch[i].fields
 		n := tree.Size + int64(i)

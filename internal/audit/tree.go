@@ -68,6 +68,26 @@ func (t *treeHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	return out, nil
 }
 
+// readEdge reads the right edge of the tree of size n, the roots of its
+// complete subtrees, in one statement. Appending to the tree and hashing
+// its new root need no stored hash from before the batch but these: the
+// others they need are the batch's own, remembered as it is appended.
+func (t *treeHashes) readEdge(n int64) error {
+	var idx []int64
+	var start int64
+	for level := 62; level >= 0; level-- {
+		if n>>level&1 == 1 {
+			idx = append(idx, tlog.StoredHashIndex(level, start>>level))
+			start += 1 << level
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	_, err := t.ReadHashes(idx)
+	return err
+}
+
 // remember records the hashes stored with record n (32 bytes each).
 func (t *treeHashes) remember(n int64, hashes []byte) {
 	base := tlog.StoredHashIndex(0, n)
