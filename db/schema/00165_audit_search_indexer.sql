@@ -27,6 +27,9 @@ REVOKE ALL ON audit_search_heads FROM jejak_app, jejak_system;
 GRANT SELECT, INSERT, UPDATE ON audit_search_heads TO jejak_system;
 ALTER TABLE audit_search_heads ENABLE ROW LEVEL SECURITY;
 ALTER TABLE audit_search_heads FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON audit_search_heads TO jejak_app
+    USING (tenant_id = app_tenant_id() AND (SELECT app_is_member()))
+    WITH CHECK (tenant_id = app_tenant_id() AND (SELECT app_is_member()));
 CREATE POLICY system_access ON audit_search_heads TO jejak_system USING (true) WITH CHECK (true);
 -- audit_search_ids (security definer) reads the heads and the leaves.
 CREATE POLICY owner_search ON audit_search_heads FOR SELECT TO jejak_owner USING (true);
