@@ -4,24 +4,24 @@
 -- Tenants the sealer has work for: events waiting in the queue (a loose
 -- index scan, one probe per tenant however long the queue), v1 events not
 -- yet in the tree (the migrated chains), and trees grown since their last
--- checkpoint.
+-- checkpoint; each with whether its tree exists yet, so that a sealer
+-- finding the tree locked knows it is held, not missing, without asking.
 WITH RECURSIVE q AS (
     (SELECT u.tenant_id FROM audit_unsealed u ORDER BY u.tenant_id LIMIT 1)
     UNION ALL
     SELECT (SELECT n.tenant_id FROM audit_unsealed n WHERE n.tenant_id > q.tenant_id ORDER BY n.tenant_id LIMIT 1)
     FROM q WHERE q.tenant_id IS NOT NULL
+), work AS (
+    SELECT q.tenant_id::bigint AS tenant_id FROM q WHERE q.tenant_id IS NOT NULL
+    UNION
+    SELECT h.tenant_id FROM audit_heads h LEFT JOIN audit_trees t ON t.tenant_id = h.tenant_id
+    WHERE h.seq > coalesce(t.size, 0)
+    UNION
+    SELECT t.tenant_id FROM audit_trees t WHERE t.size > t.signed_size
 )
-SELECT q.tenant_id::bigint AS tenant_id FROM q WHERE q.tenant_id IS NOT NULL
-UNION
-SELECT h.tenant_id FROM audit_heads h LEFT JOIN audit_trees t ON t.tenant_id = h.tenant_id
-WHERE h.seq > coalesce(t.size, 0)
-UNION
-SELECT t.tenant_id FROM audit_trees t WHERE t.size > t.signed_size;
-
--- name: AuditTreeExists :one
--- Whether tenant_id has a tree: a plain read, which no lock holder or
--- writer of the row makes wait.
-SELECT EXISTS (SELECT 1 FROM audit_trees WHERE tenant_id = sqlc.arg('tenant_id'))::boolean AS found;
+SELECT w.tenant_id, EXISTS (SELECT 1 FROM audit_trees t WHERE t.tenant_id = w.tenant_id)::boolean AS has_tree
+FROM work w
+ORDER BY w.tenant_id;
 
 -- name: AuditTreeCreate :exec
 -- The tree and the search index's head, which covers nothing yet.

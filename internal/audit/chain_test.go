@@ -504,6 +504,30 @@ func TestASealBatchIsAFewRoundTrips(t *testing.T) {
 			t.Errorf("pass %d: %d round trips, want 6: %q", i, n, stmts)
 		}
 	}
+	// A tree another sealer holds costs a pass the list, BEGIN with the
+	// lock it does not get, and ROLLBACK.
+	f.recordN(t, tn, 1)
+	busy, err := f.db.System.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = busy.Rollback(ctx) }()
+	if _, err := busy.Exec(ctx, `SELECT 1 FROM audit_trees WHERE tenant_id = $1 FOR UPDATE`, tn); err != nil {
+		t.Fatal(err)
+	}
+	log.Take("")
+	if res, err := sealer.SealOnce(ctx, true); err != nil || res.Held != 1 || res.Sealed != 0 {
+		t.Fatalf("pass over a held tree: %+v, %v", res, err)
+	}
+	if stmts, trips := log.TakeTrips(""); len(slices.Compact(trips)) != 3 {
+		t.Errorf("pass over a held tree: %d round trips, want 3: %q", len(slices.Compact(trips)), stmts)
+	}
+	if err := busy.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sealer.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if r := f.verify(t, tn); !r.OK {
 		t.Fatalf("verify: %+v", r)
 	}

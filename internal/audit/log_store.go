@@ -49,10 +49,6 @@ func (s store) lockTree(ctx context.Context, tenantID int64) (t logTree, ok bool
 	return logTree(r), err == nil, err
 }
 
-func (s store) treeExists(ctx context.Context, tenantID int64) (bool, error) {
-	return s.q.AuditTreeExists(ctx, tenantID)
-}
-
 func (s store) createTree(ctx context.Context, tenantID int64, emptyRoot []byte) error {
 	return s.q.AuditTreeCreate(ctx, queries.AuditTreeCreateParams{TenantID: tenantID, Root: emptyRoot})
 }
@@ -76,8 +72,13 @@ func (s store) checkpoints(ctx context.Context, tenantID int64) ([]SignedTree, e
 	return out, err
 }
 
-// sealWork lists the tenants with queued events or unsigned growth.
-func (s store) sealWork(ctx context.Context) ([]int64, error) { return s.q.AuditSealWork(ctx) }
+// sealWork is a tenant the sealer has work for, and whether its tree
+// exists yet.
+type sealWork = queries.AuditSealWorkRow
+
+// sealWork lists the tenants with queued events or unsigned growth, in id
+// order.
+func (s store) sealWork(ctx context.Context) ([]sealWork, error) { return s.q.AuditSealWork(ctx) }
 
 // v1Batch reads up to limit migrated v1 events after seq afterSeq, in seq
 // order, with each event's v1 seq.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -137,10 +136,9 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("list tenants to seal: %w", err)
 	}
-	// Oldest tenants first, so a pass is the same whatever order the
-	// database listed them in; each tenant's outcome is kept in its place
-	// and tallied in that order once all are done.
-	slices.Sort(tenants)
+	// Oldest tenants first (the list's order), so a pass is the same
+	// every time; each tenant's outcome is kept in its place and tallied
+	// in that order once all are done.
 	type outcome struct {
 		n   int
 		cp  *SignedCheckpoint
@@ -172,7 +170,7 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 			res.Held++
 		case o.err != nil:
 			// One tenant's failure must not stop the others' logs.
-			s.opts.Log.ErrorContext(ctx, "seal audit events", "tenant_id", tenants[i], "error", o.err.Error())
+			s.opts.Log.ErrorContext(ctx, "seal audit events", "tenant_id", tenants[i].TenantID, "error", o.err.Error())
 			firstErr = cmp.Or(firstErr, o.err)
 		default:
 			res.Sealed += o.n
@@ -282,16 +280,17 @@ type sealable struct {
 	queuedAt time.Time
 }
 
-// sealTenant seals one batch of tenantID's events in one transaction and
-// signs a checkpoint when due. It returns errTreeHeld without waiting when
+// sealTenant seals one batch of a listed tenant's events in one
+// transaction and signs a checkpoint when due. It returns errTreeHeld without waiting when
 // another sealer holds the tenant's tree.
-func (s *Sealer) sealTenant(ctx context.Context, tenantID int64, force bool) (int, *SignedCheckpoint, error) {
+func (s *Sealer) sealTenant(ctx context.Context, work sealWork, force bool) (int, *SignedCheckpoint, error) {
+	tenantID := work.TenantID
 	var n int
 	var cp *SignedCheckpoint
 	var delays []time.Duration
 	err := database.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		q := newStore(tx)
-		tree, ok, err := lockTree(ctx, q, tenantID)
+		tree, ok, err := lockTree(ctx, q, tenantID, work.HasTree)
 		if err != nil {
 			return err
 		}
@@ -346,33 +345,23 @@ func (s *Sealer) sealTenant(ctx context.Context, tenantID int64, force bool) (in
 	return n, cp, nil
 }
 
-// lockTree locks tenantID's tree row, creating the empty tree first;
-// ok is false when another sealer holds it.
-func lockTree(ctx context.Context, q store, tenantID int64) (logTree, bool, error) {
-	for attempt := 0; ; attempt++ {
-		tree, ok, err := q.lockTree(ctx, tenantID)
-		if err != nil {
-			return tree, false, fmt.Errorf("lock tree: %w", err)
-		}
-		if ok || attempt > 0 {
-			return tree, ok, nil // not ok: it exists, another sealer holds it
-		}
-		// Held or missing: only a missing tree is created. The insert
-		// would wait for a sealer that has grown the row in its open
-		// transaction (its new version is not committed), though it
-		// inserts nothing.
-		found, err := q.treeExists(ctx, tenantID)
-		if err != nil {
-			return tree, false, fmt.Errorf("find tree: %w", err)
-		}
-		if found {
-			return tree, false, nil
-		}
+// lockTree locks tenantID's tree row, creating the empty tree first when
+// the pass's list found none; ok is false when another sealer holds it.
+// Only a missing tree is created: an insert, even one that inserts
+// nothing, waits for a sealer that has grown the row in its open
+// transaction (the row's new version is not committed yet).
+func lockTree(ctx context.Context, q store, tenantID int64, exists bool) (logTree, bool, error) {
+	if !exists {
 		var empty tlog.Hash
 		if err := q.createTree(ctx, tenantID, empty[:]); err != nil {
-			return tree, false, fmt.Errorf("create tree: %w", err)
+			return logTree{}, false, fmt.Errorf("create tree: %w", err)
 		}
 	}
+	tree, ok, err := q.lockTree(ctx, tenantID)
+	if err != nil {
+		return tree, false, fmt.Errorf("lock tree: %w", err)
+	}
+	return tree, ok, nil
 }
 
 // pending reads the next batch: the migrated v1 chain first, in its seq

@@ -279,33 +279,43 @@ WITH RECURSIVE q AS (
     UNION ALL
     SELECT (SELECT n.tenant_id FROM audit_unsealed n WHERE n.tenant_id > q.tenant_id ORDER BY n.tenant_id LIMIT 1)
     FROM q WHERE q.tenant_id IS NOT NULL
+), work AS (
+    SELECT q.tenant_id::bigint AS tenant_id FROM q WHERE q.tenant_id IS NOT NULL
+    UNION
+    SELECT h.tenant_id FROM audit_heads h LEFT JOIN audit_trees t ON t.tenant_id = h.tenant_id
+    WHERE h.seq > coalesce(t.size, 0)
+    UNION
+    SELECT t.tenant_id FROM audit_trees t WHERE t.size > t.signed_size
 )
-SELECT q.tenant_id::bigint AS tenant_id FROM q WHERE q.tenant_id IS NOT NULL
-UNION
-SELECT h.tenant_id FROM audit_heads h LEFT JOIN audit_trees t ON t.tenant_id = h.tenant_id
-WHERE h.seq > coalesce(t.size, 0)
-UNION
-SELECT t.tenant_id FROM audit_trees t WHERE t.size > t.signed_size
+SELECT w.tenant_id, EXISTS (SELECT 1 FROM audit_trees t WHERE t.tenant_id = w.tenant_id)::boolean AS has_tree
+FROM work w
+ORDER BY w.tenant_id
 `
+
+type AuditSealWorkRow struct {
+	TenantID int64
+	HasTree  bool
+}
 
 // The audit log's sealer, proofs and verification (internal/audit).
 // Tenants the sealer has work for: events waiting in the queue (a loose
 // index scan, one probe per tenant however long the queue), v1 events not
 // yet in the tree (the migrated chains), and trees grown since their last
-// checkpoint.
-func (q *Queries) AuditSealWork(ctx context.Context) ([]int64, error) {
+// checkpoint; each with whether its tree exists yet, so that a sealer
+// finding the tree locked knows it is held, not missing, without asking.
+func (q *Queries) AuditSealWork(ctx context.Context) ([]AuditSealWorkRow, error) {
 	rows, err := q.db.Query(ctx, auditSealWork)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	items := []AuditSealWorkRow{}
 	for rows.Next() {
-		var tenant_id int64
-		if err := rows.Scan(&tenant_id); err != nil {
+		var i AuditSealWorkRow
+		if err := rows.Scan(&i.TenantID, &i.HasTree); err != nil {
 			return nil, err
 		}
-		items = append(items, tenant_id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -408,19 +418,6 @@ type AuditTreeCreateParams struct {
 func (q *Queries) AuditTreeCreate(ctx context.Context, arg AuditTreeCreateParams) error {
 	_, err := q.db.Exec(ctx, auditTreeCreate, arg.TenantID, arg.Root)
 	return err
-}
-
-const auditTreeExists = `-- name: AuditTreeExists :one
-SELECT EXISTS (SELECT 1 FROM audit_trees WHERE tenant_id = $1)::boolean AS found
-`
-
-// Whether tenant_id has a tree: a plain read, which no lock holder or
-// writer of the row makes wait.
-func (q *Queries) AuditTreeExists(ctx context.Context, tenantID int64) (bool, error) {
-	row := q.db.QueryRow(ctx, auditTreeExists, tenantID)
-	var found bool
-	err := row.Scan(&found)
-	return found, err
 }
 
 const auditTreeGet = `-- name: AuditTreeGet :one
