@@ -18,11 +18,7 @@ func TestAuditGauges(t *testing.T) {
 	db := testdb.New(t)
 	ctx := context.Background()
 	tenant := insertTenant(t, db, "melati", "Melati")
-	if _, err := db.Admin.Exec(ctx, `INSERT INTO audit_unsealed (tenant_id, actor_kind, action, entity, entity_id, detail, trace_id, occurred_at)
-		SELECT $1, 'system', 'project.create', 'project', g::text, '{"name": "Katalog Musim Hujan"}', 'trace', now()
-		  FROM generate_series(1, 3) g`, tenant); err != nil {
-		t.Fatal(err)
-	}
+	insertUnsealed(t, db, tenant, 3)
 	// Two of the three sealed, none indexed.
 	if res, err := audit.NewSealer(db.System, audit.SealerOptions{Batch: 2}).SealOnce(ctx, false); err != nil || res.Sealed != 2 {
 		t.Fatalf("seal: %+v, %v", res, err)

@@ -16,10 +16,7 @@ func TestWebOnlyReplicaSeals(t *testing.T) {
 	db := testdb.New(t)
 	ctx := context.Background()
 	tenant := insertTenant(t, db, "melati", "Melati")
-	if _, err := db.Admin.Exec(ctx, `INSERT INTO audit_unsealed (tenant_id, actor_kind, action, entity, entity_id, detail, trace_id, occurred_at)
-		VALUES ($1, 'system', 'project.create', 'project', '1', '{"name": "Katalog Musim Hujan"}', 'trace', now())`, tenant); err != nil {
-		t.Fatal(err)
-	}
+	insertUnsealed(t, db, tenant, 1)
 	serveUntilCleanup(t, map[string]string{"DATABASE_URL": db.URL, "JEJAK_ADDR": freeAddr(t),
 		"JEJAK_WORKERS": "0", "JEJAK_DB_CONNS": "4", "JEJAK_DATA_DIR": t.TempDir()})
 	testwait.For(t, "the web-only replica to seal the event", func() bool {
@@ -29,6 +26,17 @@ func TestWebOnlyReplicaSeals(t *testing.T) {
 		}
 		return size == 1
 	})
+}
+
+// insertUnsealed records n events of tenant as a writer would, waiting
+// for the sealer (inserted by a superuser).
+func insertUnsealed(t *testing.T, db *testdb.DB, tenant int64, n int) {
+	t.Helper()
+	if _, err := db.Admin.Exec(context.Background(), `INSERT INTO audit_unsealed (tenant_id, actor_kind, action, entity, entity_id, detail, trace_id, occurred_at)
+		SELECT $1, 'system', 'project.create', 'project', g::text, '{"name": "Katalog Musim Hujan"}', 'trace', now()
+		  FROM generate_series(1, $2::int) g`, tenant, n); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // insertTenant adds a tenant as a superuser and returns its id.

@@ -174,11 +174,18 @@ func TestWritersNeverWait(t *testing.T) {
 // the transaction it returns (rolled back when t ends).
 func (f *fixture) heldTree(t *testing.T) (int64, pgx.Tx) {
 	t.Helper()
-	ctx := context.Background()
 	tn := f.tenant(t, "melati")
 	f.recordN(t, tn, 3)
 	f.seal(t) // creates the tree row
 	f.recordN(t, tn, 2)
+	return tn, f.holdTree(t, tn)
+}
+
+// holdTree locks tenant tn's tree row in a transaction of its own, as
+// another sealer sealing it does, until the test rolls it back.
+func (f *fixture) holdTree(t *testing.T, tn int64) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
 	busy, err := f.db.System.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +194,7 @@ func (f *fixture) heldTree(t *testing.T) (int64, pgx.Tx) {
 	if _, err := busy.Exec(ctx, `SELECT 1 FROM audit_trees WHERE tenant_id = $1 FOR UPDATE`, tn); err != nil {
 		t.Fatal(err)
 	}
-	return tn, busy
+	return busy
 }
 
 // TestSealerSkipsATreeAnotherSealerHolds: a tenant whose tree row another
@@ -507,14 +514,7 @@ func TestASealBatchIsAFewRoundTrips(t *testing.T) {
 	// A tree another sealer holds costs a pass the list, BEGIN with the
 	// lock it does not get, and ROLLBACK.
 	f.recordN(t, tn, 1)
-	busy, err := f.db.System.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = busy.Rollback(ctx) }()
-	if _, err := busy.Exec(ctx, `SELECT 1 FROM audit_trees WHERE tenant_id = $1 FOR UPDATE`, tn); err != nil {
-		t.Fatal(err)
-	}
+	busy := f.holdTree(t, tn)
 	log.Take("")
 	if res, err := sealer.SealOnce(ctx, true); err != nil || res.Held != 1 || res.Sealed != 0 {
 		t.Fatalf("pass over a held tree: %+v, %v", res, err)

@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/jejakhq/jejak/internal/audit"
-	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/testwait"
 )
 
@@ -44,18 +41,7 @@ func searchPage(t *testing.T, f *fixture, tn int64, term string, beforeID int64)
 	if err != nil {
 		t.Fatalf("CheckSearch(%q): %v", term, err)
 	}
-	var out []string
-	err = database.InTenantTx(context.Background(), f.db.App, tn, func(tx pgx.Tx) error {
-		p, err := audit.Timeline(context.Background(), tx, tn, audit.Filter{Search: s}, beforeID, 50)
-		for _, e := range p.Rows {
-			out = append(out, e.Action+" "+e.EntityID)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatalf("search %q: %v", term, err)
-	}
-	return out
+	return timelinePage(t, f, tn, audit.Filter{Search: s}, beforeID)
 }
 
 // TestSearchFindsSealedEventsTheIndexHasNotReached: sealing leaves the

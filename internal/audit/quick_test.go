@@ -54,9 +54,15 @@ func trailStory(t *testing.T, f *fixture) (tn, owner, staff int64) {
 // as action/entity id pairs.
 func timelineActions(t *testing.T, f *fixture, tn int64, flt audit.Filter) []string {
 	t.Helper()
+	return timelinePage(t, f, tn, flt, 0)
+}
+
+// timelinePage is timelineActions below beforeID (0: from the newest).
+func timelinePage(t *testing.T, f *fixture, tn int64, flt audit.Filter, beforeID int64) []string {
+	t.Helper()
 	var out []string
 	err := database.InTenantTx(context.Background(), f.db.App, tn, func(tx pgx.Tx) error {
-		p, err := audit.Timeline(context.Background(), tx, tn, flt, 0, 50)
+		p, err := audit.Timeline(context.Background(), tx, tn, flt, beforeID, 50)
 		for _, e := range p.Rows {
 			out = append(out, e.Action+" "+e.EntityID)
 		}
