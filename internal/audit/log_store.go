@@ -72,13 +72,13 @@ func (s store) checkpoints(ctx context.Context, tenantID int64) ([]SignedTree, e
 	return out, err
 }
 
-// sealWork is a tenant the sealer has work for, and whether its tree
+// sealTarget is a tenant the sealer has work for, and whether its tree
 // exists yet.
-type sealWork = queries.AuditSealWorkRow
+type sealTarget = queries.AuditSealWorkRow
 
 // sealWork lists the tenants with queued events or unsigned growth, in id
 // order.
-func (s store) sealWork(ctx context.Context) ([]sealWork, error) { return s.q.AuditSealWork(ctx) }
+func (s store) sealWork(ctx context.Context) ([]sealTarget, error) { return s.q.AuditSealWork(ctx) }
 
 // v1Batch reads up to limit migrated v1 events after seq afterSeq, in seq
 // order, with each event's v1 seq.
