@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 )
@@ -99,12 +100,12 @@ func startLoad(ctx context.Context, env *Env, name string, tenants []int64) (*en
 			_, _ = l.stop(context.WithoutCancel(ctx), env)
 			return nil, errors.New("load engine handled no job within a minute")
 		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 10*time.Millisecond); err != nil {
 			_, _ = l.stop(context.WithoutCancel(ctx), env)
 			return nil, err
 		}
 	}
-	if err := sleepCtx(ctx, cfg.Warmup); err != nil {
+	if err := clock.Sleep(ctx, cfg.Warmup); err != nil {
 		_, _ = l.stop(context.WithoutCancel(ctx), env)
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func (l *engineLoad) awaitWork(ctx context.Context) error {
 		if time.Now().After(deadline) {
 			return errors.New("load engine handled no job while the page was timed")
 		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 10*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jejakhq/jejak/internal/clock"
 )
 
 // queueRun is one system (Jejak or River) set up on a fresh database with a
@@ -260,11 +262,11 @@ func runContinuous(ctx context.Context, env *Env, system string) (Result, error)
 	}
 	defer q.Stop(context.WithoutCancel(ctx)) //nolint:errcheck // Stop again is harmless
 
-	if err := sleepCtx(ctx, cfg.Warmup); err != nil {
+	if err := clock.Sleep(ctx, cfg.Warmup); err != nil {
 		return Result{}, err
 	}
 	n0, i0, t0 := cnt.n.Load(), inserted.Load(), time.Now()
-	if err := sleepCtx(ctx, cfg.Duration); err != nil {
+	if err := clock.Sleep(ctx, cfg.Duration); err != nil {
 		return Result{}, err
 	}
 	n1, i1, secs := cnt.n.Load(), inserted.Load(), time.Since(t0).Seconds()
@@ -297,17 +299,6 @@ func produce(ctx context.Context, insert func(context.Context, int) error, batch
 			return ctx.Err()
 		case <-t.C:
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -349,7 +340,7 @@ func runLatency(ctx context.Context, env *Env, system string) (Result, error) {
 	defer q.Stop(context.WithoutCancel(ctx)) //nolint:errcheck // Stop again is harmless
 	// Let start-up work (leader election, first empty fetches) settle so the
 	// workers are idle when the first job arrives.
-	if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+	if err := clock.Sleep(ctx, 500*time.Millisecond); err != nil {
 		return Result{}, err
 	}
 	tick := time.NewTicker(time.Second / time.Duration(max(cfg.LatencyRate, 1)))

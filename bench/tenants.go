@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 )
@@ -307,12 +308,12 @@ func tenantsContinuous(n int, fair bool) func(context.Context, *Env, string) (Re
 			return Result{}, fmt.Errorf("start: %w", err)
 		}
 		r.live = true
-		if err := sleepCtx(ctx, cfg.Warmup); err != nil {
+		if err := clock.Sleep(ctx, cfg.Warmup); err != nil {
 			return Result{}, err
 		}
 		n0, t0 := r.cnt.n.Load(), time.Now()
 		r.tag.Store(true)
-		if err := sleepCtx(ctx, cfg.Duration); err != nil {
+		if err := clock.Sleep(ctx, cfg.Duration); err != nil {
 			return Result{}, err
 		}
 		// The producer only tops the backlog up as jobs finish: on a busy

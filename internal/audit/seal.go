@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 )
 
@@ -218,16 +219,7 @@ func (s *Sealer) Drain(ctx context.Context) error {
 
 // waitRetry waits before Drain looks again at a tenant another sealer or
 // indexer holds: their transactions are one batch long.
-func waitRetry(ctx context.Context) error {
-	retry := time.NewTimer(10 * time.Millisecond)
-	defer retry.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-retry.C:
-		return nil
-	}
-}
+func waitRetry(ctx context.Context) error { return clock.Sleep(ctx, 10*time.Millisecond) }
 
 // Run seals every poll and indexes for the name search every quarter of
 // opts.IndexEvery until ctx ends, each at once again while a backlog

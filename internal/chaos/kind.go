@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jejakhq/jejak/internal/clock"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/job"
 )
@@ -55,7 +56,7 @@ func handler(app database.Pool) job.Handler {
 		if err := json.Unmarshal(j.Payload, &p); err != nil || p.Key == "" {
 			return job.Permanent(fmt.Errorf("chaos payload: %v", err))
 		}
-		if err := wait(ctx, time.Duration(p.SleepMS)*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, time.Duration(p.SleepMS)*time.Millisecond); err != nil {
 			return err
 		}
 		for {
@@ -72,23 +73,9 @@ func handler(app database.Pool) job.Handler {
 			if err == nil || ctx.Err() != nil {
 				return err
 			}
-			if err := wait(ctx, 200*time.Millisecond); err != nil {
+			if err := clock.Sleep(ctx, 200*time.Millisecond); err != nil {
 				return errors.Join(err, ctx.Err())
 			}
 		}
-	}
-}
-
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -7,6 +7,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -51,4 +52,20 @@ func (f *Frozen) Advance(d time.Duration) {
 	f.mu.Lock()
 	f.t = f.t.Add(d)
 	f.mu.Unlock()
+}
+
+// Sleep waits d, or until ctx ends (its error then); a d of zero or less
+// returns nil at once.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
