@@ -4,13 +4,17 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/jejakhq/jejak/internal/anchor"
 	"github.com/jejakhq/jejak/internal/audit"
 )
 
@@ -24,12 +28,30 @@ func init() {
 	register(Bench{Name: "audit_log", Run: auditLogBench})
 }
 
-// benchLogSigner signs the scale database's checkpoints. It is derived from
-// a fixed seed so a reused database's checkpoints verify in a later run;
-// it signs nothing outside the benchmark.
-func benchLogSigner() (*audit.LogSigner, error) {
+// benchLogSeed is the Ed25519 seed of the key that signs the scale
+// database's checkpoints. It is fixed so a reused database's checkpoints
+// verify in a later run; it signs nothing outside the benchmark.
+func benchLogSeed() []byte {
 	seed := sha256.Sum256([]byte("jejak bench scale database log key"))
-	return audit.NewLogSigner(ed25519.NewKeyFromSeed(seed[:]))
+	return seed[:]
+}
+
+// benchLogSigner signs with benchLogSeed's key, as the sealers the
+// benchmarks run in process do.
+func benchLogSigner() (*audit.LogSigner, error) {
+	return audit.NewLogSigner(ed25519.NewKeyFromSeed(benchLogSeed()))
+}
+
+// writeBenchAnchorDir makes dir an anchor directory (JEJAK_ANCHOR_DIR)
+// holding benchLogSeed's key, in anchor.Open's file format: a server run
+// over the scale database seals what its requests write, and checkpoints
+// signed with a key of its own would make the database's logs fail
+// verification in audit_log from then on.
+func writeBenchAnchorDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, anchor.KeyFile), []byte(hex.EncodeToString(benchLogSeed())+"\n"), 0o600)
 }
 
 // sealScale seals whatever waits in the scale database (all of it after a

@@ -217,7 +217,12 @@ func startHTTPServer(ctx context.Context, env *Env) (*httpServer, error) {
 		"JEJAK_LOG_LEVEL=warn",
 	}
 	if env.Cfg.HTTPScale {
-		cmd.Env = append(cmd.Env, "JEJAK_WORKERS=0")
+		anchors := filepath.Join(dir, "anchors")
+		if err := writeBenchAnchorDir(anchors); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("anchor directory: %w", err)
+		}
+		cmd.Env = append(cmd.Env, "JEJAK_WORKERS=0", "JEJAK_ANCHOR_DIR="+anchors)
 	}
 	if addr := os.Getenv("JEJAK_PPROF_ADDR"); addr != "" {
 		// Profile the server while a line runs (docs/observability.md).
