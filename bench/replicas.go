@@ -135,8 +135,9 @@ func (s *syncBuffer) String() string {
 
 // startReplica runs `web serve --workers-only` on databaseURL and the NATS
 // server at natsURL with workers worker goroutines, in its own working and
-// data directory.
-func startReplica(bin, databaseURL, natsURL string, workers int, conns int) (*replica, error) {
+// data directory, with the anchor directory anchors (JEJAK_ANCHOR_DIR) that
+// every replica of a deployment shares: its key signs every tenant's log.
+func startReplica(bin, databaseURL, natsURL, anchors string, workers int, conns int) (*replica, error) {
 	dir, err := os.MkdirTemp("", "jejak-bench-replica-")
 	if err != nil {
 		return nil, err
@@ -152,6 +153,7 @@ func startReplica(bin, databaseURL, natsURL string, workers int, conns int) (*re
 		"JEJAK_DB_CONNS=" + strconv.Itoa(conns),
 		"JEJAK_WORKERS_ONLY=true",
 		"JEJAK_DATA_DIR=" + filepath.Join(dir, "data"),
+		"JEJAK_ANCHOR_DIR=" + anchors,
 		"JEJAK_ADDR=127.0.0.1:0",
 		"JEJAK_LOG_LEVEL=warn",
 	}
@@ -214,6 +216,11 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("nats: %w", err)
 		}
+		anchors, err := os.MkdirTemp("", "jejak-bench-anchors-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer os.RemoveAll(anchors)
 		var reps []*replica
 		defer func() {
 			for _, r := range reps {
@@ -230,7 +237,7 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			conns = cfg.ReplicaConns
 		}
 		for range n {
-			r, err := startReplica(bin, db.URL, ns.ClientURL(), cfg.ReplicaWorkers, conns)
+			r, err := startReplica(bin, db.URL, ns.ClientURL(), anchors, cfg.ReplicaWorkers, conns)
 			if err != nil {
 				return Result{}, err
 			}

@@ -97,6 +97,10 @@ func TestChaos(t *testing.T) {
 	px := newProxy(t, fmt.Sprintf("127.0.0.1:%d", cluster.Port))
 	proxiedURL := fmt.Sprintf("postgres://postgres@%s/jejak?sslmode=disable", px.addr())
 	procs := make([]*exec.Cmd, replicas)
+	// One anchor directory for all, as a deployment shares it: its key
+	// signs every tenant's log, and a replica restarted with a key of its
+	// own would refuse to start.
+	anchors := filepath.Join(base, "anchors")
 	start := func(i int) {
 		url := dbURL
 		if i == replicas-1 {
@@ -109,7 +113,7 @@ func TestChaos(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(bin, "serve", "--workers-only")
-		cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "JEJAK_DATA_DIR="+dir,
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "JEJAK_DATA_DIR="+dir, "JEJAK_ANCHOR_DIR="+anchors,
 			"JEJAK_WORKERS="+strconv.Itoa(workers), "JEJAK_LEASE="+lease.String(), "JEJAK_HEARTBEAT="+heartbeat.String(),
 			"JEJAK_CHAOS_KIND=true", "JEJAK_LOG_LEVEL=warn")
 		cmd.Stdout, cmd.Stderr = logf, logf
