@@ -125,6 +125,15 @@ SELECT size, root, signed_size FROM audit_trees WHERE tenant_id = $1;
 SELECT size, root, note FROM audit_checkpoints
 WHERE tenant_id = $1 ORDER BY size DESC LIMIT 1;
 
+-- name: AuditCheckpointNewest :one
+-- The checkpoint signed last, of any tenant: a sealer checks at start that
+-- its key made it. Reads every tenant's tree row once (a start-up check).
+SELECT c.tenant_id, c.size, c.note
+  FROM audit_trees t
+  JOIN audit_checkpoints c ON c.tenant_id = t.tenant_id AND c.size = t.signed_size
+ ORDER BY t.signed_at DESC
+ LIMIT 1;
+
 -- name: AuditCheckpointsAll :many
 SELECT size, root, note FROM audit_checkpoints
 WHERE tenant_id = $1 ORDER BY size;

@@ -252,7 +252,7 @@ func serveDeps(ctx context.Context, cfg Config, env *Env, engine *job.Engine, ex
 	WithPayments(&deps, ext.payments)
 	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies
-	sealer, err := newSealer(cfg, env, log, reg)
+	sealer, err := newSealer(ctx, cfg, env, log, reg)
 	if err != nil {
 		return deps, err
 	}
@@ -476,8 +476,9 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 const sealPoll = 100 * time.Millisecond
 
 // newSealer opens the anchor directory (its key signs the checkpoints,
-// its anchors file keeps a copy of each) and returns the audit sealer.
-func newSealer(cfg Config, env *Env, log *slog.Logger, reg *metrics.Registry) (*audit.Sealer, error) {
+// its anchors file keeps a copy of each) and returns the audit sealer,
+// refusing a key other than the one the database's logs are signed with.
+func newSealer(ctx context.Context, cfg Config, env *Env, log *slog.Logger, reg *metrics.Registry) (*audit.Sealer, error) {
 	anchors, err := anchor.Open(cfg.AnchorDirectory())
 	if err != nil {
 		return nil, err
@@ -493,7 +494,11 @@ func newSealer(cfg Config, env *Env, log *slog.Logger, reg *metrics.Registry) (*
 	if reg != nil {
 		opts.OnSealed = reg.ObserveSealDelays
 	}
-	return audit.NewSealer(env.System, opts), nil
+	sealer := audit.NewSealer(env.System, opts)
+	if err := sealer.CheckKey(ctx); err != nil {
+		return nil, fmt.Errorf("%w; every replica signs with one key: give this one the %s of a replica that signs this database's logs (or JEJAK_ANCHOR_DIR pointing at its directory) instead of %s", err, anchor.KeyFile, filepath.Join(cfg.AnchorDirectory(), anchor.KeyFile))
+	}
+	return sealer, nil
 }
 
 // AuditAnchor seals every waiting audit event and signs a checkpoint of
@@ -505,7 +510,7 @@ func AuditAnchor(ctx context.Context, cfg Config, log *slog.Logger, out io.Write
 		return err
 	}
 	defer env.Close()
-	sealer, err := newSealer(cfg, env, log, nil)
+	sealer, err := newSealer(ctx, cfg, env, log, nil)
 	if err != nil {
 		return err
 	}

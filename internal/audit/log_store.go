@@ -62,6 +62,16 @@ func (s store) latestCheckpoint(ctx context.Context, tenantID int64) (SignedTree
 	return SignedTree(r), err == nil, err
 }
 
+// newestCheckpoint is the checkpoint signed last, of any tenant; ok is
+// false when there is none.
+func (s store) newestCheckpoint(ctx context.Context) (tenantID, size int64, signed string, ok bool, err error) {
+	r, err := s.q.AuditCheckpointNewest(ctx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, "", false, nil
+	}
+	return r.TenantID, r.Size, r.Note, err == nil, err
+}
+
 // checkpoints are all of tenantID's checkpoints, smallest tree first.
 func (s store) checkpoints(ctx context.Context, tenantID int64) ([]SignedTree, error) {
 	rows, err := s.q.AuditCheckpointsAll(ctx, tenantID)

@@ -106,6 +106,30 @@ func NewSealer(system database.Pool, opts SealerOptions) *Sealer {
 	return &Sealer{db: system, opts: opts}
 }
 
+// ErrForeignKey is CheckKey's answer when the database's logs are signed
+// with another key than the sealer's.
+var ErrForeignKey = errors.New("the database's audit checkpoints are signed with another log key")
+
+// CheckKey returns ErrForeignKey when the checkpoint signed last, of any
+// tenant, does not verify with this sealer's key. Sealers that sign with
+// different keys would leave each tenant's log under several keys: no
+// verifier holding the one published key (each replica would publish its
+// own) accepts them, and a witness would report the key changing. A
+// database with no checkpoint yet takes any key.
+func (s *Sealer) CheckKey(ctx context.Context) error {
+	if s.opts.Signer == nil {
+		return nil
+	}
+	tenantID, size, signed, ok, err := newStore(s.db).newestCheckpoint(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	if _, err := OpenCheckpoint([]byte(signed), s.VerifierKey(), ""); err != nil {
+		return fmt.Errorf("%w: tenant %d's checkpoint of size %d does not verify with key %s (%v)", ErrForeignKey, tenantID, size, s.VerifierKey(), err)
+	}
+	return nil
+}
+
 // VerifierKey is the key that verifies this sealer's checkpoints ("" when
 // it does not sign).
 func (s *Sealer) VerifierKey() string {

@@ -28,6 +28,29 @@ func (q *Queries) AuditCheckpointLatest(ctx context.Context, tenantID int64) (Au
 	return i, err
 }
 
+const auditCheckpointNewest = `-- name: AuditCheckpointNewest :one
+SELECT c.tenant_id, c.size, c.note
+  FROM audit_trees t
+  JOIN audit_checkpoints c ON c.tenant_id = t.tenant_id AND c.size = t.signed_size
+ ORDER BY t.signed_at DESC
+ LIMIT 1
+`
+
+type AuditCheckpointNewestRow struct {
+	TenantID int64
+	Size     int64
+	Note     string
+}
+
+// The checkpoint signed last, of any tenant: a sealer checks at start that
+// its key made it. Reads every tenant's tree row once (a start-up check).
+func (q *Queries) AuditCheckpointNewest(ctx context.Context) (AuditCheckpointNewestRow, error) {
+	row := q.db.QueryRow(ctx, auditCheckpointNewest)
+	var i AuditCheckpointNewestRow
+	err := row.Scan(&i.TenantID, &i.Size, &i.Note)
+	return i, err
+}
+
 const auditCheckpointsAll = `-- name: AuditCheckpointsAll :many
 SELECT size, root, note FROM audit_checkpoints
 WHERE tenant_id = $1 ORDER BY size
