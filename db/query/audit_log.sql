@@ -134,6 +134,18 @@ SELECT c.tenant_id, c.size, c.note
  ORDER BY t.signed_at DESC
  LIMIT 1;
 
+-- name: AuditLogKeyClaim :one
+-- The database's log key: this sealer's when none was claimed yet (ON
+-- CONFLICT: two sealers starting at once agree on the first).
+WITH claimed AS (
+    INSERT INTO audit_log_key (verifier_key) VALUES (@verifier_key::text)
+    ON CONFLICT (one) DO NOTHING
+    RETURNING verifier_key
+)
+SELECT verifier_key FROM claimed
+UNION ALL
+SELECT verifier_key FROM audit_log_key WHERE NOT EXISTS (SELECT 1 FROM claimed);
+
 -- name: AuditCheckpointsAll :many
 SELECT size, root, note FROM audit_checkpoints
 WHERE tenant_id = $1 ORDER BY size;

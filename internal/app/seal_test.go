@@ -56,9 +56,11 @@ func insertTenant(t *testing.T, db *testdb.DB, slug, name string) int64 {
 	return id
 }
 
-// TestAReplicaWithAnotherLogKeyRefusesToSign: once a database's logs are
-// signed, a replica whose anchor directory holds another key neither
-// serves nor seals, and says which key file to bring; the replica with
+// TestAReplicaWithAnotherLogKeyRefusesToSign: the first replica to start
+// claims the database's log key; a replica whose anchor directory holds
+// another key then neither serves nor seals, and says which key file to
+// bring, whether checkpoints exist yet or not, and on a database signed
+// before keys were claimed the newest checkpoint decides; the replica with
 // the signing key goes on sealing.
 func TestAReplicaWithAnotherLogKeyRefusesToSign(t *testing.T) {
 	t.Parallel()
@@ -76,26 +78,41 @@ func TestAReplicaWithAnotherLogKeyRefusesToSign(t *testing.T) {
 		return cfg
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	size := func() int64 {
+	count := func(sql string, args ...any) int64 {
 		t.Helper()
 		var n int64
-		if err := db.Admin.QueryRow(ctx, "SELECT coalesce((SELECT size FROM audit_trees WHERE tenant_id = $1), 0)", tenant).Scan(&n); err != nil {
+		if err := db.Admin.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
+	size := func() int64 {
+		t.Helper()
+		return count("SELECT coalesce((SELECT size FROM audit_trees WHERE tenant_id = $1), 0)", tenant)
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, audit.ErrForeignKey) || !strings.Contains(err.Error(), anchor.KeyFile) {
+			t.Fatalf("%s with another key: %v, want audit.ErrForeignKey naming %s", what, err, anchor.KeyFile)
+		}
+	}
 	first, second := config(t.TempDir()), config(t.TempDir())
 
-	// No checkpoint yet: any key may sign the first.
+	// The first start claims the key before anything is signed.
+	if err := AuditAnchor(ctx, first, quiet, io.Discard); err != nil {
+		t.Fatalf("anchor with the first key: %v", err)
+	}
+	if n := count("SELECT count(*) FROM audit_checkpoints"); n != 0 {
+		t.Fatalf("%d checkpoints with nothing to seal", n)
+	}
+	refused("anchor before any checkpoint", AuditAnchor(ctx, second, quiet, io.Discard))
+
 	insertUnsealed(t, db, tenant, 1)
 	if err := AuditAnchor(ctx, first, quiet, io.Discard); err != nil {
 		t.Fatalf("anchor with the first key: %v", err)
 	}
 	insertUnsealed(t, db, tenant, 1)
-	err := AuditAnchor(ctx, second, quiet, io.Discard)
-	if !errors.Is(err, audit.ErrForeignKey) || !strings.Contains(err.Error(), anchor.KeyFile) {
-		t.Fatalf("anchor with another key: %v, want audit.ErrForeignKey naming %s", err, anchor.KeyFile)
-	}
+	refused("anchor", AuditAnchor(ctx, second, quiet, io.Discard))
 	if n := size(); n != 1 {
 		t.Errorf("after the refused anchor the tree has %d leaves, want 1 (nothing sealed)", n)
 	}
@@ -103,6 +120,16 @@ func TestAReplicaWithAnotherLogKeyRefusesToSign(t *testing.T) {
 	defer cancel()
 	if err := Serve(sctx, second, quiet, io.Discard); !errors.Is(err, audit.ErrForeignKey) {
 		t.Fatalf("serve with another key: %v, want audit.ErrForeignKey", err)
+	}
+
+	// A database signed before keys were claimed: its newest checkpoint
+	// decides, and the refused replica claims nothing.
+	if _, err := db.Admin.Exec(ctx, "DELETE FROM audit_log_key"); err != nil {
+		t.Fatal(err)
+	}
+	refused("anchor on a database signed before the claim", AuditAnchor(ctx, second, quiet, io.Discard))
+	if n := count("SELECT count(*) FROM audit_log_key"); n != 0 {
+		t.Errorf("the refused replica claimed the key (%d rows)", n)
 	}
 	if err := AuditAnchor(ctx, first, quiet, io.Discard); err != nil {
 		t.Fatalf("anchor with the signing key again: %v", err)

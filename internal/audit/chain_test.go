@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -530,5 +531,57 @@ func TestASealBatchIsAFewRoundTrips(t *testing.T) {
 	}
 	if r := f.verify(t, tn); !r.OK {
 		t.Fatalf("verify: %+v", r)
+	}
+}
+
+// TestSealersStartingAtOnceAgreeOnOneKey: sealers with different keys
+// checking their key at the same moment, on a database nothing was signed
+// in yet, do not both go on: one claims the log key and every other is
+// told ErrForeignKey; a sealer with the claimed key passes.
+func TestSealersStartingAtOnceAgreeOnOneKey(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	const n = 4
+	sealers := make([]*audit.Sealer, n)
+	for i := range sealers {
+		sealers[i] = audit.NewSealer(f.db.System, audit.SealerOptions{Signer: newSigner(t)})
+	}
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	for _, s := range sealers {
+		go func() {
+			<-start
+			errs <- s.CheckKey(ctx)
+		}()
+	}
+	close(start)
+	passed := 0
+	for range n {
+		switch err := <-errs; {
+		case err == nil:
+			passed++
+		case !errors.Is(err, audit.ErrForeignKey):
+			t.Errorf("CheckKey: %v, want nil or ErrForeignKey", err)
+		}
+	}
+	if passed != 1 {
+		t.Fatalf("%d of %d sealers with different keys passed the check, want exactly 1", passed, n)
+	}
+	var claimed string
+	if err := f.db.Admin.QueryRow(ctx, "SELECT verifier_key FROM audit_log_key").Scan(&claimed); err != nil {
+		t.Fatal(err)
+	}
+	again := 0
+	for _, s := range sealers {
+		if s.VerifierKey() == claimed {
+			if err := s.CheckKey(ctx); err != nil {
+				t.Errorf("the claimed key's sealer, again: %v", err)
+			}
+			again++
+		}
+	}
+	if again != 1 {
+		t.Errorf("%d sealers hold the claimed key %s, want 1", again, claimed)
 	}
 }

@@ -72,6 +72,19 @@ func (s store) newestCheckpoint(ctx context.Context) (tenantID, size int64, sign
 	return r.TenantID, r.Size, r.Note, err == nil, err
 }
 
+// claimKey returns the database's log key, claiming vkey when none is.
+// A claim another sealer commits while this statement runs is not in its
+// snapshot: the statement then finds nothing, and a second one sees it.
+func (s store) claimKey(ctx context.Context, vkey string) (string, error) {
+	for range 2 {
+		k, err := s.q.AuditLogKeyClaim(ctx, vkey)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return k, err
+		}
+	}
+	return "", errors.New("claim the audit log key: no key claimed and none found")
+}
+
 // checkpoints are all of tenantID's checkpoints, smallest tree first.
 func (s store) checkpoints(ctx context.Context, tenantID int64) ([]SignedTree, error) {
 	rows, err := s.q.AuditCheckpointsAll(ctx, tenantID)

@@ -110,22 +110,33 @@ func NewSealer(system database.Pool, opts SealerOptions) *Sealer {
 // with another key than the sealer's.
 var ErrForeignKey = errors.New("the database's audit checkpoints are signed with another log key")
 
-// CheckKey returns ErrForeignKey when the checkpoint signed last, of any
-// tenant, does not verify with this sealer's key. Sealers that sign with
-// different keys would leave each tenant's log under several keys: no
-// verifier holding the one published key (each replica would publish its
-// own) accepts them, and a witness would report the key changing. A
-// database with no checkpoint yet takes any key.
+// CheckKey returns ErrForeignKey unless this sealer's key is the
+// database's log key: the key that signed the newest checkpoint, of any
+// tenant, and the one the first sealer to start claimed (audit_log_key;
+// claimed here when no sealer has yet). Sealers that sign with different
+// keys would leave each tenant's log under several keys: no verifier
+// holding the one published key (each replica would publish its own)
+// accepts them, and a witness would report the key changing.
 func (s *Sealer) CheckKey(ctx context.Context) error {
 	if s.opts.Signer == nil {
 		return nil
 	}
-	tenantID, size, signed, ok, err := newStore(s.db).newestCheckpoint(ctx)
-	if err != nil || !ok {
+	q := newStore(s.db)
+	tenantID, size, signed, ok, err := q.newestCheckpoint(ctx)
+	if err != nil {
 		return err
 	}
-	if _, err := OpenCheckpoint([]byte(signed), s.VerifierKey(), ""); err != nil {
-		return fmt.Errorf("%w: tenant %d's checkpoint of size %d does not verify with key %s (%v)", ErrForeignKey, tenantID, size, s.VerifierKey(), err)
+	if ok {
+		if _, err := OpenCheckpoint([]byte(signed), s.VerifierKey(), ""); err != nil {
+			return fmt.Errorf("%w: tenant %d's checkpoint of size %d does not verify with key %s (%v)", ErrForeignKey, tenantID, size, s.VerifierKey(), err)
+		}
+	}
+	claimed, err := q.claimKey(ctx, s.VerifierKey())
+	if err != nil {
+		return err
+	}
+	if claimed != s.VerifierKey() {
+		return fmt.Errorf("%w: the database's logs are signed with key %s, not %s", ErrForeignKey, claimed, s.VerifierKey())
 	}
 	return nil
 }

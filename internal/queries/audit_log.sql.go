@@ -215,6 +215,26 @@ func (q *Queries) AuditLeafScan(ctx context.Context, arg AuditLeafScanParams) ([
 	return items, nil
 }
 
+const auditLogKeyClaim = `-- name: AuditLogKeyClaim :one
+WITH claimed AS (
+    INSERT INTO audit_log_key (verifier_key) VALUES ($1::text)
+    ON CONFLICT (one) DO NOTHING
+    RETURNING verifier_key
+)
+SELECT verifier_key FROM claimed
+UNION ALL
+SELECT verifier_key FROM audit_log_key WHERE NOT EXISTS (SELECT 1 FROM claimed)
+`
+
+// The database's log key: this sealer's when none was claimed yet (ON
+// CONFLICT: two sealers starting at once agree on the first).
+func (q *Queries) AuditLogKeyClaim(ctx context.Context, verifierKey string) (string, error) {
+	row := q.db.QueryRow(ctx, auditLogKeyClaim, verifierKey)
+	var verifier_key string
+	err := row.Scan(&verifier_key)
+	return verifier_key, err
+}
+
 const auditSealBatch = `-- name: AuditSealBatch :one
 WITH leaves AS (
     INSERT INTO audit_leaves (tenant_id, seq, event_id, hashes)

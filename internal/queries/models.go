@@ -120,6 +120,12 @@ type AuditLeafe struct {
 	SealedAt time.Time
 }
 
+type AuditLogKey struct {
+	One         bool
+	VerifierKey string
+	ClaimedAt   time.Time
+}
+
 type AuditSealed struct {
 	TenantID   int64
 	Seq        *int64
