@@ -4,11 +4,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -43,15 +40,13 @@ func benchLogSigner() (*audit.LogSigner, error) {
 }
 
 // writeBenchAnchorDir makes dir an anchor directory (JEJAK_ANCHOR_DIR)
-// holding benchLogSeed's key, in anchor.Open's file format: a server run
-// over the scale database seals what its requests write, and checkpoints
-// signed with a key of its own would make the database's logs fail
-// verification in audit_log from then on.
+// holding benchLogSeed's key: a server run over the scale database seals
+// what its requests write, and checkpoints signed with a key of its own
+// would make the database's logs fail verification in audit_log from then
+// on (and the server refuse to start on them).
 func writeBenchAnchorDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, anchor.KeyFile), []byte(hex.EncodeToString(benchLogSeed())+"\n"), 0o600)
+	_, err := anchor.OpenWithKey(dir, benchLogSeed())
+	return err
 }
 
 // sealScale seals whatever waits in the scale database (all of it after a

@@ -76,16 +76,40 @@ type Store struct {
 // Open opens (creating it and its key the first time) the anchor
 // directory. The key is generated once and never replaced: a missing
 // anchor.pub beside an existing key is rewritten from the key.
-func Open(dir string) (*Store, error) {
+func Open(dir string) (*Store, error) { return open(dir, nil) }
+
+// OpenWithKey is Open, with seed (an Ed25519 seed) as the key when the
+// directory has none yet: a benchmark's database signed with a fixed key
+// is served by a server holding that key. A directory holding another key
+// is an error.
+func OpenWithKey(dir string, seed []byte) (*Store, error) {
+	if len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("anchor key: want a %d-byte Ed25519 seed, got %d bytes", ed25519.SeedSize, len(seed))
+	}
+	s, err := open(dir, seed)
+	if err != nil {
+		return nil, err
+	}
+	if !s.priv.Equal(ed25519.NewKeyFromSeed(seed)) {
+		return nil, fmt.Errorf("anchor directory %s holds another key", dir)
+	}
+	return s, nil
+}
+
+// open opens dir, creating its key from seed when it has none (a random
+// one when seed is nil).
+func open(dir string, seed []byte) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("anchor directory: %w", err)
 	}
 	keyPath := filepath.Join(dir, KeyFile)
 	raw, err := os.ReadFile(keyPath)
 	if errors.Is(err, os.ErrNotExist) {
-		seed := make([]byte, ed25519.SeedSize)
-		if _, err := rand.Read(seed); err != nil {
-			return nil, err
+		if seed == nil {
+			seed = make([]byte, ed25519.SeedSize)
+			if _, err := rand.Read(seed); err != nil {
+				return nil, err
+			}
 		}
 		f, ferr := os.OpenFile(keyPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if ferr == nil {
@@ -103,11 +127,11 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read anchor key: %w", err)
 	}
-	seed, err := hex.DecodeString(strings.TrimSpace(string(raw)))
-	if err != nil || len(seed) != ed25519.SeedSize {
+	stored, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+	if err != nil || len(stored) != ed25519.SeedSize {
 		return nil, fmt.Errorf("anchor key %s is not a hex Ed25519 seed", keyPath)
 	}
-	priv := ed25519.NewKeyFromSeed(seed)
+	priv := ed25519.NewKeyFromSeed(stored)
 	pub := priv.Public().(ed25519.PublicKey)
 	pubPath := filepath.Join(dir, PubFile)
 	if b, err := os.ReadFile(pubPath); err != nil || strings.TrimSpace(string(b)) != hex.EncodeToString(pub) {

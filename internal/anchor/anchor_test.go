@@ -426,3 +426,32 @@ func TestExportVerifiesOfflineAgainstCheckpoint(t *testing.T) {
 		t.Fatal("an export verified with another operator's key")
 	}
 }
+
+// TestOpenWithKeyKeepsTheGivenKey: a directory opened with a seed holds
+// that key for every later Open (the verifier key derives from it), and a
+// directory that already holds another key refuses it.
+func TestOpenWithKeyKeepsTheGivenKey(t *testing.T) {
+	t.Parallel()
+	seed := bytes.Repeat([]byte{3}, ed25519.SeedSize)
+	dir := t.TempDir()
+	if _, err := anchor.OpenWithKey(dir, seed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anchor.OpenWithKey(dir, seed); err != nil {
+		t.Fatalf("opened again with its own key: %v", err)
+	}
+	s, err := anchor.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey); !s.Public().Equal(want) {
+		t.Errorf("Open after OpenWithKey: public key %x, want %x", s.Public(), want)
+	}
+	other := t.TempDir()
+	if _, err := anchor.Open(other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anchor.OpenWithKey(other, seed); err == nil || !strings.Contains(err.Error(), "another key") {
+		t.Errorf("OpenWithKey on a directory with its own key: %v, want an error", err)
+	}
+}

@@ -308,8 +308,8 @@ type sealable struct {
 }
 
 // sealTenant seals one batch of a listed tenant's events in one
-// transaction and signs a checkpoint when due. It returns errTreeHeld without waiting when
-// another sealer holds the tenant's tree.
+// transaction and signs a checkpoint when due. It returns errTreeHeld
+// without waiting when another sealer holds the tenant's tree.
 func (s *Sealer) sealTenant(ctx context.Context, work sealTarget, force bool) (int, *SignedCheckpoint, error) {
 	tenantID := work.TenantID
 	var n int
