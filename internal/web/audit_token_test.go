@@ -229,11 +229,13 @@ func TestBrowserWitnessTokens(t *testing.T) {
 		chromedp.Navigate(f.srv.URL+"/t/"+melati+"/audit"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-tokens-box"] summary`)),
 		chromedp.Click(chromedp.CSS(`[data-testid="audit-tokens-box"] summary`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="token-form"]`)),
 	)
 	if err != nil {
 		t.Fatalf("trail page: %v", err)
 	}
+	// The form arrives by htmx and is wired up only when its swap settles:
+	// a click before that is the browser's own submission, a navigation.
+	browsertest.Wait(t, ctx, "the token form loaded", `!!document.querySelector('[data-testid="token-form"]')`)
 	// htmx asks window.confirm before a revoke; the test says yes.
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__jejakMarker = true; window.confirm = () => true; true`)); err != nil {
 		t.Fatal(err)
