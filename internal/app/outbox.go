@@ -26,8 +26,9 @@ type outboxRuntime struct {
 
 // startOutbox connects to NATS (embedded when NATS_URL is unset), declares
 // the stream and starts the relay and the webhook consumer. Every replica
-// runs both; the maintenance leader's pruning rides on the job engine's
-// election.
+// runs both; the relay claims only while it holds the relay lease (one
+// replica at a time), and the maintenance leader's pruning rides on the job
+// engine's election.
 func startOutbox(ctx context.Context, cfg Config, env *Env, engine *job.Engine, clk clock.Clock, log *slog.Logger,
 	onPublished func(result string, n int)) (*outboxRuntime, error) {
 	bus, err := natsbus.Open(ctx, natsbus.Config{URL: cfg.NATSURL, DataDir: cfg.DataDir, Logger: log})

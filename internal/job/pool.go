@@ -852,8 +852,8 @@ const maintenanceLockKey = 727275
 // expired leases and prunes finished jobs every MaintenanceInterval.
 func (e *Engine) maintain(r *runState) {
 	defer r.bgDone.Done()
-	ls := &leaderSession{e: e}
-	defer ls.drop() // the lock ends with the session
+	ls := e.election()
+	defer ls.Drop() // the lock ends with the session
 	t := time.NewTimer(0)
 	defer t.Stop()
 	every := min(e.cfg.MaintenanceInterval, e.cfg.HeartbeatInterval)
@@ -877,8 +877,8 @@ func (e *Engine) maintain(r *runState) {
 // expired leases and, when prune is set, prunes. It reports whether it
 // pruned. Rescue runs every heartbeat so a dead replica's jobs come back
 // within a lease and a beat.
-func (e *Engine) maintainOnce(ctx context.Context, ls *leaderSession, prune bool) bool {
-	lead := ls.elect(ctx)
+func (e *Engine) maintainOnce(ctx context.Context, ls *database.Election, prune bool) bool {
+	lead := ls.Elect(ctx)
 	if lead == nil || ctx.Err() != nil {
 		return false
 	}
@@ -888,7 +888,7 @@ func (e *Engine) maintainOnce(ctx context.Context, ls *leaderSession, prune bool
 		}
 		// A broken connection has lost the lock; let another replica lead.
 		if lead.IsClosed() || lead.Ping(ctx) != nil {
-			ls.drop()
+			ls.Drop()
 		}
 		return false
 	}
@@ -942,78 +942,24 @@ func (e *Engine) maintainOnce(ctx context.Context, ls *leaderSession, prune bool
 	return true
 }
 
-// leaderSession is this replica's session for the maintenance election:
-// a connection of its own (database.OwnConn), kept between beats whether
-// or not the replica leads. On a pooled connection the leader held one of
-// the pool's connections for as long as it led, and maintenance queued for
-// a connection behind claims and pages whenever the pool was busy.
-type leaderSession struct {
-	e       *Engine
-	conn    *pgx.Conn
-	leading bool
-}
-
-// elect returns the session while this replica leads (it holds the lock
-// there), else nil.
-func (s *leaderSession) elect(ctx context.Context) *pgx.Conn {
-	// The leader's session must speak every beat: rescue may run on the
-	// pool (sensitive kinds rescue in a transaction of their own), and a
-	// session silent for a lease is ended by its idle_session_timeout,
-	// taking the lock with it. A session that is gone (that timeout, a
-	// terminated backend, a restarted server) no longer holds the lock,
-	// so this replica stops leading and tries to win it again at once.
-	// A follower's session needs no ping: its try for the lock fails on a
-	// dead session, which is then replaced at the next beat.
-	if s.leading && s.conn.Ping(ctx) != nil {
-		if ctx.Err() != nil {
-			return s.conn
-		}
-		s.e.log.Warn("lost the job maintenance leader's session; electing again")
-		s.drop()
-	}
-	if s.conn == nil {
-		c, err := database.OwnConn(ctx, s.e.pool)
-		if err != nil {
-			return nil
-		}
-		s.conn = c
-	}
-	if s.leading {
-		return s.conn
-	}
-	var got bool
-	if err := s.conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", maintenanceLockKey).Scan(&got); err != nil {
-		s.drop()
-		return nil
-	}
-	if !got {
-		return nil
-	}
-	// The lock lives as long as this session. If the leader is cut off
-	// without the connection closing, the server ends the session once
-	// it has been silent for a lease (the leader speaks every beat), so
-	// another replica can take over and rescue.
-	if _, err := s.conn.Exec(ctx, "SELECT set_config('idle_session_timeout', $1, false)",
-		fmt.Sprintf("%dms", s.e.cfg.LeaseDuration.Milliseconds())); err != nil {
-		s.drop()
-		return nil
-	}
-	s.leading = true
-	s.e.leader.Store(true)
-	s.e.log.Info("became job maintenance leader")
-	return s.conn
-}
-
-// drop closes the session (and with it the lock, if held).
-func (s *leaderSession) drop() {
-	if s.conn != nil {
-		database.CloseOwn(s.conn)
-		s.conn = nil
-	}
-	if s.leading {
-		s.leading = false
-		s.e.leader.Store(false)
-	}
+// election is this replica's part in the maintenance election. On a
+// pooled connection the leader held one of the pool's connections for as
+// long as it led, and maintenance queued for a connection behind claims and
+// pages whenever the pool was busy. The leader's session is silent for at
+// most a lease: rescue may run on the pool (sensitive kinds rescue in a
+// transaction of their own), and Elect pings it every beat.
+func (e *Engine) election() *database.Election {
+	return &database.Election{Pool: e.pool, Key: maintenanceLockKey, Silence: e.cfg.LeaseDuration,
+		OnChange: func(leading bool) {
+			e.leader.Store(leading)
+			if leading {
+				e.log.Info("became job maintenance leader")
+			} else {
+				// Its session is gone (or the engine stops): if it runs
+				// on, it tries for the lock again at the next beat.
+				e.log.Info("no longer the job maintenance leader")
+			}
+		}}
 }
 
 // IsLeader reports whether this engine currently runs maintenance.

@@ -349,7 +349,9 @@ func TestPerAggregateOrderWithSeveralRelays(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 4 {
 		r := newRelay(t, db, outbox.RelayConfig{Sink: sink, WorkerID: fmt.Sprintf("relay-%d", i), BatchSize: 7,
-			Concurrency: 2, PollInterval: 20 * time.Millisecond, MaxAttempts: 1000, Backoff: func(int) time.Duration { return 0 }})
+			Concurrency: 2, PollInterval: 20 * time.Millisecond, MaxAttempts: 1000, Backoff: func(int) time.Duration { return 0 },
+			// Side by side, as during a handover of the relay lease.
+			Unleased: true})
 		wg.Add(1)
 		go func() { defer wg.Done(); r.Run(ctx) }()
 	}

@@ -69,6 +69,13 @@ type RelayConfig struct {
 	// ScheduledPrune leaves pruning delivered messages to the scheduler's
 	// outbox.retention schedule (PruneDelivered) instead of every pass.
 	ScheduledPrune bool
+	// ElectEvery is how often a relay on standby tries for the relay lease
+	// (and the holder checks that its session still holds it); 0 = 1s.
+	ElectEvery time.Duration
+	// Unleased claims whether or not this relay holds the relay lease:
+	// for tests of relays claiming side by side, which is what a handover
+	// of the lease allows for a moment.
+	Unleased bool
 	// IsLeader reports whether this replica holds maintenance leadership
 	// (the job engine's election); pruning runs only there. nil = never.
 	IsLeader func() bool
@@ -106,6 +113,8 @@ type Relay struct {
 	mu       sync.Mutex
 	wakes    []chan struct{}
 	sleepers []*database.Sleeper // wakes[i]'s loop
+
+	lease lease
 
 	// afterPublish, when set (tests), runs after a batch was published;
 	// returning true abandons the batch unsettled, as a crash would.
@@ -149,6 +158,9 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if cfg.Linger == 0 {
 		cfg.Linger = DefaultLinger
 	}
+	if cfg.ElectEvery <= 0 {
+		cfg.ElectEvery = time.Second
+	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
@@ -174,7 +186,108 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Relay{cfg: cfg, clk: cfg.Clock, sink: cfg.Sink,
-		log: cfg.Logger.With("component", "outbox", "worker_id", cfg.WorkerID)}, nil
+		log:   cfg.Logger.With("component", "outbox", "worker_id", cfg.WorkerID),
+		lease: lease{changed: make(chan struct{})}}, nil
+}
+
+// relayLockKey is the session-level advisory lock of the relay lease (per
+// database; the single-int form, beside the maintenance leader's 727275).
+//
+// One relay claims at a time in the whole cluster: claims take turns
+// anyway (outbox_claimable's lock), so relays on more replicas added no
+// claims a second, only cost. Each claim took what had committed since
+// the one before, whoever made it, so with four replicas' eight loops the
+// claims were smaller and more of them, each paying the walk's fixed cost,
+// and the loops waiting for their turn were sessions the database had to
+// schedule (docs/benchmarks.md, 2026-12-07 04:05). The other replicas
+// wait on standby, and the first of them to try after the holder's
+// session ends takes over, within ElectEvery. The lease is not
+// what keeps delivery correct (claims, order and settles hold with relays
+// side by side, as during a handover), only what keeps it cheap.
+const relayLockKey = 727280
+
+// lease is whether this relay holds the relay lease, with a channel closed
+// at each change for the loops waiting on it.
+type lease struct {
+	mu      sync.Mutex
+	held    bool
+	changed chan struct{}
+}
+
+func (l *lease) set(held bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held != held {
+		l.held = held
+		close(l.changed)
+		l.changed = make(chan struct{})
+	}
+}
+
+func (l *lease) get() (bool, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held, l.changed
+}
+
+// Leased reports whether this relay holds the relay lease now (or runs
+// unleased), that is whether its loops claim.
+func (r *Relay) Leased() bool {
+	held, _ := r.lease.get()
+	return held
+}
+
+// elect runs the relay lease's election until ctx ends, then gives the
+// lease up (its session closes) for a standby relay to take.
+func (r *Relay) elect(ctx context.Context) {
+	if r.cfg.Unleased {
+		r.lease.set(true)
+		return
+	}
+	// The holder's session is pinged every ElectEvery: cut off without
+	// its connection closing, it is ended by the server after ten of them.
+	e := &database.Election{Pool: r.cfg.Pool, Key: relayLockKey, Silence: 10 * r.cfg.ElectEvery,
+		OnChange: func(held bool) {
+			r.lease.set(held)
+			if held {
+				r.log.Info("outbox relay lease taken: this replica relays")
+			} else {
+				r.log.Info("outbox relay lease given up")
+			}
+		}}
+	defer e.Drop()
+	t := time.NewTicker(r.cfg.ElectEvery)
+	defer t.Stop()
+	for {
+		e.Elect(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// awaitLease returns at once while this relay holds the lease; otherwise
+// it waits for it, marked awake (a standby loop marked asleep would make
+// every insert NOTIFY), and returns false when ctx ends first.
+func (r *Relay) awaitLease(ctx context.Context, sleep *database.Sleeper) bool {
+	held, changed := r.lease.get()
+	if held {
+		return true
+	}
+	if sleep.Asleep() {
+		sleep.Forget(ctx)
+	}
+	for !held {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+		}
+		held, changed = r.lease.get()
+	}
+	return true
 }
 
 // WorkerID is the identity this relay stamps on its reservations.
@@ -203,7 +316,8 @@ func (r *Relay) Run(ctx context.Context) {
 	// A message this process publishes wakes the awake loops at its
 	// commit; asleep ones get the NOTIFY.
 	defer database.WakeLocal(r.cfg.Pool, outboxChannel, r.wakeAwake)()
-	wg.Add(2 + len(wakes))
+	wg.Add(3 + len(wakes))
+	go func() { defer wg.Done(); r.elect(ctx) }()
 	go func() { defer wg.Done(); r.listen(ctx) }()
 	go func() { defer wg.Done(); r.maintain(ctx) }()
 	for i, w := range wakes {
@@ -261,6 +375,9 @@ func (r *Relay) loop(ctx context.Context, wake chan struct{}, sleep *database.Sl
 	}
 	defer await()
 	for ctx.Err() == nil {
+		if !r.awaitLease(ctx, sleep) {
+			return
+		}
 		msgs, err := r.claim(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.log.Error("outbox relay batch", "err", err)

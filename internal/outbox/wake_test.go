@@ -137,8 +137,9 @@ func TestIdleRelayIsWokenByInsert(t *testing.T) {
 	w := outbox.NewWriter(nil)
 	stuck := newHoldSink("stuck")
 	t.Cleanup(func() { close(stuck.release) })
+	// Two relays claiming side by side, as during a handover of the lease.
 	busy := newRelay(t, db, outbox.RelayConfig{Sink: stuck, WorkerID: "busy", Concurrency: 1, PollInterval: time.Hour,
-		PublishTimeout: time.Minute})
+		PublishTimeout: time.Minute, Unleased: true})
 	outbox.SetWarm(busy, time.Hour, 5*time.Millisecond)
 	runRelay(t, busy)
 	first := publish(t, db, w, tenant, msg("stuck", 0))[0]
@@ -150,7 +151,7 @@ func TestIdleRelayIsWokenByInsert(t *testing.T) {
 	}
 	t.Cleanup(pool2.Close)
 	sink := newHoldSink()
-	idle := newRelay(t, db, outbox.RelayConfig{Pool: pool2, Sink: sink, WorkerID: "idle", PollInterval: time.Hour})
+	idle := newRelay(t, db, outbox.RelayConfig{Pool: pool2, Sink: sink, WorkerID: "idle", PollInterval: time.Hour, Unleased: true})
 	runRelay(t, idle)
 	for round := range 3 {
 		testwait.For(t, "both loops of the idle relay marked asleep", func() bool { return sleepers(t, db, "idle") == 2 })
