@@ -279,13 +279,26 @@ SELECT count(*)::bigint FROM gone;
 -- name: JobNotify :exec
 SELECT pg_notify('jejak_jobs', '');
 
--- name: JobWorkerUpsert :exec
-INSERT INTO job_workers (worker_id, started_at, last_heartbeat, running, capacity, queues, leader)
-VALUES (@worker_id, coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
-        @running, @capacity, @queues::text[], @leader)
-ON CONFLICT (worker_id) DO UPDATE
-   SET last_heartbeat = EXCLUDED.last_heartbeat, running = EXCLUDED.running,
-       capacity = EXCLUDED.capacity, queues = EXCLUDED.queues, leader = EXCLUDED.leader;
+-- name: JobWorkerUpsert :one
+-- Registers the worker's beat and answers where it stands among the live
+-- workers of its queues (a beat within live_seconds, with capacity): how
+-- many they are counting itself, and how many of the others sort before
+-- it. The claim's tenant affinity is taken from these two. The others
+-- are counted apart from the worker's own row, which the insert (run
+-- once, though nothing reads it) changes after this statement's snapshot.
+WITH beat AS (
+    INSERT INTO job_workers (worker_id, started_at, last_heartbeat, running, capacity, queues, leader)
+    VALUES (@worker_id, coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+            @running, @capacity, @queues::text[], @leader)
+    ON CONFLICT (worker_id) DO UPDATE
+       SET last_heartbeat = EXCLUDED.last_heartbeat, running = EXCLUDED.running,
+           capacity = EXCLUDED.capacity, queues = EXCLUDED.queues, leader = EXCLUDED.leader
+)
+SELECT (1 + count(*))::int AS members,
+       (count(*) FILTER (WHERE w.worker_id < @worker_id))::int AS rank
+  FROM job_workers w
+ WHERE w.worker_id <> @worker_id AND w.capacity > 0 AND w.queues && @queues::text[]
+   AND w.last_heartbeat > coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @live_seconds::float8);
 
 -- name: JobWorkerDelete :exec
 DELETE FROM job_workers WHERE worker_id = $1;

@@ -11,7 +11,9 @@
 --   $9 per-tenant cap on the queue's running jobs (0 = none)
 --   $10 fair: round robin across tenants (false = strict priority/due order)
 --   $11 maximum per-tenant share
---   $12 paused kinds: their jobs are passed over. When none is paused the
+--   $12, $13 the slot: this claim serves the tenants whose id modulo $12
+--       is $13 (1 and 0: every tenant; see slot in affinity.go)
+--   $14 paused kinds: their jobs are passed over. When none is paused the
 --       engine runs this statement without that line and parameter
 --       (claimAnyKindSQL), as a prepared statement: parsed once per
 --       connection. PostgreSQL caches its generic plan only when it
@@ -22,7 +24,7 @@
 --       transaction of the claim's own) did not pay: the generic plan costs
 --       ~21 ms to build on every connection and after every ANALYZE of
 --       jobs. Its generic plan is the right one only without the filter:
---       `kind <> ALL($12)` over a table where one kind dominates is
+--       `kind <> ALL($14)` over a table where one kind dominates is
 --       estimated to keep almost nothing, and the plan then reads each
 --       tenant's whole range through a bitmap and sorts it (15x slower).
 --
@@ -40,7 +42,12 @@
 -- 1) tenant_walk: the distinct tenants with due work in this queue, found
 --    by a recursive "loose index scan" over jobs_claim_idx (one index probe
 --    per tenant, however many jobs each has), starting after a round-robin
---    cursor and visiting at most $7. Each probe orders by the whole of
+--    cursor and visiting at most $7. Each probe starts at the next id of
+--    the slot's residue (the slot's tenants are every $12-th id), so the
+--    walk steps over the other slots' tenants without reading their
+--    entries; a probe that lands on another slot's tenant (the id it
+--    aimed at has no due work) counts as a visit but gets no share.
+--    Each probe orders by the whole of
 --    jobs_claim_idx's key, not just tenant_id: any other index leading
 --    with tenant_id (jobs_tenant_idx holds finished jobs too) also gives
 --    tenant order and is smaller, so the planner would pick it and walk
@@ -80,7 +87,8 @@
 WITH RECURSIVE tenant_walk AS (
     (SELECT j.tenant_id, j.priority, j.available_at, j.id, 1 AS n
        FROM jobs j
-      WHERE j.state = 'pending' AND j.queue = $2 AND j.tenant_id > $6
+      WHERE j.state = 'pending' AND j.queue = $2
+        AND j.tenant_id >= $6::bigint + 1 + (($13::int - ($6::bigint + 1)) % $12::int + $12::int) % $12::int
         AND j.available_at <= coalesce($1::timestamptz, now())
       ORDER BY j.tenant_id, j.queue, j.priority, j.available_at, j.id
       LIMIT 1)
@@ -90,7 +98,8 @@ WITH RECURSIVE tenant_walk AS (
      CROSS JOIN LATERAL (
         SELECT j.tenant_id, j.priority, j.available_at, j.id
           FROM jobs j
-         WHERE j.state = 'pending' AND j.queue = $2 AND j.tenant_id > w.tenant_id
+         WHERE j.state = 'pending' AND j.queue = $2
+           AND j.tenant_id >= w.tenant_id + 1 + (($13::int - (w.tenant_id + 1)) % $12::int + $12::int) % $12::int
            AND j.available_at <= coalesce($1::timestamptz, now())
          ORDER BY j.tenant_id, j.queue, j.priority, j.available_at, j.id
          LIMIT 1
@@ -107,7 +116,8 @@ quota AS (
            s.share
       FROM tenant_walk w
      CROSS JOIN (SELECT least($11::int, greatest($8::int, ceil($4::int::numeric / greatest(count(t.tenant_id), 1))::int)) AS share
-                   FROM tenant_walk t) s
+                   FROM tenant_walk t WHERE t.tenant_id % $12::int = $13::int) s
+     WHERE w.tenant_id % $12::int = $13::int
 ),
 candidates AS (
     SELECT q.tenant_id, c.id, c.priority, c.available_at, q.k, q.share,
@@ -120,7 +130,7 @@ candidates AS (
          WHERE j.tenant_id = q.tenant_id AND j.queue = $2 AND j.state = 'pending'
            AND (j.priority, j.available_at, j.id) >= (q.priority, q.available_at, q.id)
            AND j.available_at <= coalesce($1::timestamptz, now())
-           AND j.kind <> ALL($12::text[]) -- paused kinds
+           AND j.kind <> ALL($14::text[]) -- paused kinds
          ORDER BY j.priority, j.available_at, j.id
          LIMIT q.k
          FOR UPDATE SKIP LOCKED
@@ -134,7 +144,7 @@ picked AS (
      LIMIT $4::int
 ),
 walk AS (
-    SELECT count(*)::int AS tenants, coalesce(max(quota.tenant_id), 0) AS last FROM quota
+    SELECT count(*)::int AS tenants, coalesce(max(tenant_walk.tenant_id), 0) AS last FROM tenant_walk
 ),
 claimed AS (
     UPDATE jobs

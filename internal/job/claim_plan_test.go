@@ -35,9 +35,10 @@ func TestClaimReadsLittleBesideManyFinishedJobs(t *testing.T) {
 	finishJobs(t, db, 5000)
 
 	// $1 now, $2 queue, $3 worker, $4 batch, $5 lease, $6 tenant cursor,
-	// $7 max tenants, $8 min share, $9 running cap, $10 fair, $11 max share, $12 paused
+	// $7 max tenants, $8 min share, $9 running cap, $10 fair, $11 max share,
+	// $12 and $13 the slot (every tenant), $14 paused
 	root, plan := explainPlan(t, db, nil, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+job.ClaimSQL, pgx.QueryExecModeExec,
-		nil, "default", "plan-test", 50, 30.0, int64(0), 1000, 1, 0, true, 50, []string{})
+		nil, "default", "plan-test", 50, 30.0, int64(0), 1000, 1, 0, true, 50, 1, 0, []string{})
 	blocks := buffersRead(root)
 	// The walk reads jobs_claim_idx only (the final update reaches the
 	// picked rows by primary key, which is fine).
@@ -68,7 +69,7 @@ func TestClaimGenericPlanTakesTenantHeadsInIndexOrder(t *testing.T) {
 	seedPendingAndAnalyze(t, db, tenants, 5000)
 	root, plan := explainPlan(t, db,
 		[]string{"SET LOCAL plan_cache_mode = force_generic_plan", "PREPARE claim_generic AS " + job.ClaimAnyKindSQL},
-		`EXPLAIN (FORMAT JSON) EXECUTE claim_generic(NULL, 'default', 'plan-test', 100, 30.0, 0, 100, 0, 0, true, 100)`)
+		`EXPLAIN (FORMAT JSON) EXECUTE claim_generic(NULL, 'default', 'plan-test', 100, 30.0, 0, 100, 0, 0, true, 100, 1, 0)`)
 	cand := findSubplan(root, "CTE candidates")
 	if cand == nil {
 		t.Fatalf("no candidates CTE in the plan:\n%s", plan)
@@ -242,7 +243,7 @@ func TestClaimWalksTheClaimIndexAfterABurstIntoAQuietQueue(t *testing.T) {
 		t.Fatalf("the refresh analyzed %v, want jobs: 10,000 unfinished jobs where its statistics believe none", tables)
 	}
 	root, plan := explainPlan(t, db, nil, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+job.ClaimSQL, pgx.QueryExecModeExec,
-		nil, "default", "plan-test", 50, 30.0, int64(0), 1000, 1, 0, true, 50, []string{})
+		nil, "default", "plan-test", 50, 30.0, int64(0), 1000, 1, 0, true, 50, 1, 0, []string{})
 	if ix := indexesRead(findSubplan(root, "CTE tenant_walk")); len(ix) == 0 || slices.ContainsFunc(ix, func(n string) bool { return n != "jobs_claim_idx" }) {
 		t.Errorf("the claim's tenant walk reads %v, want jobs_claim_idx only:\n%s", ix, plan)
 	}

@@ -104,6 +104,7 @@ type Engine struct {
 	cursors  map[string]int64 // round-robin tenant cursor per queue
 	busy     map[string]bool  // the queue's last claim filled its batch
 	deep     map[string]bool  // its last walk found every tenant with a deep backlog (deepShare)
+	slot     slot             // the tenants this worker claims first (affinity.go)
 	queueRR  int
 
 	stats engineStats
@@ -449,7 +450,11 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	cursor := e.cursors[queue]
 	idle := !e.busy[queue]
 	deep := e.deep[queue] && !e.cfg.DisableTenantFairness
+	own := e.slot.orAll()
 	e.cursorMu.Unlock()
+	if e.cfg.DisableTenantFairness {
+		own = all // strict priority order across every tenant
+	}
 	// Read before taking a connection: a reload of the pauses takes one of
 	// its own from the same pool.
 	paused := e.pausedKinds(ctx)
@@ -468,7 +473,7 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 		now: now, queue: queue, workerID: workerID, batch: n, lease: e.cfg.LeaseDuration,
 		maxTenants: n, perTenant: perTenant, maxShare: n,
 		tenantConcurrency: e.cfg.TenantConcurrency, fair: !e.cfg.DisableTenantFairness,
-		pausedKinds: paused,
+		slot: own, pausedKinds: paused,
 	}
 	// After a short claim the queue was drained, so the next one (woken by
 	// NOTIFY or the poll) most likely finds a handful of jobs: when the
@@ -488,6 +493,16 @@ func (e *Engine) claimQueue(ctx context.Context, now *time.Time, queue, workerID
 	out, drained, err := e.claimWalk(ctx, conn, args, cursor, deep)
 	if err != nil {
 		return out, false, err
+	}
+	if drained && len(out) < n && own != all {
+		// The worker's own tenants have nothing more due: it takes what
+		// the others' have, one walk from the first tenant (the queue's
+		// round robin is its own tenants').
+		more, stealDrained, err := e.steal(ctx, conn, args, n-len(out))
+		out, drained = append(out, more...), stealDrained
+		if err != nil {
+			return out, false, err
+		}
 	}
 	e.cursorMu.Lock()
 	e.busy[queue] = len(out) == n
@@ -575,6 +590,20 @@ func (e *Engine) claimWalk(ctx context.Context, conn *pgxpool.Conn, args claimAr
 		cursor = next
 	}
 	return out, false, nil
+}
+
+// steal claims up to n jobs of any tenant in one walk from the first,
+// reporting whether it saw every tenant with due work and took all it could.
+func (e *Engine) steal(ctx context.Context, conn *pgxpool.Conn, args claimArgs, n int) ([]*Job, bool, error) {
+	began := time.Now() //nolint:forbidigo // duration measurement, not domain time
+	args.slot, args.batch, args.afterTenant, args.maxTenants, args.maxShare = all, n, 0, n, n
+	res, err := storeClaim(ctx, conn, args)
+	if err != nil {
+		return nil, false, fmt.Errorf("claim jobs from queue %s: %w", args.queue, err)
+	}
+	e.countClaim(len(res.jobs), began)
+	e.stats.steals.Add(1)
+	return res.jobs, len(res.jobs) == 0 || res.tenants < args.maxTenants && !res.fullQuota, nil
 }
 
 // moveCursor records where the queue's round robin goes on after a walk and
@@ -737,7 +766,7 @@ func (e *Engine) prune(ctx context.Context, db Querier) (int64, error) {
 
 type engineStats struct {
 	claims, claimed, claimNanos    atomic.Int64
-	smallClaims                    atomic.Int64
+	smallClaims, steals            atomic.Int64
 	flushes, completed, flushNanos atomic.Int64
 	failures                       atomic.Int64
 	notifications                  atomic.Int64
@@ -752,10 +781,13 @@ type Stats struct {
 	// SmallClaims counts claims (among Claims) that found at most a batch
 	// due and took it without the per-tenant walk (claim_small.sql).
 	SmallClaims int64
-	Flushes     int64         // batched completion statements run
-	Completed   int64         // jobs they marked succeeded
-	FlushTime   time.Duration // total time in completion statements
-	Failures    int64         // failed attempts recorded
+	// Steals counts claims (among Claims) of other workers' tenants,
+	// made when this worker's own had nothing due (affinity.go).
+	Steals    int64
+	Flushes   int64         // batched completion statements run
+	Completed int64         // jobs they marked succeeded
+	FlushTime time.Duration // total time in completion statements
+	Failures  int64         // failed attempts recorded
 	// Notifications counts what the listener handed the claim loop: each
 	// NOTIFY on the jobs channel, and the wake-up after each LISTEN.
 	Notifications int64
@@ -766,7 +798,7 @@ func (e *Engine) Stats() Stats {
 	return Stats{
 		Claims: e.stats.claims.Load(), Claimed: e.stats.claimed.Load(),
 		ClaimTime: time.Duration(e.stats.claimNanos.Load()), SmallClaims: e.stats.smallClaims.Load(),
-		Flushes: e.stats.flushes.Load(), Completed: e.stats.completed.Load(),
+		Steals: e.stats.steals.Load(), Flushes: e.stats.flushes.Load(), Completed: e.stats.completed.Load(),
 		FlushTime: time.Duration(e.stats.flushNanos.Load()),
 		Failures:  e.stats.failures.Load(), Notifications: e.stats.notifications.Load(),
 	}

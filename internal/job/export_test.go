@@ -161,3 +161,15 @@ func (e *Engine) Idle() bool {
 func (e *Engine) ClaimDrained(ctx context.Context, workerID string, n int) ([]*Job, bool, error) {
 	return e.claim(ctx, workerID, n)
 }
+
+// SetSlot gives the engine a place among its queues' workers, as its
+// heartbeat would.
+func (e *Engine) SetSlot(members, rank int) { e.setSlot(slot{members: members, rank: rank}) }
+
+// Slot is the engine's place among the live workers of its queues.
+func (e *Engine) Slot() (members, rank int) {
+	e.cursorMu.Lock()
+	defer e.cursorMu.Unlock()
+	s := e.slot.orAll()
+	return s.members, s.rank
+}

@@ -102,10 +102,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	r.prodCtx, r.prodStop = context.WithCancel(r.ctx)
 	r.hardCtx, r.hardStop = context.WithCancel(r.ctx)
-	if err := storeWorkerUpsert(ctx, e.pool, e.clock.Now(), e.workerInfo(r)); err != nil {
+	sl, err := storeWorkerUpsert(ctx, e.pool, e.clock.Now(), e.workerInfo(r), e.cfg.LeaseDuration)
+	if err != nil {
 		r.cancel()
 		return fmt.Errorf("register job worker: %w", err)
 	}
+	e.setSlot(sl)
 	e.run = r
 	if e.cfg.Workers > 0 {
 		r.sleep = database.NewSleeper(database.SleeperConfig{Pool: e.pool, Channel: jobsChannel,
@@ -692,12 +694,18 @@ func (e *Engine) beat(ctx context.Context, r *runState, bc *beatConn) {
 			e.renewed(r, jobs, kept, began)
 		}
 	}
-	if err := storeWorkerUpsert(ctx, db, e.clock.Now(), e.workerInfo(r)); err != nil {
+	// The workers that beat within a lease share the tenants (affinity.go);
+	// one that stopped beating is out of the count a lease later, when
+	// its jobs are rescued too.
+	sl, err := storeWorkerUpsert(ctx, db, e.clock.Now(), e.workerInfo(r), e.cfg.LeaseDuration)
+	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("job worker heartbeat", "err", err)
 		}
 		bc.failed()
+		return
 	}
+	e.setSlot(sl)
 }
 
 // renewed records a successful renewal: the kept claims are good until

@@ -27,13 +27,13 @@ var claimSQL string
 
 // claimPausedFilter is claim.sql's paused-kinds line, the only use of its
 // last parameter, $12.
-const claimPausedFilter = "AND j.kind <> ALL($12::text[]) -- paused kinds"
+const claimPausedFilter = "AND j.kind <> ALL($14::text[]) -- paused kinds"
 
 // claimAnyKindSQL is the fair claim when no kind is paused (see claim.sql's
 // header for why it is a separate statement).
 var claimAnyKindSQL = func() string {
-	if strings.Count(claimSQL, claimPausedFilter) != 1 || strings.Count(claimSQL, "$12::") != 1 {
-		panic("job: claim.sql must use $12 once, in its paused-kinds filter")
+	if strings.Count(claimSQL, claimPausedFilter) != 1 || strings.Count(claimSQL, "$14::") != 1 {
+		panic("job: claim.sql must use $14 once, in its paused-kinds filter")
 	}
 	return strings.Replace(claimSQL, claimPausedFilter, "", 1)
 }()
@@ -121,6 +121,7 @@ type claimArgs struct {
 	maxShare          int
 	tenantConcurrency int
 	fair              bool
+	slot              slot // the tenants this claim walks: those of the slot
 	pausedKinds       []string
 }
 
@@ -143,8 +144,10 @@ type fairClaim struct {
 }
 
 func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, error) {
+	sl := a.slot.orAll()
 	args := []any{a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
-		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair, a.maxShare}
+		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair, a.maxShare,
+		sl.members, sl.rank}
 	sql := claimAnyKindSQL
 	if len(a.pausedKinds) > 0 {
 		// Rare (an operator paused a kind): planned with the actual list
@@ -401,11 +404,14 @@ type WorkerInfo struct {
 	Leader        bool
 }
 
-func storeWorkerUpsert(ctx context.Context, db queries.DBTX, now *time.Time, w WorkerInfo) error {
-	return queries.New(db).JobWorkerUpsert(ctx, queries.JobWorkerUpsertParams{
+// storeWorkerUpsert registers w's beat and returns its slot among the
+// workers of its queues that beat within live.
+func storeWorkerUpsert(ctx context.Context, db queries.DBTX, now *time.Time, w WorkerInfo, live time.Duration) (slot, error) {
+	row, err := queries.New(db).JobWorkerUpsert(ctx, queries.JobWorkerUpsertParams{
 		WorkerID: w.WorkerID, Now: now, Running: int32(w.Running), Capacity: int32(w.Capacity),
-		Queues: w.Queues, Leader: w.Leader,
+		Queues: w.Queues, Leader: w.Leader, LiveSeconds: live.Seconds(),
 	})
+	return slot{members: int(row.Members), rank: int(row.Rank)}, err
 }
 
 func storeWorkerDelete(ctx context.Context, db queries.DBTX, workerID string) error {

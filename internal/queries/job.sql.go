@@ -784,32 +784,54 @@ func (q *Queries) JobWorkerList(ctx context.Context) ([]JobWorker, error) {
 	return items, nil
 }
 
-const jobWorkerUpsert = `-- name: JobWorkerUpsert :exec
-INSERT INTO job_workers (worker_id, started_at, last_heartbeat, running, capacity, queues, leader)
-VALUES ($1, coalesce($2::timestamptz, now()), coalesce($2::timestamptz, now()),
-        $3, $4, $5::text[], $6)
-ON CONFLICT (worker_id) DO UPDATE
-   SET last_heartbeat = EXCLUDED.last_heartbeat, running = EXCLUDED.running,
-       capacity = EXCLUDED.capacity, queues = EXCLUDED.queues, leader = EXCLUDED.leader
+const jobWorkerUpsert = `-- name: JobWorkerUpsert :one
+WITH beat AS (
+    INSERT INTO job_workers (worker_id, started_at, last_heartbeat, running, capacity, queues, leader)
+    VALUES ($1, coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now()),
+            $5, $6, $2::text[], $7)
+    ON CONFLICT (worker_id) DO UPDATE
+       SET last_heartbeat = EXCLUDED.last_heartbeat, running = EXCLUDED.running,
+           capacity = EXCLUDED.capacity, queues = EXCLUDED.queues, leader = EXCLUDED.leader
+)
+SELECT (1 + count(*))::int AS members,
+       (count(*) FILTER (WHERE w.worker_id < $1))::int AS rank
+  FROM job_workers w
+ WHERE w.worker_id <> $1 AND w.capacity > 0 AND w.queues && $2::text[]
+   AND w.last_heartbeat > coalesce($3::timestamptz, now()) - make_interval(secs => $4::float8)
 `
 
 type JobWorkerUpsertParams struct {
-	WorkerID string
-	Now      *time.Time
-	Running  int32
-	Capacity int32
-	Queues   []string
-	Leader   bool
+	WorkerID    string
+	Queues      []string
+	Now         *time.Time
+	LiveSeconds float64
+	Running     int32
+	Capacity    int32
+	Leader      bool
 }
 
-func (q *Queries) JobWorkerUpsert(ctx context.Context, arg JobWorkerUpsertParams) error {
-	_, err := q.db.Exec(ctx, jobWorkerUpsert,
+type JobWorkerUpsertRow struct {
+	Members int32
+	Rank    int32
+}
+
+// Registers the worker's beat and answers where it stands among the live
+// workers of its queues (a beat within live_seconds, with capacity): how
+// many they are counting itself, and how many of the others sort before
+// it. The claim's tenant affinity is taken from these two. The others
+// are counted apart from the worker's own row, which the insert (run
+// once, though nothing reads it) changes after this statement's snapshot.
+func (q *Queries) JobWorkerUpsert(ctx context.Context, arg JobWorkerUpsertParams) (JobWorkerUpsertRow, error) {
+	row := q.db.QueryRow(ctx, jobWorkerUpsert,
 		arg.WorkerID,
+		arg.Queues,
 		arg.Now,
+		arg.LiveSeconds,
 		arg.Running,
 		arg.Capacity,
-		arg.Queues,
 		arg.Leader,
 	)
-	return err
+	var i JobWorkerUpsertRow
+	err := row.Scan(&i.Members, &i.Rank)
+	return i, err
 }
