@@ -271,7 +271,9 @@ var sqlParam = regexp.MustCompile(`\$(\d+)(::([a-z]+(\[\])?))?`)
 // batch of 100 in the default queue (see the list at the top of
 // claim.sql); a parameter added later gets a neutral value for its type.
 func claimArgs(sql string) []any {
-	args := []any{nil, "default", "w", 100, 60.0, 0, 100, 1, 0, true}
+	// $1–$11 as the engine passes them, $12 and $13 the slot of a worker
+	// alone (every tenant); the rest by their types.
+	args := []any{nil, "default", "w", 100, 60.0, 0, 100, 1, 0, true, 100, 1, 0}
 	types := map[int]string{}
 	n := 0
 	for _, m := range sqlParam.FindAllStringSubmatch(sql, -1) {
