@@ -252,7 +252,13 @@ func serveDeps(ctx context.Context, cfg Config, env *Env, engine *job.Engine, ex
 	WithPayments(&deps, ext.payments)
 	deps.Schedules = ext.scheduler
 	deps.SecureCookies = cfg.SecureCookies
-	sealer, err := newSealer(ctx, cfg, env, log, reg)
+	// A replica with workers seals its share of the tenants first, the
+	// same share its workers claim; one without seals every tenant.
+	var slot func() (int, int)
+	if cfg.Workers > 0 {
+		slot = engine.Slot
+	}
+	sealer, err := newSealer(ctx, cfg, env, log, reg, slot)
 	if err != nil {
 		return deps, err
 	}
@@ -478,7 +484,7 @@ const sealPoll = 100 * time.Millisecond
 // newSealer opens the anchor directory (its key signs the checkpoints,
 // its anchors file keeps a copy of each) and returns the audit sealer,
 // refusing a key other than the one the database's logs are signed with.
-func newSealer(ctx context.Context, cfg Config, env *Env, log *slog.Logger, reg *metrics.Registry) (*audit.Sealer, error) {
+func newSealer(ctx context.Context, cfg Config, env *Env, log *slog.Logger, reg *metrics.Registry, slot func() (members, rank int)) (*audit.Sealer, error) {
 	anchors, err := anchor.Open(cfg.AnchorDirectory())
 	if err != nil {
 		return nil, err
@@ -490,7 +496,7 @@ func newSealer(ctx context.Context, cfg Config, env *Env, log *slog.Logger, reg 
 	// Each tenant sealed at once holds a system connection for its batch:
 	// at most half the pool, so claims and the relay still find theirs.
 	opts := audit.SealerOptions{Signer: signer, Sink: anchors, Log: log,
-		Parallel: max(1, min(audit.DefaultSealParallel, int(env.System.Config().MaxConns)/2))}
+		Parallel: max(1, min(audit.DefaultSealParallel, int(env.System.Config().MaxConns)/2)), Slot: slot}
 	if reg != nil {
 		opts.OnSealed = reg.ObserveSealDelays
 	}
@@ -510,7 +516,7 @@ func AuditAnchor(ctx context.Context, cfg Config, log *slog.Logger, out io.Write
 		return err
 	}
 	defer env.Close()
-	sealer, err := newSealer(ctx, cfg, env, log, nil)
+	sealer, err := newSealer(ctx, cfg, env, log, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -29,16 +29,17 @@ type IndexResult struct {
 // (each looking more often would index smaller batches, which cost more
 // an event: the postings' index pages are descended once an event).
 func (s *Sealer) IndexOnce(ctx context.Context) (IndexResult, error) {
-	return s.index(ctx, s.opts.IndexEvery)
+	return s.index(ctx, s.opts.IndexEvery, s.share())
 }
 
-// index indexes one batch of every tenant whose first sealed event past
-// the index was sealed minWait ago or more.
-func (s *Sealer) index(ctx context.Context, minWait time.Duration) (IndexResult, error) {
+// index indexes one batch of every tenant of slot sl whose first sealed
+// event past the index was sealed minWait ago or more, and of the other
+// tenants' once it was sealed StealAfter before that.
+func (s *Sealer) index(ctx context.Context, minWait time.Duration, sl slot) (IndexResult, error) {
 	// Each a single statement, so none needs a transaction of its own.
 	var res IndexResult
 	q := newStore(s.db)
-	tenants, err := q.searchWork(ctx, minWait)
+	tenants, err := q.searchWork(ctx, minWait, sl, s.opts.StealAfter)
 	if err != nil {
 		return res, fmt.Errorf("list tenants to index: %w", err)
 	}
@@ -67,7 +68,7 @@ func (s *Sealer) index(ctx context.Context, minWait time.Duration) (IndexResult,
 // head another indexer holds as Drain waits for a held tree.
 func (s *Sealer) drainIndex(ctx context.Context) error {
 	for {
-		res, err := s.index(ctx, 0)
+		res, err := s.index(ctx, 0, allTenants)
 		if err != nil {
 			return err
 		}

@@ -100,8 +100,12 @@ func (s store) checkpoints(ctx context.Context, tenantID int64) ([]SignedTree, e
 type sealTarget = queries.AuditSealWorkRow
 
 // sealWork lists the tenants with queued events or unsigned growth, in id
-// order.
-func (s store) sealWork(ctx context.Context) ([]sealTarget, error) { return s.q.AuditSealWork(ctx) }
+// order: those of slot sl, and the others' whose first queued event has
+// waited stealAfter.
+func (s store) sealWork(ctx context.Context, sl slot, stealAfter time.Duration) ([]sealTarget, error) {
+	return s.q.AuditSealWork(ctx, queries.AuditSealWorkParams{Members: int32(sl.members), Rank: int32(sl.rank),
+		StealAfter: stealAfter.Seconds()})
+}
 
 // v1Batch reads up to limit migrated v1 events after seq afterSeq, in seq
 // order, with each event's v1 seq.
@@ -151,9 +155,11 @@ func (s store) seal(ctx context.Context, w sealWrite) (int64, error) {
 }
 
 // searchWork lists the tenants whose tree has grown past the name
-// search's index, with the first leaf past it sealed minWait ago or more.
-func (s store) searchWork(ctx context.Context, minWait time.Duration) ([]int64, error) {
-	return s.q.AuditSearchWork(ctx, minWait.Seconds())
+// search's index, with the first leaf past it sealed minWait ago or more
+// (minWait and stealAfter for the tenants not of slot sl).
+func (s store) searchWork(ctx context.Context, minWait time.Duration, sl slot, stealAfter time.Duration) ([]int64, error) {
+	return s.q.AuditSearchWork(ctx, queries.AuditSearchWorkParams{MinWait: minWait.Seconds(),
+		Members: int32(sl.members), Rank: int32(sl.rank), StealAfter: stealAfter.Seconds()})
 }
 
 // unindexed counts the sealed events the name search's index does not

@@ -66,7 +66,39 @@ type SealerOptions struct {
 	// time, a pass over ten busy tenants took seconds on a loaded
 	// database, and every tenant's events waited that long.
 	Parallel int
-	Log      *slog.Logger
+	// Slot, when set, names this sealer's share of the tenants among the
+	// replicas' (the job engine's: members and this replica's rank): it
+	// seals and indexes the tenants whose id modulo members is rank, and
+	// the others' only once their first event has waited StealAfter (their
+	// replica is gone or behind). Every replica sealing every tenant took
+	// each tenant's events in four replicas' smaller batches, each paying
+	// a batch's fixed cost. nil: every tenant.
+	Slot func() (members, rank int)
+	// StealAfter is how long another replica's tenant's first event waits
+	// before this sealer takes it (default 2s), and how much longer than
+	// IndexEvery its sealed events wait for this indexer.
+	StealAfter time.Duration
+	Log        *slog.Logger
+}
+
+// slot is a sealer's share of the tenants: those whose id modulo members
+// is rank.
+type slot struct{ members, rank int }
+
+// allTenants is the slot of a sealer alone.
+var allTenants = slot{members: 1}
+
+// share is the sealer's slot now: every tenant without SealerOptions.Slot,
+// or when it answers no valid slot.
+func (s *Sealer) share() slot {
+	if s.opts.Slot == nil {
+		return allTenants
+	}
+	m, r := s.opts.Slot()
+	if m < 1 || r < 0 || r >= m {
+		return allTenants
+	}
+	return slot{members: m, rank: r}
 }
 
 // DefaultSealParallel is SealerOptions.Parallel's default.
@@ -96,6 +128,9 @@ func NewSealer(system database.Pool, opts SealerOptions) *Sealer {
 	}
 	if opts.IndexEvery <= 0 {
 		opts.IndexEvery = 500 * time.Millisecond
+	}
+	if opts.StealAfter <= 0 {
+		opts.StealAfter = 2 * time.Second
 	}
 	if opts.Parallel <= 0 {
 		opts.Parallel = DefaultSealParallel
@@ -168,7 +203,12 @@ var errTreeHeld = errors.New("another sealer holds the tree")
 func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 	var res SealResult
 	// One statement: no transaction of its own.
-	tenants, err := newStore(s.db).sealWork(ctx)
+	// Drain (force) seals everything, whoever's.
+	sl := s.share()
+	if force {
+		sl = allTenants
+	}
+	tenants, err := newStore(s.db).sealWork(ctx, sl, s.opts.StealAfter)
 	if err != nil {
 		return res, fmt.Errorf("list tenants to seal: %w", err)
 	}

@@ -37,3 +37,14 @@ func (e *Engine) setSlot(s slot) {
 	e.slot = s.orAll()
 	e.cursorMu.Unlock()
 }
+
+// Slot is this worker's share of the tenants: those whose id modulo
+// members is rank (1 and 0 until its first heartbeat, or with no other
+// worker of its queues). The audit sealer of the replica keeps to the
+// same share.
+func (e *Engine) Slot() (members, rank int) {
+	e.cursorMu.Lock()
+	defer e.cursorMu.Unlock()
+	s := e.slot.orAll()
+	return s.members, s.rank
+}

@@ -165,11 +165,3 @@ func (e *Engine) ClaimDrained(ctx context.Context, workerID string, n int) ([]*J
 // SetSlot gives the engine a place among its queues' workers, as its
 // heartbeat would.
 func (e *Engine) SetSlot(members, rank int) { e.setSlot(slot{members: members, rank: rank}) }
-
-// Slot is the engine's place among the live workers of its queues.
-func (e *Engine) Slot() (members, rank int) {
-	e.cursorMu.Lock()
-	defer e.cursorMu.Unlock()
-	s := e.slot.orAll()
-	return s.members, s.rank
-}

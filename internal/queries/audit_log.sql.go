@@ -332,8 +332,17 @@ WITH RECURSIVE q AS (
 )
 SELECT w.tenant_id, EXISTS (SELECT 1 FROM audit_trees t WHERE t.tenant_id = w.tenant_id)::boolean AS has_tree
 FROM work w
+WHERE w.tenant_id % $1::int = $2::int
+   OR (SELECT u.occurred_at FROM audit_unsealed u WHERE u.tenant_id = w.tenant_id ORDER BY u.event_id LIMIT 1)
+      <= now() - make_interval(secs => $3::float8)
 ORDER BY w.tenant_id
 `
+
+type AuditSealWorkParams struct {
+	Members    int32
+	Rank       int32
+	StealAfter float64
+}
 
 type AuditSealWorkRow struct {
 	TenantID int64
@@ -346,8 +355,11 @@ type AuditSealWorkRow struct {
 // yet in the tree (the migrated chains), and trees grown since their last
 // checkpoint; each with whether its tree exists yet, so that a sealer
 // finding the tree locked knows it is held, not missing, without asking.
-func (q *Queries) AuditSealWork(ctx context.Context) ([]AuditSealWorkRow, error) {
-	rows, err := q.db.Query(ctx, auditSealWork)
+// Only the tenants of the sealer's slot (id modulo members is rank; 1 and
+// 0 for all), and the others' whose first waiting event has waited
+// steal_after seconds: their own sealer is gone or behind.
+func (q *Queries) AuditSealWork(ctx context.Context, arg AuditSealWorkParams) ([]AuditSealWorkRow, error) {
+	rows, err := q.db.Query(ctx, auditSealWork, arg.Members, arg.Rank, arg.StealAfter)
 	if err != nil {
 		return nil, err
 	}
@@ -417,14 +429,30 @@ JOIN audit_trees t ON t.tenant_id = h.tenant_id
 WHERE t.size > h.size
   AND EXISTS (SELECT 1 FROM audit_leaves l
                WHERE l.tenant_id = h.tenant_id AND l.seq = h.size + 1
-                 AND l.sealed_at <= now() - make_interval(secs => $1::float8))
+                 AND l.sealed_at <= now() - make_interval(secs => $1::float8
+                     + CASE WHEN h.tenant_id % $2::int = $3::int
+                            THEN 0 ELSE $4::float8 END))
 ORDER BY h.tenant_id
 `
 
+type AuditSearchWorkParams struct {
+	MinWait    float64
+	Members    int32
+	Rank       int32
+	StealAfter float64
+}
+
 // Tenants whose tree has grown past what the name search's index covers,
-// and whose first leaf after it was sealed at least min_wait seconds ago.
-func (q *Queries) AuditSearchWork(ctx context.Context, minWait float64) ([]int64, error) {
-	rows, err := q.db.Query(ctx, auditSearchWork, minWait)
+// and whose first leaf after it was sealed at least min_wait seconds ago:
+// the tenants of the indexer's slot (as AuditSealWork's), and the others'
+// after steal_after seconds more.
+func (q *Queries) AuditSearchWork(ctx context.Context, arg AuditSearchWorkParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, auditSearchWork,
+		arg.MinWait,
+		arg.Members,
+		arg.Rank,
+		arg.StealAfter,
+	)
 	if err != nil {
 		return nil, err
 	}
