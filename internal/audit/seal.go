@@ -107,9 +107,10 @@ const DefaultSealParallel = 4
 // Sealer orders and integrates: it takes each tenant's committed, unsealed
 // events in batches under one lock on the tenant's tree row, gives them
 // the next seqs, appends them as leaves and signs checkpoints. Any number
-// of sealers may run (one per replica): a tenant's tree row is locked with
-// SKIP LOCKED, so one sealer at a time works on a tenant and the others
-// move on to other tenants; a sealer killed mid-batch rolls back whole.
+// of sealers may run (one per replica, each its share of the tenants
+// first: SealerOptions.Slot): a tenant's tree row is locked with SKIP
+// LOCKED, so one sealer at a time works on a tenant and the others move on
+// to other tenants; a sealer killed mid-batch rolls back whole.
 type Sealer struct {
 	db   database.Pool // jejak_system
 	opts SealerOptions
