@@ -72,7 +72,8 @@ type SealerOptions struct {
 	// the others' only once their first event has waited StealAfter (their
 	// replica is gone or behind). Every replica sealing every tenant took
 	// each tenant's events in four replicas' smaller batches, each paying
-	// a batch's fixed cost. nil: every tenant.
+	// a batch's fixed cost. nil: every tenant. It must answer members ≥ 1
+	// and 0 ≤ rank < members, as job.Engine.Slot does.
 	Slot func() (members, rank int)
 	// StealAfter is how long another replica's tenant's first event waits
 	// before this sealer takes it (default 2s), and how much longer than
@@ -88,16 +89,12 @@ type slot struct{ members, rank int }
 // allTenants is the slot of a sealer alone.
 var allTenants = slot{members: 1}
 
-// share is the sealer's slot now: every tenant without SealerOptions.Slot,
-// or when it answers no valid slot.
+// share is the sealer's slot now: every tenant without SealerOptions.Slot.
 func (s *Sealer) share() slot {
 	if s.opts.Slot == nil {
 		return allTenants
 	}
 	m, r := s.opts.Slot()
-	if m < 1 || r < 0 || r >= m {
-		return allTenants
-	}
 	return slot{members: m, rank: r}
 }
 

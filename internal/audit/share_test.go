@@ -22,15 +22,18 @@ func TestSealersKeepToTheirShareOfTenants(t *testing.T) {
 	ctx := context.Background()
 	own, other := f.tenant(t, "milik"), f.tenant(t, "lain")
 	rec := audit.NewRecorder(clock.Database{}) // events of now, by the database's clock
+	record := func(tid int64) {
+		if err := database.InTenantTx(ctx, f.db.App, tid, func(tx pgx.Tx) error {
+			_, err := rec.Record(ctx, tx, audit.Event{TenantID: tid, ActorKind: audit.ActorSystem,
+				Action: "test.event", Entity: "thing", EntityID: "1"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tid := range []int64{own, other} {
 		for range 3 {
-			if err := database.InTenantTx(ctx, f.db.App, tid, func(tx pgx.Tx) error {
-				_, err := rec.Record(ctx, tx, audit.Event{TenantID: tid, ActorKind: audit.ActorSystem,
-					Action: "test.event", Entity: "thing", EntityID: "1"})
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
+			record(tid)
 		}
 	}
 	sealer := func(stealAfter time.Duration) *audit.Sealer {
@@ -81,13 +84,7 @@ func TestSealersKeepToTheirShareOfTenants(t *testing.T) {
 	}
 
 	// Drain takes everyone's at once.
-	if err := database.InTenantTx(ctx, f.db.App, other, func(tx pgx.Tx) error {
-		_, err := rec.Record(ctx, tx, audit.Event{TenantID: other, ActorKind: audit.ActorSystem,
-			Action: "test.event", Entity: "thing", EntityID: "2"})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	record(other)
 	if err := patient.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
