@@ -11,10 +11,11 @@ package job
 // among them (by worker id), learnt at each heartbeat from job_workers.
 // Only when its own tenants have nothing due does it claim from the
 // others' (stealing), so no job waits for its tenant's worker while
-// another is idle, and a worker that dies leaves its tenants to the
-// others at once (they steal) and for good one lease later (the slots are
-// counted again without it). Fairness between tenants holds within each
-// worker's share, as it did across the whole queue.
+// another is idle. A worker that dies leaves its tenants to the others'
+// steals, which under load come only when their own tenants leave room,
+// and for good one lease later (the slots are counted again without it;
+// its running jobs wait that long for rescue anyway). Fairness between
+// tenants holds within each worker's share, as it did across the queue.
 
 // slot is a worker's place among the live workers of its queues: its
 // tenants are those whose id modulo members is rank.
