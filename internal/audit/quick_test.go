@@ -132,6 +132,11 @@ func TestNameSearch(t *testing.T) {
 	if got := search("Katalog"); !slices.Equal(got, katalog) {
 		t.Errorf(`search "Katalog" = %v, want %v`, got, katalog)
 	}
+	// The filters hold on the queue's events too.
+	s, _ := audit.CheckSearch("Katalog")
+	if got := timelineActions(t, f, tn, audit.Filter{Search: s, Action: "project.delete"}); !slices.Equal(got, []string{"project.delete 8"}) {
+		t.Errorf(`search "Katalog" among project.delete = %v`, got)
+	}
 	// Unsealed, the events were found through the sealer's queue; the
 	// sealer indexes them as it seals, and the rest of the test searches
 	// that index (and the queue, for an event recorded after sealing).
