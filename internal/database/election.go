@@ -78,9 +78,6 @@ func (e *Election) Elect(ctx context.Context) *pgx.Conn {
 	return e.conn
 }
 
-// Holding reports whether the last Elect left this replica holding.
-func (e *Election) Holding() bool { return e.holding }
-
 // Drop closes the session, and with it the lock if held.
 func (e *Election) Drop() {
 	if e.conn != nil {

@@ -52,7 +52,7 @@ func TestOneRelayClaimsAtATime(t *testing.T) {
 	aDone := make(chan struct{})
 	go func() { a.Run(actx); close(aDone) }()
 	t.Cleanup(func() { stopA(); <-aDone })
-	testwait.For(t, "relay a to take the lease", a.Leased)
+	testwait.For(t, "relay a to take the lease", func() bool { return outbox.Leased(a) })
 	runRelay(t, b)
 
 	delivered := func(n int) func() bool {
@@ -68,13 +68,13 @@ func TestOneRelayClaimsAtATime(t *testing.T) {
 	if na, nb := sinkA.count(), sinkB.count(); na != rounds || nb != 0 {
 		t.Fatalf("the holder relayed %d and the standby %d, want %d and 0", na, nb, rounds)
 	}
-	if b.Leased() {
+	if outbox.Leased(b) {
 		t.Fatal("both relays hold the lease")
 	}
 
 	stopA()
 	<-aDone
-	testwait.For(t, "relay b to take the lease", b.Leased)
+	testwait.For(t, "relay b to take the lease", func() bool { return outbox.Leased(b) })
 	publish(t, db, w, tenant, msg("order", rounds))
 	testwait.For(t, "the message relayed by b", delivered(rounds+1))
 	if sinkB.count() != 1 {

@@ -230,13 +230,6 @@ func (l *lease) get() (bool, <-chan struct{}) {
 	return l.held, l.changed
 }
 
-// Leased reports whether this relay holds the relay lease now (or runs
-// unleased), that is whether its loops claim.
-func (r *Relay) Leased() bool {
-	held, _ := r.lease.get()
-	return held
-}
-
 // elect runs the relay lease's election until ctx ends, then gives the
 // lease up (its session closes) for a standby relay to take.
 func (r *Relay) elect(ctx context.Context) {
