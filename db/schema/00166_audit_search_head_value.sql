@@ -3,7 +3,13 @@
 -- value instead of a subquery: planned with the head unknown, the search of
 -- the leaves after it became a parallel scan of every sealed event (the
 -- name search's page took a second at 10M events, against 13 ms before
--- 00165; docs/benchmarks.md, 2026-12-07).
+-- 00165; docs/benchmarks.md, 2026-12-07). And the events waiting for the
+-- sealer are read from audit_unsealed alone, which holds the whole event
+-- since 00162, instead of joining the queue to the audit_events view: the
+-- join reached audit_sealed too (the view's other branch), and with the
+-- queue's size unknown to the planner (a queue is never analyzed; its
+-- pages are those of events since sealed) it could hash the join over a
+-- scan of every sealed event of every tenant.
 SET LOCAL ROLE jejak_owner;
 
 -- +goose StatementBegin
@@ -133,7 +139,9 @@ BEGIN
     END IF;
 
     -- 3. And the events not in the index yet: those waiting for the
-    -- sealer, through its queue, and those sealed since the indexer's
+    -- sealer, read from the queue itself (it holds the whole event; its
+    -- columns named as audit_events', for the filters), and those sealed
+    -- since the indexer's
     -- last batch, through the leaves after its head (one snapshot: the
     -- indexer moves its head in the transaction that writes the index).
     -- UNION, not UNION ALL, for the leaves: a migrated v1 event was in
@@ -146,8 +154,9 @@ BEGIN
     SELECT h.size INTO head FROM public.audit_search_heads h WHERE h.tenant_id = tenant;
     RETURN QUERY EXECUTE
         'SELECT id FROM (SELECT unnest($15) AS id'
-     || ' UNION ALL SELECT e.id FROM public.audit_unsealed u JOIN public.audit_events e ON e.tenant_id = u.tenant_id AND e.id = u.event_id'
-     || ' WHERE u.tenant_id = $1 AND public.audit_search_text(e.detail) LIKE $2'
+     || ' UNION ALL SELECT e.id FROM (SELECT q.tenant_id, q.event_id AS id, q.actor_kind, q.actor_id, q.action, q.entity,'
+     || ' q.entity_id, q.detail, q.occurred_at, q.trace_id, q.job_id FROM public.audit_unsealed q) e'
+     || ' WHERE e.tenant_id = $1 AND public.audit_search_text(e.detail) LIKE $2'
      || CASE WHEN p_before IS NOT NULL THEN ' AND e.id < $3' ELSE '' END || f
      || ' UNION SELECT e.id FROM public.audit_leaves l JOIN public.audit_sealed e ON e.tenant_id = l.tenant_id AND e.id = l.event_id'
      || ' WHERE l.tenant_id = $1 AND l.seq > $16'
