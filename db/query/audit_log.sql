@@ -6,9 +6,9 @@
 -- yet in the tree (the migrated chains), and trees grown since their last
 -- checkpoint; each with whether its tree exists yet, so that a sealer
 -- finding the tree locked knows it is held, not missing, without asking.
--- Only the tenants of the sealer's slot (id modulo members is rank; 1 and
--- 0 for all), and the others' whose first waiting event has waited
--- steal_after seconds: their own sealer is gone or behind.
+-- Only the tenants of the sealer's slot (tenant_in_slot; 1 and 0 for all),
+-- and the others' whose first waiting event has waited steal_after
+-- seconds: their own sealer is gone or behind.
 WITH RECURSIVE q AS (
     (SELECT u.tenant_id FROM audit_unsealed u ORDER BY u.tenant_id LIMIT 1)
     UNION ALL
@@ -24,7 +24,7 @@ WITH RECURSIVE q AS (
 )
 SELECT w.tenant_id, EXISTS (SELECT 1 FROM audit_trees t WHERE t.tenant_id = w.tenant_id)::boolean AS has_tree
 FROM work w
-WHERE w.tenant_id % sqlc.arg('members')::int = sqlc.arg('rank')::int
+WHERE tenant_in_slot(w.tenant_id, sqlc.arg('members')::int, sqlc.arg('rank')::int)
    OR (SELECT u.occurred_at FROM audit_unsealed u WHERE u.tenant_id = w.tenant_id ORDER BY u.event_id LIMIT 1)
       <= now() - make_interval(secs => sqlc.arg('steal_after')::float8)
 ORDER BY w.tenant_id;
@@ -203,7 +203,7 @@ WHERE t.size > h.size
   AND EXISTS (SELECT 1 FROM audit_leaves l
                WHERE l.tenant_id = h.tenant_id AND l.seq = h.size + 1
                  AND l.sealed_at <= now() - make_interval(secs => sqlc.arg('min_wait')::float8
-                     + CASE WHEN h.tenant_id % sqlc.arg('members')::int = sqlc.arg('rank')::int
+                     + CASE WHEN tenant_in_slot(h.tenant_id, sqlc.arg('members')::int, sqlc.arg('rank')::int)
                             THEN 0 ELSE sqlc.arg('steal_after')::float8 END))
 ORDER BY h.tenant_id;
 

@@ -11,8 +11,8 @@
 --   $9 per-tenant cap on the queue's running jobs (0 = none)
 --   $10 fair: round robin across tenants (false = strict priority/due order)
 --   $11 maximum per-tenant share
---   $12, $13 the slot: this claim serves the tenants whose id modulo $12
---       is $13 (1 and 0: every tenant; see slot in affinity.go)
+--   $12, $13 the slot: this claim serves the tenants of share $13 of $12
+--       (tenant_in_slot, migration 00168; 1 and 0: every tenant)
 --   $14 paused kinds: their jobs are passed over. When none is paused the
 --       engine runs this statement without that line and parameter
 --       (claimAnyKindSQL), as a prepared statement: parsed once per
@@ -43,7 +43,7 @@
 --    by a recursive "loose index scan" over jobs_claim_idx (one index probe
 --    per tenant, however many jobs each has), starting after a round-robin
 --    cursor and visiting at most $7. Each probe starts at the next id of
---    the slot's residue (the slot's tenants are every $12-th id), so the
+--    the slot's share (tenant_slot_after: every $12-th id), so the
 --    walk steps over the other slots' tenants without reading their
 --    entries; a probe that lands on another slot's tenant (the id it
 --    aimed at has no due work) counts as a visit but gets no share.
@@ -88,7 +88,7 @@ WITH RECURSIVE tenant_walk AS (
     (SELECT j.tenant_id, j.priority, j.available_at, j.id, 1 AS n
        FROM jobs j
       WHERE j.state = 'pending' AND j.queue = $2
-        AND j.tenant_id >= $6::bigint + 1 + (($13::int - ($6::bigint + 1)) % $12::int + $12::int) % $12::int
+        AND j.tenant_id >= tenant_slot_after($6::bigint, $12::int, $13::int)
         AND j.available_at <= coalesce($1::timestamptz, now())
       ORDER BY j.tenant_id, j.queue, j.priority, j.available_at, j.id
       LIMIT 1)
@@ -99,7 +99,7 @@ WITH RECURSIVE tenant_walk AS (
         SELECT j.tenant_id, j.priority, j.available_at, j.id
           FROM jobs j
          WHERE j.state = 'pending' AND j.queue = $2
-           AND j.tenant_id >= w.tenant_id + 1 + (($13::int - (w.tenant_id + 1)) % $12::int + $12::int) % $12::int
+           AND j.tenant_id >= tenant_slot_after(w.tenant_id, $12::int, $13::int)
            AND j.available_at <= coalesce($1::timestamptz, now())
          ORDER BY j.tenant_id, j.queue, j.priority, j.available_at, j.id
          LIMIT 1
@@ -116,8 +116,8 @@ quota AS (
            s.share
       FROM tenant_walk w
      CROSS JOIN (SELECT least($11::int, greatest($8::int, ceil($4::int::numeric / greatest(count(t.tenant_id), 1))::int)) AS share
-                   FROM tenant_walk t WHERE t.tenant_id % $12::int = $13::int) s
-     WHERE w.tenant_id % $12::int = $13::int
+                   FROM tenant_walk t WHERE tenant_in_slot(t.tenant_id, $12::int, $13::int)) s
+     WHERE tenant_in_slot(w.tenant_id, $12::int, $13::int)
 ),
 candidates AS (
     SELECT q.tenant_id, c.id, c.priority, c.available_at, q.k, q.share,

@@ -332,7 +332,7 @@ WITH RECURSIVE q AS (
 )
 SELECT w.tenant_id, EXISTS (SELECT 1 FROM audit_trees t WHERE t.tenant_id = w.tenant_id)::boolean AS has_tree
 FROM work w
-WHERE w.tenant_id % $1::int = $2::int
+WHERE tenant_in_slot(w.tenant_id, $1::int, $2::int)
    OR (SELECT u.occurred_at FROM audit_unsealed u WHERE u.tenant_id = w.tenant_id ORDER BY u.event_id LIMIT 1)
       <= now() - make_interval(secs => $3::float8)
 ORDER BY w.tenant_id
@@ -355,9 +355,9 @@ type AuditSealWorkRow struct {
 // yet in the tree (the migrated chains), and trees grown since their last
 // checkpoint; each with whether its tree exists yet, so that a sealer
 // finding the tree locked knows it is held, not missing, without asking.
-// Only the tenants of the sealer's slot (id modulo members is rank; 1 and
-// 0 for all), and the others' whose first waiting event has waited
-// steal_after seconds: their own sealer is gone or behind.
+// Only the tenants of the sealer's slot (tenant_in_slot; 1 and 0 for all),
+// and the others' whose first waiting event has waited steal_after
+// seconds: their own sealer is gone or behind.
 func (q *Queries) AuditSealWork(ctx context.Context, arg AuditSealWorkParams) ([]AuditSealWorkRow, error) {
 	rows, err := q.db.Query(ctx, auditSealWork, arg.Members, arg.Rank, arg.StealAfter)
 	if err != nil {
@@ -430,7 +430,7 @@ WHERE t.size > h.size
   AND EXISTS (SELECT 1 FROM audit_leaves l
                WHERE l.tenant_id = h.tenant_id AND l.seq = h.size + 1
                  AND l.sealed_at <= now() - make_interval(secs => $1::float8
-                     + CASE WHEN h.tenant_id % $2::int = $3::int
+                     + CASE WHEN tenant_in_slot(h.tenant_id, $2::int, $3::int)
                             THEN 0 ELSE $4::float8 END))
 ORDER BY h.tenant_id
 `
