@@ -111,3 +111,34 @@ func TestWorkersLearnTheirSlotsFromTheirBeats(t *testing.T) {
 	}
 	testwait.For(t, "a alone again", func() bool { m, r := a.Slot(); return m == 1 && r == 0 })
 }
+
+// A worker that joins or leaves the queue's workers changes every other
+// worker's share at once, not at their next heartbeat: until then the old
+// workers still took the shares of the old count. The beats here are an
+// hour apart, so only the join's and the leave's notifications can move
+// a's slot within the wait.
+func TestWorkersLearnOfAJoinOrLeaveAtOnce(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	cfg := func(id string) job.Config {
+		return job.Config{WorkerID: id, Workers: 1, HeartbeatInterval: time.Hour, LeaseDuration: 2 * time.Hour}
+	}
+	a, b := newEngine(t, db, cfg("worker-a")), newEngine(t, db, cfg("worker-b"))
+	startEngine(t, a)
+	if m, r := a.Slot(); m != 1 || r != 0 {
+		t.Fatalf("a alone has slot %d/%d, want 1/0", r, m)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m, r := b.Slot(); m != 2 || r != 1 {
+		t.Fatalf("b joining a has slot %d/%d, want 1/2", r, m)
+	}
+	testwait.For(t, "a to count b", func() bool { m, r := a.Slot(); return m == 2 && r == 0 })
+	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.Stop(stop); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "a alone again", func() bool { m, r := a.Slot(); return m == 1 && r == 0 })
+}

@@ -102,8 +102,13 @@ func (e *Engine) Start(ctx context.Context) error {
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	r.prodCtx, r.prodStop = context.WithCancel(r.ctx)
 	r.hardCtx, r.hardStop = context.WithCancel(r.ctx)
-	sl, err := storeWorkerUpsert(ctx, e.pool, e.clock.Now(), e.workerInfo(r), e.cfg.LeaseDuration)
+	// The heartbeat's session listens before the worker registers: a
+	// worker that joins later is heard of, one that joined earlier is
+	// counted by this registration.
+	bc := &beatConn{e: e}
+	sl, err := storeWorkerUpsert(ctx, bc.db(ctx), e.clock.Now(), e.workerInfo(r), e.cfg.LeaseDuration)
 	if err != nil {
+		bc.close()
 		r.cancel()
 		return fmt.Errorf("register job worker: %w", err)
 	}
@@ -136,7 +141,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		close(r.prodDone)
 	}
 	r.bgDone.Add(1)
-	go e.heartbeat(r)
+	go e.heartbeat(r, bc)
 	if !e.cfg.NoMaintenance {
 		r.bgDone.Add(1)
 		go e.maintain(r)
@@ -603,22 +608,22 @@ func (e *Engine) listen(r *runState) {
 // vanishes loses its jobs one lease after its last beat. It speaks on a
 // connection of its own, outside the pool: claims, completions, the relay
 // and staff pages can hold every pooled connection at once, and a renewal
-// queued behind them would let a live worker's leases run out.
-func (e *Engine) heartbeat(r *runState) {
+// queued behind them would let a live worker's leases run out. Between
+// beats that session listens for workers joining or leaving the table
+// and beats at once when one does, so every worker's share of the tenants
+// (affinity.go) is counted again within milliseconds of the change.
+func (e *Engine) heartbeat(r *runState, bc *beatConn) {
 	defer r.bgDone.Done()
-	bc := &beatConn{e: e}
 	defer bc.close()
-	t := time.NewTicker(e.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-t.C:
-		}
+	for next := time.Now().Add(e.cfg.HeartbeatInterval); bc.await(r.ctx, next); { //nolint:forbidigo // beat cadence, not domain time
+		next = time.Now().Add(e.cfg.HeartbeatInterval) //nolint:forbidigo // beat cadence, not domain time
 		e.beat(r.ctx, r, bc)
 	}
 }
+
+// workersChannel is the NOTIFY channel of job_workers' insert and delete
+// triggers (a worker joined or left).
+const workersChannel = "jejak_workers"
 
 // beatConn is the heartbeat's dedicated connection, opened with the
 // pool's settings (login, role, session limits) and reopened after an
@@ -630,14 +635,20 @@ type beatConn struct {
 	fellBack bool // the last open failed and the pool was used (logged once)
 }
 
-// db returns the dedicated connection, opening it if needed; if it cannot
-// be opened (max_connections reached, say) the beat goes through the pool
-// as a fallback.
+// db returns the dedicated connection, opening it (and listening on
+// workersChannel) if needed; if it cannot be opened (max_connections
+// reached, say) the beat goes through the pool as a fallback, and the
+// beats keep their interval.
 func (b *beatConn) db(ctx context.Context) database.Querier {
 	if b.conn != nil && !b.conn.IsClosed() {
 		return b.conn
 	}
 	c, err := database.OwnConn(ctx, b.e.pool)
+	if err == nil {
+		if _, err = c.Exec(ctx, "LISTEN "+workersChannel); err != nil {
+			database.CloseOwn(c)
+		}
+	}
 	if err != nil {
 		if !b.fellBack && ctx.Err() == nil {
 			b.e.log.Warn("heartbeat connection: open failed; renewing through the shared pool", "err", err)
@@ -647,6 +658,49 @@ func (b *beatConn) db(ctx context.Context) database.Querier {
 	}
 	b.conn, b.fellBack = c, false
 	return c
+}
+
+// await waits until next or until a worker joins or leaves the table,
+// whichever comes first; false when ctx ended. Several joins heard at once
+// make one beat.
+func (b *beatConn) await(ctx context.Context, next time.Time) bool {
+	if b.conn != nil && !b.conn.IsClosed() {
+		wctx, cancel := context.WithDeadline(ctx, next)
+		_, err := b.conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return false
+		case err == nil:
+			b.drain()
+			return true
+		case wctx.Err() != nil:
+			// The deadline: the connection stays usable.
+			return true
+		default:
+			b.failed()
+		}
+	}
+	t := time.NewTimer(time.Until(next))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// drain takes the notifications already received (while a beat ran, or
+// several joins at once): the beat about to run counts them all.
+func (b *beatConn) drain() {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for {
+		if n, _ := b.conn.WaitForNotification(done); n == nil {
+			return
+		}
+	}
 }
 
 // failed drops the connection after an error: a statement cut by the
