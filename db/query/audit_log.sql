@@ -51,41 +51,55 @@ WHERE t.tenant_id = sqlc.arg('tenant_id')
 FOR UPDATE OF t SKIP LOCKED;
 
 -- name: AuditV1Batch :many
--- Migrated v1 events in seq order, from after_seq on (the columns of
--- AuditUnsealedBatch, in its order: one row type serves both).
-SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
-       e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
-       now()::timestamptz AS queued_at
-FROM audit_sealed e
-WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq > sqlc.arg('after_seq')
-ORDER BY e.seq
-LIMIT sqlc.arg('lim');
+-- Migrated v1 events in seq order, from after_seq on, then the tree's
+-- right edge (AuditUnsealedBatch's columns, in its order: one row type
+-- serves both).
+(SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+        e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
+        now()::timestamptz AS queued_at, NULL::bytea AS hashes
+   FROM audit_sealed e
+  WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq > sqlc.arg('after_seq')
+  ORDER BY e.seq
+  LIMIT sqlc.arg('lim'))
+UNION ALL
+SELECT l.tenant_id, l.seq, l.event_id, '', NULL, '', '', '', '', 'epoch', '', NULL, NULL, 'epoch', l.hashes
+  FROM audit_leaves l
+ WHERE l.tenant_id = sqlc.arg('tenant_id') AND l.seq = ANY(sqlc.arg('edge')::bigint[]);
 
 -- name: AuditUnsealedBatch :many
--- The oldest unsealed events of a tenant, in id order.
-SELECT q.tenant_id, NULL::bigint AS seq, q.event_id AS id, q.actor_kind, q.actor_id, q.action, q.entity, q.entity_id,
-       q.detail::text AS detail_text, q.occurred_at, q.trace_id, q.job_id, NULL::bytea AS prev_hash, q.queued_at
-FROM audit_unsealed q
-WHERE q.tenant_id = sqlc.arg('tenant_id')
-ORDER BY q.event_id
-LIMIT sqlc.arg('lim');
+-- The oldest unsealed events of a tenant, in id order; then the leaves
+-- whose seqs are in edge with their stored hashes (hashes is null on the
+-- events' rows): the tree's right edge, all the batch is appended to, read
+-- in the same round trip as the batch.
+(SELECT q.tenant_id, NULL::bigint AS seq, q.event_id AS id, q.actor_kind, q.actor_id, q.action, q.entity, q.entity_id,
+        q.detail::text AS detail_text, q.occurred_at, q.trace_id, q.job_id, NULL::bytea AS prev_hash, q.queued_at,
+        NULL::bytea AS hashes
+   FROM audit_unsealed q
+  WHERE q.tenant_id = sqlc.arg('tenant_id')
+  ORDER BY q.event_id
+  LIMIT sqlc.arg('lim'))
+UNION ALL
+SELECT l.tenant_id, l.seq, l.event_id, '', NULL, '', '', '', '', 'epoch', '', NULL, NULL, 'epoch', l.hashes
+  FROM audit_leaves l
+ WHERE l.tenant_id = sqlc.arg('tenant_id') AND l.seq = ANY(sqlc.arg('edge')::bigint[]);
 
 -- name: AuditLeafHashes :many
 SELECT seq, hashes FROM audit_leaves
 WHERE tenant_id = sqlc.arg('tenant_id') AND seq = ANY(sqlc.arg('seqs')::bigint[]);
 
--- name: AuditSealBatch :one
--- A sealer's batch written in one statement (one round trip: on a busy
--- database every round trip of the batch also waits for a core, and the
--- tenant's next batch waits for this one): the leaves; the queued events
+-- name: AuditSealBatch :exec
+-- A sealer's batch written in one statement, sent with the transaction's
+-- COMMIT (one round trip: on a busy database every round trip of the batch
+-- also waits for a core, and the tenant's next batch waits for this one):
+-- the leaves; the queued events
 -- moved from the queue to audit_sealed, keeping their ids (the queue's
 -- delete trigger checks at the statement's end that every deleted event
 -- arrived), in id order as the leaves are, so the indexes of audit_sealed
 -- grow at their right-hand edge; the moved events counted by day in the
 -- tenant's time zone; the tree grown; and, when note is not empty, the
 -- checkpoint it signs stored and the tree marked signed at size. Every
--- array may be empty (a pass that only signs). Returns how many events
--- moved.
+-- array may be empty (a pass that only signs). Fails unless every queued
+-- event of the batch moved (audit_sealed_all).
 WITH leaves AS (
     INSERT INTO audit_leaves (tenant_id, seq, event_id, hashes)
     SELECT sqlc.arg('tenant_id'), unnest(sqlc.arg('seqs')::bigint[]), unnest(sqlc.arg('leaf_event_ids')::bigint[]),
@@ -122,7 +136,7 @@ WITH leaves AS (
      WHERE sqlc.arg('note')::text <> ''
     ON CONFLICT (tenant_id, size) DO NOTHING
 )
-SELECT count(*)::bigint AS moved FROM sealed;
+SELECT audit_sealed_all(count(*), cardinality(sqlc.arg('queued_ids')::bigint[])) FROM sealed;
 
 -- name: AuditTreeGet :one
 SELECT size, root, signed_size FROM audit_trees WHERE tenant_id = $1;

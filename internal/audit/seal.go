@@ -365,13 +365,13 @@ func (s *Sealer) sealTenant(ctx context.Context, work sealTarget, force bool) (i
 		// The batch is read with a plan for the queue and trail as they
 		// are now: a generic plan cached while they were small (or never
 		// analyzed) can walk the whole trail for every batch.
-		batch, err := s.pending(ctx, newFilteredStore(tx), tenantID, tree)
+		batch, edge, err := s.pending(ctx, newFilteredStore(tx), tenantID, tree)
 		if err != nil {
 			return err
 		}
 		w := sealWrite{TenantID: tenantID, Zone: tree.TimeZone, Size: tree.Size, Root: tree.Root}
 		if len(batch) > 0 {
-			if err := s.integrate(ctx, q, tree, batch, &w); err != nil {
+			if err := s.integrate(ctx, q, tree, batch, edge, &w); err != nil {
 				return err
 			}
 			n = len(batch)
@@ -392,12 +392,10 @@ func (s *Sealer) sealTenant(ctx context.Context, work sealTarget, force bool) (i
 		if n == 0 && cp == nil {
 			return nil
 		}
-		moved, err := q.seal(ctx, w)
-		if err != nil {
+		// Sent with the COMMIT: its errors (every queued event must move)
+		// fail the commit, which rolls the batch back whole.
+		if err := newStore(database.AtCommit(tx)).seal(ctx, w); err != nil {
 			return fmt.Errorf("write sealed batch: %w", err)
-		}
-		if moved != int64(len(w.QueuedIds)) {
-			return fmt.Errorf("moved %d of %d sealed events", moved, len(w.QueuedIds))
 		}
 		return nil
 	})
@@ -430,35 +428,43 @@ func lockTree(ctx context.Context, q store, tenantID int64, exists bool) (logTre
 }
 
 // pending reads the next batch: the migrated v1 chain first, in its seq
-// order, then queued events in id order.
-func (s *Sealer) pending(ctx context.Context, q store, tenantID int64, tree logTree) ([]sealable, error) {
+// order, then queued events in id order; and with it, in the same
+// statement, the right edge of the tree, all that integrate needs of the
+// tree before the batch.
+func (s *Sealer) pending(ctx context.Context, q store, tenantID int64, tree logTree) ([]sealable, map[int64][]byte, error) {
+	edge := edgeSeqs(tree.Size)
 	if tree.Size < tree.V1Size {
-		out, seqs, err := q.v1Batch(ctx, tenantID, tree.Size, int(min(int64(s.opts.Batch), tree.V1Size-tree.Size)))
+		out, seqs, hashes, err := q.v1Batch(ctx, tenantID, tree.Size, int(min(int64(s.opts.Batch), tree.V1Size-tree.Size)), edge)
 		if err != nil {
-			return nil, fmt.Errorf("read v1 events: %w", err)
+			return nil, nil, fmt.Errorf("read v1 events: %w", err)
 		}
 		for i := range out {
 			if seqs[i] != tree.Size+int64(i)+1 {
-				return nil, fmt.Errorf("v1 chain has a gap before event %d (tree size %d)", out[i].fields.ID, tree.Size+int64(i))
+				return nil, nil, fmt.Errorf("v1 chain has a gap before event %d (tree size %d)", out[i].fields.ID, tree.Size+int64(i))
 			}
 		}
 		if len(out) == 0 {
-			return nil, fmt.Errorf("v1 chain ends at %d, its head says %d", tree.Size, tree.V1Size)
+			return nil, nil, fmt.Errorf("v1 chain ends at %d, its head says %d", tree.Size, tree.V1Size)
 		}
-		return out, nil
+		return out, hashes, nil
 	}
-	out, err := q.unsealedBatch(ctx, tenantID, s.opts.Batch)
+	out, hashes, err := q.unsealedBatch(ctx, tenantID, s.opts.Batch, edge)
 	if err != nil {
-		return nil, fmt.Errorf("read queued events: %w", err)
+		return nil, nil, fmt.Errorf("read queued events: %w", err)
 	}
-	return out, nil
+	return out, hashes, nil
 }
 
-// integrate appends batch to the tree after tree.Size: it gives the
-// events their seqs and fills w with the leaves, the queued events to
-// move, and the tree's new size and root.
-func (s *Sealer) integrate(ctx context.Context, q store, tree logTree, batch []sealable, w *sealWrite) error {
+// integrate appends batch to the tree after tree.Size, whose right edge's
+// leaves (edgeSeqs) hold the stored hashes in edge: it gives the events
+// their seqs and fills w with the leaves, the queued events to move, and
+// the tree's new size and root.
+func (s *Sealer) integrate(ctx context.Context, q store, tree logTree, batch []sealable, edge map[int64][]byte, w *sealWrite) error {
 	th := newTreeHashes(ctx, q, w.TenantID)
+	for seq, hashes := range edge {
+		th.remember(seq-1, hashes)
+	}
+	// Reads nothing when the edge came with the batch.
 	if err := th.readEdge(tree.Size); err != nil {
 		return err
 	}

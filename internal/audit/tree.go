@@ -68,11 +68,12 @@ func (t *treeHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	return out, nil
 }
 
-// readEdge reads the right edge of the tree of size n, the roots of its
-// complete subtrees, in one statement. Appending to the tree and hashing
-// its new root need no stored hash from before the batch but these: the
-// others they need are the batch's own, remembered as it is appended.
-func (t *treeHashes) readEdge(n int64) error {
+// edgeIndexes are the stored hash indexes of the right edge of the tree
+// of size n, the roots of its complete subtrees, largest first. Appending
+// to the tree and hashing its new root need no stored hash from before
+// the batch but these: the others they need are the batch's own,
+// remembered as it is appended.
+func edgeIndexes(n int64) []int64 {
 	var idx []int64
 	var start int64
 	for level := 62; level >= 0; level-- {
@@ -81,6 +82,23 @@ func (t *treeHashes) readEdge(n int64) error {
 			start += 1 << level
 		}
 	}
+	return idx
+}
+
+// edgeSeqs are the seqs of the leaves whose rows store edgeIndexes(n).
+func edgeSeqs(n int64) []int64 {
+	idx := edgeIndexes(n)
+	seqs := make([]int64, len(idx))
+	for i, x := range idx {
+		seqs[i], _ = hashLocation(x)
+	}
+	return seqs
+}
+
+// readEdge reads the right edge of the tree of size n in one statement,
+// unless it is remembered already.
+func (t *treeHashes) readEdge(n int64) error {
+	idx := edgeIndexes(n)
 	if len(idx) == 0 {
 		return nil
 	}

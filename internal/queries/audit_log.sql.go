@@ -235,14 +235,14 @@ func (q *Queries) AuditLogKeyClaim(ctx context.Context, verifierKey string) (str
 	return verifier_key, err
 }
 
-const auditSealBatch = `-- name: AuditSealBatch :one
+const auditSealBatch = `-- name: AuditSealBatch :exec
 WITH leaves AS (
     INSERT INTO audit_leaves (tenant_id, seq, event_id, hashes)
-    SELECT $1, unnest($2::bigint[]), unnest($3::bigint[]),
-           unnest($4::bytea[])
+    SELECT $2, unnest($3::bigint[]), unnest($4::bigint[]),
+           unnest($5::bytea[])
 ), moved AS (
     DELETE FROM audit_unsealed d
-     WHERE d.tenant_id = $1 AND d.event_id = ANY($5::bigint[])
+     WHERE d.tenant_id = $2 AND d.event_id = ANY($1::bigint[])
     RETURNING d.tenant_id, d.event_id, d.queued_at, d.actor_kind, d.actor_id, d.action, d.entity, d.entity_id, d.detail, d.occurred_at, d.trace_id, d.job_id
 ), sealed AS (
     INSERT INTO audit_sealed (tenant_id, id, actor_kind, actor_id, action, entity, entity_id,
@@ -254,7 +254,7 @@ WITH leaves AS (
     RETURNING 1
 ), days AS (
     INSERT INTO audit_day_counts AS c (tenant_id, day, events)
-    SELECT $1, (m.occurred_at AT TIME ZONE $6::text)::date, count(*)
+    SELECT $2, (m.occurred_at AT TIME ZONE $6::text)::date, count(*)
       FROM moved m
      GROUP BY 2
      ORDER BY 2
@@ -265,54 +265,53 @@ WITH leaves AS (
            updated_at = CASE WHEN $7 > t.size THEN now() ELSE t.updated_at END,
            signed_size = CASE WHEN $9::text <> '' THEN $7 ELSE t.signed_size END,
            signed_at = CASE WHEN $9::text <> '' THEN now() ELSE t.signed_at END
-     WHERE t.tenant_id = $1
+     WHERE t.tenant_id = $2
 ), signed AS (
     INSERT INTO audit_checkpoints (tenant_id, size, root, note)
-    SELECT $1, $7, $8, $9::text
+    SELECT $2, $7, $8, $9::text
      WHERE $9::text <> ''
     ON CONFLICT (tenant_id, size) DO NOTHING
 )
-SELECT count(*)::bigint AS moved FROM sealed
+SELECT audit_sealed_all(count(*), cardinality($1::bigint[])) FROM sealed
 `
 
 type AuditSealBatchParams struct {
+	QueuedIds    []int64
 	TenantID     int64
 	Seqs         []int64
 	LeafEventIds []int64
 	Hashes       [][]byte
-	QueuedIds    []int64
 	Zone         string
 	Size         int64
 	Root         []byte
 	Note         string
 }
 
-// A sealer's batch written in one statement (one round trip: on a busy
-// database every round trip of the batch also waits for a core, and the
-// tenant's next batch waits for this one): the leaves; the queued events
+// A sealer's batch written in one statement, sent with the transaction's
+// COMMIT (one round trip: on a busy database every round trip of the batch
+// also waits for a core, and the tenant's next batch waits for this one):
+// the leaves; the queued events
 // moved from the queue to audit_sealed, keeping their ids (the queue's
 // delete trigger checks at the statement's end that every deleted event
 // arrived), in id order as the leaves are, so the indexes of audit_sealed
 // grow at their right-hand edge; the moved events counted by day in the
 // tenant's time zone; the tree grown; and, when note is not empty, the
 // checkpoint it signs stored and the tree marked signed at size. Every
-// array may be empty (a pass that only signs). Returns how many events
-// moved.
-func (q *Queries) AuditSealBatch(ctx context.Context, arg AuditSealBatchParams) (int64, error) {
-	row := q.db.QueryRow(ctx, auditSealBatch,
+// array may be empty (a pass that only signs). Fails unless every queued
+// event of the batch moved (audit_sealed_all).
+func (q *Queries) AuditSealBatch(ctx context.Context, arg AuditSealBatchParams) error {
+	_, err := q.db.Exec(ctx, auditSealBatch,
+		arg.QueuedIds,
 		arg.TenantID,
 		arg.Seqs,
 		arg.LeafEventIds,
 		arg.Hashes,
-		arg.QueuedIds,
 		arg.Zone,
 		arg.Size,
 		arg.Root,
 		arg.Note,
 	)
-	var moved int64
-	err := row.Scan(&moved)
-	return moved, err
+	return err
 }
 
 const auditSealWork = `-- name: AuditSealWork :many
@@ -565,17 +564,23 @@ func (q *Queries) AuditUnindexedCount(ctx context.Context) (int64, error) {
 }
 
 const auditUnsealedBatch = `-- name: AuditUnsealedBatch :many
-SELECT q.tenant_id, NULL::bigint AS seq, q.event_id AS id, q.actor_kind, q.actor_id, q.action, q.entity, q.entity_id,
-       q.detail::text AS detail_text, q.occurred_at, q.trace_id, q.job_id, NULL::bytea AS prev_hash, q.queued_at
-FROM audit_unsealed q
-WHERE q.tenant_id = $1
-ORDER BY q.event_id
-LIMIT $2
+(SELECT q.tenant_id, NULL::bigint AS seq, q.event_id AS id, q.actor_kind, q.actor_id, q.action, q.entity, q.entity_id,
+        q.detail::text AS detail_text, q.occurred_at, q.trace_id, q.job_id, NULL::bytea AS prev_hash, q.queued_at,
+        NULL::bytea AS hashes
+   FROM audit_unsealed q
+  WHERE q.tenant_id = $1
+  ORDER BY q.event_id
+  LIMIT $2)
+UNION ALL
+SELECT l.tenant_id, l.seq, l.event_id, '', NULL, '', '', '', '', 'epoch', '', NULL, NULL, 'epoch', l.hashes
+  FROM audit_leaves l
+ WHERE l.tenant_id = $1 AND l.seq = ANY($3::bigint[])
 `
 
 type AuditUnsealedBatchParams struct {
 	TenantID int64
 	Lim      int32
+	Edge     []int64
 }
 
 type AuditUnsealedBatchRow struct {
@@ -593,11 +598,15 @@ type AuditUnsealedBatchRow struct {
 	JobID      *int64
 	PrevHash   []byte
 	QueuedAt   time.Time
+	Hashes     []byte
 }
 
-// The oldest unsealed events of a tenant, in id order.
+// The oldest unsealed events of a tenant, in id order; then the leaves
+// whose seqs are in edge with their stored hashes (hashes is null on the
+// events' rows): the tree's right edge, all the batch is appended to, read
+// in the same round trip as the batch.
 func (q *Queries) AuditUnsealedBatch(ctx context.Context, arg AuditUnsealedBatchParams) ([]AuditUnsealedBatchRow, error) {
-	rows, err := q.db.Query(ctx, auditUnsealedBatch, arg.TenantID, arg.Lim)
+	rows, err := q.db.Query(ctx, auditUnsealedBatch, arg.TenantID, arg.Lim, arg.Edge)
 	if err != nil {
 		return nil, err
 	}
@@ -620,6 +629,7 @@ func (q *Queries) AuditUnsealedBatch(ctx context.Context, arg AuditUnsealedBatch
 			&i.JobID,
 			&i.PrevHash,
 			&i.QueuedAt,
+			&i.Hashes,
 		); err != nil {
 			return nil, err
 		}
@@ -682,19 +692,24 @@ func (q *Queries) AuditUnsealedStats(ctx context.Context) ([]AuditUnsealedStatsR
 }
 
 const auditV1Batch = `-- name: AuditV1Batch :many
-SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
-       e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
-       now()::timestamptz AS queued_at
-FROM audit_sealed e
-WHERE e.tenant_id = $1 AND e.seq > $2
-ORDER BY e.seq
-LIMIT $3
+(SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+        e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
+        now()::timestamptz AS queued_at, NULL::bytea AS hashes
+   FROM audit_sealed e
+  WHERE e.tenant_id = $1 AND e.seq > $2
+  ORDER BY e.seq
+  LIMIT $3)
+UNION ALL
+SELECT l.tenant_id, l.seq, l.event_id, '', NULL, '', '', '', '', 'epoch', '', NULL, NULL, 'epoch', l.hashes
+  FROM audit_leaves l
+ WHERE l.tenant_id = $1 AND l.seq = ANY($4::bigint[])
 `
 
 type AuditV1BatchParams struct {
 	TenantID int64
 	AfterSeq *int64
 	Lim      int32
+	Edge     []int64
 }
 
 type AuditV1BatchRow struct {
@@ -712,12 +727,19 @@ type AuditV1BatchRow struct {
 	JobID      *int64
 	PrevHash   []byte
 	QueuedAt   time.Time
+	Hashes     []byte
 }
 
-// Migrated v1 events in seq order, from after_seq on (the columns of
-// AuditUnsealedBatch, in its order: one row type serves both).
+// Migrated v1 events in seq order, from after_seq on, then the tree's
+// right edge (AuditUnsealedBatch's columns, in its order: one row type
+// serves both).
 func (q *Queries) AuditV1Batch(ctx context.Context, arg AuditV1BatchParams) ([]AuditV1BatchRow, error) {
-	rows, err := q.db.Query(ctx, auditV1Batch, arg.TenantID, arg.AfterSeq, arg.Lim)
+	rows, err := q.db.Query(ctx, auditV1Batch,
+		arg.TenantID,
+		arg.AfterSeq,
+		arg.Lim,
+		arg.Edge,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -740,6 +762,7 @@ func (q *Queries) AuditV1Batch(ctx context.Context, arg AuditV1BatchParams) ([]A
 			&i.JobID,
 			&i.PrevHash,
 			&i.QueuedAt,
+			&i.Hashes,
 		); err != nil {
 			return nil, err
 		}
