@@ -51,20 +51,16 @@ WHERE t.tenant_id = sqlc.arg('tenant_id')
 FOR UPDATE OF t SKIP LOCKED;
 
 -- name: AuditV1Batch :many
--- Migrated v1 events in seq order, from after_seq on, then the tree's
--- right edge (AuditUnsealedBatch's columns, in its order: one row type
--- serves both).
-(SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
-        e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
-        now()::timestamptz AS queued_at, NULL::bytea AS hashes
-   FROM audit_sealed e
-  WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq > sqlc.arg('after_seq')
-  ORDER BY e.seq
-  LIMIT sqlc.arg('lim'))
-UNION ALL
-SELECT l.tenant_id, l.seq, l.event_id, '', NULL, '', '', '', '', 'epoch', '', NULL, NULL, 'epoch', l.hashes
-  FROM audit_leaves l
- WHERE l.tenant_id = sqlc.arg('tenant_id') AND l.seq = ANY(sqlc.arg('edge')::bigint[]);
+-- Migrated v1 events in seq order, from after_seq on (the columns of
+-- AuditUnsealedBatch's events, in its order: one row type serves both).
+-- The tree's edge is read on its own: migrating a chain is done once.
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+       e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
+       now()::timestamptz AS queued_at, NULL::bytea AS hashes
+FROM audit_sealed e
+WHERE e.tenant_id = sqlc.arg('tenant_id') AND e.seq > sqlc.arg('after_seq')
+ORDER BY e.seq
+LIMIT sqlc.arg('lim');
 
 -- name: AuditUnsealedBatch :many
 -- The oldest unsealed events of a tenant, in id order; then the leaves

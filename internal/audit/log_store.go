@@ -108,44 +108,34 @@ func (s store) sealWork(ctx context.Context, sl slot, stealAfter time.Duration) 
 }
 
 // v1Batch reads up to limit migrated v1 events after seq afterSeq, in seq
-// order, with each event's v1 seq, and the stored hashes of the leaves
-// whose seqs are in edge.
-func (s store) v1Batch(ctx context.Context, tenantID, afterSeq int64, limit int, edge []int64) ([]sealable, []int64, map[int64][]byte, error) {
-	rows, err := s.q.AuditV1Batch(ctx, queries.AuditV1BatchParams{TenantID: tenantID, AfterSeq: &afterSeq, Lim: int32(limit), Edge: edge})
-	out, seqs, hashes := splitBatch(rows, func(r queries.AuditV1BatchRow) queries.AuditUnsealedBatchRow {
-		return queries.AuditUnsealedBatchRow(r)
-	}, true)
-	return out, seqs, hashes, err
+// order, with each event's v1 seq.
+func (s store) v1Batch(ctx context.Context, tenantID, afterSeq int64, limit int) ([]sealable, []int64, error) {
+	rows, err := s.q.AuditV1Batch(ctx, queries.AuditV1BatchParams{TenantID: tenantID, AfterSeq: &afterSeq, Lim: int32(limit)})
+	out := make([]sealable, len(rows))
+	seqs := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = batchRow(queries.AuditUnsealedBatchRow(r), true)
+		if r.Seq != nil {
+			seqs[i] = *r.Seq
+		}
+	}
+	return out, seqs, err
 }
 
 // unsealedBatch reads up to limit of tenantID's queued events in id order,
-// and the stored hashes of the leaves whose seqs are in edge.
+// and the stored hashes of the leaves whose seqs are in edge, by seq.
 func (s store) unsealedBatch(ctx context.Context, tenantID int64, limit int, edge []int64) ([]sealable, map[int64][]byte, error) {
 	rows, err := s.q.AuditUnsealedBatch(ctx, queries.AuditUnsealedBatchParams{TenantID: tenantID, Lim: int32(limit), Edge: edge})
-	out, _, hashes := splitBatch(rows, func(r queries.AuditUnsealedBatchRow) queries.AuditUnsealedBatchRow { return r }, false)
-	return out, hashes, err
-}
-
-// splitBatch separates a batch's events, with their v1 seqs (0 for a
-// queued event), from the edge's leaves: the rows with hashes, by seq.
-func splitBatch[R any](rows []R, row func(R) queries.AuditUnsealedBatchRow, v1 bool) ([]sealable, []int64, map[int64][]byte) {
 	out := make([]sealable, 0, len(rows))
-	var seqs []int64
 	hashes := map[int64][]byte{}
-	for _, raw := range rows {
-		r := row(raw)
+	for _, r := range rows {
 		if r.Hashes != nil {
 			hashes[*r.Seq] = r.Hashes
 			continue
 		}
-		var seq int64
-		if r.Seq != nil {
-			seq = *r.Seq
-		}
-		out = append(out, batchRow(r, v1))
-		seqs = append(seqs, seq)
+		out = append(out, batchRow(r, false))
 	}
-	return out, seqs, hashes
+	return out, hashes, err
 }
 
 // batchRow is one event of either batch (the two queries share their

@@ -428,13 +428,12 @@ func lockTree(ctx context.Context, q store, tenantID int64, exists bool) (logTre
 }
 
 // pending reads the next batch: the migrated v1 chain first, in its seq
-// order, then queued events in id order; and with it, in the same
-// statement, the right edge of the tree, all that integrate needs of the
-// tree before the batch.
+// order, then queued events in id order, the latter with the right edge
+// of the tree (all that integrate needs of the tree before the batch) in
+// the same statement.
 func (s *Sealer) pending(ctx context.Context, q store, tenantID int64, tree logTree) ([]sealable, map[int64][]byte, error) {
-	edge := edgeSeqs(tree.Size)
 	if tree.Size < tree.V1Size {
-		out, seqs, hashes, err := q.v1Batch(ctx, tenantID, tree.Size, int(min(int64(s.opts.Batch), tree.V1Size-tree.Size)), edge)
+		out, seqs, err := q.v1Batch(ctx, tenantID, tree.Size, int(min(int64(s.opts.Batch), tree.V1Size-tree.Size)))
 		if err != nil {
 			return nil, nil, fmt.Errorf("read v1 events: %w", err)
 		}
@@ -446,25 +445,25 @@ func (s *Sealer) pending(ctx context.Context, q store, tenantID int64, tree logT
 		if len(out) == 0 {
 			return nil, nil, fmt.Errorf("v1 chain ends at %d, its head says %d", tree.Size, tree.V1Size)
 		}
-		return out, hashes, nil
+		return out, nil, nil
 	}
-	out, hashes, err := q.unsealedBatch(ctx, tenantID, s.opts.Batch, edge)
+	out, edge, err := q.unsealedBatch(ctx, tenantID, s.opts.Batch, edgeSeqs(tree.Size))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read queued events: %w", err)
 	}
-	return out, hashes, nil
+	return out, edge, nil
 }
 
 // integrate appends batch to the tree after tree.Size, whose right edge's
-// leaves (edgeSeqs) hold the stored hashes in edge: it gives the events
-// their seqs and fills w with the leaves, the queued events to move, and
-// the tree's new size and root.
+// leaves (edgeSeqs) hold the stored hashes in edge when pending read them:
+// it gives the events their seqs and fills w with the leaves, the queued
+// events to move, and the tree's new size and root.
 func (s *Sealer) integrate(ctx context.Context, q store, tree logTree, batch []sealable, edge map[int64][]byte, w *sealWrite) error {
 	th := newTreeHashes(ctx, q, w.TenantID)
 	for seq, hashes := range edge {
 		th.remember(seq-1, hashes)
 	}
-	// Reads nothing when the edge came with the batch.
+	// Reads the edge only when it did not come with the batch.
 	if err := th.readEdge(tree.Size); err != nil {
 		return err
 	}

@@ -692,24 +692,19 @@ func (q *Queries) AuditUnsealedStats(ctx context.Context) ([]AuditUnsealedStatsR
 }
 
 const auditV1Batch = `-- name: AuditV1Batch :many
-(SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
-        e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
-        now()::timestamptz AS queued_at, NULL::bytea AS hashes
-   FROM audit_sealed e
-  WHERE e.tenant_id = $1 AND e.seq > $2
-  ORDER BY e.seq
-  LIMIT $3)
-UNION ALL
-SELECT l.tenant_id, l.seq, l.event_id, '', NULL, '', '', '', '', 'epoch', '', NULL, NULL, 'epoch', l.hashes
-  FROM audit_leaves l
- WHERE l.tenant_id = $1 AND l.seq = ANY($4::bigint[])
+SELECT e.tenant_id, e.seq, e.id, e.actor_kind, e.actor_id, e.action, e.entity, e.entity_id,
+       e.detail::text AS detail_text, e.occurred_at, e.trace_id, e.job_id, e.prev_hash,
+       now()::timestamptz AS queued_at, NULL::bytea AS hashes
+FROM audit_sealed e
+WHERE e.tenant_id = $1 AND e.seq > $2
+ORDER BY e.seq
+LIMIT $3
 `
 
 type AuditV1BatchParams struct {
 	TenantID int64
 	AfterSeq *int64
 	Lim      int32
-	Edge     []int64
 }
 
 type AuditV1BatchRow struct {
@@ -730,16 +725,11 @@ type AuditV1BatchRow struct {
 	Hashes     []byte
 }
 
-// Migrated v1 events in seq order, from after_seq on, then the tree's
-// right edge (AuditUnsealedBatch's columns, in its order: one row type
-// serves both).
+// Migrated v1 events in seq order, from after_seq on (the columns of
+// AuditUnsealedBatch's events, in its order: one row type serves both).
+// The tree's edge is read on its own: migrating a chain is done once.
 func (q *Queries) AuditV1Batch(ctx context.Context, arg AuditV1BatchParams) ([]AuditV1BatchRow, error) {
-	rows, err := q.db.Query(ctx, auditV1Batch,
-		arg.TenantID,
-		arg.AfterSeq,
-		arg.Lim,
-		arg.Edge,
-	)
+	rows, err := q.db.Query(ctx, auditV1Batch, arg.TenantID, arg.AfterSeq, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
