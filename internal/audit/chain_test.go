@@ -535,6 +535,75 @@ func TestASealBatchIsAFewRoundTrips(t *testing.T) {
 	}
 }
 
+// TestAPassSealsATenantAgainWhileAnotherIsSlow: a tenant sealed while
+// another of the pass is still in its first batch is sealed again at once
+// while it has events, not after the slow one and the next pass's list.
+// Here the slow tenant's batch waits for its day-count row, which the test
+// holds: the fast tenant's six events go in batches of two within the one
+// pass, which returns once the slow tenant's batch is written.
+func TestAPassSealsATenantAgainWhileAnotherIsSlow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	slow, fast := f.tenant(t, "lambat"), f.tenant(t, "cepat")
+	sealer := audit.NewSealer(f.db.System, audit.SealerOptions{Signer: f.signer, Batch: 2, Parallel: 2})
+	f.recordN(t, slow, 1)
+	if err := sealer.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := f.db.Admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx) //nolint:errcheck // committed below unless the test failed
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM audit_day_counts WHERE tenant_id = $1 FOR UPDATE`, slow); err != nil {
+		t.Fatal(err)
+	}
+	f.recordN(t, slow, 1)
+	f.recordN(t, fast, 6)
+	type result struct {
+		res audit.SealResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := sealer.SealOnce(ctx, false)
+		done <- result{res, err}
+	}()
+	queued := func(tn int64) (n int) {
+		if err := f.db.Admin.QueryRow(ctx, `SELECT count(*) FROM audit_unsealed WHERE tenant_id = $1`, tn).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	testwait.For(t, "the fast tenant's six events sealed in the slow tenant's pass", func() bool { return queued(fast) == 0 })
+	select {
+	case r := <-done:
+		t.Fatalf("the pass ended (%+v, %v) while the slow tenant's batch waited", r.res, r.err)
+	default:
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.res.Sealed != 7 || r.res.Held != 0 {
+		t.Fatalf("pass: %+v, %v; want 7 events sealed (6 + 1), none held", r.res, r.err)
+	}
+	for _, tn := range []int64{slow, fast} {
+		if n := queued(tn); n != 0 {
+			t.Errorf("tenant %d: %d events still queued", tn, n)
+		}
+	}
+	if err := sealer.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range []int64{slow, fast} {
+		if v := f.verify(t, tn); !v.OK {
+			t.Fatalf("verify tenant %d: %+v", tn, v)
+		}
+	}
+}
+
 // TestSealersStartingAtOnceAgreeOnOneKey: sealers with different keys
 // checking their key at the same moment, on a database nothing was signed
 // in yet, do not both go on: one claims the log key and every other is

@@ -214,46 +214,81 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 	// every time; each tenant's outcome is kept in its place and tallied
 	// in that order once all are done.
 	type outcome struct {
-		n   int
-		cp  *SignedCheckpoint
-		err error
+		n    int
+		full bool // a batch was full: more may be waiting
+		cps  []SignedCheckpoint
+		err  error
+		held bool
 	}
 	outcomes := make([]outcome, len(tenants))
-	next := make(chan int)
+	// A tenant sealed while another of the pass is still in its first
+	// batch is sealed again at once if it had events, instead of waiting
+	// for the slowest tenant and the next pass's list: on a busy machine a
+	// batch takes a few hundred milliseconds, and every other tenant's
+	// next batch waited for the pass's slowest. Repeats start only once
+	// every listed tenant has started, so none waits for another's.
+	var mu sync.Mutex
+	started, firstDone := 0, 0
+	take := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if started == len(tenants) {
+			return 0, false
+		}
+		started++
+		return started - 1, true
+	}
+	again := func(first bool) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if first {
+			firstDone++
+		}
+		return started == len(tenants) && firstDone < len(tenants)
+	}
 	var wg sync.WaitGroup
 	for range min(s.opts.Parallel, len(tenants)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				o := &outcomes[i]
-				o.n, o.cp, o.err = s.sealTenant(ctx, tenants[i], force)
+		wg.Go(func() {
+			for i, ok := take(); ok; i, ok = take() {
+				o, work := &outcomes[i], tenants[i]
+				for first := true; ; first = false {
+					n, cp, err := s.sealTenant(ctx, work, force)
+					switch {
+					case errors.Is(err, errTreeHeld):
+						o.held = o.held || first
+					case err != nil:
+						o.err = cmp.Or(o.err, err)
+					default:
+						o.n += n
+						o.full = o.full || n == s.opts.Batch
+						if cp != nil {
+							o.cps = append(o.cps, *cp)
+						}
+					}
+					work.HasTree = work.HasTree || err == nil
+					if more := again(first); !more || err != nil || n == 0 || ctx.Err() != nil {
+						break
+					}
+				}
 			}
-		}()
+		})
 	}
-	for i := range tenants {
-		next <- i
-	}
-	close(next)
 	wg.Wait()
 	var cps []SignedCheckpoint
 	var firstErr error
 	for i, o := range outcomes {
-		switch {
-		case errors.Is(o.err, errTreeHeld):
-			res.Held++
-		case o.err != nil:
+		if o.err != nil {
 			// One tenant's failure must not stop the others' logs.
 			s.opts.Log.ErrorContext(ctx, "seal audit events", "tenant_id", tenants[i].TenantID, "error", o.err.Error())
 			firstErr = cmp.Or(firstErr, o.err)
-		default:
-			res.Sealed += o.n
-			res.Backlog = res.Backlog || o.n == s.opts.Batch
-			if o.cp != nil {
-				res.Signed++
-				cps = append(cps, *o.cp)
-			}
 		}
+		if o.held {
+			res.Held++
+		}
+		res.Sealed += o.n
+		res.Backlog = res.Backlog || o.full
+		res.Signed += len(o.cps)
+		cps = append(cps, o.cps...)
 	}
 	if len(cps) > 0 && s.opts.Sink != nil {
 		if err := s.opts.Sink.AppendCheckpoints(cps); err != nil {
