@@ -213,14 +213,47 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 	// Oldest tenants first (the list's order), so a pass is the same
 	// every time; each tenant's outcome is kept in its place and tallied
 	// in that order once all are done.
-	type outcome struct {
-		n    int
-		full bool // a batch was full: more may be waiting
-		cps  []SignedCheckpoint
-		err  error
-		held bool
+	outcomes := s.sealTenants(ctx, tenants, force)
+	var cps []SignedCheckpoint
+	var firstErr error
+	for i, o := range outcomes {
+		if o.err != nil {
+			// One tenant's failure must not stop the others' logs.
+			s.opts.Log.ErrorContext(ctx, "seal audit events", "tenant_id", tenants[i].TenantID, "error", o.err.Error())
+			firstErr = cmp.Or(firstErr, o.err)
+		}
+		if o.held {
+			res.Held++
+		}
+		res.Sealed += o.n
+		res.Backlog = res.Backlog || o.full
+		res.Signed += len(o.cps)
+		cps = append(cps, o.cps...)
 	}
-	outcomes := make([]outcome, len(tenants))
+	if len(cps) > 0 && s.opts.Sink != nil {
+		if err := s.opts.Sink.AppendCheckpoints(cps); err != nil {
+			s.opts.Log.ErrorContext(ctx, "append audit checkpoints to the anchors", "error", err.Error())
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return res, firstErr
+}
+
+// sealOutcome is what a pass did for one listed tenant.
+type sealOutcome struct {
+	n    int
+	full bool // a batch was full: more may be waiting
+	cps  []SignedCheckpoint
+	err  error
+	held bool
+}
+
+// sealTenants seals the listed tenants, opts.Parallel at a time, and
+// returns each one's outcome in the list's order.
+func (s *Sealer) sealTenants(ctx context.Context, tenants []sealTarget, force bool) []sealOutcome {
+	outcomes := make([]sealOutcome, len(tenants))
 	// A tenant sealed while another of the pass is still in its first
 	// batch is sealed again at once if it had events, instead of waiting
 	// for the slowest tenant and the next pass's list: on a busy machine a
@@ -274,31 +307,7 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (SealResult, error) {
 		})
 	}
 	wg.Wait()
-	var cps []SignedCheckpoint
-	var firstErr error
-	for i, o := range outcomes {
-		if o.err != nil {
-			// One tenant's failure must not stop the others' logs.
-			s.opts.Log.ErrorContext(ctx, "seal audit events", "tenant_id", tenants[i].TenantID, "error", o.err.Error())
-			firstErr = cmp.Or(firstErr, o.err)
-		}
-		if o.held {
-			res.Held++
-		}
-		res.Sealed += o.n
-		res.Backlog = res.Backlog || o.full
-		res.Signed += len(o.cps)
-		cps = append(cps, o.cps...)
-	}
-	if len(cps) > 0 && s.opts.Sink != nil {
-		if err := s.opts.Sink.AppendCheckpoints(cps); err != nil {
-			s.opts.Log.ErrorContext(ctx, "append audit checkpoints to the anchors", "error", err.Error())
-			if firstErr == nil {
-				firstErr = err
-			}
-		}
-	}
-	return res, firstErr
+	return outcomes
 }
 
 // Drain seals until no event waits and signs a checkpoint of every grown
