@@ -44,6 +44,11 @@ type Result struct {
 	// (LoadKnown: it could be read), printed beside the figures.
 	Load1     float64
 	LoadKnown bool
+	// Round is the round the result was taken in (from 1; 0: not known).
+	// Variants run in turn within a round, so a variant is compared with
+	// its base round by round too: on a machine whose speed drifts over a
+	// run, the ratio within a round is steadier than that of the medians.
+	Round int
 }
 
 // Get returns the value of key and whether it is present.
@@ -235,7 +240,7 @@ func formatValue(key string, v float64) string {
 // tenants=10: tenants=1000 0.97×, tenants=10000 0.91×". It returns "" when
 // fewer than two variants have results.
 func variantLine(name, system string, labels []string, rounds [][]Result) string {
-	var base float64
+	var base []Result
 	var baseLabel, primary string
 	var parts []string
 	for i, rs := range rounds {
@@ -243,18 +248,46 @@ func variantLine(name, system string, labels []string, rounds [][]Result) string
 			continue
 		}
 		key := rs[0].Metrics[0].Key
-		v := median(values(rs, key))
 		if primary == "" {
-			primary, base, baseLabel = key, v, labels[i]
+			primary, base, baseLabel = key, rs, labels[i]
 			continue
 		}
-		if key != primary || base == 0 {
+		b := median(values(base, primary))
+		if key != primary || b == 0 {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %.2f×", labels[i], v/base))
+		part := fmt.Sprintf("%s %.2f×", labels[i], median(values(rs, key))/b)
+		if paired := pairedRatios(base, rs, key); len(paired) > 1 {
+			each := make([]string, len(paired))
+			for j, v := range paired {
+				each[j] = fmt.Sprintf("%.2f", v)
+			}
+			part += fmt.Sprintf(" (by round %s; median %.2f)", strings.Join(each, ", "), median(paired))
+		}
+		parts = append(parts, part)
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("# %s system=%s %s relative to %s: %s", name, system, primary, baseLabel, strings.Join(parts, ", "))
+	return fmt.Sprintf("# %s system=%s %s relative to %s: %s", name, system, primary, baseLabel, strings.Join(parts, "; "))
+}
+
+// pairedRatios is key of each of rs over that of base in the same round,
+// for the rounds both have, in round order.
+func pairedRatios(base, rs []Result, key string) []float64 {
+	byRound := map[int]float64{}
+	for _, r := range base {
+		if v, ok := r.Get(key); ok && r.Round > 0 && v != 0 {
+			byRound[r.Round] = v
+		}
+	}
+	var out []float64
+	for _, r := range rs {
+		if v, ok := r.Get(key); ok && r.Round > 0 {
+			if b, ok := byRound[r.Round]; ok {
+				out = append(out, v/b)
+			}
+		}
+	}
+	return out
 }

@@ -53,6 +53,23 @@ func TestVariantLine(t *testing.T) {
 	if got := variantLine("replicas", "jejak", []string{"replicas=1"}, [][]Result{r(5)}); got != "" {
 		t.Fatalf("one variant: got %q, want none", got)
 	}
+
+	// Rounds in turn on a machine that drifts: the ratio within each round,
+	// and its median, beside the ratio of the medians. Round 2 of
+	// replicas=2 failed, so it has no pair.
+	taken := func(round int, v float64) Result {
+		return Result{Metrics: []Metric{{"jobs_per_sec", v}}, Round: round}
+	}
+	got = variantLine("replicas", "jejak", []string{"replicas=1", "replicas=2", "replicas=4"}, [][]Result{
+		{taken(1, 2000), taken(2, 3000), taken(3, 3000)},
+		{taken(1, 2200), taken(3, 2700)},
+		{taken(1, 2800), taken(2, 2700), taken(3, 2400)},
+	})
+	want = "# replicas system=jejak jobs_per_sec relative to replicas=1: " +
+		"replicas=2 0.82× (by round 1.10, 0.90; median 1.00); replicas=4 0.90× (by round 1.40, 0.90, 0.80; median 0.90)"
+	if got != want {
+		t.Fatalf("variantLine by round:\n got %s\nwant %s", got, want)
+	}
 }
 
 func TestMedianPercentile(t *testing.T) {
@@ -254,4 +271,18 @@ func checkSmoke(t *testing.T, b Bench, res Result) {
 func testLogger(t *testing.T) *slog.Logger {
 	t.Helper()
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// TestReplicaConnsSizeTheCluster: each replica's pools are serve's default
+// until all replicas' sessions pass about 16 per core, then shrink with the
+// replicas, but never below the 4 serve accepts.
+func TestReplicaConnsSizeTheCluster(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ replicas, cores, want int }{
+		{1, 2, 8}, {2, 2, 8}, {4, 2, 4}, {8, 2, 4}, {4, 4, 8}, {8, 4, 4},
+	} {
+		if got := replicaConns(c.replicas, c.cores); got != c.want {
+			t.Errorf("replicaConns(%d replicas, %d cores) = %d, want %d", c.replicas, c.cores, got, c.want)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -133,6 +134,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// replicaConns is JEJAK_DB_CONNS for each of n replicas of a database on
+// cores cores, as docs/scaling.md sizes the pools of a cluster.
+func replicaConns(n, cores int) int {
+	return max(4, min(app.DefaultDBConns, 16*cores/(2*n), 70/(2*n)))
+}
+
 // startReplica runs `web serve --workers-only` on databaseURL and the NATS
 // server at natsURL with workers worker goroutines, in its own working and
 // data directory, with the anchor directory anchors (JEJAK_ANCHOR_DIR) that
@@ -229,10 +236,13 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 				}
 			}
 		}()
-		// Each replica opens two pools (tenant, system): unless told, as
-		// serve sizes them, but small enough that n replicas stay well
-		// inside max_connections (100 here) beside the benchmark's own.
-		conns := min(app.DefaultDBConns, 70/(2*n))
+		// Each replica opens two pools (tenant, system). Unless told, they
+		// are sized as docs/scaling.md tells an operator to size them for
+		// a cluster: serve's default, but no more than about 16 sessions
+		// of all replicas per database core (the database is on this
+		// machine), never below the 4 serve accepts, and well inside
+		// max_connections (100 here) beside the benchmark's own.
+		conns := replicaConns(n, runtime.NumCPU())
 		if cfg.ReplicaConns > 0 {
 			conns = cfg.ReplicaConns
 		}
