@@ -15,18 +15,20 @@
 --       (tenant_in_slot, migration 00168; 1 and 0: every tenant)
 --   $14 paused kinds: their jobs are passed over. When none is paused the
 --       engine runs this statement without that line and parameter
---       (claimAnyKindSQL), as a prepared statement: parsed once per
---       connection. PostgreSQL caches its generic plan only when it
---       estimates it no dearer than the custom ones: under a steady queue
---       it mostly does; with a near-empty queue (the web server's) it
---       plans again on about half the claims (about as costly as running
---       them). Forcing the generic plan (SET LOCAL plan_cache_mode in a
---       transaction of the claim's own) did not pay: the generic plan costs
---       ~21 ms to build on every connection and after every ANALYZE of
---       jobs. Its generic plan is the right one only without the filter:
---       `kind <> ALL($14)` over a table where one kind dominates is
---       estimated to keep almost nothing, and the plan then reads each
---       tenant's whole range through a bitmap and sorts it (15x slower).
+--       (claimAnyKindSQL), as a prepared statement with its generic plan
+--       forced: plan_cache_mode, set for the claim's implicit transaction
+--       by a statement sent before it in the same batch (store.go), so
+--       each connection plans it once, and again after an ANALYZE of jobs.
+--       Left to choose, PostgreSQL keeps the generic plan only while it
+--       estimates it no dearer than the custom ones, and planned again on
+--       every claim otherwise: with a near-empty queue (the web server's),
+--       and for seconds after a burst's ANALYZE (four replicas planned it
+--       779 times in 1,338 claims, 40 % of all their planning; a plan
+--       costs about as much as a claim). The generic plan is the right one
+--       only without the filter: `kind <> ALL($14)` over a table where one
+--       kind dominates is estimated to keep almost nothing, and the plan
+--       then reads each tenant's whole range through a bitmap and sorts it
+--       (15x slower).
 --
 -- The claim commits asynchronously (synchronous_commit off for its own
 -- implicit transaction, set by the async CTE; the pooled connection keeps

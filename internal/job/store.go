@@ -26,7 +26,7 @@ import (
 var claimSQL string
 
 // claimPausedFilter is claim.sql's paused-kinds line, the only use of its
-// last parameter, $12.
+// last parameter, $14.
 const claimPausedFilter = "AND j.kind <> ALL($14::text[]) -- paused kinds"
 
 // claimAnyKindSQL is the fair claim when no kind is paused (see claim.sql's
@@ -143,18 +143,40 @@ type fairClaim struct {
 	deepShare int
 }
 
-func storeClaim(ctx context.Context, db queries.DBTX, a claimArgs) (fairClaim, error) {
+// claimGenericPlan has the rest of the transaction (the claim's own
+// implicit one, when both go in one batch) use cached generic plans.
+const claimGenericPlan = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
+
+// claimConn runs the claim: a connection or a transaction.
+type claimConn interface {
+	queries.DBTX
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+func storeClaim(ctx context.Context, db claimConn, a claimArgs) (fairClaim, error) {
 	sl := a.slot.orAll()
 	args := []any{a.now, a.queue, a.workerID, a.batch, a.lease.Seconds(),
 		a.afterTenant, a.maxTenants, a.perTenant, a.tenantConcurrency, a.fair, a.maxShare,
 		sl.members, sl.rank}
-	sql := claimAnyKindSQL
+	var rows pgx.Rows
+	var err error
 	if len(a.pausedKinds) > 0 {
 		// Rare (an operator paused a kind): planned with the actual list
 		// every time, as an unnamed statement.
-		sql, args = claimSQL, append([]any{pgx.QueryExecModeExec}, append(args, a.pausedKinds)...)
+		rows, err = db.Query(ctx, claimSQL, append([]any{pgx.QueryExecModeExec}, append(args, a.pausedKinds)...)...)
+	} else {
+		// The generic plan, forced for the claim's own transaction in the
+		// same round trip (claim.sql's header says why).
+		b := &pgx.Batch{}
+		b.Queue(claimGenericPlan)
+		b.Queue(claimAnyKindSQL, args...)
+		br := db.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return fairClaim{}, err
+		}
+		rows, err = br.Query()
 	}
-	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return fairClaim{}, err
 	}
