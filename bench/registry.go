@@ -237,7 +237,9 @@ func formatValue(key string, v float64) string {
 // variantLine compares the variants of one benchmark (same name, different
 // labels) on their primary metric's median, each relative to the first
 // variant: "# tenants burndown system=jejak jobs_per_sec relative to
-// tenants=10: tenants=1000 0.97×, tenants=10000 0.91×". It returns "" when
+// tenants=10: tenants=1000 0.97×; tenants=10000 0.91×", each followed, when
+// the variant and its base share more than one round, by the ratios within
+// each round and their median. It returns "" when
 // fewer than two variants have results.
 func variantLine(name, system string, labels []string, rounds [][]Result) string {
 	var base []Result

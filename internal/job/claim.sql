@@ -21,10 +21,11 @@
 --       each connection plans it once, and again after an ANALYZE of jobs.
 --       Left to choose, PostgreSQL keeps the generic plan only while it
 --       estimates it no dearer than the custom ones, and planned again on
---       every claim otherwise: with a near-empty queue (the web server's),
---       and for seconds after a burst's ANALYZE (four replicas planned it
---       779 times in 1,338 claims, 40 % of all their planning; a plan
---       costs about as much as a claim). The generic plan is the right one
+--       every claim otherwise: with a near-empty queue (the web server's:
+--       about half the claims, each plan costing about what the claim
+--       did), and for seconds after a burst's ANALYZE (four replicas
+--       planned it 779 times in 1,338 claims, 40 % of their planning
+--       time). The generic plan is the right one
 --       only without the filter: `kind <> ALL($14)` over a table where one
 --       kind dominates is estimated to keep almost nothing, and the plan
 --       then reads each tenant's whole range through a bitmap and sorts it
