@@ -39,7 +39,7 @@ type Config struct {
 	ReplicaJobs    int // replicas: points.award jobs per run
 	ReplicaWorkers int // replicas: JEJAK_WORKERS of each replica
 	ReplicaWarmup  int // replicas: unmeasured jobs run first
-	ReplicaConns   int // replicas: JEJAK_DB_CONNS of each replica (0: sized for the cluster, replicaConns)
+	ReplicaConns   int // replicas: JEJAK_DB_CONNS of each replica (0: as many as fit)
 
 	// Large-data benchmarks (pages.go).
 	ScaleAuditEvents int  // audit events in the scale database

@@ -78,7 +78,7 @@ func parseFlags() (Config, options) {
 	flag.IntVar(&cfg.ReplicaJobs, "replica-jobs", 10_000, "replicas: points.award jobs handled per run")
 	flag.IntVar(&cfg.ReplicaWorkers, "replica-workers", 200, "replicas: JEJAK_WORKERS of each replica (the jobs of a tenant in flight at once bound its award batches: see docs/benchmarks.md)")
 	flag.IntVar(&cfg.ReplicaWarmup, "replica-warmup", 4_000, "replicas: unmeasured points.award jobs run first, so that every replica has opened its connections")
-	flag.IntVar(&cfg.ReplicaConns, "replica-conns", 0, "replicas: JEJAK_DB_CONNS of each replica (0: serve's default, but at most 16 sessions of all replicas per core, as docs/scaling.md sizes a cluster, and at least 4)")
+	flag.IntVar(&cfg.ReplicaConns, "replica-conns", 0, "replicas: JEJAK_DB_CONNS of each replica (0: serve's default, at most 70 / (2 × replicas) to fit max_connections 100)")
 	flag.IntVar(&cfg.ScaleAuditEvents, "audit-events", 10_000_000, "pages/audit_timeline: audit events in the scale database")
 	flag.IntVar(&cfg.ScaleJobs, "scale-jobs", 1_000_000, "pages: jobs in the scale database")
 	flag.IntVar(&cfg.Requests, "requests", 200, "pages/audit_timeline: timed requests per benchmark and round (after 20 warm-up requests)")

@@ -272,17 +272,3 @@ func testLogger(t *testing.T) *slog.Logger {
 	t.Helper()
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
-
-// TestReplicaConnsSizeTheCluster: each replica's pools are serve's default
-// until all replicas' sessions pass about 16 per core, then shrink with the
-// replicas, but never below the 4 serve accepts.
-func TestReplicaConnsSizeTheCluster(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct{ replicas, cores, want int }{
-		{1, 2, 8}, {2, 2, 8}, {4, 2, 4}, {8, 2, 4}, {4, 4, 8}, {8, 4, 4},
-	} {
-		if got := replicaConns(c.replicas, c.cores); got != c.want {
-			t.Errorf("replicaConns(%d replicas, %d cores) = %d, want %d", c.replicas, c.cores, got, c.want)
-		}
-	}
-}

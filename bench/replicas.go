@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -134,12 +133,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// replicaConns is JEJAK_DB_CONNS for each of n replicas of a database on
-// cores cores, as docs/scaling.md sizes the pools of a cluster.
-func replicaConns(n, cores int) int {
-	return max(4, min(app.DefaultDBConns, 16*cores/(2*n), 70/(2*n)))
-}
-
 // startReplica runs `web serve --workers-only` on databaseURL and the NATS
 // server at natsURL with workers worker goroutines, in its own working and
 // data directory, with the anchor directory anchors (JEJAK_ANCHOR_DIR) that
@@ -236,13 +229,14 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 				}
 			}
 		}()
-		// Each replica opens two pools (tenant, system). Unless told, they
-		// are sized as docs/scaling.md tells an operator to size them for
-		// a cluster: serve's default, but no more than about 16 sessions
-		// of all replicas per database core (the database is on this
-		// machine), never below the 4 serve accepts, and well inside
-		// max_connections (100 here) beside the benchmark's own.
-		conns := replicaConns(n, runtime.NumCPU())
+		// Each replica opens two pools (tenant, system): unless told, as
+		// serve sizes them, but small enough that n replicas stay well
+		// inside max_connections (100 here) beside the benchmark's own.
+		// Not smaller for more replicas, although fewer sessions cost the
+		// database less CPU: at four replicas on two cores, pools of 4
+		// put the seal delay's p99 over a second in 6 of 21 runs, pools
+		// of 8 in 2 of 40 (docs/benchmarks.md, 2026-12-07 09:00).
+		conns := min(app.DefaultDBConns, 70/(2*n))
 		if cfg.ReplicaConns > 0 {
 			conns = cfg.ReplicaConns
 		}
