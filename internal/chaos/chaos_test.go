@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -135,7 +136,14 @@ func TestChaos(t *testing.T) {
 			if p == nil {
 				continue
 			}
-			_ = p.Process.Signal(syscall.SIGTERM)
+			// A failed run: every live replica writes its goroutines to
+			// its log and exits, so a replica that stopped working shows
+			// where it waits.
+			if t.Failed() {
+				_ = p.Process.Signal(syscall.SIGQUIT)
+			} else {
+				_ = p.Process.Signal(syscall.SIGTERM)
+			}
 			done := make(chan struct{})
 			go func() { _ = p.Wait(); close(done) }()
 			select {
@@ -147,10 +155,7 @@ func TestChaos(t *testing.T) {
 		if t.Failed() {
 			for i := range replicas {
 				b, _ := os.ReadFile(filepath.Join(base, fmt.Sprintf("replica-%d", i), "log"))
-				if len(b) > 4000 {
-					b = b[len(b)-4000:]
-				}
-				t.Logf("replica %d log tail:\n%s", i, b)
+				t.Logf("replica %d log tail:\n%s", i, failedReplicaLog(b))
 			}
 		}
 	})
@@ -344,4 +349,31 @@ func (p *proxy) restore() {
 	p.mu.Lock()
 	p.down = false
 	p.mu.Unlock()
+}
+
+// failedReplicaLog is what a failed run shows of a replica's log: its last
+// lines and, for a replica alive at the end, the goroutine dump SIGQUIT
+// made, less the idle job workers' goroutines (dozens of one stack).
+func failedReplicaLog(b []byte) string {
+	lines, dump, dumped := strings.Cut(string(b), "SIGQUIT: quit")
+	if len(lines) > 4000 {
+		lines = lines[len(lines)-4000:]
+	}
+	if !dumped {
+		return lines
+	}
+	var kept []string
+	idle := 0
+	for _, g := range strings.Split(dump, "\n\n") {
+		if strings.Contains(g, "internal/job.(*Engine).worker(") {
+			idle++
+			continue
+		}
+		kept = append(kept, g)
+	}
+	out := strings.Join(kept, "\n\n")
+	if len(out) > 96<<10 {
+		out = out[:96<<10] + "\n[…]"
+	}
+	return fmt.Sprintf("%s\nSIGQUIT: goroutines, %d idle job workers left out:%s", lines, idle, out)
 }
