@@ -24,6 +24,10 @@ var Version = "dev"
 // scrapes.
 func NewMetrics(env *Env) *metrics.Registry {
 	ob := outboxconsole.New(env.System, nil)
+	pools := map[string]*pgxpool.Pool{"app": env.App, "system": env.System}
+	if env.Seal != nil {
+		pools["seal"] = env.Seal
+	}
 	return metrics.New(metrics.Options{
 		Version:  Version,
 		Queues:   []string{"default"},
@@ -49,7 +53,7 @@ func NewMetrics(env *Env) *metrics.Registry {
 			s.Unindexed, err = audit.Unindexed(ctx, env.System)
 			return s, err
 		},
-		Pools: map[string]*pgxpool.Pool{"app": env.App, "system": env.System},
+		Pools: pools,
 	})
 }
 
@@ -67,6 +71,10 @@ func auditSnapshot(backlog []audit.Backlog, now time.Time) metrics.AuditSnapshot
 // unpublished message, from the outbox console's bounded status read.
 func outboxLag(env *Env) func(context.Context) (time.Duration, error) {
 	ob := outboxconsole.New(env.System, nil)
+	pools := map[string]*pgxpool.Pool{"app": env.App, "system": env.System}
+	if env.Seal != nil {
+		pools["seal"] = env.Seal
+	}
 	return func(ctx context.Context) (time.Duration, error) {
 		st, err := ob.Status(ctx)
 		if err != nil {

@@ -138,3 +138,54 @@ func TestAReplicaWithAnotherLogKeyRefusesToSign(t *testing.T) {
 		t.Errorf("the signing key's replica sealed the tree to %d leaves, want 2", n)
 	}
 }
+
+// TestTheSealerSealsWhileTheSystemPoolIsTaken: a replica's sealer has a
+// pool of its own, so claims, completions and the relay holding every
+// system connection do not hold back the seal delay.
+func TestTheSealerSealsWhileTheSystemPoolIsTaken(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tenant := insertTenant(t, db, "cempaka", "Cempaka")
+	vars := map[string]string{"DATABASE_URL": db.URL, "JEJAK_DB_CONNS": "4", "JEJAK_DATA_DIR": t.TempDir()}
+	cfg, err := FromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	env, err := Open(ctx, cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if err := env.openSealPool(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for range env.System.Config().MaxConns {
+		c, err := env.System.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+	}
+	sealer, err := newSealer(ctx, cfg, env, quiet, nil, nil)
+	if err != nil {
+		t.Fatalf("start the sealer with the system pool taken: %v", err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		sealer.Run(runCtx, 10*time.Millisecond)
+	}()
+	defer func() { stop(); <-ran }()
+	insertUnsealed(t, db, tenant, 3)
+	testwait.For(t, "the sealer to seal 3 events with the system pool taken", func() bool {
+		var size int64
+		if err := db.Admin.QueryRow(ctx, "SELECT coalesce((SELECT size FROM audit_trees WHERE tenant_id = $1), 0)", tenant).Scan(&size); err != nil {
+			t.Fatal(err)
+		}
+		return size == 3
+	})
+}
