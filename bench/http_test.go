@@ -30,6 +30,27 @@ func TestStatCPUTicks(t *testing.T) {
 	}
 }
 
+func TestMachineTicks(t *testing.T) {
+	t.Parallel()
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	before, err := parseMachineTicks("cpu  100 0 50 800 50 0 0 0 7 7\ncpu0 50 0 25 400 25 0 0 0 0 0\n")
+	if err != nil || before != (machineTicks{idle: 850, total: 1000}) {
+		t.Fatalf("before: %+v, %v; want idle 850 of 1000", before, err)
+	}
+	after := machineTicks{idle: 900, total: 1200}
+	if got := after.idleShare(before); got != 0.25 {
+		t.Errorf("idle share %v, want 0.25 (50 idle ticks of 200)", got)
+	}
+	if got := before.idleShare(before); got != 0 {
+		t.Errorf("idle share of no time %v, want 0", got)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6", "cpu 1 2 x 4 5 6"} {
+		if _, err := parseMachineTicks(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
 func TestCountersSub(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond

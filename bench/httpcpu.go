@@ -171,3 +171,48 @@ func clockTicks() int64 {
 	})
 	return ticks
 }
+
+// machineTicks is the machine's CPU time so far from /proc/stat, in clock
+// ticks of all cores: idle (idle and iowait) and total.
+type machineTicks struct{ idle, total int64 }
+
+// readMachineTicks reads machineTicks from /proc/stat.
+func readMachineTicks() (machineTicks, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineTicks{}, err
+	}
+	return parseMachineTicks(string(b))
+}
+
+// parseMachineTicks reads the "cpu" line (all cores) of /proc/stat's text.
+func parseMachineTicks(stat string) (machineTicks, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return machineTicks{}, fmt.Errorf("/proc/stat: first line %q is not the cpu line", line)
+	}
+	var m machineTicks
+	// user nice system idle iowait irq softirq steal (guest time is
+	// counted in user already).
+	for i, s := range f[1:min(len(f), 9)] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return machineTicks{}, fmt.Errorf("/proc/stat: %w", err)
+		}
+		m.total += v
+		if i == 3 || i == 4 {
+			m.idle += v
+		}
+	}
+	return m, nil
+}
+
+// idleShare is the share of the machine's CPU time idle between before
+// and m.
+func (m machineTicks) idleShare(before machineTicks) float64 {
+	if m.total <= before.total {
+		return 0
+	}
+	return float64(m.idle-before.idle) / float64(m.total-before.total)
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -229,14 +230,20 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 				}
 			}
 		}()
-		// Each replica opens two pools (tenant, system): unless told, as
-		// serve sizes them, but small enough that n replicas stay well
-		// inside max_connections (100 here) beside the benchmark's own.
-		// Not smaller for more replicas, although fewer sessions cost the
-		// database less CPU: at four replicas on two cores, pools of 4
-		// put the seal delay's p99 over a second in 6 of 21 runs, pools
-		// of 8 in 2 of 40 (docs/benchmarks.md, 2026-12-07 09:00).
-		conns := min(app.DefaultDBConns, 70/(2*n))
+		// Unless told, each replica's pools are sized as docs/scaling.md
+		// sizes a cluster's: about 16 pooled sessions of all replicas per
+		// database core (the database shares this machine), serve's
+		// default at most and the least serve accepts at least, and within
+		// max_connections (100 here) beside the benchmark's own. On two
+		// cores that is 8, 8 and 4 for 1, 2 and 4 replicas. Fewer sessions
+		// cost the database less CPU; with its pools of 4 a replica's
+		// sealer once waited for a system connection behind the claims
+		// (the seal delay's p99 over a second in 6 of 21 runs), and has
+		// a pool of its own since (docs/benchmarks.md, 2026-12-07 11:45).
+		conns := max(4, min(app.DefaultDBConns, 16*runtime.NumCPU()/(2*n)))
+		for conns > 4 && n*app.ReplicaSessions(conns) > 90 {
+			conns--
+		}
 		if cfg.ReplicaConns > 0 {
 			conns = cfg.ReplicaConns
 		}
@@ -279,6 +286,17 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		// And what is left: the machine's idle time (none when the two
+		// cores are the limit), and this process's CPU (the JetStream
+		// server and the polls of the database run in it).
+		idleBefore, err := readMachineTicks()
+		if err != nil {
+			return Result{}, err
+		}
+		benchBefore, err := processCPU(os.Getpid())
+		if err != nil {
+			return Result{}, err
+		}
 		if err := enqueueAwards(ctx, db, eng, "bench-", cfg.ReplicaJobs); err != nil {
 			return Result{}, err
 		}
@@ -293,6 +311,14 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			return Result{}, err
 		}
 		used := after.sub(before)
+		idleAfter, err := readMachineTicks()
+		if err != nil {
+			return Result{}, err
+		}
+		benchAfter, err := processCPU(os.Getpid())
+		if err != nil {
+			return Result{}, err
+		}
 		// What the relays had not yet published when the last job ended,
 		// and when they had published every award's event: a job's work is
 		// done only then, and a relay that falls behind makes every later
@@ -340,6 +366,8 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			{"workers_used", float64(c.workers)},
 			{"replica_cpu_per_job_ms", used.webCPU.Seconds() * 1000 / float64(want)},
 			{"pg_cpu_per_job_ms", used.pgCPU.Seconds() * 1000 / float64(want)},
+			{"bench_cpu_per_job_ms", (benchAfter - benchBefore).Seconds() * 1000 / float64(want)},
+			{"idle_pct", 100 * idleAfter.idleShare(idleBefore)},
 			{statementsMetric(statements, "job"), float64(used.statements) / float64(want)},
 			{"outbox_backlog", float64(backlog)},
 			{"published_per_sec", float64(want) / published.Sub(start).Seconds()},

@@ -61,7 +61,8 @@ type Env struct {
 }
 
 // Open starts the embedded cluster when cfg has no DatabaseURL, applies
-// migrations and opens the pools.
+// migrations and opens the pools, trying an external database that cannot
+// be reached or does not accept sessions yet again for up to StartupWait.
 func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Env, error) {
 	env := &Env{URL: cfg.DatabaseURL, log: log}
 	if env.URL == "" {
@@ -74,35 +75,73 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Env, error) {
 		env.cluster, env.URL = c, c.URL()
 		log.Info("embedded PostgreSQL ready", "url", c.URL())
 	}
-	if err := database.Migrate(ctx, env.URL); err != nil {
-		env.Close()
-		return nil, err
+	// A replica may start while its database restarts (or before it is
+	// up): it waits for it, as its running parts do, rather than exit.
+	start := time.Now()
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err := env.connect(ctx, cfg)
+		if err == nil {
+			return env, nil
+		}
+		if env.cluster != nil || !database.Unavailable(err) || time.Since(start) > StartupWait {
+			env.Close()
+			return nil, err
+		}
+		log.Warn("database unavailable; trying again", "error", err.Error(), "in", wait.String())
+		if err := clock.Sleep(ctx, wait); err != nil {
+			env.Close()
+			return nil, err
+		}
+	}
+}
+
+// StartupWait is how long Open keeps trying a database that cannot be
+// reached or is not accepting sessions yet.
+const StartupWait = time.Minute
+
+// connect applies the migrations and opens the two pools; on an error it
+// leaves no pool open.
+func (e *Env) connect(ctx context.Context, cfg Config) (err error) {
+	defer func() {
+		if err != nil {
+			e.closePools()
+		}
+	}()
+	if err := database.Migrate(ctx, e.URL); err != nil {
+		return err
 	}
 	// Each pool logs in as its own role: derived from DATABASE_URL (the
 	// login roles are created on first start), or given explicitly.
 	if cfg.DBConns == 0 {
 		cfg.DBConns = DefaultDBConns
 	}
-	var err error
 	if cfg.AppDatabaseURL != "" {
-		env.App, err = database.OpenExplicit(ctx, cfg.AppDatabaseURL, database.AppRole, int32(cfg.DBConns))
+		e.App, err = database.OpenExplicit(ctx, cfg.AppDatabaseURL, database.AppRole, int32(cfg.DBConns))
 	} else {
-		env.App, err = database.Open(ctx, env.URL, int32(cfg.DBConns))
+		e.App, err = database.Open(ctx, e.URL, int32(cfg.DBConns))
 	}
 	if err != nil {
-		env.Close()
-		return nil, fmt.Errorf("tenant pool: %w", err)
+		return fmt.Errorf("tenant pool: %w", err)
 	}
 	if cfg.SystemDatabaseURL != "" {
-		env.System, err = database.OpenExplicit(ctx, cfg.SystemDatabaseURL, database.SystemRole, int32(cfg.DBConns))
+		e.System, err = database.OpenExplicit(ctx, cfg.SystemDatabaseURL, database.SystemRole, int32(cfg.DBConns))
 	} else {
-		env.System, err = database.OpenSystem(ctx, env.URL, int32(cfg.DBConns))
+		e.System, err = database.OpenSystem(ctx, e.URL, int32(cfg.DBConns))
 	}
 	if err != nil {
-		env.Close()
-		return nil, fmt.Errorf("system pool: %w", err)
+		return fmt.Errorf("system pool: %w", err)
 	}
-	return env, nil
+	return nil
+}
+
+// closePools closes the pools that are open.
+func (e *Env) closePools() {
+	for _, p := range []**pgxpool.Pool{&e.App, &e.System, &e.Seal} {
+		if *p != nil {
+			(*p).Close()
+			*p = nil
+		}
+	}
 }
 
 // sealWebhookSecrets loads (or creates) the key that seals webhook signing
@@ -126,15 +165,7 @@ func (e *Env) sealWebhookSecrets(ctx context.Context, cfg Config) error {
 
 // Close closes the pools and stops the embedded cluster if Open started it.
 func (e *Env) Close() {
-	if e.App != nil {
-		e.App.Close()
-	}
-	if e.System != nil {
-		e.System.Close()
-	}
-	if e.Seal != nil {
-		e.Seal.Close()
-	}
+	e.closePools()
 	if e.cluster != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -492,6 +523,19 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 // JEJAK_DB_CONNS bounds the sealer's sessions with the rest.
 func sealParallel(conns int) int {
 	return max(1, min(audit.DefaultSealParallel, cmp.Or(conns, DefaultDBConns)/2))
+}
+
+// replicaOwnSessions are the sessions a replica opens beside its pools:
+// the heartbeats of its two engines (jobs, webhook deliveries), the
+// notification listeners of those engines and of the outbox relay, the job
+// engine's maintenance election and the outbox relay's lease.
+const replicaOwnSessions = 7
+
+// ReplicaSessions is the most sessions one serving replica opens with
+// pools of conns (JEJAK_DB_CONNS): what to keep under PostgreSQL's
+// max_connections over all replicas.
+func ReplicaSessions(conns int) int {
+	return 2*conns + sealParallel(conns) + 1 + replicaOwnSessions
 }
 
 // openSealPool opens the sealer's pool: a connection for each tenant it

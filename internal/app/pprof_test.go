@@ -91,6 +91,12 @@ func TestServePprof(t *testing.T) {
 // once its dashboard answers /healthz.
 func serveUntilCleanup(t *testing.T, env map[string]string) {
 	t.Helper()
+	serveLogging(t, env, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// serveLogging is serveUntilCleanup with serve's log going to log.
+func serveLogging(t *testing.T, env map[string]string, log *slog.Logger) {
+	t.Helper()
 	cfg, err := FromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +104,7 @@ func serveUntilCleanup(t *testing.T, env map[string]string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- Serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+		served <- Serve(ctx, cfg, log, io.Discard)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -117,6 +123,7 @@ func serveUntilCleanup(t *testing.T, env map[string]string) {
 		}
 		select {
 		case err := <-served:
+			served <- err // for the clean-up, which waits for serve's end
 			t.Fatalf("serve ended early: %v", err)
 		case <-time.After(20 * time.Millisecond):
 		}
