@@ -518,13 +518,6 @@ func Seed(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer, scal
 	return nil
 }
 
-// sealParallel is how many tenants a replica's sealer seals at once with
-// pools of conns: half a pool, at most audit.DefaultSealParallel, so that
-// JEJAK_DB_CONNS bounds the sealer's sessions with the rest.
-func sealParallel(conns int) int {
-	return max(1, min(audit.DefaultSealParallel, cmp.Or(conns, DefaultDBConns)/2))
-}
-
 // replicaOwnSessions are the sessions a replica opens beside its pools:
 // the heartbeats of its two engines (jobs, webhook deliveries), the
 // notification listeners of those engines and of the outbox relay, the job
@@ -535,21 +528,25 @@ const replicaOwnSessions = 7
 // pools of conns (JEJAK_DB_CONNS): what to keep under PostgreSQL's
 // max_connections over all replicas.
 func ReplicaSessions(conns int) int {
-	return 2*conns + sealParallel(conns) + 1 + replicaOwnSessions
+	return 2*conns + sealConns + replicaOwnSessions
 }
 
-// openSealPool opens the sealer's pool: a connection for each tenant it
-// seals at once and one for its indexer. A seal batch is a few round trips
-// under the tenant's tree lock; taking its connection from the system pool,
-// it queued behind the replica's claims, completions and relay, and with
-// pools of 4 the seal delay's p99 passed a second at four replicas.
+// sealConns is the size of the sealer's pool: a connection for each
+// tenant it seals at once and one for its indexer.
+const sealConns = audit.DefaultSealParallel + 1
+
+// openSealPool opens the sealer's pool (sealConns). A seal batch is a few
+// round trips under the tenant's tree lock; taking its connection from the
+// system pool, it queued behind the replica's claims, completions and
+// relay, and with pools of 4 the seal delay's p99 passed a second at four
+// replicas. Its own pool does not shrink with JEJAK_DB_CONNS: sealing
+// fewer tenants at once lengthened the delay again.
 func (e *Env) openSealPool(ctx context.Context, cfg Config) error {
-	conns := int32(sealParallel(cfg.DBConns) + 1)
 	var err error
 	if cfg.SystemDatabaseURL != "" {
-		e.Seal, err = database.OpenExplicit(ctx, cfg.SystemDatabaseURL, database.SystemRole, conns)
+		e.Seal, err = database.OpenExplicit(ctx, cfg.SystemDatabaseURL, database.SystemRole, sealConns)
 	} else {
-		e.Seal, err = database.OpenSystem(ctx, e.URL, conns)
+		e.Seal, err = database.OpenSystem(ctx, e.URL, sealConns)
 	}
 	if err != nil {
 		return fmt.Errorf("audit sealer pool: %w", err)
@@ -574,7 +571,7 @@ func newSealer(ctx context.Context, cfg Config, env *Env, log *slog.Logger, reg 
 		return nil, err
 	}
 	pool := cmp.Or(env.Seal, env.System)
-	opts := audit.SealerOptions{Signer: signer, Sink: anchors, Log: log, Parallel: sealParallel(cfg.DBConns), Slot: slot}
+	opts := audit.SealerOptions{Signer: signer, Sink: anchors, Log: log, Parallel: audit.DefaultSealParallel, Slot: slot}
 	if reg != nil {
 		opts.OnSealed = reg.ObserveSealDelays
 	}
