@@ -47,7 +47,9 @@ type RelayConfig struct {
 	// go out in one claim instead of a claim each. At a few hundred
 	// messages a second, claiming again at once took a handful of messages
 	// a time, and the claims were among the largest costs on the database.
-	// 0 = DefaultLinger, negative = none.
+	// A loop that had to wait for its previous batch's publish does not
+	// linger: messages gathered while it waited. 0 = DefaultLinger,
+	// negative = none.
 	Linger time.Duration
 	// MaxAttempts is how many publishes a message gets before it is
 	// failed; 0 = 5.
@@ -390,10 +392,21 @@ func (r *Relay) loop(ctx context.Context, wake chan struct{}, sleep *database.Sl
 					r.log.Error("outbox relay batch", "err", err)
 				}
 			}()
+			// A loop that waits here for its previous batch is behind:
+			// what commits meanwhile gathers anyway, and a linger on top
+			// only slows it. With a backlog a claim takes a fraction of a
+			// batch (an aggregate's next messages wait for its in-flight
+			// ones), so less than a batch does not mean nothing is left.
+			behind := false
 			if prev != nil {
-				<-prev
+				select {
+				case <-prev:
+				default:
+					behind = true
+					<-prev
+				}
 			}
-			if len(msgs) < r.cfg.BatchSize && r.cfg.Linger > 0 {
+			if !behind && len(msgs) < r.cfg.BatchSize && r.cfg.Linger > 0 {
 				// The claim took everything claimable: let what commits
 				// next gather for one claim.
 				t.Reset(r.cfg.Linger)

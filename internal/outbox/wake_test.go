@@ -260,3 +260,66 @@ func TestRelayLingersAfterAPartialBatch(t *testing.T) {
 		t.Fatalf("messages committed one by one during the linger went out %d in the next batch, want all 5", n)
 	}
 }
+
+// TestRelayBehindItsPublishesDoesNotLinger: a loop that had to wait for
+// its previous batch's publish claims again at once, however long its
+// linger: the wait already gathered what committed meanwhile, and
+// lingering on top kept a relay with a backlog behind.
+func TestRelayBehindItsPublishesDoesNotLinger(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tenant := newTenant(t, db, "behind")
+	w := outbox.NewWriter(nil)
+	// Each publish waits until the test takes its batch.
+	sink := &gateSink{sizes: make(chan int)}
+	r := newRelay(t, db, outbox.RelayConfig{Sink: sink, WorkerID: "behind", Concurrency: 1, PollInterval: time.Hour,
+		BatchSize: 2, Linger: time.Hour})
+	outbox.SetWarm(r, time.Hour, 5*time.Millisecond)
+	// A full batch (a1, a2), then b: claimed while the first is still
+	// being published, a partial batch after which the loop waits for it.
+	publish(t, db, w, tenant, msg("a1", 0), msg("a2", 1), msg("b", 2))
+	runRelay(t, r)
+	state := func(agg string) string {
+		t.Helper()
+		var s string
+		if err := db.Admin.QueryRow(context.Background(),
+			"SELECT state FROM outbox_messages WHERE aggregate_id = $1", agg).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	testwait.For(t, "b to be claimed while the first batch is out", func() bool { return state("b") == "processing" })
+	publish(t, db, w, tenant, msg("c", 3))
+	if n := sink.next(t); n != 2 {
+		t.Fatalf("first batch: %d messages, want 2", n)
+	}
+	// The first publish is done: the loop, behind, claims c at once
+	// instead of lingering for an hour.
+	testwait.For(t, "c to be claimed without a linger", func() bool { return state("c") == "processing" })
+	for _, want := range []int{1, 1} { // b's batch, then c's
+		if n := sink.next(t); n != want {
+			t.Fatalf("next batch: %d messages, want %d", n, want)
+		}
+	}
+}
+
+// gateSink publishes a batch once the test takes its size (next), or
+// fails it when the relay stops first.
+type gateSink struct{ sizes chan int }
+
+func (s *gateSink) Publish(ctx context.Context, msgs []outbox.Envelope) []error {
+	errs := make([]error, len(msgs))
+	select {
+	case s.sizes <- len(msgs):
+	case <-ctx.Done():
+		for i := range errs {
+			errs[i] = ctx.Err()
+		}
+	}
+	return errs
+}
+
+func (s *gateSink) next(t *testing.T) int {
+	t.Helper()
+	return (&batchSink{sizes: s.sizes}).next(t)
+}
