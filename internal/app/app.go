@@ -115,23 +115,27 @@ func (e *Env) connect(ctx context.Context, cfg Config) (err error) {
 	if cfg.DBConns == 0 {
 		cfg.DBConns = DefaultDBConns
 	}
-	if cfg.AppDatabaseURL != "" {
-		e.App, err = database.OpenExplicit(ctx, cfg.AppDatabaseURL, database.AppRole, int32(cfg.DBConns))
-	} else {
-		e.App, err = database.Open(ctx, e.URL, int32(cfg.DBConns))
-	}
-	if err != nil {
+	if e.App, err = e.openPool(ctx, cfg, database.AppRole, cfg.DBConns); err != nil {
 		return fmt.Errorf("tenant pool: %w", err)
 	}
-	if cfg.SystemDatabaseURL != "" {
-		e.System, err = database.OpenExplicit(ctx, cfg.SystemDatabaseURL, database.SystemRole, int32(cfg.DBConns))
-	} else {
-		e.System, err = database.OpenSystem(ctx, e.URL, int32(cfg.DBConns))
-	}
-	if err != nil {
+	if e.System, err = e.openPool(ctx, cfg, database.SystemRole, cfg.DBConns); err != nil {
 		return fmt.Errorf("system pool: %w", err)
 	}
 	return nil
+}
+
+// openPool opens a pool of conns connections as role (database.AppRole or
+// database.SystemRole): with the operator's URL for that role when given,
+// else logging in as the role's login derived from DATABASE_URL.
+func (e *Env) openPool(ctx context.Context, cfg Config, role string, conns int) (*pgxpool.Pool, error) {
+	explicit, derived := cfg.AppDatabaseURL, database.Open
+	if role == database.SystemRole {
+		explicit, derived = cfg.SystemDatabaseURL, database.OpenSystem
+	}
+	if explicit != "" {
+		return database.OpenExplicit(ctx, explicit, role, int32(conns))
+	}
+	return derived(ctx, e.URL, int32(conns))
 }
 
 // closePools closes the pools that are open.
@@ -543,12 +547,7 @@ const sealConns = audit.DefaultSealParallel + 1
 // fewer tenants at once lengthened the delay again.
 func (e *Env) openSealPool(ctx context.Context, cfg Config) error {
 	var err error
-	if cfg.SystemDatabaseURL != "" {
-		e.Seal, err = database.OpenExplicit(ctx, cfg.SystemDatabaseURL, database.SystemRole, sealConns)
-	} else {
-		e.Seal, err = database.OpenSystem(ctx, e.URL, sealConns)
-	}
-	if err != nil {
+	if e.Seal, err = e.openPool(ctx, cfg, database.SystemRole, sealConns); err != nil {
 		return fmt.Errorf("audit sealer pool: %w", err)
 	}
 	return nil

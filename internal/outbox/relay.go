@@ -392,28 +392,11 @@ func (r *Relay) loop(ctx context.Context, wake chan struct{}, sleep *database.Sl
 					r.log.Error("outbox relay batch", "err", err)
 				}
 			}()
-			// A loop that waits here for its previous batch is behind:
-			// what commits meanwhile gathers anyway, and a linger on top
-			// only slows it. With a backlog a claim takes a fraction of a
-			// batch (an aggregate's next messages wait for its in-flight
-			// ones), so less than a batch does not mean nothing is left.
-			behind := false
-			if prev != nil {
-				select {
-				case <-prev:
-				default:
-					behind = true
-					<-prev
-				}
-			}
-			if !behind && len(msgs) < r.cfg.BatchSize && r.cfg.Linger > 0 {
+			if behind := waitSettled(prev); !behind && len(msgs) < r.cfg.BatchSize && r.cfg.Linger > 0 {
 				// The claim took everything claimable: let what commits
 				// next gather for one claim.
-				t.Reset(r.cfg.Linger)
-				select {
-				case <-ctx.Done():
+				if clock.Sleep(ctx, r.cfg.Linger) != nil {
 					return
-				case <-t.C:
 				}
 			}
 			// More may be waiting: a full batch left rows behind.
@@ -436,6 +419,25 @@ func (r *Relay) loop(ctx context.Context, wake chan struct{}, sleep *database.Sl
 			sleep.Woken()
 		case <-t.C:
 		}
+	}
+}
+
+// waitSettled waits for a loop's previous batch (nil: none) to be settled
+// and reports whether it was still out. A loop that waits for it is
+// behind: what commits meanwhile gathers anyway, and a linger on top only
+// slows it. With a backlog a claim takes a fraction of a batch (an
+// aggregate's next messages wait for its in-flight ones), so less than a
+// batch does not mean nothing is left.
+func waitSettled(prev <-chan struct{}) (behind bool) {
+	if prev == nil {
+		return false
+	}
+	select {
+	case <-prev:
+		return false
+	default:
+		<-prev
+		return true
 	}
 }
 
