@@ -37,11 +37,11 @@ func TestMachineTicks(t *testing.T) {
 	if err != nil || before != (machineTicks{idle: 850, total: 1000}) {
 		t.Fatalf("before: %+v, %v; want idle 850 of 1000", before, err)
 	}
-	after := machineTicks{idle: 900, total: 1200}
-	if got := after.idleShare(before); got != 0.25 {
+	after := counters{machine: machineTicks{idle: 900, total: 1200}}.sub(counters{machine: before})
+	if got := after.machine.idleShare(); got != 0.25 {
 		t.Errorf("idle share %v, want 0.25 (50 idle ticks of 200)", got)
 	}
-	if got := before.idleShare(before); got != 0 {
+	if got := (machineTicks{}).idleShare(); got != 0 {
 		t.Errorf("idle share of no time %v, want 0", got)
 	}
 	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6", "cpu 1 2 x 4 5 6"} {
@@ -54,19 +54,19 @@ func TestMachineTicks(t *testing.T) {
 func TestCountersSub(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	before := counters{webCPU: 100 * ms, statements: 1000, pgByPid: map[int]time.Duration{
+	before := counters{webCPU: 100 * ms, statements: 1000, benchCPU: 40 * ms, pgByPid: map[int]time.Duration{
 		1: 50 * ms, // busy throughout
 		2: 70 * ms, // exits in the window: its last part is lost
 		3: 10 * ms, // idle throughout
 	}}
-	after := counters{webCPU: 400 * ms, statements: 1600, pgByPid: map[int]time.Duration{
+	after := counters{webCPU: 400 * ms, statements: 1600, benchCPU: 90 * ms, pgByPid: map[int]time.Duration{
 		1: 250 * ms,
 		3: 10 * ms,
 		4: 30 * ms, // started in the window: all of it counts
 	}}
 	d := after.sub(before)
-	if d.webCPU != 300*ms || d.statements != 600 || d.pgCPU != 230*ms {
-		t.Fatalf("sub = web %s, statements %d, pg %s; want 300ms, 600, 230ms", d.webCPU, d.statements, d.pgCPU)
+	if d.webCPU != 300*ms || d.statements != 600 || d.pgCPU != 230*ms || d.benchCPU != 50*ms {
+		t.Fatalf("sub = web %s, statements %d, pg %s, own %s; want 300ms, 600, 230ms, 50ms", d.webCPU, d.statements, d.pgCPU, d.benchCPU)
 	}
 	// A backend whose CPU time went down (its pid reused by a new one) is
 	// left out rather than counted negative.

@@ -23,13 +23,19 @@ type counters struct {
 	pgByPid    map[int]time.Duration
 	pgCPU      time.Duration // filled by sub
 	statements int64
+	// benchCPU is this process's (its JetStream server and its polls of
+	// the database run in it); machine, the machine's CPU time.
+	benchCPU time.Duration
+	machine  machineTicks
 }
 
 // sub is the difference c - before. A backend present at both ends counts
 // its growth; one that started inside the window counts all of its CPU
 // (its start-up included); one that ended inside the window is lost.
 func (c counters) sub(before counters) counters {
-	d := counters{webCPU: c.webCPU - before.webCPU, statements: c.statements - before.statements}
+	d := counters{webCPU: c.webCPU - before.webCPU, statements: c.statements - before.statements,
+		benchCPU: c.benchCPU - before.benchCPU,
+		machine:  machineTicks{idle: c.machine.idle - before.machine.idle, total: c.machine.total - before.machine.total}}
 	for pid, t := range c.pgByPid {
 		if b, ok := before.pgByPid[pid]; ok && b <= t {
 			d.pgCPU += t - b
@@ -48,9 +54,17 @@ func (s *httpServer) counters(ctx context.Context) (counters, error) {
 
 // readCounters reads the CPU of procs (summed, in webCPU), that of the
 // backends serving admin's database (the processes pg_stat_activity lists
-// for it, admin's own left out) and the statement (or transaction) count.
+// for it, admin's own left out), the statement (or transaction) count, and
+// this process's and the machine's CPU time.
 func readCounters(ctx context.Context, admin querier, statements bool, procs ...*replica) (counters, error) {
 	var c counters
+	var err error
+	if c.benchCPU, err = processCPU(os.Getpid()); err != nil {
+		return c, fmt.Errorf("own CPU: %w", err)
+	}
+	if c.machine, err = readMachineTicks(); err != nil {
+		return c, err
+	}
 	for _, p := range procs {
 		t, err := processCPU(p.cmd.Process.Pid)
 		if err != nil {
@@ -58,7 +72,6 @@ func readCounters(ctx context.Context, admin querier, statements bool, procs ...
 		}
 		c.webCPU += t
 	}
-	var err error
 	if c.pgByPid, err = backendCPU(ctx, admin); err != nil {
 		return c, err
 	}
@@ -208,11 +221,11 @@ func parseMachineTicks(stat string) (machineTicks, error) {
 	return m, nil
 }
 
-// idleShare is the share of the machine's CPU time idle between before
-// and m.
-func (m machineTicks) idleShare(before machineTicks) float64 {
-	if m.total <= before.total {
+// idleShare is the share of m (a difference of two readings) that was
+// idle.
+func (m machineTicks) idleShare() float64 {
+	if m.total <= 0 {
 		return 0
 	}
-	return float64(m.idle-before.idle) / float64(m.total-before.total)
+	return float64(m.idle) / float64(m.total)
 }

@@ -280,20 +280,11 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 		}
 		// What the burn-down costs: the replicas' CPU and that of
 		// PostgreSQL's backends of this database, and its statements,
-		// from the enqueue to the last job's end.
+		// from the enqueue to the last job's end; and what is left: the
+		// machine's idle time (none when the cores are the limit) and
+		// this process's CPU.
 		statements := statementsAvailable(ctx, db.Admin)
 		before, err := readCounters(ctx, db.Admin, statements, reps...)
-		if err != nil {
-			return Result{}, err
-		}
-		// And what is left: the machine's idle time (none when the two
-		// cores are the limit), and this process's CPU (the JetStream
-		// server and the polls of the database run in it).
-		idleBefore, err := readMachineTicks()
-		if err != nil {
-			return Result{}, err
-		}
-		benchBefore, err := processCPU(os.Getpid())
 		if err != nil {
 			return Result{}, err
 		}
@@ -311,14 +302,6 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			return Result{}, err
 		}
 		used := after.sub(before)
-		idleAfter, err := readMachineTicks()
-		if err != nil {
-			return Result{}, err
-		}
-		benchAfter, err := processCPU(os.Getpid())
-		if err != nil {
-			return Result{}, err
-		}
 		// What the relays had not yet published when the last job ended,
 		// and when they had published every award's event: a job's work is
 		// done only then, and a relay that falls behind makes every later
@@ -366,8 +349,8 @@ func replicasBench(n int) func(context.Context, *Env, string) (Result, error) {
 			{"workers_used", float64(c.workers)},
 			{"replica_cpu_per_job_ms", used.webCPU.Seconds() * 1000 / float64(want)},
 			{"pg_cpu_per_job_ms", used.pgCPU.Seconds() * 1000 / float64(want)},
-			{"bench_cpu_per_job_ms", (benchAfter - benchBefore).Seconds() * 1000 / float64(want)},
-			{"idle_pct", 100 * idleAfter.idleShare(idleBefore)},
+			{"bench_cpu_per_job_ms", used.benchCPU.Seconds() * 1000 / float64(want)},
+			{"idle_pct", 100 * used.machine.idleShare()},
 			{statementsMetric(statements, "job"), float64(used.statements) / float64(want)},
 			{"outbox_backlog", float64(backlog)},
 			{"published_per_sec", float64(want) / published.Sub(start).Seconds()},
