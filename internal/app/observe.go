@@ -71,10 +71,6 @@ func auditSnapshot(backlog []audit.Backlog, now time.Time) metrics.AuditSnapshot
 // unpublished message, from the outbox console's bounded status read.
 func outboxLag(env *Env) func(context.Context) (time.Duration, error) {
 	ob := outboxconsole.New(env.System, nil)
-	pools := map[string]*pgxpool.Pool{"app": env.App, "system": env.System}
-	if env.Seal != nil {
-		pools["seal"] = env.Seal
-	}
 	return func(ctx context.Context) (time.Duration, error) {
 		st, err := ob.Status(ctx)
 		if err != nil {

@@ -148,20 +148,8 @@ func TestTheSealerSealsWhileTheSystemPoolIsTaken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tenant := insertTenant(t, db, "cempaka", "Cempaka")
-	vars := map[string]string{"DATABASE_URL": db.URL, "JEJAK_DB_CONNS": "4", "JEJAK_DATA_DIR": t.TempDir()}
-	cfg, err := FromEnv(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, env := openServing(t, db)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	env, err := Open(ctx, cfg, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	if err := env.openSealPool(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
 	for range env.System.Config().MaxConns {
 		c, err := env.System.Acquire(ctx)
 		if err != nil {
@@ -188,4 +176,52 @@ func TestTheSealerSealsWhileTheSystemPoolIsTaken(t *testing.T) {
 		}
 		return size == 3
 	})
+}
+
+// TestTheSealersPoolIsInTheMetrics: the sealer's pool is reported beside
+// the tenant and system pools, so an operator sees its waits too.
+func TestTheSealersPoolIsInTheMetrics(t *testing.T) {
+	t.Parallel()
+	_, env := openServing(t, testdb.New(t))
+	families, err := NewMetrics(env).Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "jejak_db_pool_max_connections" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "pool" {
+					sizes[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	if sizes["seal"] != sealConns || sizes["system"] != 4 || sizes["app"] != 4 {
+		t.Fatalf("jejak_db_pool_max_connections by pool: %v, want seal %d, system 4, app 4", sizes, sealConns)
+	}
+}
+
+// openServing opens db as serve does with pools of 4, the sealer's pool
+// included, until the test ends.
+func openServing(t *testing.T, db *testdb.DB) (Config, *Env) {
+	t.Helper()
+	vars := map[string]string{"DATABASE_URL": db.URL, "JEJAK_DB_CONNS": "4", "JEJAK_DATA_DIR": t.TempDir()}
+	cfg, err := FromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	env, err := Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	if err := env.openSealPool(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, env
 }
