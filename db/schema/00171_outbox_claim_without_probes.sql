@@ -26,7 +26,11 @@
 -- Messages in flight are read before the chunks, each statement with its
 -- own snapshot; only claims make a message processing, and claims take
 -- turns (00157), so what changes meanwhile is a message settled or
--- released, which at worst holds its key back until the next claim.
+-- released, which at worst holds its key back until the next claim. Per
+-- aggregate order is id order, as it always was: a message committed
+-- after a later message of its aggregate was claimed goes out after it,
+-- whether it committed after the claim's snapshot (as before) or after
+-- the walk passed its id in an earlier chunk.
 --
 -- The front heuristic stays (00148): after the first chunk, with fewer than a
 -- quarter of what was walked taken, the claim lists the aggregates' heads
