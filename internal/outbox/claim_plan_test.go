@@ -82,13 +82,37 @@ func TestClaimableReadsLittleAfterChurn(t *testing.T) {
 	}
 	backlog(t, db, tid, 5000, 500)
 	ids, blocks := claimable(t, db, 1000)
-	if len(ids) != 1000 {
-		t.Fatalf("claimable = %d ids, want 1,000 (two of each aggregate)", len(ids))
+	if len(ids) != 1000 || ids[0] != 20001 || ids[999] != 21000 {
+		t.Fatalf("claimable = %d ids from %v, want the 1,000 oldest pending, 20001-21000 (two of each aggregate)", len(ids), ids[:min(len(ids), 3)])
 	}
 	if blocks > 10000 {
 		t.Fatalf("a claim of 1,000 after churn touched %.0f buffers: it probed the delivered messages' entries", blocks)
 	}
 	t.Logf("claim of 1,000 after 20,000 delivered under a held snapshot: %.0f buffers", blocks)
+}
+
+// TestClaimableCarriesAHeldKeyAcrossChunks: the walk reads a chunk of
+// the batch's size at a time; a key held back in one chunk (its message
+// not yet due) stays held in the next, so its later message is not taken
+// and the claim fills with another aggregate's.
+func TestClaimableCarriesAHeldKeyAcrossChunks(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tid := newTenant(t, db, "toko")
+	var first []string
+	for i := range 40 {
+		first = append(first, fmt.Sprintf("k%d", i))
+	}
+	ids := insertMessages(t, db, tid, first...)
+	if _, err := db.Admin.Exec(context.Background(), `UPDATE outbox_messages SET available_at = now() + interval '1 hour' WHERE id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	later := insertMessages(t, db, tid, "k0", "z")
+	got, _ := claimable(t, db, 40)
+	want := append(ids[1:40:40], later[1])
+	if !slices.Equal(got, want) {
+		t.Fatalf("claimable(40) = %v, want k1-k39 and z %v (k0's second message waits for its first)", got, want)
+	}
 }
 
 // claimable runs outbox_claimable(lim, now()) twice in one transaction
