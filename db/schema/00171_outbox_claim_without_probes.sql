@@ -32,6 +32,14 @@
 -- whether it committed after the claim's snapshot (as before) or after
 -- the walk passed its id in an earlier chunk.
 --
+-- The batch is chosen shallowest first: the walk reads twice the batch
+-- asked for and takes every key's next message, then every key's second,
+-- and so on, the oldest first at each depth, instead of the oldest
+-- messages whatever their depth. The relay publishes a batch one message
+-- an aggregate at a time, a round trip each; behind a backlog whose keys'
+-- messages came in bursts (the replicas benchmark), batches of 1,000 in
+-- id order took 8.6-11.4 rounds on average, shallowest first 6.4-6.8.
+--
 -- The front heuristic stays (00148): after the first chunk, with fewer than a
 -- quarter of what was walked taken, the claim lists the aggregates' heads
 -- instead, once; with too many aggregates it walks on.
@@ -114,23 +122,28 @@ DECLARE
     -- one message a round trip, and the batch is settled when its longest
     -- run is out.
     max_run constant int := 64;
-    -- The first chunk is the batch asked for (a claim of a few reads a
-    -- few); later ones double, so a long walk is a few statements.
-    chunk int := greatest(lim, 32);
-    front constant int := greatest(lim, 32);
+    -- The first chunk is twice the batch asked for (a claim of a few
+    -- reads a few), so that the batch can be chosen shallowest first
+    -- (below); later ones double, so a long walk is a few statements.
+    chunk int := greatest(lim * 2, 32);
+    front constant int := greatest(lim * 2, 32);
     busy_keys bigint[];
     busy_first bigint[];
     -- Each walked key's run so far; max_run once the walk left one of
     -- its messages behind.
     seen_keys bigint[] := '{}';
     seen_runs int[] := '{}';
-    took bigint[];
+    -- What the walk could take so far, each with its depth in its
+    -- key's run (1: the key's next message).
+    cand_ids bigint[] := '{}';
+    cand_depths int[] := '{}';
+    took_ids bigint[];
+    took_depths int[];
     n int;
     last bigint;
     after bigint := 0;
     examined int := 0;
     listed boolean := false;
-    ids bigint[] := '{}';
     heads bigint[];
 BEGIN
     SELECT coalesce(array_agg(b.k), '{}'), coalesce(array_agg(b.first), '{}') INTO busy_keys, busy_first
@@ -162,7 +175,7 @@ BEGIN
             -- A key's messages are taken while each is due, under the run
             -- cap and before anything of its key in flight or failed: a
             -- prefix of the key's messages.
-            SELECT c.id, c.k, keys.run,
+            SELECT c.id, c.k, keys.run, keys.run + row_number() OVER (PARTITION BY c.k ORDER BY c.id) AS depth,
                    keys.run + row_number() OVER (PARTITION BY c.k ORDER BY c.id) <= max_run
                    AND NOT bool_or(NOT c.due) OVER (PARTITION BY c.k ORDER BY c.id)
                    AND (keys.blocker IS NULL OR keys.blocker > c.id) AS ok
@@ -174,26 +187,34 @@ BEGIN
             SELECT coalesce(runs.k, s.k) AS k, coalesce(runs.run, s.run) AS run
               FROM runs FULL JOIN unnest(seen_keys, seen_runs) s(k, run) ON s.k = runs.k
         )
-        SELECT (SELECT coalesce(array_agg(t.id ORDER BY t.id), '{}')
-                  FROM (SELECT w.id FROM w WHERE w.ok ORDER BY w.id LIMIT lim - cardinality(ids)) t),
+        SELECT (SELECT coalesce(array_agg(w.id ORDER BY w.id), '{}') FROM w WHERE w.ok),
+               (SELECT coalesce(array_agg(w.depth::int ORDER BY w.id), '{}') FROM w WHERE w.ok),
                st.keys, st.runs, (SELECT count(*) FROM c), (SELECT max(c.id) FROM c)
-          INTO took, seen_keys, seen_runs, n, last
+          INTO took_ids, took_depths, seen_keys, seen_runs, n, last
           FROM (SELECT coalesce(array_agg(state.k ORDER BY state.k), '{}') AS keys,
                        coalesce(array_agg(state.run ORDER BY state.k), '{}') AS runs
                   FROM state) st;
-        ids := ids || took;
-        EXIT WHEN cardinality(ids) >= lim OR n < chunk;
+        cand_ids := cand_ids || took_ids;
+        cand_depths := cand_depths || took_depths;
+        EXIT WHEN cardinality(cand_ids) >= lim OR n < chunk;
         examined := examined + n;
         after := last;
         chunk := least(chunk * 2, 8192);
-        CONTINUE WHEN listed OR examined < front OR cardinality(ids) * 4 >= examined;
+        CONTINUE WHEN listed OR examined < front OR cardinality(cand_ids) * 4 >= examined;
 
         listed := true;
         heads := outbox_claimable_heads(lim, at, max_run);
         CONTINUE WHEN heads IS NULL;
         RETURN heads;
     END LOOP;
-    RETURN ids;
+    -- The batch: the shallowest first, then the oldest. The relay
+    -- publishes a batch one message an aggregate at a time, a round trip
+    -- each, so a batch of the keys' next messages goes out in fewer rounds
+    -- than one of a few keys' long runs. A key's taken messages are still
+    -- a prefix of its run: the batch takes every depth up to a last one.
+    RETURN (SELECT coalesce(array_agg(x.id ORDER BY x.id), '{}')
+              FROM (SELECT u.id FROM unnest(cand_ids, cand_depths) u(id, depth)
+                     ORDER BY u.depth, u.id LIMIT lim) x);
 END
 $$;
 -- +goose StatementEnd

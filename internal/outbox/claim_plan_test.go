@@ -115,6 +115,27 @@ func TestClaimableCarriesAHeldKeyAcrossChunks(t *testing.T) {
 	}
 }
 
+// TestClaimableTakesTheShallowestFirst: behind a backlog of runs (each
+// aggregate's messages committed in a burst), a batch takes every
+// aggregate's next messages before any run's later ones: the relay
+// publishes a batch one message an aggregate at a time, so four runs of
+// four took four round trips where four aggregates' next two take two.
+func TestClaimableTakesTheShallowestFirst(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	tid := newTenant(t, db, "toko")
+	var burst []string
+	for _, a := range []string{"a", "b", "c", "d"} {
+		burst = append(burst, a, a, a, a)
+	}
+	ids := insertMessages(t, db, tid, burst...)
+	got, _ := claimable(t, db, 8)
+	want := []int64{ids[0], ids[1], ids[4], ids[5], ids[8], ids[9], ids[12], ids[13]}
+	if !slices.Equal(got, want) {
+		t.Fatalf("claimable(8) = %v, want each aggregate's first two %v", got, want)
+	}
+}
+
 // claimable runs outbox_claimable(lim, now()) twice in one transaction
 // (the first call also fills the session's caches) and returns the second
 // call's ids and the buffers it touched.
@@ -308,7 +329,7 @@ func TestClaimsTakeTurns(t *testing.T) {
 // TestClaimableTakesEachAggregatesRun: a claim takes every waiting message
 // of an aggregate that can move, in id order, and none of an aggregate
 // whose older message is in flight, failed, or not yet due; a limit cuts a
-// run, never skips into it.
+// run, never skips into it, and takes the shallowest messages first.
 func TestClaimableTakesEachAggregatesRun(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -328,8 +349,13 @@ func TestClaimableTakesEachAggregatesRun(t *testing.T) {
 	if want := []int64{ids[0], ids[4], ids[8], ids[9]}; !slices.Equal(got, want) {
 		t.Fatalf("claimable = %v, want the run's three messages and the other aggregate's %v", got, want)
 	}
-	if got, _ = claimable(t, db, 2); !slices.Equal(got, []int64{ids[0], ids[4]}) {
-		t.Fatalf("claimable(2) = %v, want the run's first two %v", got, []int64{ids[0], ids[4]})
+	// A smaller batch takes the aggregates' next messages first, then the
+	// runs' next ones, and still only a prefix of each run.
+	if got, _ = claimable(t, db, 2); !slices.Equal(got, []int64{ids[0], ids[9]}) {
+		t.Fatalf("claimable(2) = %v, want the run's first and the other aggregate's %v", got, []int64{ids[0], ids[9]})
+	}
+	if got, _ = claimable(t, db, 3); !slices.Equal(got, []int64{ids[0], ids[4], ids[9]}) {
+		t.Fatalf("claimable(3) = %v, want the run's first two and the other aggregate's %v", got, []int64{ids[0], ids[4], ids[9]})
 	}
 }
 
