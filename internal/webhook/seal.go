@@ -55,30 +55,13 @@ func NewSealer(key []byte) (*Sealer, error) {
 func LoadSealer(path string) (*Sealer, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		key := make([]byte, sealKeyBytes)
-		if _, err := rand.Read(key); err != nil {
-			return nil, fmt.Errorf("webhook sealing key: %w", err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("webhook sealing key: %w", err)
-		}
-		// O_EXCL: of two replicas creating it at once, one wins and the
-		// other reads the winner's key.
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			_, err = f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return nil, fmt.Errorf("write webhook sealing key: %w", err)
-			}
+		var key []byte
+		if key, err = createKeyFile(path); key != nil {
 			return NewSealer(key)
 		}
-		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("create webhook sealing key: %w", err)
+		if errors.Is(err, os.ErrExist) {
+			raw, err = os.ReadFile(path)
 		}
-		raw, err = os.ReadFile(path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read webhook sealing key: %w", err)
@@ -88,6 +71,44 @@ func LoadSealer(path string) (*Sealer, error) {
 		return nil, fmt.Errorf("webhook sealing key %s: not base64", path)
 	}
 	return NewSealer(key)
+}
+
+// createKeyFile writes a fresh key to path unless a file is there already
+// (os.ErrExist: another replica made it first). The key is written to a
+// file of its own and linked into place whole: created in place, the file
+// existed empty for a moment, and a replica starting beside the creator
+// read no key and failed.
+func createKeyFile(path string) ([]byte, error) {
+	key := make([]byte, sealKeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("webhook sealing key: %w", err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("webhook sealing key: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".webhook-secrets-*.key")
+	if err != nil {
+		return nil, fmt.Errorf("create webhook sealing key: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write webhook sealing key: %w", err)
+	}
+	if err := os.Link(f.Name(), path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("create webhook sealing key: %w", err)
+	}
+	return key, nil
 }
 
 func sealAAD(tenantID int64) []byte {

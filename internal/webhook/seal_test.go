@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,6 +159,48 @@ func TestLoadSealerKeepsItsKey(t *testing.T) {
 	}
 	if _, err := b.Open(v.tenant+1, stored); err == nil {
 		t.Fatal("a sealed secret opened for another tenant's row")
+	}
+}
+
+// TestLoadSealerAtOnce: replicas started together on one key directory
+// each create the key file if it is missing; every one of them must start,
+// with the one key the file holds. The loser of the creation once read the
+// winner's file before its key was written in it, and failed to start.
+func TestLoadSealerAtOnce(t *testing.T) {
+	t.Parallel()
+	const replicas = 8
+	for round := range 50 {
+		path := filepath.Join(t.TempDir(), "webhook-secrets.key")
+		start := make(chan struct{})
+		sealers := make([]*webhook.Sealer, replicas)
+		errs := make([]error, replicas)
+		var wg sync.WaitGroup
+		for i := range replicas {
+			wg.Go(func() {
+				<-start
+				sealers[i], errs[i] = webhook.LoadSealer(path)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: replica %d: %v", round, i, err)
+			}
+		}
+		file, err := webhook.LoadSealer(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range sealers {
+			sealed, err := s.Seal(1, "whsec_x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := file.Open(1, sealed); err != nil || got != "whsec_x" {
+				t.Fatalf("round %d: replica %d sealed with a key the file does not hold: %q, %v", round, i, got, err)
+			}
+		}
 	}
 }
 
