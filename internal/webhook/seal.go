@@ -55,13 +55,14 @@ func NewSealer(key []byte) (*Sealer, error) {
 func LoadSealer(path string) (*Sealer, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		var key []byte
-		if key, err = createKeyFile(path); key != nil {
+		key, cerr := createKeyFile(path)
+		if cerr == nil {
 			return NewSealer(key)
 		}
-		if errors.Is(err, os.ErrExist) {
-			raw, err = os.ReadFile(path)
+		if !errors.Is(cerr, os.ErrExist) {
+			return nil, cerr
 		}
+		raw, err = os.ReadFile(path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read webhook sealing key: %w", err)
