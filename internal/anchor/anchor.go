@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/jejakhq/jejak/internal/audit"
+	"github.com/jejakhq/jejak/internal/keyfile"
 )
 
 // File names inside the anchor directory.
@@ -111,18 +112,9 @@ func open(dir string, seed []byte) (*Store, error) {
 				return nil, err
 			}
 		}
-		f, ferr := os.OpenFile(keyPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if ferr == nil {
-			_, ferr = f.WriteString(hex.EncodeToString(seed) + "\n")
-			if cerr := f.Close(); ferr == nil {
-				ferr = cerr
-			}
-		}
-		if ferr != nil && !errors.Is(ferr, os.ErrExist) {
-			return nil, fmt.Errorf("create anchor key: %w", ferr)
-		}
-		// Created now, or by a concurrent start: read whichever won.
-		raw, err = os.ReadFile(keyPath)
+		// Created now, or by a replica starting beside this one: what
+		// the file holds.
+		raw, err = keyfile.Create(keyPath, []byte(hex.EncodeToString(seed)+"\n"))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read anchor key: %w", err)

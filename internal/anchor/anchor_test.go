@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -453,5 +454,35 @@ func TestOpenWithKeyKeepsTheGivenKey(t *testing.T) {
 	}
 	if _, err := anchor.OpenWithKey(other, seed); err == nil || !strings.Contains(err.Error(), "another key") {
 		t.Errorf("OpenWithKey on a directory with its own key: %v, want an error", err)
+	}
+}
+
+// TestOpenAtOnce: replicas started together on one empty anchor directory
+// all start, each signing with the one key the directory holds.
+func TestOpenAtOnce(t *testing.T) {
+	t.Parallel()
+	const replicas = 8
+	for round := range 50 {
+		dir := t.TempDir()
+		start := make(chan struct{})
+		stores := make([]*anchor.Store, replicas)
+		errs := make([]error, replicas)
+		var wg sync.WaitGroup
+		for i := range replicas {
+			wg.Go(func() {
+				<-start
+				stores[i], errs[i] = anchor.Open(dir)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i := range replicas {
+			if errs[i] != nil {
+				t.Fatalf("round %d: replica %d: %v", round, i, errs[i])
+			}
+			if !stores[i].Public().Equal(stores[0].Public()) {
+				t.Fatalf("round %d: replica %d signs with another key than replica 0", round, i)
+			}
+		}
 	}
 }

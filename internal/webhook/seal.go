@@ -9,11 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/jejakhq/jejak/internal/database"
+	"github.com/jejakhq/jejak/internal/keyfile"
 )
 
 // Signing secrets are stored sealed: AES-256-GCM (Go's standard library)
@@ -55,14 +55,11 @@ func NewSealer(key []byte) (*Sealer, error) {
 func LoadSealer(path string) (*Sealer, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		key, cerr := createKeyFile(path)
-		if cerr == nil {
-			return NewSealer(key)
+		key := make([]byte, sealKeyBytes)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("webhook sealing key: %w", err)
 		}
-		if !errors.Is(cerr, os.ErrExist) {
-			return nil, cerr
-		}
-		raw, err = os.ReadFile(path)
+		raw, err = keyfile.Create(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n"))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read webhook sealing key: %w", err)
@@ -72,44 +69,6 @@ func LoadSealer(path string) (*Sealer, error) {
 		return nil, fmt.Errorf("webhook sealing key %s: not base64", path)
 	}
 	return NewSealer(key)
-}
-
-// createKeyFile writes a fresh key to path unless a file is there already
-// (os.ErrExist: another replica made it first). The key is written to a
-// file of its own and linked into place whole: created in place, the file
-// existed empty for a moment, and a replica starting beside the creator
-// read no key and failed.
-func createKeyFile(path string) ([]byte, error) {
-	key := make([]byte, sealKeyBytes)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("webhook sealing key: %w", err)
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("webhook sealing key: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".webhook-secrets-*.key")
-	if err != nil {
-		return nil, fmt.Errorf("create webhook sealing key: %w", err)
-	}
-	defer os.Remove(f.Name())
-	_, err = f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("write webhook sealing key: %w", err)
-	}
-	if err := os.Link(f.Name(), path); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("create webhook sealing key: %w", err)
-	}
-	return key, nil
 }
 
 func sealAAD(tenantID int64) []byte {

@@ -1,0 +1,52 @@
+package keyfile_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/jejakhq/jejak/internal/keyfile"
+)
+
+// TestCreateAtOnce: creators released together each get the content the
+// file holds, whole, and the file is private to its owner with nothing
+// left beside it.
+func TestCreateAtOnce(t *testing.T) {
+	t.Parallel()
+	const creators = 8
+	for round := range 50 {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "keys", "secret.key")
+		start := make(chan struct{})
+		got := make([][]byte, creators)
+		errs := make([]error, creators)
+		var wg sync.WaitGroup
+		for i := range creators {
+			wg.Go(func() {
+				<-start
+				got[i], errs[i] = keyfile.Create(path, []byte("key of creator "+strconv.Itoa(i)+"\n"))
+			})
+		}
+		close(start)
+		wg.Wait()
+		file, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range creators {
+			if errs[i] != nil || !bytes.Equal(got[i], file) {
+				t.Fatalf("round %d: creator %d got %q (%v), the file holds %q", round, i, got[i], errs[i], file)
+			}
+		}
+		st, err := os.Stat(path)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("round %d: key file mode %v (%v), want 0600", round, st.Mode().Perm(), err)
+		}
+		if left, _ := os.ReadDir(filepath.Dir(path)); len(left) != 1 {
+			t.Fatalf("round %d: %d files beside the key, want none", round, len(left)-1)
+		}
+	}
+}
