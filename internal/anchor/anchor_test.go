@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/jejakhq/jejak/internal/audit"
 	"github.com/jejakhq/jejak/internal/database"
 	"github.com/jejakhq/jejak/internal/testdb"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 func record(t *testing.T, db *testdb.DB, tenant int64, n int, action string) {
@@ -464,18 +464,9 @@ func TestOpenAtOnce(t *testing.T) {
 	const replicas = 8
 	for round := range 50 {
 		dir := t.TempDir()
-		start := make(chan struct{})
 		stores := make([]*anchor.Store, replicas)
 		errs := make([]error, replicas)
-		var wg sync.WaitGroup
-		for i := range replicas {
-			wg.Go(func() {
-				<-start
-				stores[i], errs[i] = anchor.Open(dir)
-			})
-		}
-		close(start)
-		wg.Wait()
+		testwait.Together(replicas, func(i int) { stores[i], errs[i] = anchor.Open(dir) })
 		for i := range replicas {
 			if errs[i] != nil {
 				t.Fatalf("round %d: replica %d: %v", round, i, errs[i])

@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/jejakhq/jejak/internal/keyfile"
+	"github.com/jejakhq/jejak/internal/testwait"
 )
 
 // TestCreateAtOnce: creators released together each get the content the
@@ -20,18 +20,11 @@ func TestCreateAtOnce(t *testing.T) {
 	for round := range 50 {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "keys", "secret.key")
-		start := make(chan struct{})
 		got := make([][]byte, creators)
 		errs := make([]error, creators)
-		var wg sync.WaitGroup
-		for i := range creators {
-			wg.Go(func() {
-				<-start
-				got[i], errs[i] = keyfile.Create(path, []byte("key of creator "+strconv.Itoa(i)+"\n"))
-			})
-		}
-		close(start)
-		wg.Wait()
+		testwait.Together(creators, func(i int) {
+			got[i], errs[i] = keyfile.Create(path, []byte("key of creator "+strconv.Itoa(i)+"\n"))
+		})
 		file, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@
 package testwait
 
 import (
+	"sync"
 	"testing"
 	"time"
 )
@@ -38,4 +39,19 @@ func Within(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(gap) // polling with a deadline
 		gap = min(gap*3/2, maxGap)
 	}
+}
+
+// Together runs f(0) … f(n-1) in goroutines released at one moment, as
+// replicas started together race, and returns when all have returned.
+func Together(n int, f func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			f(i)
+		})
+	}
+	close(start)
+	wg.Wait()
 }

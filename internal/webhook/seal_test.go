@@ -9,13 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/jejakhq/jejak/internal/apperr"
+	"github.com/jejakhq/jejak/internal/testwait"
 	"github.com/jejakhq/jejak/internal/webhook"
 )
 
@@ -171,18 +171,9 @@ func TestLoadSealerAtOnce(t *testing.T) {
 	const replicas = 8
 	for round := range 50 {
 		path := filepath.Join(t.TempDir(), "webhook-secrets.key")
-		start := make(chan struct{})
 		sealers := make([]*webhook.Sealer, replicas)
 		errs := make([]error, replicas)
-		var wg sync.WaitGroup
-		for i := range replicas {
-			wg.Go(func() {
-				<-start
-				sealers[i], errs[i] = webhook.LoadSealer(path)
-			})
-		}
-		close(start)
-		wg.Wait()
+		testwait.Together(replicas, func(i int) { sealers[i], errs[i] = webhook.LoadSealer(path) })
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("round %d: replica %d: %v", round, i, err)
