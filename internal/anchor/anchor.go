@@ -104,18 +104,17 @@ func open(dir string, seed []byte) (*Store, error) {
 		return nil, fmt.Errorf("anchor directory: %w", err)
 	}
 	keyPath := filepath.Join(dir, KeyFile)
-	raw, err := os.ReadFile(keyPath)
-	if errors.Is(err, os.ErrNotExist) {
+	// Created now, or by a replica starting beside this one: what the file
+	// holds.
+	raw, err := keyfile.Read(keyPath, func() ([]byte, error) {
 		if seed == nil {
 			seed = make([]byte, ed25519.SeedSize)
 			if _, err := rand.Read(seed); err != nil {
 				return nil, err
 			}
 		}
-		// Created now, or by a replica starting beside this one: what
-		// the file holds.
-		raw, err = keyfile.Create(keyPath, []byte(hex.EncodeToString(seed)+"\n"))
-	}
+		return []byte(hex.EncodeToString(seed) + "\n"), nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read anchor key: %w", err)
 	}

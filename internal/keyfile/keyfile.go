@@ -10,6 +10,20 @@ import (
 	"path/filepath"
 )
 
+// Read returns what path holds, creating the file with fresh's content
+// (Create) when it does not exist.
+func Read(path string, fresh func() ([]byte, error)) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if !errors.Is(err, os.ErrNotExist) {
+		return raw, err
+	}
+	content, err := fresh()
+	if err != nil {
+		return nil, err
+	}
+	return Create(path, content)
+}
+
 // Create writes content to path, readable by its owner only, unless a file
 // is there already, and returns what path holds: content when this call
 // created it, the other creator's otherwise. The content is written to a

@@ -43,3 +43,19 @@ func TestCreateAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReadKeepsTheFile: a key file that exists is read as it is, without
+// making a fresh key; a missing one is created with the fresh key.
+func TestReadKeepsTheFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "secret.key")
+	fresh := func(k string) func() ([]byte, error) {
+		return func() ([]byte, error) { return []byte(k), nil }
+	}
+	if got, err := keyfile.Read(path, fresh("first\n")); err != nil || string(got) != "first\n" {
+		t.Fatalf("Read of a missing file = %q, %v; want the fresh key", got, err)
+	}
+	if got, err := keyfile.Read(path, fresh("second\n")); err != nil || string(got) != "first\n" {
+		t.Fatalf("Read of an existing file = %q, %v; want the key it holds", got, err)
+	}
+}

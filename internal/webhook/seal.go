@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -53,14 +52,13 @@ func NewSealer(key []byte) (*Sealer, error) {
 // LoadSealer reads the key file (base64 of 32 bytes), creating it with a
 // fresh key, readable by its owner only, when it does not exist.
 func LoadSealer(path string) (*Sealer, error) {
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	raw, err := keyfile.Read(path, func() ([]byte, error) {
 		key := make([]byte, sealKeyBytes)
 		if _, err := rand.Read(key); err != nil {
-			return nil, fmt.Errorf("webhook sealing key: %w", err)
+			return nil, err
 		}
-		raw, err = keyfile.Create(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n"))
-	}
+		return []byte(base64.StdEncoding.EncodeToString(key) + "\n"), nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read webhook sealing key: %w", err)
 	}
