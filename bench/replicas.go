@@ -420,29 +420,28 @@ func waitReplicas(ctx context.Context, db *JejakDB, reps []*replica) error {
 type rowsLeft struct {
 	db          *JejakDB
 	what, count string
-	noSeqScan   bool // planned without sequential scans
 }
 
-// unpublishedEvents counts the outbox messages not yet delivered, over the
-// partial index of undelivered messages: planned from whatever statistics
-// the table had, the count once scanned the whole table (24,600 buffers a
-// poll) while the relay drained the backlog it measures. unsealedEvents
-// counts the audit events waiting in the sealer's queue.
+// unpublishedEvents counts the outbox messages not yet delivered (over the
+// partial index of undelivered messages); unsealedEvents the audit
+// events waiting in the sealer's queue.
 func unpublishedEvents(db *JejakDB) rowsLeft {
-	return rowsLeft{db, "unpublished events", `SELECT count(*) FROM outbox_messages WHERE state <> 'delivered'`, true}
+	return rowsLeft{db, "unpublished events", `SELECT count(*) FROM outbox_messages WHERE state <> 'delivered'`}
 }
 
 func unsealedEvents(db *JejakDB) rowsLeft {
-	return rowsLeft{db, "unsealed events", `SELECT count(*) FROM audit_unsealed`, false}
+	return rowsLeft{db, "unsealed events", `SELECT count(*) FROM audit_unsealed`}
 }
 
 func (r rowsLeft) Unfinished(ctx context.Context) (int64, error) {
 	var n int64
+	// Counted through the queues' indexes: planned from whatever
+	// statistics the table had, the outbox's count once scanned the whole
+	// table (24,600 buffers a poll) while the relay drained the backlog it
+	// measures.
 	err := database.InTx(ctx, r.db.Admin, func(tx pgx.Tx) error {
-		if r.noSeqScan {
-			if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
-				return err
-			}
+		if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+			return err
 		}
 		return tx.QueryRow(ctx, r.count).Scan(&n)
 	})

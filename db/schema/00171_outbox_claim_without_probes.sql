@@ -126,7 +126,6 @@ DECLARE
     -- reads a few), so that the batch can be chosen shallowest first
     -- (below); later ones double, so a long walk is a few statements.
     chunk int := greatest(lim * 2, 32);
-    front constant int := greatest(lim * 2, 32);
     busy_keys bigint[];
     busy_first bigint[];
     -- Each walked key's run so far; max_run once the walk left one of
@@ -200,7 +199,7 @@ BEGIN
         examined := examined + n;
         after := last;
         chunk := least(chunk * 2, 8192);
-        CONTINUE WHEN listed OR examined < front OR cardinality(cand_ids) * 4 >= examined;
+        CONTINUE WHEN listed OR cardinality(cand_ids) * 4 >= examined;
 
         listed := true;
         heads := outbox_claimable_heads(lim, at, max_run);
